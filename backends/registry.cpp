@@ -1,0 +1,24 @@
+#include "backends/registry.h"
+
+#include <stdexcept>
+
+#include "cpu/cpu_backend.h"
+
+namespace ls {
+
+std::vector<std::string> backend_names() { return {"cpu", "vulkan", "cuda", "reference"}; }
+
+std::unique_ptr<Backend> create_backend(const BackendOptions& o) {
+    if (o.device < 0) throw std::runtime_error("--device must be >= 0, got " + std::to_string(o.device));
+    if (o.name == "cpu" || o.name == "reference") {
+        if (o.device != 0)
+            throw std::runtime_error("the " + o.name + " backend has one device (0); --device " + std::to_string(o.device) + " does not exist");
+        if (o.name == "reference") return make_reference_backend();
+        return make_cpu_backend(o.threads);
+    }
+    if (o.name == "vulkan" || o.name == "cuda")
+        throw std::runtime_error("this build of lockstep has no " + o.name + " backend yet; use --backend cpu");
+    throw std::runtime_error("unknown backend '" + o.name + "' (choose cpu, vulkan or cuda)");
+}
+
+}  // namespace ls

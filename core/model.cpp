@@ -1,0 +1,81 @@
+#include "core/model.h"
+
+#include <stdexcept>
+
+#include "core/models/gemma3.h"
+#include "core/quant.h"
+
+namespace ls {
+
+std::unique_ptr<Model> Model::load(const std::string& path, Backend& be) {
+    auto file = GgufFile::open(path);
+    const std::string arch = file->get_string("general.architecture");
+    std::unique_ptr<Model> m;
+    if (arch == "gemma3") m = std::make_unique<Gemma3>();
+    else throw std::runtime_error(path + ": architecture '" + arch + "' is not supported (supported: gemma3)");
+    m->file_ = std::move(file);
+    m->be_ = &be;
+    // One buffer over the whole file: host backends use the mapping in place.
+    m->weights_buffer_ = be.wrap_host(m->file_->base(), m->file_->size());
+    m->load_arch();
+    return m;
+}
+
+std::vector<KvLayerSpec> Model::kv_layout() const {
+    std::vector<KvLayerSpec> v;
+    for (const LayerParams& L : hp_.layers)
+        v.push_back({int64_t(L.n_head_kv) * L.head_dim_k, int64_t(L.n_head_kv) * L.head_dim_v, L.window});
+    return v;
+}
+
+Tensor* Model::weight(const std::string& name, std::initializer_list<int64_t> ne, bool required) {
+    const GgufTensorInfo* info = file_->find_tensor(name);
+    if (!info) {
+        if (!required) return nullptr;
+        throw std::runtime_error("model is missing tensor '" + name + "'");
+    }
+    Tensor& t = weights_.emplace_back();
+    t.type = info->type;
+    for (int i = 0; i < kMaxDims; ++i) t.ne[i] = info->ne[i];
+    int i = 0;
+    bool ok = true;
+    for (int64_t n : ne) ok = ok && t.ne[i++] == n;
+    for (; i < kMaxDims; ++i) ok = ok && t.ne[i] == 1;
+    if (!ok) {
+        std::string want = "[";
+        for (int64_t n : ne) want += std::to_string(n) + " ";
+        want.back() = ']';
+        throw std::runtime_error("tensor '" + name + "' has shape " + shape_str(t) + ", " + hp_.arch + " expects " + want);
+    }
+    set_contiguous_strides(t);
+    t.kind = TensorKind::Persistent;
+    t.buffer = weights_buffer_.get();
+    t.offset = static_cast<size_t>(info->data - file_->base());
+    t.name = name;
+    return &t;
+}
+
+Tensor* Model::norm_weight(const std::string& name, int64_t n) {
+    Tensor* t = weight(name, {n});
+    if (t->type != DType::F32)
+        throw std::runtime_error("tensor '" + name + "' has type " + dtype_name(t->type) + "; norm weights must be f32");
+    return t;
+}
+
+Tensor* Model::matmul_weight(const std::string& name, int64_t k, int64_t n) {
+    Tensor* t = weight(name, {k, n});
+    switch (t->type) {
+        case DType::F32: case DType::F16: case DType::BF16: case DType::Q4_0: case DType::Q4_1:
+        case DType::Q5_0: case DType::Q5_1: case DType::Q8_0: case DType::Q2_K: case DType::Q3_K:
+        case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: break;
+        default:
+            throw std::runtime_error("tensor '" + name + "' has type " + dtype_name(t->type) +
+                                     ", which lockstep cannot multiply with");
+    }
+    if (k % block_size(t->type) != 0)
+        throw std::runtime_error("tensor '" + name + "': row length " + std::to_string(k) + " is not a multiple of the " +
+                                 dtype_name(t->type) + " block");
+    return t;
+}
+
+}  // namespace ls

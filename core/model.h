@@ -1,0 +1,69 @@
+// A loaded model: hyperparameters, per-layer data, typed weights bound to a backend, and the
+// graph builder of its architecture.
+#pragma once
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/gguf.h"
+#include "core/kv_cache.h"
+
+namespace ls {
+
+// Per-layer differences are data, not branches on the architecture.
+struct LayerParams {
+    int32_t window = 0;        // 0 = full attention
+    float rope_base = 10000.f;
+    float rope_scale = 1.f;    // freq_scale = 1 / linear factor
+    int32_t n_head = 0, n_head_kv = 0;
+    int32_t head_dim_k = 0, head_dim_v = 0;
+};
+
+struct Hparams {
+    std::string arch;
+    int64_t n_embd = 0, n_layer = 0, n_ff = 0, n_vocab = 0, n_ctx_train = 0;
+    float rms_eps = 1e-6f;
+    float attn_scale = 1.f;
+    std::vector<LayerParams> layers;
+};
+
+// The tokens of one ubatch: token, position and sequence per token, and which need logits.
+struct Ubatch {
+    std::vector<int32_t> tokens, pos, seq;
+    std::vector<int32_t> out_idx;  // indices (into tokens) whose logits are wanted, in order
+};
+
+class Model {
+public:
+    // Opens the GGUF, reads hyperparameters and binds every weight (zero-copy where the
+    // backend can address host memory). Throws naming the tensor, type or key at fault.
+    static std::unique_ptr<Model> load(const std::string& path, Backend& be);
+    virtual ~Model() = default;
+
+    const Hparams& hparams() const { return hp_; }
+    const GgufFile& gguf() const { return *file_; }
+    size_t weight_bytes() const { return file_->size(); }
+    std::vector<KvLayerSpec> kv_layout() const;
+
+    // Builds the graph of one ubatch; returns the logits F32 [n_vocab, out_idx.size()]
+    // (nullptr when no logits are wanted).
+    virtual Tensor* build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const = 0;
+
+protected:
+    // Reads hyperparameters and binds weights; called once by load().
+    virtual void load_arch() = 0;
+    // Binds a weight, checking its shape (ne0 first, as in GGUF) and that `be` can use its type.
+    Tensor* weight(const std::string& name, std::initializer_list<int64_t> ne, bool required = true);
+    Tensor* norm_weight(const std::string& name, int64_t n);
+    Tensor* matmul_weight(const std::string& name, int64_t k, int64_t n);
+
+    std::unique_ptr<GgufFile> file_;
+    Backend* be_ = nullptr;
+    std::unique_ptr<Buffer> weights_buffer_;
+    std::deque<Tensor> weights_;
+    Hparams hp_;
+};
+
+}  // namespace ls

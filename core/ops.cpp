@@ -1,0 +1,161 @@
+#include "core/ops.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace ls::ops {
+namespace {
+
+[[noreturn]] void fail(const char* op, const std::string& what) {
+    throw std::invalid_argument(std::string(op) + ": " + what);
+}
+void expect_type(const char* op, const Tensor* t, DType type, const char* role) {
+    if (t->type != type)
+        fail(op, std::string(role) + " must be " + dtype_name(type) + ", got " + shape_str(*t));
+}
+void expect_rows_contiguous(const char* op, const Tensor* t, const char* role) {
+    if (t->nb[1] != t->row_size() && t->ne[1] > 1)
+        fail(op, std::string(role) + " rows must be contiguous");
+}
+Tensor* node(Graph& g, OpId op, DType type, const int64_t ne[4], std::initializer_list<Tensor*> srcs) {
+    Tensor* t = g.new_tensor(type, {ne[0], ne[1], ne[2], ne[3]}, op_name(op));
+    t->op = op;
+    int i = 0;
+    for (Tensor* s : srcs) t->src[i++] = s;
+    return g.add_node(t);
+}
+Tensor* unary(Graph& g, OpId op, Tensor* x) {
+    expect_type(op_name(op), x, DType::F32, "x");
+    if (!x->is_contiguous()) fail(op_name(op), "x must be contiguous");
+    return node(g, op, DType::F32, x->ne, {x});
+}
+Tensor* binary(Graph& g, OpId op, Tensor* a, Tensor* b) {
+    expect_type(op_name(op), a, DType::F32, "a");
+    expect_type(op_name(op), b, DType::F32, "b");
+    for (int i = 0; i < kMaxDims; ++i)
+        if (b->ne[i] == 0 || a->ne[i] % b->ne[i] != 0)
+            fail(op_name(op), "b " + shape_str(*b) + " does not broadcast over a " + shape_str(*a));
+    expect_rows_contiguous(op_name(op), a, "a");
+    expect_rows_contiguous(op_name(op), b, "b");
+    return node(g, op, DType::F32, a->ne, {a, b});
+}
+bool is_index(const Tensor* t) { return t->type == DType::I32 || t->type == DType::I64; }
+
+}  // namespace
+
+Tensor* get_rows(Graph& g, Tensor* src, Tensor* idx) {
+    if (!is_index(idx) || idx->ne[1] != 1) fail("get_rows", "idx must be a 1-d I32/I64 tensor");
+    int64_t ne[4] = {src->ne[0], idx->ne[0], 1, 1};
+    return node(g, OpId::GET_ROWS, DType::F32, ne, {src, idx});
+}
+
+Tensor* set_rows(Graph& g, Tensor* dst, Tensor* src, Tensor* idx) {
+    expect_type("set_rows", src, DType::F32, "src");
+    if (!is_index(idx) || idx->ne[1] != 1) fail("set_rows", "idx must be a 1-d I32/I64 tensor");
+    if (src->ne[0] != dst->ne[0]) fail("set_rows", "row length of src " + shape_str(*src) + " != dst " + shape_str(*dst));
+    if (src->ne[1] != idx->ne[0] || src->ne[2] != 1 || src->ne[3] != 1)
+        fail("set_rows", "src must be [K, n] with n = number of indices");
+    switch (dst->type) {
+        case DType::F32: case DType::F16: case DType::BF16: case DType::Q8_0: case DType::Q4_0: break;
+        default: fail("set_rows", std::string("unsupported destination type ") + dtype_name(dst->type));
+    }
+    if (dst->ne[2] != 1 || dst->ne[3] != 1 || !dst->is_contiguous()) fail("set_rows", "dst must be a contiguous 2-d tensor");
+    int64_t ne[4] = {dst->ne[0], dst->ne[1], 1, 1};
+    Tensor* t = node(g, OpId::SET_ROWS, dst->type, ne, {src, idx, dst});
+    t->view_src = dst;
+    return t;
+}
+
+Tensor* mul_mat(Graph& g, Tensor* w, Tensor* x) {
+    expect_type("mul_mat", x, DType::F32, "x");
+    if (w->ne[0] != x->ne[0])
+        fail("mul_mat", "inner dimensions differ: w " + shape_str(*w) + " x " + shape_str(*x));
+    if (w->ne[2] != 1 || w->ne[3] != 1) fail("mul_mat", "w must be 2-d");
+    expect_rows_contiguous("mul_mat", w, "w");
+    expect_rows_contiguous("mul_mat", x, "x");
+    int64_t ne[4] = {w->ne[1], x->ne[1], x->ne[2], x->ne[3]};
+    return node(g, OpId::MUL_MAT, DType::F32, ne, {w, x});
+}
+
+Tensor* add(Graph& g, Tensor* a, Tensor* b) { return binary(g, OpId::ADD, a, b); }
+Tensor* mul(Graph& g, Tensor* a, Tensor* b) { return binary(g, OpId::MUL, a, b); }
+
+Tensor* scale(Graph& g, Tensor* a, float s) {
+    Tensor* t = unary(g, OpId::SCALE, a);
+    t->set_params(ScaleParams{s});
+    return t;
+}
+
+Tensor* rms_norm(Graph& g, Tensor* x, Tensor* w, float eps) {
+    expect_type("rms_norm", x, DType::F32, "x");
+    expect_rows_contiguous("rms_norm", x, "x");
+    if (w) {
+        expect_type("rms_norm", w, DType::F32, "w");
+        if (w->ne[0] != x->ne[0] || w->nrows() != 1) fail("rms_norm", "w must be [" + std::to_string(x->ne[0]) + "]");
+    }
+    Tensor* t = node(g, OpId::RMS_NORM, DType::F32, x->ne, {x, w});
+    t->set_params(RmsNormParams{eps});
+    return t;
+}
+
+Tensor* rope(Graph& g, Tensor* x, Tensor* pos, Tensor* ff, const RopeParams& p) {
+    expect_type("rope", x, DType::F32, "x");
+    expect_type("rope", pos, DType::I32, "pos");
+    expect_rows_contiguous("rope", x, "x");
+    if (pos->ne[0] != x->ne[2]) fail("rope", "pos must have one entry per token (x->ne[2])");
+    if (p.n_dims <= 0 || p.n_dims % 2 || p.n_dims > x->ne[0]) fail("rope", "n_dims must be even and <= head dim");
+    if (p.mode != ROPE_NORMAL && p.mode != ROPE_NEOX) fail("rope", "unknown mode " + std::to_string(p.mode));
+    if (ff) {
+        expect_type("rope", ff, DType::F32, "freq_factors");
+        if (ff->ne[0] < p.n_dims / 2) fail("rope", "freq_factors needs n_dims/2 entries");
+    }
+    Tensor* t = node(g, OpId::ROPE, DType::F32, x->ne, {x, pos, ff});
+    t->set_params(p);
+    return t;
+}
+
+Tensor* gelu(Graph& g, Tensor* x) { return unary(g, OpId::GELU, x); }
+Tensor* silu(Graph& g, Tensor* x) { return unary(g, OpId::SILU, x); }
+
+Tensor* softmax(Graph& g, Tensor* x, float s) {
+    Tensor* t = unary(g, OpId::SOFTMAX, x);
+    t->set_params(SoftmaxParams{s});
+    return t;
+}
+
+Tensor* attention(Graph& g, Tensor* q, Tensor* k, Tensor* v, Tensor* pos, Tensor* seq, const AttentionParams& p) {
+    expect_type("attention", q, DType::F32, "q");
+    expect_type("attention", pos, DType::I32, "pos");
+    expect_type("attention", seq, DType::I32, "seq");
+    expect_rows_contiguous("attention", q, "q");
+    const int64_t T = q->ne[2], H = q->ne[1], Dk = q->ne[0];
+    if (p.n_head_kv <= 0 || H % p.n_head_kv) fail("attention", "n_head must be a multiple of n_head_kv");
+    if (k->ne[0] != Dk * p.n_head_kv) fail("attention", "k rows must hold n_head_kv * head_dim values");
+    if (v->ne[0] % p.n_head_kv) fail("attention", "v rows must hold n_head_kv heads");
+    if (k->ne[1] != v->ne[1]) fail("attention", "k and v caches must have the same rows");
+    if (p.ring_rows <= 0 || k->ne[1] % p.ring_rows) fail("attention", "cache rows must be n_seq * ring_rows");
+    if (p.window < 0 || p.window > p.ring_rows) fail("attention", "window must be in [0, ring_rows]");
+    if (pos->ne[0] != T || seq->ne[0] != T) fail("attention", "pos and seq need one entry per token");
+    for (const Tensor* c : {k, v}) {
+        switch (c->type) {
+            case DType::F32: case DType::F16: case DType::BF16: case DType::Q8_0: case DType::Q4_0: break;
+            default: fail("attention", std::string("unsupported cache type ") + dtype_name(c->type));
+        }
+    }
+    int64_t ne[4] = {v->ne[0] / p.n_head_kv, H, T, 1};
+    Tensor* t = node(g, OpId::ATTENTION, DType::F32, ne, {q, k, v, pos, seq});
+    t->set_params(p);
+    return t;
+}
+
+Tensor* reshape(Graph& g, Tensor* t, std::initializer_list<int64_t> ne) {
+    if (!t->is_contiguous()) fail("reshape", "tensor must be contiguous");
+    Tensor* r = g.new_tensor(t->type, ne, "reshape");
+    if (r->nelements() != t->nelements())
+        fail("reshape", "element count differs: " + shape_str(*t) + " -> " + shape_str(*r));
+    r->view_src = t;
+    r->kind = t->kind == TensorKind::Persistent ? TensorKind::Persistent : TensorKind::Intermediate;
+    return r;
+}
+
+}  // namespace ls::ops

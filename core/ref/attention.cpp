@@ -1,0 +1,52 @@
+#include <cmath>
+#include <vector>
+
+#include "core/attention_rule.h"
+#include "core/op_params.h"
+#include "core/ref/ref_ops.h"
+
+namespace ls::ref {
+
+// SEMANTICS.md section 1, directly: query (s, p) reads keys max(0, p-W+1)..p of its own
+// slot, key k at row s*R + k mod R. No mask tensor.
+void attention(const Tensor& dst) {
+    const Tensor& q = *dst.src[0];
+    const Tensor& k = *dst.src[1];
+    const Tensor& v = *dst.src[2];
+    const int32_t* pos = dst.src[3]->data_as<const int32_t>();
+    const int32_t* seq = dst.src[4]->data_as<const int32_t>();
+    const AttentionParams p = dst.get_params<AttentionParams>();
+    const int64_t Dk = q.ne[0], H = q.ne[1], T = q.ne[2], Dv = dst.ne[0];
+    const int64_t R = p.ring_rows, n_seq = k.ne[1] / R, group = H / p.n_head_kv;
+    std::vector<float> krow(k.ne[0]), vrow(v.ne[0]), scores;
+    for (int64_t t = 0; t < T; ++t) check_attention_query(seq[t], pos[t], p.window, R, n_seq);
+    for (int64_t t = 0; t < T; ++t) {
+        const int64_t s = seq[t], pt = pos[t], k0 = attn_first_key(pt, p.window);
+        for (int64_t h = 0; h < H; ++h) {
+            const int64_t hk = h / group;
+            const float* qh = reinterpret_cast<const float*>(q.row(h, t));
+            scores.assign(pt - k0 + 1, 0.0f);
+            float mx = -INFINITY;
+            for (int64_t kp = k0; kp <= pt; ++kp) {
+                row_to_f32(k.type, k.row(ring_row(s, kp, R)), krow.data(), k.ne[0]);
+                float dot = 0;
+                for (int64_t i = 0; i < Dk; ++i) dot += qh[i] * krow[hk * Dk + i];
+                float sc = dot * p.scale;
+                if (p.softcap > 0) sc = p.softcap * std::tanh(sc / p.softcap);
+                scores[kp - k0] = sc;
+                mx = std::fmax(mx, sc);
+            }
+            double sum = 0;
+            for (float& sc : scores) sum += (sc = std::exp(sc - mx));
+            float* out = reinterpret_cast<float*>(dst.row(h, t));
+            for (int64_t i = 0; i < Dv; ++i) out[i] = 0;
+            for (int64_t kp = k0; kp <= pt; ++kp) {
+                row_to_f32(v.type, v.row(ring_row(s, kp, R)), vrow.data(), v.ne[0]);
+                const float wgt = float(scores[kp - k0] / sum);
+                for (int64_t i = 0; i < Dv; ++i) out[i] += wgt * vrow[hk * Dv + i];
+            }
+        }
+    }
+}
+
+}  // namespace ls::ref

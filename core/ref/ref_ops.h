@@ -1,0 +1,22 @@
+// Reference implementations: the definition of each op. Plain loops, F32 accumulation,
+// no SIMD, no threads. One file per op, named for it.
+#pragma once
+#include "core/tensor.h"
+
+namespace ls::ref {
+
+#define LS_X(E, n) void n(const Tensor& dst);
+LS_OP_LIST(LS_X)
+#undef LS_X
+
+// Checks every index of a set_rows/get_rows index tensor against [0, rows) before any row
+// is touched; throws std::out_of_range naming the first bad one.
+void check_row_indices(const Tensor& idx, int64_t rows, const char* op);
+int64_t index_at(const Tensor& idx, int64_t i);
+// Row conversions through F32 used by get_rows/set_rows/attention.
+void row_to_f32(DType t, const void* src, float* dst, int64_t n);
+void row_from_f32(DType t, const float* src, void* dst, int64_t n);
+// tanh-approximated GELU, the definition every backend matches.
+float gelu_tanh(float x);
+
+}  // namespace ls::ref

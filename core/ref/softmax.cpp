@@ -1,0 +1,23 @@
+#include <cmath>
+
+#include "core/op_params.h"
+#include "core/ref/ref_ops.h"
+
+namespace ls::ref {
+
+void softmax(const Tensor& dst) {
+    const Tensor& x = *dst.src[0];
+    const float scale = dst.get_params<SoftmaxParams>().scale;
+    const int64_t K = x.ne[0];
+    for (int64_t r = 0; r < x.nrows(); ++r) {
+        const float* px = x.data_as<const float>() + r * K;
+        float* py = dst.data_as<float>() + r * K;
+        float mx = -INFINITY;
+        for (int64_t i = 0; i < K; ++i) mx = std::fmax(mx, px[i] * scale);
+        double sum = 0;
+        for (int64_t i = 0; i < K; ++i) sum += (py[i] = std::exp(px[i] * scale - mx));
+        for (int64_t i = 0; i < K; ++i) py[i] = float(py[i] / sum);
+    }
+}
+
+}  // namespace ls::ref

@@ -1,0 +1,44 @@
+#include "tools/app.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "backends/registry.h"
+
+namespace ls::cli {
+
+std::string default_model_path() {
+    if (const char* e = std::getenv("LOCKSTEP_MODEL")) return e;
+    std::string dir;
+    if (const char* c = std::getenv("LOCKSTEP_CACHE")) dir = c;
+    else if (const char* x = std::getenv("XDG_CACHE_HOME")) dir = std::string(x) + "/lockstep";
+    else dir = std::string(std::getenv("HOME") ? std::getenv("HOME") : ".") + "/.cache/lockstep";
+    return dir + "/gemma-3-270m-q4_k_m.gguf";
+}
+
+App open_app(const Options& o) {
+    App a;
+    a.model_path = o.model.empty() ? default_model_path() : o.model;
+    if (!std::filesystem::exists(a.model_path)) {
+        if (o.model.empty())
+            throw std::runtime_error("default model not found at " + a.model_path +
+                                     "; run tools/fetch_model.sh, or pass -m FILE");
+        throw std::runtime_error("model file not found: " + a.model_path);
+    }
+    a.backend = create_backend({o.backend, o.device, o.threads});
+    a.model = Model::load(a.model_path, *a.backend);
+    a.tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_gguf(a.model->gguf()));
+    return a;
+}
+
+SessionParams App::session_params(const Options& o) const {
+    SessionParams p;
+    p.n_ctx = o.n_ctx;
+    p.n_batch = o.n_batch;
+    p.n_ubatch = o.n_ubatch;
+    p.type_k = o.type_k;
+    p.type_v = o.type_v;
+    return p;
+}
+
+}  // namespace ls::cli

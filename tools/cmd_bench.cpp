@@ -1,0 +1,79 @@
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "tools/app.h"
+
+namespace ls::cli {
+namespace {
+
+struct Result {
+    double mean = 0, sd = 0;
+};
+Result stats(const std::vector<double>& v) {
+    Result r;
+    for (double x : v) r.mean += x;
+    r.mean /= double(v.size());
+    for (double x : v) r.sd += (x - r.mean) * (x - r.mean);
+    r.sd = v.size() > 1 ? std::sqrt(r.sd / double(v.size() - 1)) : 0;
+    return r;
+}
+
+}  // namespace
+
+// Like llama-bench: ppN evaluates an N-token prompt on an empty cache; tgN generates N
+// tokens one at a time from an empty cache. Random tokens; one warm-up run each.
+int cmd_bench(const Options& o) {
+    App app = open_app(o);
+    SessionParams sp = app.session_params(o);
+    int64_t need = 1;
+    for (int64_t n : o.bench_pp) need = std::max(need, n);
+    for (int64_t n : o.bench_tg) need = std::max(need, n);
+    sp.n_ctx = std::max(sp.n_ctx, need);
+    Session s(*app.model, *app.backend, sp);
+    std::mt19937 rng(42);
+    std::uniform_int_distribution<int32_t> dist(0, int32_t(s.n_vocab() - 1));
+    auto tokens = [&](int64_t n) {
+        std::vector<int32_t> t(size_t(n));
+        for (auto& x : t) x = dist(rng);
+        return t;
+    };
+    const double gib = double(app.model->weight_bytes()) / (1024.0 * 1024 * 1024);
+    std::printf("| model | size | backend | threads | test | t/s |\n| --- | ---: | --- | ---: | ---: | ---: |\n");
+    auto row = [&](const std::string& test, const Result& r) {
+        std::printf("| %s | %.2f GiB | %s | %d | %s | %.2f ± %.2f |\n", app.model->gguf().get_string("general.name", app.model->hparams().arch).c_str(),
+                    gib, app.backend->name().c_str(), o.threads > 0 ? o.threads : -1, test.c_str(), r.mean, r.sd);
+        std::fflush(stdout);
+    };
+    using clock = std::chrono::steady_clock;
+    for (int64_t n : o.bench_pp) {
+        if (n == 0) continue;
+        std::vector<double> tps;
+        for (int r = -1; r < o.reps; ++r) {
+            auto t = tokens(n);
+            s.kv().clear();
+            auto t0 = clock::now();
+            s.eval(t);
+            double sec = std::chrono::duration<double>(clock::now() - t0).count();
+            if (r >= 0) tps.push_back(double(n) / sec);
+        }
+        row("pp" + std::to_string(n), stats(tps));
+    }
+    for (int64_t n : o.bench_tg) {
+        if (n == 0) continue;
+        std::vector<double> tps;
+        for (int r = -1; r < o.reps; ++r) {
+            auto t = tokens(n);
+            s.kv().clear();
+            auto t0 = clock::now();
+            for (int32_t id : t) s.eval({id});
+            double sec = std::chrono::duration<double>(clock::now() - t0).count();
+            if (r >= 0) tps.push_back(double(n) / sec);
+        }
+        row("tg" + std::to_string(n), stats(tps));
+    }
+    return 0;
+}
+
+}  // namespace ls::cli
