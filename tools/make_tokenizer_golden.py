@@ -4,11 +4,10 @@
 Builds a SentencePiece ModelProto (BPE, byte fallback, identity normalizer with
 whitespace escaping, no dummy prefix) from the tokenizer.ggml.* arrays of a GGUF file and
 encodes a fixed set of texts with the `sentencepiece` library, an implementation
-independent of ours. Control tokens (e.g. <start_of_turn>) are split out of the text
-first (longest match) and mapped to their ids, as the C++ side does with
-parse_special=true; sentencepiece itself handles user-defined pieces.
+independent of ours. Special pieces are split out of the raw text first (see encode()).
 
-Output lines: <hex of the UTF-8 text> TAB <ids separated by spaces>
+Output lines: <hex of the UTF-8 text> TAB <ids, parse_special=true> TAB <ids, parse_special=false>
+(ids separated by spaces, no BOS).
 
 Usage: tools/make_tokenizer_golden.py MODEL.gguf > tests/data/tokenizer_golden.txt
 Needs: pip install gguf sentencepiece protobuf
@@ -64,6 +63,9 @@ TEXTS = [
     "ALL CAPS AND lowercase AND MiXeD",
     "don't won't it's I'm we'll they've",
     "a" * 300,
+    "a  b and    c",
+    "    indented by four\n        by eight",
+    "<code>x</code> <b>bold</b>",
     "The tokenizer must handle long text. " * 20,
 ]
 
@@ -100,31 +102,44 @@ def main():
         p.type = pb.ModelProto.SentencePiece.UNKNOWN if i == unk else ty
     sp = spm.SentencePieceProcessor(model_proto=m.SerializeToString())
 
-    control = sorted((t for t, ty in zip(toks, types) if ty == 3), key=len, reverse=True)
-    ids = {t: i for i, t in enumerate(toks)}
+    # Pieces matched literally in the raw text before normalization (leftmost, longest):
+    # user-defined ones always (Gemma's "\n\n", runs of spaces/tabs, "<code>", ...: this is
+    # what HF tokenizers' added tokens and llama.cpp do, and how the model was trained;
+    # sentencepiece's own matcher would miss the space runs after escaping them to U+2581)
+    # and control ones (<start_of_turn>, <bos>, ...) with parse_special.
+    user = {t: i for i, (t, ty) in enumerate(zip(toks, types)) if ty == 4 and t}
+    ctrl = {t: i for i, (t, ty) in enumerate(zip(toks, types)) if ty == 3 and t}
+    lens = sorted({len(t) for t in list(user) + list(ctrl)}, reverse=True)
 
-    def encode(text):
-        out, pos, seg = [], 0, ""
+    def encode(text, parse_special):
+        table = dict(user)
+        if parse_special:
+            for t, i in ctrl.items():
+                table.setdefault(t, i)
+        out, pos, start = [], 0, 0
         while pos < len(text):
-            hit = next((c for c in control if text.startswith(c, pos)), None)
+            hit = None
+            for n in lens:
+                t = text[pos:pos + n]
+                if len(t) == n and t in table:
+                    hit = t
+                    break
             if hit is None:
-                seg += text[pos]
                 pos += 1
                 continue
-            if seg:
-                out += sp.encode(seg)
-                seg = ""
-            out.append(ids[hit])
+            if start < pos:
+                out += sp.encode(text[start:pos])
+            out.append(table[hit])
             pos += len(hit)
-        if seg:
-            out += sp.encode(seg)
+            start = pos
+        if start < len(text):
+            out += sp.encode(text[start:])
         return out
 
-    # Control pieces all start with '<': only check those for speed.
-    control = [c for c in control if c.startswith("<")] + [c for c in control if not c.startswith("<")]
     for t in TEXTS:
-        ids_ = encode(t)
-        print(t.encode("utf-8").hex() + "\t" + " ".join(map(str, ids_)))
+        a = encode(t, True)
+        b = encode(t, False)
+        print(t.encode("utf-8").hex() + "\t" + " ".join(map(str, a)) + "\t" + " ".join(map(str, b)))
 
 
 if __name__ == "__main__":
