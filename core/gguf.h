@@ -6,6 +6,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -22,6 +23,9 @@ enum class GgufType : uint32_t {
     U8 = 0, I8 = 1, U16 = 2, I16 = 3, U32 = 4, I32 = 5, F32 = 6, BOOL = 7,
     STRING = 8, ARRAY = 9, U64 = 10, I64 = 11, F64 = 12,
 };
+
+// "u32", "string", "array[f32]", ...: used in error messages.
+std::string gguf_type_name(GgufType t, GgufType elem = GgufType::U8);
 
 struct GgufValue {
     GgufType type = GgufType::U8;
@@ -89,6 +93,8 @@ private:
     size_t size_ = 0;
     void* map_ = nullptr;  // owned mapping, if opened from a path
     size_t map_size_ = 0;
+    std::unordered_map<std::string, size_t> kv_index_;      // key -> index in kv_
+    std::unordered_map<std::string, size_t> tensor_index_;  // name -> index in tensors_
 };
 
 // Writes GGUF v3 files. Tensors are written in the order added, each aligned.
@@ -103,6 +109,16 @@ public:
     void set_string_array(const std::string& key, const std::vector<std::string>& v);
     void set_f32_array(const std::string& key, const std::vector<float>& v);
     void set_i32_array(const std::string& key, const std::vector<int32_t>& v);
+    // The remaining scalar types, so every GGUF value type can be written.
+    void set_u8(const std::string& key, uint8_t v);
+    void set_i8(const std::string& key, int8_t v);
+    void set_u16(const std::string& key, uint16_t v);
+    void set_i16(const std::string& key, int16_t v);
+    void set_i64(const std::string& key, int64_t v);
+    void set_f64(const std::string& key, double v);
+    // An array of any non-array element type: `payload` holds `count` little-endian
+    // elements laid out as in the file (strings as u64 length + bytes).
+    void set_array_raw(const std::string& key, GgufType elem, uint64_t count, std::vector<uint8_t> payload);
     // `data` must hold exactly row_bytes(type, ne[0]) * ne[1] * ne[2] * ne[3] bytes.
     void add_tensor(const std::string& name, DType type, std::vector<int64_t> ne, std::vector<uint8_t> data);
     std::vector<uint8_t> to_bytes() const;
@@ -114,6 +130,7 @@ private:
     std::vector<KV> kv_;
     std::vector<T> tensors_;
     uint32_t alignment_ = 32;
+    void put(const std::string& key, GgufType type, GgufType elem, uint64_t count, std::vector<uint8_t> payload);
 };
 
 }  // namespace ls

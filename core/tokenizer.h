@@ -1,0 +1,99 @@
+// Tokenizers for GGUF models: SentencePiece-style BPE ("llama": Gemma, Llama 2, ...) and
+// GPT-2 style byte-level BPE ("gpt2": Llama 3, Qwen, ...), a streaming UTF-8 detokenizer
+// and the chat templates the engine knows.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ls {
+
+class GgufFile;
+
+// Token types, numbered as in tokenizer.ggml.token_type (SentencePiece's piece types).
+enum class TokenType : int32_t {
+    Undefined = 0,
+    Normal = 1,
+    Unknown = 2,
+    Control = 3,      // <bos>, <start_of_turn>, ...: matched in text only with parse_special
+    UserDefined = 4,  // always matched literally in the raw text (e.g. Gemma's "\n\n", "  ")
+    Unused = 5,
+    Byte = 6,         // <0xXX> byte-fallback pieces
+};
+
+enum class TokenizerKind { SentencePiece, BytePairGpt2 };
+
+struct Vocab {
+    TokenizerKind kind = TokenizerKind::SentencePiece;
+    std::vector<std::string> tokens;
+    std::vector<float> scores;        // SentencePiece merge priority (higher merges first)
+    std::vector<int32_t> types;       // TokenType values; empty = all Normal
+    std::vector<std::string> merges;  // gpt2: "left right", ranked by order
+    int32_t bos_id = -1, eos_id = -1, unk_id = -1, pad_id = -1;
+    int32_t eot_id = -1;  // -1: detected from the token texts (<end_of_turn>, <|eot_id|>, ...)
+    bool add_bos = false, add_eos = false, add_space_prefix = false;
+    std::string pre;  // gpt2 pre-tokenizer name (tokenizer.ggml.pre): "gpt2", "llama-bpe", "qwen2", ...
+};
+
+struct ChatMsg {
+    std::string role;  // "system", "user", "assistant"
+    std::string content;
+};
+
+// Immutable after construction; copies share the tables.
+class Tokenizer {
+public:
+    explicit Tokenizer(Vocab vocab);
+    // Reads the tokenizer.ggml.* keys. Throws GgufError / std::runtime_error if they are
+    // missing or inconsistent.
+    static Tokenizer from_gguf(const GgufFile& f);
+
+    // add_bos adds the BOS token only if the vocab has one (and add_eos from the vocab is
+    // honoured too). parse_special: control-token texts in `text` become their ids;
+    // user-defined pieces are always matched.
+    std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special) const;
+    // The bytes a token stands for: "▁" -> ' ', <0xXX> -> the byte, byte-level pieces
+    // unmapped. Control tokens give their text if render_special, else "".
+    // Throws std::out_of_range for an id outside [0, n_vocab).
+    std::string token_to_piece(int32_t id, bool render_special = true) const;
+    std::string decode(const std::vector<int32_t>& ids, bool render_special = true) const;
+
+    int32_t n_vocab() const;
+    const std::string& token_text(int32_t id) const;  // the raw vocab entry
+    TokenType token_type(int32_t id) const;
+    int32_t find_token(std::string_view text) const;  // -1 if absent
+    TokenizerKind kind() const;
+    int32_t bos() const;
+    int32_t eos() const;
+    int32_t eot() const;  // -1 if none
+    int32_t unk() const;
+    int32_t pad() const;
+    bool add_bos_default() const;
+    bool is_eog(int32_t id) const;  // eos, eot and other end-of-generation markers
+
+    struct Impl;
+
+private:
+    std::shared_ptr<const Impl> impl_;
+};
+
+// Streaming detokenizer: push token pieces, get back only complete, valid UTF-8.
+// A partial multi-byte sequence is held until the next push; bytes that can never form
+// valid UTF-8 come out as U+FFFD; flush() turns a pending partial sequence into U+FFFD.
+class Utf8Stream {
+public:
+    std::string push(const std::string& piece);
+    std::string flush();
+
+private:
+    std::string pending_;
+};
+
+// Renders a conversation in the model's chat format, without the BOS token (encode with
+// add_bos=true, parse_special=true). arch "gemma*": Gemma turns (system merged into the
+// first user turn, assistant printed as "model"); anything else: ChatML.
+std::string format_chat(const std::vector<ChatMsg>& msgs, bool add_generation_prompt, const std::string& arch);
+
+}  // namespace ls
