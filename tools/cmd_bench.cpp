@@ -35,7 +35,7 @@ int cmd_bench(const Options& o) {
     std::mt19937 rng(42);
     std::uniform_int_distribution<int32_t> dist(0, int32_t(s.n_vocab() - 1));
     auto tokens = [&](int64_t n) {
-        std::vector<int32_t> t(size_t(n));
+        std::vector<int32_t> t(static_cast<size_t>(n));
         for (auto& x : t) x = dist(rng);
         return t;
     };
