@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "cpu/cpu_backend.h"
+
 namespace ls::test {
 
 std::string default_model_path() {
@@ -20,6 +22,12 @@ std::string default_model_path() {
     INFO("default model missing at " << p << ": run tools/fetch_model.sh (the README's test command does)");
     REQUIRE(std::filesystem::exists(p));
     return p;
+}
+
+std::vector<std::unique_ptr<Backend>> backends_under_test() {
+    std::vector<std::unique_ptr<Backend>> v;
+    v.push_back(make_cpu_backend());
+    return v;
 }
 
 std::string source_dir() { return LOCKSTEP_SOURCE_DIR; }

@@ -1,0 +1,166 @@
+#include "tests/op_cases.h"
+
+#include <algorithm>
+
+#include "core/ops.h"
+#include "core/quant.h"
+
+namespace ls::test {
+
+Tensor* Keep::persistent(Backend& be, DType type, std::initializer_list<int64_t> ne, const std::vector<uint8_t>& bytes) {
+    Tensor& t = tensors.emplace_back();
+    t.type = type;
+    int i = 0;
+    for (int64_t n : ne) t.ne[i++] = n;
+    set_contiguous_strides(t);
+    t.kind = TensorKind::Persistent;
+    buffers.push_back(be.alloc(std::max<size_t>(t.nbytes(), 1)));
+    t.buffer = buffers.back().get();
+    if (!bytes.empty()) be.upload(*t.buffer, 0, bytes.data(), t.nbytes());
+    return &t;
+}
+
+std::vector<float> randn(std::mt19937& rng, size_t n, float scale) {
+    std::normal_distribution<float> d(0.f, scale);
+    std::vector<float> v(n);
+    for (float& x : v) x = d(rng);
+    return v;
+}
+
+std::vector<uint8_t> quantized_random(std::mt19937& rng, DType t, int64_t k, int64_t rows, float scale) {
+    std::vector<float> f = randn(rng, size_t(k * rows), scale);
+    std::vector<uint8_t> out(row_bytes(t, k) * size_t(rows));
+    for (int64_t r = 0; r < rows; ++r) quantize_row(t, f.data() + r * k, out.data() + r * row_bytes(t, k), k);
+    return out;
+}
+
+namespace {
+
+Tensor* in_f32(Graph& g, std::mt19937& rng, std::initializer_list<int64_t> ne, float scale = 1.0f) {
+    int64_t n = 1;
+    for (int64_t x : ne) n *= x;
+    std::vector<float> v = randn(rng, size_t(n), scale);
+    return g.input(DType::F32, ne, v.data(), "x");
+}
+
+Tensor* in_i32(Graph& g, const std::vector<int32_t>& v) { return g.input(DType::I32, {int64_t(v.size())}, v.data(), "i32"); }
+
+const DType kWeightTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
+                              DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+const DType kCacheTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0};
+
+}  // namespace
+
+std::vector<OpCase> op_cases() {
+    using namespace ops;
+    std::vector<OpCase> c;
+    // Elementwise ops and norms: same formula, float rounding only (the CPU sums with SIMD
+    // lanes where the reference sums in order).
+    constexpr double kFloat = 1e-10;
+    for (auto shape : {std::vector<int64_t>{64, 3}, std::vector<int64_t>{37, 5, 2}, std::vector<int64_t>{640, 7}}) {
+        auto ne = [shape](std::mt19937&) { return shape; };
+        const std::string s = std::to_string(shape[0]) + "x" + std::to_string(shape[1]);
+        c.push_back({"add " + s, [=](Graph& g, Backend&, Keep&, std::mt19937& r) {
+                         auto n = ne(r);
+                         Tensor* a = in_f32(g, r, {n[0], n[1], n.size() > 2 ? n[2] : 1});
+                         Tensor* b = in_f32(g, r, {n[0]});  // broadcast a row
+                         return std::vector<Tensor*>{add(g, a, b)};
+                     }, kFloat});
+        c.push_back({"mul " + s, [=](Graph& g, Backend&, Keep&, std::mt19937& r) {
+                         auto n = ne(r);
+                         Tensor* a = in_f32(g, r, {n[0], n[1], n.size() > 2 ? n[2] : 1});
+                         Tensor* b = in_f32(g, r, {n[0], n[1], n.size() > 2 ? n[2] : 1});
+                         return std::vector<Tensor*>{mul(g, a, b)};
+                     }, kFloat});
+        c.push_back({"scale/gelu/silu " + s, [=](Graph& g, Backend&, Keep&, std::mt19937& r) {
+                         auto n = ne(r);
+                         Tensor* a = in_f32(g, r, {n[0], n[1]}, 3.0f);
+                         return std::vector<Tensor*>{scale(g, a, 0.37f), gelu(g, a), silu(g, a)};
+                     }, 1e-9});  // xsimd tanh/exp vs libm: a few ulp
+        c.push_back({"rms_norm " + s, [=](Graph& g, Backend&, Keep& k, std::mt19937& r) {
+                         auto n = ne(r);
+                         Tensor* a = in_f32(g, r, {n[0], n[1]}, 2.0f);
+                         Tensor* w = in_f32(g, r, {n[0]});
+                         return std::vector<Tensor*>{rms_norm(g, a, w, 1e-6f), rms_norm(g, a, nullptr, 1e-5f)};
+                     }, kFloat});
+        c.push_back({"softmax " + s, [=](Graph& g, Backend&, Keep&, std::mt19937& r) {
+                         auto n = ne(r);
+                         return std::vector<Tensor*>{softmax(g, in_f32(g, r, {n[0], n[1]}, 4.0f), 0.7f)};
+                     }, kFloat});
+    }
+    for (int mode : {ROPE_NORMAL, ROPE_NEOX})
+        for (bool ff : {false, true})
+            c.push_back({std::string("rope ") + (mode == ROPE_NEOX ? "neox" : "normal") + (ff ? " freq_factors" : ""),
+                         [=](Graph& g, Backend&, Keep&, std::mt19937& r) {
+                             const int64_t D = 64, H = 3, T = 5;
+                             Tensor* x = in_f32(g, r, {D, H, T});
+                             std::vector<int32_t> pos = {0, 7, 100, 4095, 31999};
+                             Tensor* f = nullptr;
+                             if (ff) {
+                                 std::vector<float> fv(24);
+                                 for (size_t i = 0; i < fv.size(); ++i) fv[i] = 1.0f + 0.25f * float(i);
+                                 f = g.input(DType::F32, {24}, fv.data(), "ff");
+                             }
+                             RopeParams p{48, mode, 10000.f, 0.5f};  // partial rotation: dims 48..63 pass through
+                             return std::vector<Tensor*>{rope(g, x, in_i32(g, pos), f, p)};
+                         }, 1e-12});
+    for (DType t : kWeightTypes) {
+        const int64_t K = traits(t).block == 256 ? 512 : 96;
+        for (int64_t M : {1, 5, 70}) {
+            // Both sides quantize the activations the same way and sum integer blocks exactly;
+            // only float accumulation order differs.
+            c.push_back({std::string("mul_mat ") + dtype_name(t) + " M=" + std::to_string(M),
+                         [=](Graph& g, Backend& be, Keep& k, std::mt19937& r) {
+                             const int64_t N = 37;  // not a multiple of any row block
+                             Tensor* w = k.persistent(be, t, {K, N}, quantized_random(r, t, K, N));
+                             return std::vector<Tensor*>{mul_mat(g, w, in_f32(g, r, {K, M}))};
+                         }, 1e-9});
+        }
+        c.push_back({std::string("get_rows ") + dtype_name(t), [=](Graph& g, Backend& be, Keep& k, std::mt19937& r) {
+                         const int64_t K = traits(t).block == 256 ? 256 : 64;
+                         Tensor* src = k.persistent(be, t, {K, 9}, quantized_random(r, t, K, 9));
+                         return std::vector<Tensor*>{get_rows(g, src, in_i32(g, {3, 0, 8, 3}))};
+                     }, 0.0});
+    }
+    for (DType t : kCacheTypes)
+        for (DType it : {DType::I32, DType::I64}) {
+            // The CPU uses the reference quantizers: caches must be bit-identical.
+            c.push_back({std::string("set_rows ") + dtype_name(t) + (it == DType::I64 ? " i64" : " i32"),
+                         [=](Graph& g, Backend& be, Keep& k, std::mt19937& r) {
+                             const int64_t K = 64, rows = 10;
+                             Tensor* dst = k.persistent(be, t, {K, rows}, quantized_random(r, t, K, rows));
+                             std::vector<int64_t> idx = {4, 9, 0, 4};  // duplicate: the last writer wins
+                             Tensor* ix;
+                             if (it == DType::I64) ix = g.input(DType::I64, {4}, idx.data(), "idx");
+                             else ix = in_i32(g, std::vector<int32_t>(idx.begin(), idx.end()));
+                             return std::vector<Tensor*>{set_rows(g, dst, in_f32(g, r, {K, 4}), ix)};
+                         }, 0.0});
+        }
+    // Attention over ring caches: full and windowed layers, GQA, several sequences, wrapped
+    // rings, every cache type, softcap. The cache holds random rows (only the ring rule
+    // decides which are read).
+    struct A { int W, R, n_seq, H, Hkv, D; float softcap; std::vector<int32_t> pos, seq; };
+    const std::vector<A> att = {
+        {0, 64, 1, 2, 1, 32, 0.f, {0, 1, 2, 3, 17, 63}, {0, 0, 0, 0, 0, 0}},
+        {8, 12, 1, 4, 2, 32, 0.f, {40, 41, 42, 43}, {0, 0, 0, 0}},             // ring wrapped several times
+        {8, 12, 3, 2, 1, 64, 0.f, {5, 30, 31, 2, 100, 11}, {0, 1, 1, 2, 2, 0}},  // several sequences in one ubatch
+        {16, 16, 2, 4, 4, 32, 30.f, {15, 16, 200, 3}, {1, 1, 0, 0}},            // R = W (n_ctx-capped), softcap
+    };
+    for (size_t ai = 0; ai < att.size(); ++ai)
+        for (DType t : kCacheTypes) {
+            const A a = att[ai];
+            // Cache rows are dequantized the same way; softmax and dot orders differ.
+            c.push_back({"attention case " + std::to_string(ai) + " " + dtype_name(t),
+                         [=](Graph& g, Backend& be, Keep& k, std::mt19937& r) {
+                             const int64_t rows = int64_t(a.R) * a.n_seq, T = int64_t(a.pos.size());
+                             Tensor* kc = k.persistent(be, t, {int64_t(a.D) * a.Hkv, rows}, quantized_random(r, t, int64_t(a.D) * a.Hkv, rows));
+                             Tensor* vc = k.persistent(be, t, {int64_t(a.D) * a.Hkv, rows}, quantized_random(r, t, int64_t(a.D) * a.Hkv, rows));
+                             Tensor* q = in_f32(g, r, {a.D, a.H, T});
+                             AttentionParams p{a.W, a.R, a.Hkv, 1.0f / 8, a.softcap};
+                             return std::vector<Tensor*>{attention(g, q, kc, vc, in_i32(g, a.pos), in_i32(g, a.seq), p)};
+                         }, 1e-10});
+        }
+    return c;
+}
+
+}  // namespace ls::test

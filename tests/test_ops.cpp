@@ -1,0 +1,112 @@
+// Every op of the table in tests/op_cases.cpp, on every backend, against the reference.
+#include <catch2/catch.hpp>
+
+#include "core/ops.h"
+#include "core/quant.h"
+#include "tests/op_cases.h"
+#include "tests/test_util.h"
+
+using namespace ls;
+
+namespace {
+
+struct Run {
+    std::vector<std::vector<float>> outs;
+};
+
+Run run_case(Backend& be, const test::OpCase& oc, uint32_t seed) {
+    Graph g;
+    test::Keep keep;
+    std::mt19937 rng(seed);
+    std::vector<Tensor*> outs = oc.build(g, be, keep, rng);
+    for (Tensor* o : outs) g.mark_output(o);
+    std::unique_ptr<Buffer> scratch;
+    run_graph(be, g, scratch);
+    be.synchronize();
+    Run r;
+    for (Tensor* o : outs) {
+        std::vector<uint8_t> bytes(o->nbytes());
+        read_tensor(be, *o, bytes.data());
+        std::vector<float> f(size_t(o->nelements()));
+        for (int64_t row = 0; row < o->nrows(); ++row)
+            dequantize_row(o->type, bytes.data() + row * o->nb[1], f.data() + row * o->ne[0], o->ne[0]);
+        r.outs.push_back(std::move(f));
+    }
+    return r;
+}
+
+double nmse(const std::vector<float>& x, const std::vector<float>& ref) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+        num += double(x[i] - ref[i]) * (x[i] - ref[i]);
+        den += double(ref[i]) * ref[i];
+    }
+    return den > 0 ? num / den : num;
+}
+
+}  // namespace
+
+TEST_CASE("every op matches the reference on every backend", "[ops]") {
+    auto ref = make_reference_backend();
+    const auto cases = test::op_cases();
+    for (auto& be : test::backends_under_test()) {
+        for (size_t i = 0; i < cases.size(); ++i) {
+            const auto& oc = cases[i];
+            for (uint32_t seed : {1u, 2u}) {  // fresh random inputs each seed
+                INFO(be->name() << ": " << oc.name << " (seed " << seed << ")");
+                Run want = run_case(*ref, oc, seed * 1000 + uint32_t(i));
+                Run got = run_case(*be, oc, seed * 1000 + uint32_t(i));
+                REQUIRE(got.outs.size() == want.outs.size());
+                for (size_t o = 0; o < got.outs.size(); ++o) {
+                    for (float v : got.outs[o]) REQUIRE(std::isfinite(v));
+                    CHECK(nmse(got.outs[o], want.outs[o]) <= oc.max_nmse);
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("set_rows rejects an out-of-range index before writing any row", "[ops]") {
+    std::vector<std::unique_ptr<Backend>> all = test::backends_under_test();
+    all.push_back(make_reference_backend());
+    for (auto& be : all) {
+        INFO(be->name());
+        for (int64_t bad : {int64_t(10), int64_t(-1), int64_t(1) << 40}) {
+            Graph g;
+            test::Keep keep;
+            std::mt19937 rng(7);
+            std::vector<uint8_t> init = test::quantized_random(rng, DType::F16, 32, 10);
+            Tensor* dst = keep.persistent(*be, DType::F16, {32, 10}, init);
+            std::vector<int64_t> idx = {1, bad};
+            std::vector<float> src = test::randn(rng, 64);
+            Tensor* out = ops::set_rows(g, dst, g.input(DType::F32, {32, 2}, src.data(), "src"),
+                                        g.input(DType::I64, {2}, idx.data(), "idx"));
+            g.mark_output(out);
+            std::unique_ptr<Buffer> scratch;
+            REQUIRE_THROWS_WITH(run_graph(*be, g, scratch), Catch::Contains("set_rows: index " + std::to_string(bad)));
+            std::vector<uint8_t> after(init.size());
+            read_tensor(*be, *dst, after.data());
+            CHECK(after == init);  // row 1 was not written either
+        }
+    }
+}
+
+TEST_CASE("attention rejects a query its ring cannot answer", "[ops]") {
+    std::vector<std::unique_ptr<Backend>> all = test::backends_under_test();
+    all.push_back(make_reference_backend());
+    for (auto& be : all) {
+        INFO(be->name());
+        Graph g;
+        test::Keep keep;
+        std::mt19937 rng(3);
+        Tensor* kc = keep.persistent(*be, DType::F32, {32, 16}, test::quantized_random(rng, DType::F32, 32, 16));
+        std::vector<float> q = test::randn(rng, 32);
+        std::vector<int32_t> pos = {16}, seq = {0};  // a full layer of 16 rows cannot hold position 16
+        Tensor* o = ops::attention(g, g.input(DType::F32, {32, 1, 1}, q.data(), "q"), kc, kc,
+                                   g.input(DType::I32, {1}, pos.data(), "pos"), g.input(DType::I32, {1}, seq.data(), "seq"),
+                                   AttentionParams{0, 16, 1, 1.f, 0.f});
+        g.mark_output(o);
+        std::unique_ptr<Buffer> scratch;
+        REQUIRE_THROWS_WITH(run_graph(*be, g, scratch), Catch::Contains("context full"));
+    }
+}
