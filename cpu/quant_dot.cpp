@@ -122,6 +122,56 @@ inline void k4_scales(const uint8_t* s, uint8_t* sc, uint8_t* mn) {
 
 // Q4_K (HasHigh = false) and Q5_K (true): per 64 elements, the low nibbles of 32 bytes belong
 // to sub-block 2j and the high nibbles to 2j+1; Q5_K adds bit 2j / 2j+1 of qh as bit 4.
+// Returns the exact integer sum sum_j sc_j * (q . y)_j of one super-block as 8 int32 lanes,
+// and the min term sum_j m_j * bsum_j.
+template <bool HasHigh, class Block>
+inline __m256i k45_superblock(const Block& b, const BlockQ8_K& y, int& msum) {
+    uint8_t sc[8], mn[8];
+    k4_scales(b.scales, sc, mn);
+    // sum_j m_j * (bsums[2j] + bsums[2j+1]): pairwise-add the 16 bsums, multiply-add with mins.
+    const __m256i bs = loadu256(y.bsums);
+    const __m128i pairs = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+    __m128i mins16;
+    {
+        uint64_t m8;
+        std::memcpy(&m8, mn, 8);
+        mins16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(m8)));
+    }
+    __m128i mprod = _mm_madd_epi16(pairs, mins16);
+    mprod = _mm_add_epi32(mprod, _mm_shuffle_epi32(mprod, _MM_SHUFFLE(1, 0, 3, 2)));
+    mprod = _mm_add_epi32(mprod, _mm_shuffle_epi32(mprod, _MM_SHUFFLE(2, 3, 0, 1)));
+    msum = _mm_cvtsi128_si32(mprod);
+
+    uint64_t s8;
+    std::memcpy(&s8, sc, 8);
+    // 8 int16 scales in both 128-bit lanes; a byte shuffle broadcasts scale k to all lanes.
+    const __m256i scw = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(s8))));
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256i hb;
+    if constexpr (HasHigh) hb = loadu256(b.qh);
+    __m256i isum = _mm256_setzero_si256();
+    for (int j = 0; j < 4; ++j) {
+        const __m256i y0 = loadu256(y.qs + 64 * j), y1 = loadu256(y.qs + 64 * j + 32);
+        const __m256i q = loadu256(b.qs + 32 * j);
+        __m256i lo = _mm256_and_si256(q, m4);
+        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+        if constexpr (HasHigh) {
+            const __m256i one = _mm256_set1_epi8(1);
+            lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(hb, one), 4));
+            hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 1), one), 4));
+            hb = _mm256_srli_epi16(hb, 2);
+        }
+        const __m256i s0 = _mm256_shuffle_epi8(scw, _mm256_set1_epi16(static_cast<short>(0x0100 + 0x0404 * j)));
+        const __m256i s1 = _mm256_shuffle_epi8(scw, _mm256_set1_epi16(static_cast<short>(0x0302 + 0x0404 * j)));
+        const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, y0), s0);
+        const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, y1), s1);
+        isum = _mm256_add_epi32(isum, _mm256_add_epi32(p0, p1));
+    }
+    return isum;
+}
+
+// NR rows: each row's super-block is finished before the next row's (the activation block
+// stays in L1, NR weight streams are in flight at once).
 template <bool HasHigh, int NR>
 void dot_k45(const uint8_t* w, size_t stride, const void* a, int64_t nb, float* out) {
     using Block = std::conditional_t<HasHigh, BlockQ5_K, BlockQ4_K>;
@@ -134,37 +184,13 @@ void dot_k45(const uint8_t* w, size_t stride, const void* a, int64_t nb, float* 
         acc[r] = fbatch(0.0f);
         macc[r] = 0;
     }
-    const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
     for (int64_t i = 0; i < nb; ++i) {
-        const int8_t* yq = y[i].qs;
-        uint8_t sc[NR][8], mn[NR][8];
-        __m256i isum[NR], hb[NR];
         for (int r = 0; r < NR; ++r) {
-            k4_scales(x[r][i].scales, sc[r], mn[r]);
-            int msum = 0;
-            for (int j = 0; j < 8; ++j) msum += mn[r][j] * (y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
+            int msum;
+            const __m256i isum = k45_superblock<HasHigh>(x[r][i], y[i], msum);
+            acc[r] = xsimd::fma(fbatch(y[i].d * h2f(x[r][i].d)), to_float(isum), acc[r]);
             macc[r] += (y[i].d * h2f(x[r][i].dmin)) * static_cast<float>(msum);
-            isum[r] = _mm256_setzero_si256();
-            if constexpr (HasHigh) hb[r] = loadu256(x[r][i].qh);
         }
-        for (int j = 0; j < 4; ++j) {
-            const __m256i y0 = loadu256(yq + 64 * j), y1 = loadu256(yq + 64 * j + 32);
-            for (int r = 0; r < NR; ++r) {
-                const __m256i q = loadu256(x[r][i].qs + 32 * j);
-                __m256i lo = _mm256_and_si256(q, m4);
-                __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-                if constexpr (HasHigh) {
-                    lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(hb[r], one), 4));
-                    hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb[r], 1), one), 4));
-                    hb[r] = _mm256_srli_epi16(hb[r], 2);
-                }
-                const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, y0), _mm256_set1_epi16(sc[r][2 * j]));
-                const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, y1), _mm256_set1_epi16(sc[r][2 * j + 1]));
-                isum[r] = _mm256_add_epi32(isum[r], _mm256_add_epi32(p0, p1));
-            }
-        }
-        for (int r = 0; r < NR; ++r)
-            acc[r] = xsimd::fma(fbatch(y[i].d * h2f(x[r][i].d)), to_float(isum[r]), acc[r]);
     }
     for (int r = 0; r < NR; ++r) out[r] = xsimd::hadd(acc[r]) - macc[r];
 }
@@ -190,17 +216,14 @@ void dot_q6k(const uint8_t* w, size_t stride, const void* a, int64_t nb, float* 
         _mm256_setr_epi8(12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15)};
     for (int64_t i = 0; i < nb; ++i) {
         const int8_t* yq = y[i].qs;
-        __m256i isum[NR];
-        for (int r = 0; r < NR; ++r) {
+        for (int r = 0; r < NR; ++r) {  // finish this row's super-block (activations stay in L1)
+            const BlockQ6_K& b = x[r][i];
             int corr = 0;
-            for (int s = 0; s < 16; ++s) corr += x[r][i].scales[s] * y[i].bsums[s];
-            isum[r] = _mm256_setr_epi32(-32 * corr, 0, 0, 0, 0, 0, 0, 0);
-        }
-        for (int h = 0; h < 2; ++h) {
-            const __m256i y0 = loadu256(yq + 128 * h), y1 = loadu256(yq + 128 * h + 32);
-            const __m256i y2 = loadu256(yq + 128 * h + 64), y3 = loadu256(yq + 128 * h + 96);
-            for (int r = 0; r < NR; ++r) {
-                const BlockQ6_K& b = x[r][i];
+            for (int s = 0; s < 16; ++s) corr += b.scales[s] * y[i].bsums[s];
+            __m256i isum = _mm256_setr_epi32(-32 * corr, 0, 0, 0, 0, 0, 0, 0);
+            for (int h = 0; h < 2; ++h) {
+                const __m256i y0 = loadu256(yq + 128 * h), y1 = loadu256(yq + 128 * h + 32);
+                const __m256i y2 = loadu256(yq + 128 * h + 64), y3 = loadu256(yq + 128 * h + 96);
                 const __m256i l0 = loadu256(b.ql + 64 * h), l1 = loadu256(b.ql + 64 * h + 32);
                 const __m256i hq = loadu256(b.qh + 32 * h);
                 const __m256i q1 = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(hq, m3), 4));
@@ -215,11 +238,10 @@ void dot_q6k(const uint8_t* w, size_t stride, const void* a, int64_t nb, float* 
                     _mm256_madd_epi16(_mm256_maddubs_epi16(q2, y1), _mm256_shuffle_epi8(scw, pick[1])));
                 s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(q3, y2), _mm256_shuffle_epi8(scw, pick[2])));
                 s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(q4, y3), _mm256_shuffle_epi8(scw, pick[3])));
-                isum[r] = _mm256_add_epi32(isum[r], s);
+                isum = _mm256_add_epi32(isum, s);
             }
+            acc[r] = xsimd::fma(fbatch(y[i].d * h2f(b.d)), to_float(isum), acc[r]);
         }
-        for (int r = 0; r < NR; ++r)
-            acc[r] = xsimd::fma(fbatch(y[i].d * h2f(x[r][i].d)), to_float(isum[r]), acc[r]);
     }
     for (int r = 0; r < NR; ++r) out[r] = xsimd::hadd(acc[r]);
 }
