@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <random>
 #include <fstream>
 #include <map>
 #include <tuple>
@@ -85,6 +86,13 @@ Vocab tiny_spm() {
     return v;
 }
 
+const Tokenizer& gemma() {
+    static const Tokenizer t = [] {
+        auto f = GgufFile::open(test::default_model_path());
+        return Tokenizer::from_gguf(*f);
+    }();
+    return t;
+}
 }  // namespace
 
 TEST_CASE("spm: merges by score, leftmost on ties, byte fallback", "[tokenizer]") {
@@ -229,15 +237,6 @@ TEST_CASE("format_chat: Gemma and ChatML", "[tokenizer]") {
 
 // ---- the real Gemma 3 vocabulary ----
 
-namespace {
-const Tokenizer& gemma() {
-    static const Tokenizer t = [] {
-        auto f = GgufFile::open(test::default_model_path());
-        return Tokenizer::from_gguf(*f);
-    }();
-    return t;
-}
-}  // namespace
 
 TEST_CASE("gemma3: metadata and special ids", "[tokenizer][model]") {
     const Tokenizer& t = gemma();
@@ -309,4 +308,27 @@ TEST_CASE("gemma3: build and encode speed", "[tokenizer][model][perf]") {
     // Generous bounds (sanitizer builds are slow); the release numbers are in the WARN.
     CHECK(build_ms < 2000);
     CHECK(enc_ms < 500);
+}
+
+TEST_CASE("tokenizer: arbitrary bytes round-trip (SentencePiece byte fallback, byte-level BPE)", "[tokenizer]") {
+    std::mt19937 g(17);
+    Tokenizer spm(tiny_spm());
+    Vocab bv;
+    bv.kind = TokenizerKind::BytePairGpt2;
+    for (const std::string& line : read_lines(test::test_data("bpe_tiny.txt"))) {
+        auto f = split(line, '\t');
+        if (f[0] == "T") bv.tokens.push_back(unhex(f[1]));
+        if (f[0] == "M") bv.merges.push_back(unhex(f[1]) + " " + unhex(f[2]));
+    }
+    bv.pre = "llama-bpe";
+    Tokenizer bpe(std::move(bv));
+    const Tokenizer& gem = gemma();
+    for (int iter = 0; iter < 200; ++iter) {
+        std::string s(size_t(g() % 64), '\0');
+        for (char& c : s) c = char(iter % 2 ? g() % 256 : " \n\tab<>'1\xC3\xA9\xF0\x9F"[g() % 14]);
+        INFO("iteration " << iter);
+        CHECK(spm.decode(spm.encode(s, false, true)) == s);
+        CHECK(bpe.decode(bpe.encode(s, false, true)) == s);
+        CHECK(gem.decode(gem.encode(s, false, true)) == s);
+    }
 }
