@@ -53,6 +53,27 @@ void utf8_append(std::string& out, uint32_t cp) {
     }
 }
 
+void PieceMap::build(const std::vector<std::string>& tokens) {
+    tokens_ = &tokens;
+    size_t cap = 16;
+    while (cap < tokens.size() * 2) cap <<= 1;
+    slots_.assign(cap, Slot{0, -1});
+    mask_ = cap - 1;
+    for (size_t id = 0; id < tokens.size(); ++id) {
+        const std::string& t = tokens[id];
+        const uint64_t h = hash(t);
+        const uint32_t tag = uint32_t(h >> 32);
+        for (size_t i = size_t(h) & mask_;; i = (i + 1) & mask_) {
+            Slot& sl = slots_[i];
+            if (sl.id < 0) {
+                sl = Slot{tag, int32_t(id)};
+                break;
+            }
+            if (sl.tag == tag && tokens[size_t(sl.id)] == t) break;  // duplicate: keep the first
+        }
+    }
+}
+
 namespace {
 
 int hexval(char c) {
@@ -107,11 +128,10 @@ Tokenizer::Tokenizer(Vocab vocab) {
         if (*id >= int32_t(n) || *id < -1)
             throw std::runtime_error("tokenizer: special token id " + std::to_string(*id) + " out of range");
 
-    m.piece_to_id.reserve(n * 2);
+    m.pieces.build(v.tokens);
     m.byte_token.fill(-1);
     for (size_t i = 0; i < n; ++i) {
         std::string_view t = v.tokens[i];
-        m.piece_to_id.emplace(t, int32_t(i));
         TokenType ty = m.type(int32_t(i));
         if ((ty == TokenType::Control || ty == TokenType::UserDefined) && !t.empty()) {
             if (m.special.emplace(t, int32_t(i)).second)
@@ -127,10 +147,7 @@ Tokenizer::Tokenizer(Vocab vocab) {
     }
 
     // End-of-generation markers.
-    auto find = [&](std::string_view t) {
-        auto it = m.piece_to_id.find(t);
-        return it == m.piece_to_id.end() ? -1 : it->second;
-    };
+    auto find = [&](std::string_view t) { return m.pieces.find(t); };
     m.eot_id = v.eot_id;
     if (m.eot_id < 0) {
         for (const char* t : {"<end_of_turn>", "<|eot_id|>", "<|im_end|>", "<|end|>"})
@@ -211,8 +228,7 @@ TokenType Tokenizer::token_type(int32_t id) const {
 }
 
 int32_t Tokenizer::find_token(std::string_view text) const {
-    auto it = impl_->piece_to_id.find(text);
-    return it == impl_->piece_to_id.end() ? -1 : it->second;
+    return impl_->pieces.find(text);
 }
 
 TokenizerKind Tokenizer::kind() const { return impl_->v.kind; }
@@ -297,14 +313,15 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool render_speci
 // ---- Utf8Stream ----
 
 namespace {
-// True if s[i..] is shorter than the sequence its lead byte announces and every byte so far
-// is allowed there (so some continuation makes it valid).
-bool is_incomplete_prefix(std::string_view s, size_t i) {
+// How many bytes from s[i] form a proper prefix of a well-formed sequence (the "maximal
+// subpart" that one U+FFFD replaces): 0 if s[i] cannot start one. `need` gets the full
+// length the lead byte announces.
+size_t valid_prefix(std::string_view s, size_t i, size_t& need) {
     const uint8_t c = uint8_t(s[i]);
-    size_t need = (c >= 0xC2 && c <= 0xDF) ? 2 : (c >= 0xE0 && c <= 0xEF) ? 3 : (c >= 0xF0 && c <= 0xF4) ? 4 : 0;
-    const size_t have = s.size() - i;
-    if (need == 0 || have >= need) return false;
-    for (size_t k = 1; k < have; ++k) {
+    need = (c >= 0xC2 && c <= 0xDF) ? 2 : (c >= 0xE0 && c <= 0xEF) ? 3 : (c >= 0xF0 && c <= 0xF4) ? 4 : 0;
+    if (need == 0) return 0;
+    size_t k = 1;
+    for (; k < need && i + k < s.size(); ++k) {
         uint8_t b = uint8_t(s[i + k]), lo = 0x80, hi = 0xBF;
         if (k == 1) {
             if (c == 0xE0) lo = 0xA0;
@@ -312,9 +329,9 @@ bool is_incomplete_prefix(std::string_view s, size_t i) {
             if (c == 0xF0) lo = 0x90;
             if (c == 0xF4) hi = 0x8F;
         }
-        if (b < lo || b > hi) return false;
+        if (b < lo || b > hi) break;
     }
-    return true;
+    return k;
 }
 }  // namespace
 
@@ -330,11 +347,11 @@ std::string Utf8Stream::push(const std::string& piece) {
             i += len;
             continue;
         }
-        // Invalid here: keep it if it is a proper prefix of a valid sequence that the next
-        // piece may complete.
-        if (is_incomplete_prefix(pending_, i)) break;
-        out += "\xEF\xBF\xBD";  // U+FFFD for one invalid byte
-        ++i;
+        size_t need = 0;
+        size_t m = valid_prefix(pending_, i, need);
+        if (m > 0 && i + m == n) break;  // unfinished: the next piece may complete it
+        out += "\xEF\xBF\xBD";          // U+FFFD for the maximal invalid subpart
+        i += std::max<size_t>(m, 1);
     }
     pending_.erase(0, i);
     return out;

@@ -212,10 +212,7 @@ void Tokenizer::Impl::build_bpe() {
         pre = Pre::Gpt2;
     }
     merges.reserve(v.merges.size() * 2);
-    auto find = [&](std::string_view t) {
-        auto it = piece_to_id.find(t);
-        return it == piece_to_id.end() ? -1 : it->second;
-    };
+    auto find = [&](std::string_view t) { return pieces.find(t); };
     std::string joined;
     for (size_t r = 0; r < v.merges.size(); ++r) {
         const std::string& m = v.merges[r];
@@ -242,18 +239,17 @@ void Tokenizer::Impl::encode_bpe(std::string_view frag, std::vector<int32_t>& ou
         word.clear();
         for (char ch : w) word += byte_to_unicode(uint8_t(ch));
         if (ignore_merges) {
-            auto it = piece_to_id.find(word);
-            if (it != piece_to_id.end()) {
-                out.push_back(it->second);
+            int32_t id = pieces.find(word);
+            if (id >= 0) {
+                out.push_back(id);
                 return;
             }
         }
         sym.clear();
         for (size_t i = 0; i < word.size();) {
             size_t len = utf8_valid_len(word, i);  // mapped text is always valid UTF-8
-            auto it = piece_to_id.find(std::string_view(word.data() + i, len));
             int32_t idx = int32_t(sym.size());
-            sym.push_back({it == piece_to_id.end() ? -1 : it->second, uint32_t(i), uint32_t(len), idx - 1, -1});
+            sym.push_back({pieces.find(std::string_view(word.data() + i, len)), uint32_t(i), uint32_t(len), idx - 1, -1});
             if (idx > 0) sym[size_t(idx - 1)].next = idx;
             i += len;
         }

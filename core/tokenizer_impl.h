@@ -9,10 +9,42 @@
 
 namespace ls {
 
+// piece text -> id: open addressing over the vocabulary's own strings (no per-entry
+// allocation, so a 262k vocabulary indexes in a few ms). First occurrence wins.
+class PieceMap {
+public:
+    void build(const std::vector<std::string>& tokens);
+    int32_t find(std::string_view s) const {
+        if (slots_.empty()) return -1;
+        const uint64_t h = hash(s);
+        const uint32_t tag = uint32_t(h >> 32);
+        for (size_t i = size_t(h) & mask_;; i = (i + 1) & mask_) {
+            const Slot& sl = slots_[i];
+            if (sl.id < 0) return -1;
+            if (sl.tag == tag && (*tokens_)[size_t(sl.id)] == s) return sl.id;
+        }
+    }
+    static uint64_t hash(std::string_view s) {
+        uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a, then a final mix
+        for (char c : s) h = (h ^ uint8_t(c)) * 0x100000001b3ull;
+        h ^= h >> 29;
+        h *= 0xbf58476d1ce4e5b9ull;
+        return h ^ (h >> 32);
+    }
+
+private:
+    struct Slot {
+        uint32_t tag;
+        int32_t id;  // -1: empty
+    };
+    std::vector<Slot> slots_;
+    size_t mask_ = 0;
+    const std::vector<std::string>* tokens_ = nullptr;
+};
+
 struct Tokenizer::Impl {
     Vocab v;
-    // piece text -> id (first occurrence wins). Keys point into v.tokens, which never changes.
-    std::unordered_map<std::string_view, int32_t> piece_to_id;
+    PieceMap pieces;  // over v.tokens, which never changes after construction
     // Control and user-defined pieces, matched in the raw text before BPE.
     std::unordered_map<std::string_view, int32_t> special;
     std::array<std::vector<uint32_t>, 256> special_lens;  // by first byte, longest first

@@ -61,8 +61,7 @@ void Tokenizer::Impl::encode_spm(std::string_view frag, bool prefix_space, std::
 
     std::priority_queue<Pair, std::vector<Pair>, PairLess> queue;
     auto lookup = [&](uint32_t start, uint32_t len) -> int32_t {
-        auto it = piece_to_id.find(std::string_view(s.data() + start, len));
-        return it == piece_to_id.end() ? -1 : it->second;
+        return pieces.find(std::string_view(s.data() + start, len));
     };
     auto try_pair = [&](int32_t l, int32_t r) {
         if (l < 0 || r < 0) return;
@@ -97,9 +96,9 @@ void Tokenizer::Impl::encode_spm(std::string_view frag, bool prefix_space, std::
     }
 
     auto emit = [&](auto&& self, std::string_view piece) -> void {
-        auto it = piece_to_id.find(piece);
-        if (it != piece_to_id.end() && mergeable(type(it->second))) {
-            if (type(it->second) == TokenType::Unused) {
+        const int32_t id = pieces.find(piece);
+        if (id >= 0 && mergeable(type(id))) {
+            if (type(id) == TokenType::Unused) {
                 auto parts = unused_parts.find(piece);
                 if (parts != unused_parts.end()) {
                     self(self, parts->second.first);
@@ -107,7 +106,7 @@ void Tokenizer::Impl::encode_spm(std::string_view frag, bool prefix_space, std::
                     return;
                 }
             }
-            out.push_back(it->second);
+            out.push_back(id);
             return;
         }
         bool all_bytes = true;
