@@ -4,6 +4,9 @@
 #include <tbb/info.h>
 #include <tbb/task_arena.h>
 
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/host_buffer.h"
@@ -35,12 +38,29 @@ public:
     }
     void compute(const Graph& g) override {
         arena_->execute([&] {
-            for (const Tensor* n : g.nodes()) kKernels[static_cast<int>(n->op)](*n);
+            for (const Tensor* n : g.nodes()) {
+                if (!profile_) {
+                    kKernels[static_cast<int>(n->op)](*n);
+                    continue;
+                }
+                auto t0 = std::chrono::steady_clock::now();
+                kKernels[static_cast<int>(n->op)](*n);
+                op_seconds_[static_cast<int>(n->op)] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            }
         });
+    }
+    ~CpuBackend() override {
+        if (!profile_) return;
+        std::fprintf(stderr, "cpu backend: time per op (LOCKSTEP_PROFILE)\n");
+        for (int i = 0; i < static_cast<int>(OpId::COUNT); ++i)
+            if (op_seconds_[i] > 0) std::fprintf(stderr, "  %-10s %8.3f s\n", op_name(static_cast<OpId>(i)), op_seconds_[i]);
     }
 
 private:
     int n_threads_ = 1;
+    // LOCKSTEP_PROFILE=1: time each op kind, printed when the backend is destroyed.
+    bool profile_ = std::getenv("LOCKSTEP_PROFILE") != nullptr;
+    double op_seconds_[static_cast<int>(OpId::COUNT)] = {};
     std::unique_ptr<tbb::task_arena> arena_;
 };
 

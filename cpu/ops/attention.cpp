@@ -10,9 +10,36 @@
 #include "cpu/simd.h"
 
 namespace ls::cpu {
+namespace {
 
-// One task per (token, kv head): the cache rows a query group reads are dequantized once
-// and shared by the group's heads. Visibility and ring rows come from core/attention_rule.h.
+constexpr int64_t kQueryBlock = 16;
+
+// The K/V rows of key positions [lo, hi] of one slot and kv head, dequantized once and
+// shared by a block of queries. Rows are fetched by position through the ring rule; a
+// position whose row was since overwritten is never read by a query it is visible to
+// (that is the ring's headroom guarantee), so the copy is as good as the cache.
+struct KeyBlock {
+    int64_t lo = 0, hi = -1;
+    std::vector<float> k, v;
+    void load(const Tensor& kt, const Tensor& vt, int64_t s, int64_t R, int64_t hk, int64_t Dk, int64_t Dv) {
+        const int64_t n = hi - lo + 1;
+        k.resize(size_t(n * Dk));
+        v.resize(size_t(n * Dv));
+        std::vector<float> row(std::max(kt.ne[0], vt.ne[0]));
+        for (int64_t kp = lo; kp <= hi; ++kp) {
+            const int64_t r = ring_row(s, kp, R);
+            dequantize_row_fast(kt.type, kt.row(r), row.data(), kt.ne[0]);
+            std::copy(row.begin() + hk * Dk, row.begin() + (hk + 1) * Dk, k.begin() + (kp - lo) * Dk);
+            dequantize_row_fast(vt.type, vt.row(r), row.data(), vt.ne[0]);
+            std::copy(row.begin() + hk * Dv, row.begin() + (hk + 1) * Dv, v.begin() + (kp - lo) * Dv);
+        }
+    }
+};
+
+}  // namespace
+
+// Tasks are (block of up to 16 consecutive tokens, kv head). Visibility and ring rows come
+// from core/attention_rule.h, as in the reference.
 void attention(const Tensor& dst) {
     const Tensor& q = *dst.src[0];
     const Tensor& k = *dst.src[1];
@@ -23,33 +50,39 @@ void attention(const Tensor& dst) {
     const int64_t Dk = q.ne[0], H = q.ne[1], T = q.ne[2], Dv = dst.ne[0];
     const int64_t R = p.ring_rows, n_seq = k.ne[1] / R, Hkv = p.n_head_kv, group = H / Hkv;
     for (int64_t t = 0; t < T; ++t) check_attention_query(seq[t], pos[t], p.window, R, n_seq);
-    tbb::parallel_for(int64_t(0), T * Hkv, [&](int64_t task) {
-        const int64_t t = task / Hkv, hk = task % Hkv;
-        const int64_t s = seq[t], pt = pos[t], k0 = attn_first_key(pt, p.window), n = pt - k0 + 1;
-        std::vector<float> krow(k.ne[0]), vrow(v.ne[0]), scores(size_t(n * group));
-        std::vector<float> mx(group, -INFINITY);
-        for (int64_t kp = k0; kp <= pt; ++kp) {
-            dequantize_row_fast(k.type, k.row(ring_row(s, kp, R)), krow.data(), k.ne[0]);
-            for (int64_t g = 0; g < group; ++g) {
-                const float* qh = reinterpret_cast<const float*>(q.row(hk * group + g, t));
-                float sc = simd::dot(qh, krow.data() + hk * Dk, Dk) * p.scale;
-                if (p.softcap > 0) sc = p.softcap * std::tanh(sc / p.softcap);
-                scores[g * n + (kp - k0)] = sc;
-                mx[g] = std::fmax(mx[g], sc);
+    const int64_t n_blocks = (T + kQueryBlock - 1) / kQueryBlock;
+    tbb::parallel_for(int64_t(0), n_blocks * Hkv, [&](int64_t task) {
+        const int64_t t0 = (task / Hkv) * kQueryBlock, t1 = std::min(T, t0 + kQueryBlock), hk = task % Hkv;
+        KeyBlock kb;
+        std::vector<float> scores;
+        for (int64_t t = t0; t < t1; ++t) {
+            const int64_t s = seq[t], pt = pos[t], k0 = attn_first_key(pt, p.window);
+            // Reload the shared rows when this query's keys are not all in the block (another
+            // sequence, or positions that are not increasing).
+            if (t == t0 || seq[t] != seq[t - 1] || k0 < kb.lo || pt > kb.hi) {
+                kb.lo = k0;
+                kb.hi = pt;
+                for (int64_t u = t + 1; u < t1 && seq[u] == s; ++u) kb.hi = std::max<int64_t>(kb.hi, pos[u]);
+                kb.load(k, v, s, R, hk, Dk, Dv);
             }
-        }
-        std::vector<double> sum(group, 0.0);
-        for (int64_t g = 0; g < group; ++g)
-            for (int64_t j = 0; j < n; ++j) sum[g] += (scores[g * n + j] = std::exp(scores[g * n + j] - mx[g]));
-        for (int64_t g = 0; g < group; ++g) {
-            float* out = reinterpret_cast<float*>(dst.row(hk * group + g, t));
-            std::fill(out, out + Dv, 0.0f);
-        }
-        for (int64_t kp = k0; kp <= pt; ++kp) {
-            dequantize_row_fast(v.type, v.row(ring_row(s, kp, R)), vrow.data(), v.ne[0]);
+            const int64_t n = pt - k0 + 1;
+            scores.resize(size_t(n));
             for (int64_t g = 0; g < group; ++g) {
-                float* out = reinterpret_cast<float*>(dst.row(hk * group + g, t));
-                simd::axpy(float(scores[g * n + (kp - k0)] / sum[g]), vrow.data() + hk * Dv, out, Dv);
+                const int64_t h = hk * group + g;
+                const float* qh = reinterpret_cast<const float*>(q.row(h, t));
+                float mx = -INFINITY;
+                for (int64_t j = 0; j < n; ++j) {
+                    float sc = simd::dot(qh, kb.k.data() + (k0 - kb.lo + j) * Dk, Dk) * p.scale;
+                    if (p.softcap > 0) sc = p.softcap * std::tanh(sc / p.softcap);
+                    scores[j] = sc;
+                    mx = std::fmax(mx, sc);
+                }
+                double sum = 0;
+                for (int64_t j = 0; j < n; ++j) sum += (scores[j] = std::exp(scores[j] - mx));
+                float* out = reinterpret_cast<float*>(dst.row(h, t));
+                std::fill(out, out + Dv, 0.0f);
+                const float inv = float(1.0 / sum);
+                for (int64_t j = 0; j < n; ++j) simd::axpy(scores[j] * inv, kb.v.data() + (k0 - kb.lo + j) * Dv, out, Dv);
             }
         }
     });
