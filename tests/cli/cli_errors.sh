@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Every misuse of the CLI ends with a message naming the problem and a non-zero exit,
+# never a crash. Usage: cli_errors.sh LOCKSTEP_BINARY SOURCE_DIR
+set -u
+bin="$1"; src="$2"
+tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
+fails=0; passes=0
+
+# expect CODE PATTERN -- ARGS...
+expect() {
+  local code="$1" pattern="$2"; shift 3
+  local out rc
+  out="$("$bin" "$@" 2>&1 </dev/null)"; rc=$?
+  if [ "$rc" -ne "$code" ] || ! grep -qiE -- "$pattern" <<<"$out"; then
+    echo "FAIL: lockstep $* -> exit $rc (want $code), output:"; echo "$out" | head -5; fails=$((fails + 1))
+  else
+    passes=$((passes + 1))
+  fi
+}
+
+expect 2 "no command"                     --
+expect 2 "unknown command 'frobnicate'"   -- frobnicate
+expect 2 "unknown option '--bogus'"       -- run --bogus
+expect 2 "-n expects an integer, got 'ten'" -- run -n ten -p hi
+expect 2 "-c must be positive"            -- run -c 0 -p hi
+expect 2 "--temp expects a number"        -- run --temp hot -p hi
+expect 2 "-m needs a value"               -- run -p hi -m
+expect 2 "--backend must be cpu, vulkan or cuda" -- run --backend tpu -p hi
+expect 2 "-ctk must be one of f32, f16, q8_0, q4_0"    -- run -ctk q5_k -p hi
+expect 2 "run needs a prompt"             -- run
+expect 2 "perplexity needs a text file"   -- perplexity
+expect 1 "model file not found: /nonexistent.gguf" -- run -m /nonexistent.gguf -p hi
+head -c 100 "$src/tests/fuzz/corpus/$(ls "$src/tests/fuzz/corpus" | head -1)" > "$tmp/trunc.gguf"
+printf 'GGUF\x03\x00\x00\x00' > "$tmp/short.gguf"
+expect 1 "gguf"                           -- info -m "$tmp/short.gguf"
+printf 'not a model at all' > "$tmp/text.gguf"
+expect 1 "gguf.*magic"                    -- info -m "$tmp/text.gguf"
+expect 1 "cannot read"                    -- run -f /nonexistent/prompt.txt
+expect 0 "usage: lockstep run"            -- run --help
+
+echo "cli errors: $passes passed, $fails failed"
+[ "$fails" -eq 0 ]
