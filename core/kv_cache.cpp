@@ -45,8 +45,9 @@ bool KvCache::seq_rm(int s, int64_t p0) {
     for (size_t il = 0; il < specs_.size(); ++il) {
         const int64_t W = specs_[il].window, R = rows_[il];
         // The keys p0 will need, max(0, p0-W+1)..p0-1, must still be in the ring, which holds
-        // positions n-R..n-1 (for a wrapped ring this is n - p0 <= R - W + 1).
-        if (W > 0 && std::max<int64_t>(0, p0 - W + 1) < n - R) return false;
+        // positions n-R..n-1 (for a wrapped ring this is n - p0 <= R - W + 1). For p0 = 0 no
+        // key is needed: restarting a sequence always succeeds.
+        if (W > 0 && p0 > 0 && std::max<int64_t>(0, p0 - W + 1) < n - R) return false;
     }
     // Rows at positions >= p0 stay as they are: a later query at p reads only keys <= p,
     // and every such key from p0 on is rewritten before it is read.

@@ -81,9 +81,71 @@ def field_value(reader, key, default=None):
     return f.contents()
 
 
+# ----------------------------------------------------------------------------
+# --act-quant: the activation quantization of an integer matmul hot path
+# ----------------------------------------------------------------------------
+# An engine like lockstep (or llama.cpp's CPU backend) computes x @ W^T for a quantized W by
+# first quantizing each activation row x to W's "dot type", then doing integer block dot
+# products. Mathematically (up to float summation order) that equals
+#     dequant(quant_dot_type(x)) @ dequant(W)^T
+# which is what this emulates. Dot types (GGUF / ggml convention):
+#   Q4_0, Q5_0, Q8_0          -> Q8_0 (blocks of 32)
+#   Q4_1, Q5_1                -> Q8_1 (blocks of 32; same quants/scale as Q8_0, see below)
+#   Q2_K, Q3_K, Q4_K, Q5_K, Q6_K -> Q8_K (blocks of 256)
+#   F16                       -> F16 (round to nearest even)
+#   F32, BF16                 -> F32 (unchanged)
+# The quantizers, as specified for the reference (all arithmetic in the working dtype,
+# i.e. float32 for the golden file; rint = round half to even):
+#   Q8_0: amax = max|x_b|; d = amax / 127; id = 127 / amax (0 if amax == 0);
+#         q = rint(x * id) (|q| <= 127); d is stored as fp16 (RNE), so x^ = f16(d) * q.
+#   Q8_K: amax = max|x_b|; iscale = 127 / amax; d = 1 / iscale stored as float32;
+#         q = rint(x * iscale); x^ = d * q (an all-zero block stays zero).
+# Q8_1 additionally stores s = f16(d * sum(q)) for the weight's min term; the exact engine
+# value of that term (m_w * s) differs from what x^ gives (m_w * f16(d) * sum(q)) by fp16
+# rounding only. No Q4_1/Q5_1 tensor is in the models this oracle is used for.
+Q8_0_DOT = {"Q4_0", "Q5_0", "Q8_0", "Q4_1", "Q5_1"}
+Q8_K_DOT = {"Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"}
+
+
+def _q8_blocks(x, bs, fp16_scale):
+    """Quantize-dequantize the last axis of x in blocks of bs (Q8_0 style if fp16_scale, else Q8_K)."""
+    dt = x.dtype.type
+    shp = x.shape
+    assert shp[-1] % bs == 0, f"row length {shp[-1]} not a multiple of {bs}"
+    xb = x.reshape(shp[:-1] + (shp[-1] // bs, bs))
+    amax = np.abs(xb).max(axis=-1, keepdims=True)
+    nz = amax != 0
+    safe = np.where(nz, amax, dt(1))
+    if fp16_scale:                      # Q8_0 / Q8_1
+        d = amax / dt(127)
+        inv = np.where(nz, dt(127) / safe, dt(0))
+        d = d.astype(np.float16).astype(dt)   # stored as fp16, round to nearest even
+    else:                               # Q8_K
+        inv = np.where(nz, dt(127) / safe, dt(0))
+        d = np.where(nz, dt(1) / np.where(nz, inv, dt(1)), dt(0))
+    q = np.rint(xb * inv)               # ties to even; |q| <= 127 by construction
+    assert np.abs(q).max(initial=0) <= 127
+    return (d * q).reshape(shp)
+
+
+def act_quant(x, wtype):
+    """The activation rows x as the engine's dot product sees them for weight type wtype."""
+    if wtype in Q8_0_DOT:
+        return _q8_blocks(x, 32, True)
+    if wtype in Q8_K_DOT:
+        return _q8_blocks(x, 256, False)
+    if wtype == "F16":
+        return x.astype(np.float16).astype(x.dtype)
+    if wtype in ("F32", "BF16"):
+        return x
+    raise NotImplementedError(f"--act-quant: no dot type known for weight type {wtype}")
+
+
 class Gemma3:
-    def __init__(self, path, dtype=np.float32):
+    def __init__(self, path, dtype=np.float32, act_quant=False):
         self.dtype = dtype
+        self.act_quant = act_quant
+        self.wtype = {}  # weight name -> GGUF type name, for --act-quant
         r = gguf.GGUFReader(path)
         self.reader = r
         arch = field_value(r, "general.architecture")
@@ -117,6 +179,7 @@ class Gemma3:
 
         def deq(name):
             t = tensors[name]
+            self.wtype[name] = t.tensor_type.name
             a = gguf.quants.dequantize(t.data, t.tensor_type)
             # dequantize() returns rows x cols == [out_features, in_features] for matrices
             return np.ascontiguousarray(a, dtype=dtype)
@@ -131,10 +194,18 @@ class Gemma3:
                 "attn_norm", "attn_q", "attn_k", "attn_v", "attn_q_norm", "attn_k_norm",
                 "attn_output", "post_attention_norm", "ffn_norm", "ffn_gate", "ffn_up",
                 "ffn_down", "post_ffw_norm")}
+            L["types"] = {k: self.wtype[p + k + ".weight"] for k in (
+                "attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")}
             assert L["attn_q"].shape == (self.n_head * self.head_dim, self.n_embd)
             assert L["attn_k"].shape == (self.n_head_kv * self.head_dim, self.n_embd)
             assert L["ffn_gate"].shape == (self.n_ff, self.n_embd)
             self.layers.append(L)
+
+    def mm(self, x, w, wtype):
+        """x @ w^T; with --act-quant the rows of x first go through act_quant(wtype)."""
+        if self.act_quant:
+            x = act_quant(x, wtype)
+        return x @ w.T
 
     def is_local(self, il):
         return (il % self.swa_pattern) < (self.swa_pattern - 1)
@@ -165,9 +236,10 @@ class Gemma3:
     def attention(self, L, x, pos, il):
         T = x.shape[0]
         H, Hkv, D = self.n_head, self.n_head_kv, self.head_dim
-        q = (x @ L["attn_q"].T).reshape(T, H, D)
-        k = (x @ L["attn_k"].T).reshape(T, Hkv, D)
-        v = (x @ L["attn_v"].T).reshape(T, Hkv, D)
+        ty = L["types"]
+        q = self.mm(x, L["attn_q"], ty["attn_q"]).reshape(T, H, D)
+        k = self.mm(x, L["attn_k"], ty["attn_k"]).reshape(T, Hkv, D)
+        v = self.mm(x, L["attn_v"], ty["attn_v"]).reshape(T, Hkv, D)
         q = self.rmsnorm(q, L["attn_q_norm"])
         k = self.rmsnorm(k, L["attn_k_norm"])
         local = self.is_local(il)
@@ -192,7 +264,7 @@ class Gemma3:
             e = np.exp(s)
             pr = e / e.sum(axis=-1, keepdims=True)
             out[:, h, :] = pr @ vh
-        return out.reshape(T, H * D) @ L["attn_output"].T
+        return self.mm(out.reshape(T, H * D), L["attn_output"], ty["attn_output"])
 
     def hidden(self, tokens):
         """Final normalized hidden states [T, n_embd] for a full causal pass over tokens."""
@@ -203,12 +275,16 @@ class Gemma3:
             a = self.attention(L, self.rmsnorm(h, L["attn_norm"]), pos, il)
             h = h + self.rmsnorm(a, L["post_attention_norm"])
             x = self.rmsnorm(h, L["ffn_norm"])
-            f = (self.gelu_tanh(x @ L["ffn_gate"].T) * (x @ L["ffn_up"].T)) @ L["ffn_down"].T
+            ty = L["types"]
+            f = self.gelu_tanh(self.mm(x, L["ffn_gate"], ty["ffn_gate"])) * self.mm(x, L["ffn_up"], ty["ffn_up"])
+            f = self.mm(f, L["ffn_down"], ty["ffn_down"])
             h = h + self.rmsnorm(f, L["post_ffw_norm"])
         return self.rmsnorm(h, self.output_norm)
 
     def logits(self, hid):
-        return hid @ self.tok_embd.T
+        # tied output projection: a matmul with token_embd (its get_rows use above is a plain
+        # dequantize, no activation quantization)
+        return self.mm(hid, self.tok_embd, self.wtype["token_embd.weight"])
 
 
 # ----------------------------------------------------------------------------
@@ -380,11 +456,14 @@ def main():
     ap.add_argument("--ablate-swa", action="store_true",
                     help="also run with the sliding window disabled, to show it matters past 512")
     ap.add_argument("--md", default=None, help="write a markdown report here")
+    ap.add_argument("--act-quant", action="store_true",
+                    help="quantize each matmul's activation rows to the weight's dot type "
+                         "(Q8_0 / Q8_K / F16) and back, as an integer matmul hot path does")
     args = ap.parse_args()
 
     t0 = time.time()
     dtype = np.float32 if args.dtype == "float32" else np.float64
-    model = Gemma3(args.model, dtype)
+    model = Gemma3(args.model, dtype, act_quant=args.act_quant)
     tok = Tokenizer(model.reader)
     t_load = time.time() - t0
     print(f"loaded + dequantized in {t_load:.1f}s; vocab {model.n_vocab}", file=sys.stderr)
@@ -416,7 +495,8 @@ def main():
     gaps = np.array([s[4][0] - s[4][1] for s in stats])
     lines = []
     say = lambda s="": (print(s), lines.append(s))
-    say(f"- model: `{os.path.basename(args.model)}`; dtype {args.dtype}")
+    say(f"- model: `{os.path.basename(args.model)}`; dtype {args.dtype}"
+        + ("; activations quantized to the weights' dot types (--act-quant)" if args.act_quant else ""))
     say(f"- tokens: {len(tokens)} (BOS + {len(ids)} text tokens of `{args.prompt_file}`)")
     say(f"- mean NLL over the {len(nll)} predicted tokens: {nll.mean():.4f} nats "
         f"-> perplexity {math.exp(nll.mean()):.3f}")
@@ -434,7 +514,7 @@ def main():
 
     if args.check64:
         t3 = time.time()
-        m64 = Gemma3(args.model, np.float64)
+        m64 = Gemma3(args.model, np.float64, act_quant=args.act_quant)
         s64 = compute_stats(m64, tokens)
         t64 = time.time() - t3
         d_top, d_lse, d_next, am_diff, set_diff = 0.0, 0.0, 0.0, 0, 0

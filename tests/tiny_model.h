@@ -1,0 +1,53 @@
+// Tiny Gemma 3 models for tests: written once per test run to the temp directory, removed at exit.
+#pragma once
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "core/backend.h"
+#include "core/model.h"
+#include "core/testing/tiny_gguf.h"
+#include "cpu/cpu_backend.h"
+
+namespace ls::test {
+
+// The path of a GGUF written from `spec`; `name` identifies the spec within this run.
+inline const std::string& tiny_model_path(const std::string& name, const TinyGemma3Spec& spec) {
+    struct Files {
+        std::map<std::string, std::string> paths;
+        ~Files() {
+            std::error_code ec;
+            for (auto& [n, p] : paths) std::filesystem::remove(p, ec);
+        }
+    };
+    static Files files;
+    auto it = files.paths.find(name);
+    if (it == files.paths.end()) {
+        const std::string p = (std::filesystem::temp_directory_path() /
+                               ("lockstep_tiny_" + std::to_string(::getpid()) + "_" + name + ".gguf")).string();
+        write_tiny_gemma3(p, spec);
+        it = files.paths.emplace(name, p).first;
+    }
+    return it->second;
+}
+
+enum class BackendKind { Reference, Cpu };
+inline const char* backend_kind_name(BackendKind k) { return k == BackendKind::Reference ? "reference" : "cpu"; }
+
+// A backend and a model loaded on it (the model's weights live in the backend's buffers).
+struct LoadedModel {
+    std::unique_ptr<Backend> be;
+    std::unique_ptr<Model> model;
+};
+
+inline LoadedModel load_tiny(BackendKind k, const std::string& name, const TinyGemma3Spec& spec) {
+    LoadedModel l;
+    l.be = k == BackendKind::Reference ? make_reference_backend() : make_cpu_backend(2);
+    l.model = Model::load(tiny_model_path(name, spec), *l.be);
+    return l;
+}
+
+}  // namespace ls::test
