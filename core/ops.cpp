@@ -134,7 +134,9 @@ Tensor* attention(Graph& g, Tensor* q, Tensor* k, Tensor* v, Tensor* pos, Tensor
     if (v->ne[0] % p.n_head_kv) fail("attention", "v rows must hold n_head_kv heads");
     if (k->ne[1] != v->ne[1]) fail("attention", "k and v caches must have the same rows");
     if (p.ring_rows <= 0 || k->ne[1] % p.ring_rows) fail("attention", "cache rows must be n_seq * ring_rows");
-    if (p.window < 0 || p.window > p.ring_rows) fail("attention", "window must be in [0, ring_rows]");
+    // W > R is valid: a ring capped by n_ctx (R = n_ctx < W) never holds a position the
+    // window could have dropped; queries past what the ring holds fail at compute time.
+    if (p.window < 0) fail("attention", "window must be >= 0");
     if (pos->ne[0] != T || seq->ne[0] != T) fail("attention", "pos and seq need one entry per token");
     for (const Tensor* c : {k, v}) {
         switch (c->type) {

@@ -334,12 +334,13 @@ void quant_q8_k(const float* x, void* dst, int64_t nb) {
 
 // ---------------------------------------------------------------- dot products
 // Per super-block: exact int32 sums (scale-weighted), then
-// sum += (dy*d) * isum - (dy*dmin) * msum in float. The SIMD kernels compute the same integers.
+// sum += float(dy*d) * isum - float(dy*dmin) * msum, each term exact in double and summed in
+// double (see core/detmath.h). The SIMD kernels compute the same integers.
 
 float dot_q2_k_q8_k(const void* w, const void* a, int64_t nb) {
     const auto* x = static_cast<const BlockQ2_K*>(w);
     const auto* y = static_cast<const BlockQ8_K*>(a);
-    float sum = 0;
+    double sum = 0;
     for (int64_t i = 0; i < nb; ++i) {
         int isum = 0, msum = 0;
         for (int s = 0; s < 16; ++s) {
@@ -351,16 +352,16 @@ float dot_q2_k_q8_k(const void* w, const void* a, int64_t nb) {
             isum += (x[i].scales[s] & 0x0F) * si;
             msum += (x[i].scales[s] >> 4) * y[i].bsums[s];
         }
-        sum += (y[i].d * fp16_to_fp32(x[i].d)) * static_cast<float>(isum) -
-               (y[i].d * fp16_to_fp32(x[i].dmin)) * static_cast<float>(msum);
+        sum += static_cast<double>(y[i].d * fp16_to_fp32(x[i].d)) * isum -
+               static_cast<double>(y[i].d * fp16_to_fp32(x[i].dmin)) * msum;
     }
-    return sum;
+    return static_cast<float>(sum);
 }
 
 float dot_q3_k_q8_k(const void* w, const void* a, int64_t nb) {
     const auto* x = static_cast<const BlockQ3_K*>(w);
     const auto* y = static_cast<const BlockQ8_K*>(a);
-    float sum = 0;
+    double sum = 0;
     for (int64_t i = 0; i < nb; ++i) {
         int isum = 0;
         for (int s = 0; s < 16; ++s) {
@@ -368,15 +369,15 @@ float dot_q3_k_q8_k(const void* w, const void* a, int64_t nb) {
             for (int t = 0; t < 16; ++t) si += q3k_value(x[i], 16 * s + t) * y[i].qs[16 * s + t];
             isum += q3k_scale(x[i].scales, s) * si;
         }
-        sum += (y[i].d * fp16_to_fp32(x[i].d)) * static_cast<float>(isum);
+        sum += static_cast<double>(y[i].d * fp16_to_fp32(x[i].d)) * isum;
     }
-    return sum;
+    return static_cast<float>(sum);
 }
 
 float dot_q4_k_q8_k(const void* w, const void* a, int64_t nb) {
     const auto* x = static_cast<const BlockQ4_K*>(w);
     const auto* y = static_cast<const BlockQ8_K*>(a);
-    float sum = 0;
+    double sum = 0;
     for (int64_t i = 0; i < nb; ++i) {
         int isum = 0, msum = 0;
         for (int s = 0; s < 8; ++s) {
@@ -387,16 +388,16 @@ float dot_q4_k_q8_k(const void* w, const void* a, int64_t nb) {
             isum += sc * si;
             msum += m * (y[i].bsums[2 * s] + y[i].bsums[2 * s + 1]);
         }
-        sum += (y[i].d * fp16_to_fp32(x[i].d)) * static_cast<float>(isum) -
-               (y[i].d * fp16_to_fp32(x[i].dmin)) * static_cast<float>(msum);
+        sum += static_cast<double>(y[i].d * fp16_to_fp32(x[i].d)) * isum -
+               static_cast<double>(y[i].d * fp16_to_fp32(x[i].dmin)) * msum;
     }
-    return sum;
+    return static_cast<float>(sum);
 }
 
 float dot_q5_k_q8_k(const void* w, const void* a, int64_t nb) {
     const auto* x = static_cast<const BlockQ5_K*>(w);
     const auto* y = static_cast<const BlockQ8_K*>(a);
-    float sum = 0;
+    double sum = 0;
     for (int64_t i = 0; i < nb; ++i) {
         int isum = 0, msum = 0;
         for (int s = 0; s < 8; ++s) {
@@ -407,16 +408,16 @@ float dot_q5_k_q8_k(const void* w, const void* a, int64_t nb) {
             isum += sc * si;
             msum += m * (y[i].bsums[2 * s] + y[i].bsums[2 * s + 1]);
         }
-        sum += (y[i].d * fp16_to_fp32(x[i].d)) * static_cast<float>(isum) -
-               (y[i].d * fp16_to_fp32(x[i].dmin)) * static_cast<float>(msum);
+        sum += static_cast<double>(y[i].d * fp16_to_fp32(x[i].d)) * isum -
+               static_cast<double>(y[i].d * fp16_to_fp32(x[i].dmin)) * msum;
     }
-    return sum;
+    return static_cast<float>(sum);
 }
 
 float dot_q6_k_q8_k(const void* w, const void* a, int64_t nb) {
     const auto* x = static_cast<const BlockQ6_K*>(w);
     const auto* y = static_cast<const BlockQ8_K*>(a);
-    float sum = 0;
+    double sum = 0;
     for (int64_t i = 0; i < nb; ++i) {
         int isum = 0;
         for (int s = 0; s < 16; ++s) {
@@ -424,9 +425,9 @@ float dot_q6_k_q8_k(const void* w, const void* a, int64_t nb) {
             for (int t = 0; t < 16; ++t) si += q6k_value(x[i], 16 * s + t) * y[i].qs[16 * s + t];
             isum += x[i].scales[s] * si;
         }
-        sum += (y[i].d * fp16_to_fp32(x[i].d)) * static_cast<float>(isum);
+        sum += static_cast<double>(y[i].d * fp16_to_fp32(x[i].d)) * isum;
     }
-    return sum;
+    return static_cast<float>(sum);
 }
 
 }  // namespace ls::qref

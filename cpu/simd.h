@@ -3,6 +3,11 @@
 #pragma once
 #include <cstdint>
 #include <xsimd/xsimd.hpp>
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
+
+#include "core/detmath.h"
 
 namespace ls::cpu::simd {
 
@@ -22,8 +27,33 @@ inline float dot(const float* a, const float* b, int64_t n) {
     return s;
 }
 
-// y += a * x
-inline void axpy(float a, const float* x, float* y, int64_t n) {
+// det_dot (core/detmath.h) vectorized: exact products summed in double. Only the order of
+// the double sum differs from the scalar twin (2^-53 relative), below float resolution.
+inline double dot_f64(const float* a, const float* b, int64_t n) {
+#if defined(__AVX__)
+    __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        // xsimd 8 has no float->double widening of half a batch; AVX's cvtps_pd does it.
+        const __m256d a0 = _mm256_cvtps_pd(_mm_loadu_ps(a + i)), b0 = _mm256_cvtps_pd(_mm_loadu_ps(b + i));
+        const __m256d a1 = _mm256_cvtps_pd(_mm_loadu_ps(a + i + 4)), b1 = _mm256_cvtps_pd(_mm_loadu_ps(b + i + 4));
+        acc0 = _mm256_add_pd(acc0, _mm256_mul_pd(a0, b0));  // the product is exact: no fma needed
+        acc1 = _mm256_add_pd(acc1, _mm256_mul_pd(a1, b1));
+    }
+    alignas(32) double lanes[4];
+    _mm256_store_pd(lanes, _mm256_add_pd(acc0, acc1));
+    double s = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+    for (; i < n; ++i) s += double(a[i]) * double(b[i]);
+    return s;
+#else
+    double s = 0;
+    for (int64_t i = 0; i < n; ++i) s += double(a[i]) * double(b[i]);
+    return s;
+#endif
+}
+
+// y = fma(a, x, y), elementwise (the accumulation the attention reference defines)
+inline void fma_axpy(float a, const float* x, float* y, int64_t n) {
     const fbatch va(a);
     int64_t i = 0;
     for (; i + W <= n; i += W) xsimd::fma(va, fbatch::load_unaligned(x + i), fbatch::load_unaligned(y + i)).store_unaligned(y + i);

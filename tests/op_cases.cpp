@@ -145,6 +145,7 @@ std::vector<OpCase> op_cases() {
         {8, 12, 1, 4, 2, 32, 0.f, {40, 41, 42, 43}, {0, 0, 0, 0}},             // ring wrapped several times
         {8, 12, 3, 2, 1, 64, 0.f, {5, 30, 31, 2, 100, 11}, {0, 1, 1, 2, 2, 0}},  // several sequences in one ubatch
         {16, 16, 2, 4, 4, 32, 30.f, {15, 16, 200, 3}, {1, 1, 0, 0}},            // R = W (n_ctx-capped), softcap
+        {512, 24, 1, 2, 1, 32, 0.f, {0, 5, 23}, {0, 0, 0}},                     // W > R = n_ctx: a short context
     };
     for (size_t ai = 0; ai < att.size(); ++ai)
         for (DType t : kCacheTypes) {

@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "core/attention_rule.h"
+#include "core/detmath.h"
 #include "core/op_params.h"
 #include "core/ref/ref_ops.h"
 
@@ -29,21 +30,19 @@ void attention(const Tensor& dst) {
             float mx = -INFINITY;
             for (int64_t kp = k0; kp <= pt; ++kp) {
                 row_to_f32(k.type, k.row(ring_row(s, kp, R)), krow.data(), k.ne[0]);
-                float dot = 0;
-                for (int64_t i = 0; i < Dk; ++i) dot += qh[i] * krow[hk * Dk + i];
-                float sc = dot * p.scale;
-                if (p.softcap > 0) sc = p.softcap * std::tanh(sc / p.softcap);
+                float sc = det_dot(qh, krow.data() + hk * Dk, Dk) * p.scale;
+                if (p.softcap > 0) sc = p.softcap * det_tanh(sc / p.softcap);
                 scores[kp - k0] = sc;
                 mx = std::fmax(mx, sc);
             }
             double sum = 0;
-            for (float& sc : scores) sum += (sc = std::exp(sc - mx));
+            for (float& sc : scores) sum += (sc = det_exp(sc - mx));
             float* out = reinterpret_cast<float*>(dst.row(h, t));
             for (int64_t i = 0; i < Dv; ++i) out[i] = 0;
             for (int64_t kp = k0; kp <= pt; ++kp) {
                 row_to_f32(v.type, v.row(ring_row(s, kp, R)), vrow.data(), v.ne[0]);
-                const float wgt = float(scores[kp - k0] / sum);
-                for (int64_t i = 0; i < Dv; ++i) out[i] += wgt * vrow[hk * Dv + i];
+                const float wgt = float(double(scores[kp - k0]) / sum);
+                for (int64_t i = 0; i < Dv; ++i) out[i] = std::fma(wgt, vrow[hk * Dv + i], out[i]);
             }
         }
     }

@@ -2,6 +2,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/detmath.h"
 #include "core/quant.h"
 #include "core/ref/ref_ops.h"
 
@@ -24,9 +25,6 @@ void check_row_indices(const Tensor& idx, int64_t rows, const char* op) {
 void row_to_f32(DType t, const void* src, float* dst, int64_t n) { dequantize_row(t, src, dst, n); }
 void row_from_f32(DType t, const float* src, void* dst, int64_t n) { quantize_row(t, src, dst, n); }
 
-float gelu_tanh(float x) {
-    constexpr float kSqrt2OverPi = 0.7978845608028654f;
-    return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + 0.044715f * x * x)));
-}
+float gelu_tanh(float x) { return det_gelu(x); }
 
 }  // namespace ls::ref

@@ -16,7 +16,7 @@ void rms_norm(const Tensor& dst) {
                 const float* px = reinterpret_cast<const float*>(x.row(i1, i2, i3));
                 float* py = reinterpret_cast<float*>(dst.row(i1, i2, i3));
                 double ss = 0;
-                for (int64_t i = 0; i < K; ++i) ss += double(px[i]) * px[i];
+                for (int64_t i = 0; i < K; ++i) ss += double(px[i]) * double(px[i]);
                 const float r = 1.0f / std::sqrt(float(ss / K) + eps);
                 for (int64_t i = 0; i < K; ++i) py[i] = px[i] * r * (w ? w->data_as<const float>()[i] : 1.0f);
             }

@@ -1,8 +1,8 @@
-#include <cmath>
+#include "core/detmath.h"
 
 #include "core/ref/ref_ops.h"
 #include "core/ref/unary.h"
 
 namespace ls::ref {
-void silu(const Tensor& dst) { unary_map(dst, [](float x) { return x / (1.0f + std::exp(-x)); }); }
+void silu(const Tensor& dst) { unary_map(dst, det_silu); }
 }  // namespace ls::ref

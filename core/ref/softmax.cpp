@@ -1,5 +1,6 @@
 #include <cmath>
 
+#include "core/detmath.h"
 #include "core/op_params.h"
 #include "core/ref/ref_ops.h"
 
@@ -15,8 +16,8 @@ void softmax(const Tensor& dst) {
         float mx = -INFINITY;
         for (int64_t i = 0; i < K; ++i) mx = std::fmax(mx, px[i] * scale);
         double sum = 0;
-        for (int64_t i = 0; i < K; ++i) sum += (py[i] = std::exp(px[i] * scale - mx));
-        for (int64_t i = 0; i < K; ++i) py[i] = float(py[i] / sum);
+        for (int64_t i = 0; i < K; ++i) sum += (py[i] = det_exp(px[i] * scale - mx));
+        for (int64_t i = 0; i < K; ++i) py[i] = float(double(py[i]) / sum);
     }
 }
 

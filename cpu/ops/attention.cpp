@@ -72,17 +72,17 @@ void attention(const Tensor& dst) {
                 const float* qh = reinterpret_cast<const float*>(q.row(h, t));
                 float mx = -INFINITY;
                 for (int64_t j = 0; j < n; ++j) {
-                    float sc = simd::dot(qh, kb.k.data() + (k0 - kb.lo + j) * Dk, Dk) * p.scale;
-                    if (p.softcap > 0) sc = p.softcap * std::tanh(sc / p.softcap);
+                    float sc = float(simd::dot_f64(qh, kb.k.data() + (k0 - kb.lo + j) * Dk, Dk)) * p.scale;
+                    if (p.softcap > 0) sc = p.softcap * det_tanh(sc / p.softcap);
                     scores[j] = sc;
                     mx = std::fmax(mx, sc);
                 }
                 double sum = 0;
-                for (int64_t j = 0; j < n; ++j) sum += (scores[j] = std::exp(scores[j] - mx));
+                for (int64_t j = 0; j < n; ++j) sum += (scores[j] = det_exp(scores[j] - mx));
                 float* out = reinterpret_cast<float*>(dst.row(h, t));
                 std::fill(out, out + Dv, 0.0f);
-                const float inv = float(1.0 / sum);
-                for (int64_t j = 0; j < n; ++j) simd::axpy(scores[j] * inv, kb.v.data() + (k0 - kb.lo + j) * Dv, out, Dv);
+                for (int64_t j = 0; j < n; ++j)
+                    simd::fma_axpy(float(double(scores[j]) / sum), kb.v.data() + (k0 - kb.lo + j) * Dv, out, Dv);
             }
         }
     });

@@ -17,7 +17,7 @@ void rms_norm(const Tensor& dst) {
         const int64_t i1 = r % x.ne[1], i2 = (r / x.ne[1]) % x.ne[2], i3 = r / (x.ne[1] * x.ne[2]);
         const float* px = reinterpret_cast<const float*>(x.row(i1, i2, i3));
         float* py = reinterpret_cast<float*>(dst.row(i1, i2, i3));
-        const float rs = 1.0f / std::sqrt(simd::dot(px, px, K) / float(K) + eps);
+        const float rs = 1.0f / std::sqrt(float(simd::dot_f64(px, px, K) / K) + eps);
         using simd::fbatch;
         int64_t i = 0;
         const fbatch vr(rs);

@@ -1,15 +1,7 @@
-#include <cmath>
-
+#include "core/detmath.h"
 #include "cpu/ops/cpu_ops.h"
-#include "cpu/ops/unary.h"
+#include "cpu/ops/scalar_map.h"
 
 namespace ls::cpu {
-void silu(const Tensor& dst) {
-    unary_map(dst, [](auto x) {
-        using std::exp;
-        using xsimd::exp;
-        const decltype(x) one(1.0f);
-        return x / (one + exp(-x));
-    });
-}
+void silu(const Tensor& dst) { scalar_map(dst, det_silu); }
 }  // namespace ls::cpu

@@ -18,8 +18,8 @@ void softmax(const Tensor& dst) {
         float mx = -INFINITY;
         for (int64_t i = 0; i < K; ++i) mx = std::fmax(mx, px[i] * scale);
         double sum = 0;
-        for (int64_t i = 0; i < K; ++i) sum += (py[i] = std::exp(px[i] * scale - mx));
-        simd::scale(py, float(1.0 / sum), K);
+        for (int64_t i = 0; i < K; ++i) sum += (py[i] = det_exp(px[i] * scale - mx));
+        for (int64_t i = 0; i < K; ++i) py[i] = float(double(py[i]) / sum);
     });
 }
 
