@@ -114,13 +114,22 @@ void legacy_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, siz
             const uint8_t* ag = a + astride * static_cast<size_t>(g);
             const BlockQ8_0& y = reinterpret_cast<const BlockQ8_0*>(ag)[i];
             const __m256i yv = loadu(y.qs);
-            __m256i v[8];
-            for (int r = 0; r < 8; ++r) {
-                const __m256i yy = D::kOff == 0 ? _mm256_sign_epi8(yv, s8[r]) : yv;
-                v[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(q[r], yy), ones);
-            }
-            __m256i s = hsum8(v);
-            if constexpr (D::kOff != 0) {
+            __m256i s;
+            if constexpr (D::kOff == 0) {
+                __m256i v[8];
+                for (int r = 0; r < 8; ++r)
+                    v[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(q[r], _mm256_sign_epi8(yv, s8[r])), ones);
+                s = hsum8(v);
+            } else {
+                // u <= 31: a maddubs pair is at most 2*31*127 = 7874 in magnitude, so two of
+                // them still fit int16 and one hadd_epi16 merges two rows before the widening.
+                __m256i v[4];
+                for (int r = 0; r < 4; ++r)
+                    v[r] = _mm256_madd_epi16(_mm256_hadd_epi16(_mm256_maddubs_epi16(q[2 * r], yv), _mm256_maddubs_epi16(q[2 * r + 1], yv)), ones);
+                // v[r] per 128-bit half: [row 2r a, row 2r b, row 2r+1 a, row 2r+1 b].
+                const __m256i a = _mm256_hadd_epi32(v[0], v[1]), b = _mm256_hadd_epi32(v[2], v[3]);
+                s = _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+
                 int32_t ys;
                 std::memcpy(&ys, ag + sums_off + sizeof(int32_t) * static_cast<size_t>(i), 4);
                 s = _mm256_sub_epi32(s, _mm256_set1_epi32(D::kOff * ys));
@@ -154,14 +163,19 @@ void q4k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_
                 _mm256_store_si256(reinterpret_cast<__m256i*>(qb[r] + 64 * j), _mm256_and_si256(q, m4));
                 _mm256_store_si256(reinterpret_cast<__m256i*>(qb[r] + 64 * j + 32), _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
             }
-            alignas(16) uint8_t mn2[16];
-            for (int j = 0; j < 8; ++j) {
-                uint8_t sc, m;
-                k4_scale_min(b.scales, j, sc, m);
-                scv[r][j] = _mm256_set1_epi16(sc);
-                mn2[2 * j] = mn2[2 * j + 1] = m;
-            }
-            mnv[r] = _mm256_cvtepu8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(mn2)));
+            // 6-bit scales and mins as bytes (same unpacking as k4_scale_min, four at a time).
+            uint32_t u[3];
+            std::memcpy(u, b.scales, 12);
+            const uint32_t lo6 = 0x3F3F3F3Fu, lo4 = 0x0F0F0F0Fu, lo2 = 0x03030303u;
+            const uint32_t s03 = u[0] & lo6, m03 = u[1] & lo6;
+            const uint32_t s47 = (u[2] & lo4) | (((u[0] >> 6) & lo2) << 4);
+            const uint32_t m47 = ((u[2] >> 4) & lo4) | (((u[1] >> 6) & lo2) << 4);
+            const __m128i sm = _mm_setr_epi32(static_cast<int>(s03), static_cast<int>(s47), static_cast<int>(m03), static_cast<int>(m47));
+            // int16 scales 0..7 in both halves; a byte shuffle broadcasts scale j.
+            const __m256i scw = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
+            for (int j = 0; j < 8; ++j) scv[r][j] = _mm256_shuffle_epi8(scw, _mm256_set1_epi16(static_cast<short>(0x0100 + 0x0202 * j)));
+            // mins duplicated (m0 m0 m1 m1 ... m7 m7) to pair with the 16 bsums.
+            mnv[r] = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(sm, _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)));
         }
         const __m256 dw = load_d8(dh), dm = load_d8(mh);
         for (int g = 0; g < G; ++g) {
@@ -212,11 +226,19 @@ void q6k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_
                 _mm256_store_si256(dst + 3, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
                                                             _mm256_and_si256(_mm256_srli_epi16(hq, 2), m30)));
             }
-            const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
-            sc32[r] = _mm256_slli_epi16(sc16, 5);  // |32 * sc| <= 4096 fits int16
-            for (int j = 0; j < 8; ++j)
-                scv[r][j] = _mm256_set_m128i(_mm_set1_epi16(static_cast<short>(b.scales[2 * j + 1])),
-                                             _mm_set1_epi16(static_cast<short>(b.scales[2 * j])));
+            const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+            sc32[r] = _mm256_slli_epi16(_mm256_cvtepi8_epi16(s8), 5);  // |32 * sc| <= 4096 fits int16
+            // scv[j]: scale 2j in the low half, 2j+1 in the high half (int16 broadcasts).
+            const __m256i w0 = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(s8));
+            const __m256i w1 = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_srli_si128(s8, 8)));
+            for (int j = 0; j < 8; ++j) {
+                const int k = j & 3;
+                const __m256i pick = _mm256_setr_epi8(4 * k, 4 * k + 1, 4 * k, 4 * k + 1, 4 * k, 4 * k + 1, 4 * k, 4 * k + 1, 4 * k,
+                                                      4 * k + 1, 4 * k, 4 * k + 1, 4 * k, 4 * k + 1, 4 * k, 4 * k + 1, 4 * k + 2,
+                                                      4 * k + 3, 4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3,
+                                                      4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3);
+                scv[r][j] = _mm256_shuffle_epi8(j < 4 ? w0 : w1, pick);
+            }
         }
         const __m256 dw = load_d8(dh);
         for (int g = 0; g < G; ++g) {
