@@ -25,10 +25,13 @@ using namespace ls::qb;
 
 namespace {
 bool is_legacy(DType t) { return t == DType::Q4_0 || t == DType::Q5_0 || t == DType::Q8_0; }
+// Legacy types: after the Q8_0 blocks (from a 4-byte aligned offset), the block scales as
+// floats, then per block off * (sum of the block's quants), off = 8 (Q4_0), 16 (Q5_0), 0 (Q8_0).
+int legacy_off(DType t) { return t == DType::Q4_0 ? 8 : t == DType::Q5_0 ? 16 : 0; }
+size_t legacy_extra_off(int64_t k) { return (row_bytes(DType::Q8_0, k) + 3) / 4 * 4; }
 size_t act_bytes(DType t, int64_t k) {
-    size_t b = row_bytes(vec_dot_type(t), k);
-    if (is_legacy(t)) b += sizeof(int32_t) * static_cast<size_t>(k / QK);  // block sums
-    return b;
+    if (is_legacy(t)) return legacy_extra_off(k) + 2 * sizeof(float) * static_cast<size_t>(k / QK);
+    return row_bytes(vec_dot_type(t), k);
 }
 }  // namespace
 
@@ -91,7 +94,7 @@ struct LQ8_0 {
 };
 
 template <class D, int G>
-void legacy_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, size_t sums_off, int64_t nb,
+void legacy_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, size_t extra_off, int64_t nb,
                  float* const* out, int nr) {
     using Block = typename D::Block;
     const __m256i ones = _mm256_set1_epi16(1);
@@ -114,6 +117,8 @@ void legacy_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, siz
             const uint8_t* ag = a + astride * static_cast<size_t>(g);
             const BlockQ8_0& y = reinterpret_cast<const BlockQ8_0*>(ag)[i];
             const __m256i yv = loadu(y.qs);
+            const float* yd = reinterpret_cast<const float*>(ag + extra_off);
+            const int32_t* ybias = reinterpret_cast<const int32_t*>(yd + nb);
             __m256i s;
             if constexpr (D::kOff == 0) {
                 __m256i v[8];
@@ -130,13 +135,9 @@ void legacy_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, siz
                 const __m256i a = _mm256_hadd_epi32(v[0], v[1]), b = _mm256_hadd_epi32(v[2], v[3]);
                 s = _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
 
-                int32_t ys;
-                std::memcpy(&ys, ag + sums_off + sizeof(int32_t) * static_cast<size_t>(i), 4);
-                s = _mm256_sub_epi32(s, _mm256_set1_epi32(D::kOff * ys));
+                s = _mm256_sub_epi32(s, _mm256_set1_epi32(ybias[i]));
             }
-            uint16_t ydh;
-            std::memcpy(&ydh, &y.d, 2);
-            const __m256 sc = _mm256_mul_ps(dw, _mm256_set1_ps(h2f(ydh)));
+            const __m256 sc = _mm256_mul_ps(dw, _mm256_set1_ps(yd[i]));
             acc[g] = _mm256_fmadd_ps(sc, _mm256_cvtepi32_ps(s), acc[g]);
         }
     }
@@ -264,11 +265,11 @@ void q6k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_
 
 template <int G>
 void run_tile(DType t, const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t k, float* const* out, int nr) {
-    const size_t sums_off = row_bytes(DType::Q8_0, k);
+    const size_t extra_off = legacy_extra_off(k);
     switch (t) {
-        case DType::Q4_0: return legacy_tile<LQ4_0, G>(wr, a, astride, sums_off, k / QK, out, nr);
-        case DType::Q5_0: return legacy_tile<LQ5_0, G>(wr, a, astride, sums_off, k / QK, out, nr);
-        case DType::Q8_0: return legacy_tile<LQ8_0, G>(wr, a, astride, sums_off, k / QK, out, nr);
+        case DType::Q4_0: return legacy_tile<LQ4_0, G>(wr, a, astride, extra_off, k / QK, out, nr);
+        case DType::Q5_0: return legacy_tile<LQ5_0, G>(wr, a, astride, extra_off, k / QK, out, nr);
+        case DType::Q8_0: return legacy_tile<LQ8_0, G>(wr, a, astride, extra_off, k / QK, out, nr);
         case DType::Q4_K: return q4k_tile<G>(wr, a, astride, k / QK_K, out, nr);
         case DType::Q6_K: return q6k_tile<G>(wr, a, astride, k / QK_K, out, nr);
         default: break;
@@ -293,11 +294,17 @@ void gemm_prepare_act(DType t, const float* x, uint8_t* dst, int64_t k) {
     quantize_row_act(at, x, dst, k);
     if (is_legacy(t)) {
         const auto* b = reinterpret_cast<const BlockQ8_0*>(dst);
-        uint8_t* sums = dst + row_bytes(at, k);
-        for (int64_t i = 0; i < k / QK; ++i) {
+        const int64_t nb = k / QK;
+        float* d = reinterpret_cast<float*>(dst + legacy_extra_off(k));
+        int32_t* bias = reinterpret_cast<int32_t*>(d + nb);
+        const int off = legacy_off(t);
+        for (int64_t i = 0; i < nb; ++i) {
             int32_t s = 0;
             for (int j = 0; j < QK; ++j) s += b[i].qs[j];
-            std::memcpy(sums + sizeof(int32_t) * static_cast<size_t>(i), &s, 4);
+            uint16_t h;
+            std::memcpy(&h, &b[i].d, 2);
+            d[i] = fp16_to_fp32(h);
+            bias[i] = off * s;
         }
     }
 }
@@ -311,7 +318,8 @@ void gemm_tile(DType t, const uint8_t* w, size_t wstride, int nr, const uint8_t*
         const uint8_t* wr[8];
         for (int r = 0; r < 8; ++r) wr[r] = w + wstride * static_cast<size_t>(std::min(r, nr - 1));
         int g = 0;
-        for (; g + 8 <= ntok; g += 8) run_tile<8>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr);
+        for (; g + 16 <= ntok; g += 16) run_tile<16>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr);
+        if (g + 8 <= ntok) run_tile<8>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr), g += 8;
         if (g + 4 <= ntok) run_tile<4>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr), g += 4;
         if (g + 2 <= ntok) run_tile<2>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr), g += 2;
         if (g < ntok) run_tile<1>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr);
