@@ -39,6 +39,7 @@ size_t act_bytes(DType t, int64_t k) {
 namespace {
 inline __m256i loadu(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
+inline void prefetch(const uint8_t* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }
 
 // v[0..7] (8 x int32 each) -> lane r = sum of the 8 lanes of v[r]. Exact (int32).
 inline __m256i hsum8(const __m256i* v) {
@@ -95,7 +96,7 @@ struct LQ8_0 {
 
 template <class D, int G>
 void legacy_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, size_t extra_off, int64_t nb,
-                 float* const* out, int nr) {
+                 float* const* out, int nr, size_t pf) {
     using Block = typename D::Block;
     const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc[G];
@@ -105,6 +106,7 @@ void legacy_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, siz
         alignas(16) uint16_t dh[8];
         for (int r = 0; r < 8; ++r) {
             const Block& b = reinterpret_cast<const Block*>(wr[r])[i];
+            if (pf) prefetch(reinterpret_cast<const uint8_t*>(&b) + pf);
             std::memcpy(&dh[r], &b.d, 2);
             q[r] = D::dec(b);
             if constexpr (D::kOff == 0) {
@@ -147,7 +149,7 @@ void legacy_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, siz
 // Q4_K / Q8_K. Per row and super-block: 256 unsigned nibbles in element order, 8 int16 scale
 // broadcasts, the mins duplicated per bsum pair.
 template <int G>
-void q4k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t nb, float* const* out, int nr) {
+void q4k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t nb, float* const* out, int nr, size_t pf) {
     alignas(32) uint8_t qb[8][QK_K];
     __m256i scv[8][8], mnv[8];
     __m256 acc[G], macc[G];
@@ -157,6 +159,8 @@ void q4k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_
         alignas(16) uint16_t dh[8], mh[8];
         for (int r = 0; r < 8; ++r) {
             const BlockQ4_K& b = reinterpret_cast<const BlockQ4_K*>(wr[r])[i];
+            if (pf)
+                for (size_t o = 0; o < sizeof b; o += 64) prefetch(reinterpret_cast<const uint8_t*>(&b) + pf + o);
             std::memcpy(&dh[r], &b.d, 2);
             std::memcpy(&mh[r], &b.dmin, 2);
             for (int j = 0; j < 4; ++j) {
@@ -205,7 +209,7 @@ void q4k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_
 
 // Q6_K / Q8_K. Values q in [0, 63] (x = q - 32): sum x*y = sum q*y - 32 * sum_s sc_s * bsum_s.
 template <int G>
-void q6k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t nb, float* const* out, int nr) {
+void q6k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t nb, float* const* out, int nr, size_t pf) {
     alignas(32) uint8_t qb[8][QK_K];
     __m256i scv[8][8], sc32[8];
     __m256 acc[G];
@@ -216,6 +220,8 @@ void q6k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_
         alignas(16) uint16_t dh[8];
         for (int r = 0; r < 8; ++r) {
             const BlockQ6_K& b = reinterpret_cast<const BlockQ6_K*>(wr[r])[i];
+            if (pf)
+                for (size_t o = 0; o < sizeof b; o += 64) prefetch(reinterpret_cast<const uint8_t*>(&b) + pf + o);
             std::memcpy(&dh[r], &b.d, 2);
             for (int h = 0; h < 2; ++h) {
                 const __m256i l0 = loadu(b.ql + 64 * h), l1 = loadu(b.ql + 64 * h + 32);
@@ -264,14 +270,14 @@ void q6k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_
 }
 
 template <int G>
-void run_tile(DType t, const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t k, float* const* out, int nr) {
+void run_tile(DType t, const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t k, float* const* out, int nr, size_t pf) {
     const size_t extra_off = legacy_extra_off(k);
     switch (t) {
-        case DType::Q4_0: return legacy_tile<LQ4_0, G>(wr, a, astride, extra_off, k / QK, out, nr);
-        case DType::Q5_0: return legacy_tile<LQ5_0, G>(wr, a, astride, extra_off, k / QK, out, nr);
-        case DType::Q8_0: return legacy_tile<LQ8_0, G>(wr, a, astride, extra_off, k / QK, out, nr);
-        case DType::Q4_K: return q4k_tile<G>(wr, a, astride, k / QK_K, out, nr);
-        case DType::Q6_K: return q6k_tile<G>(wr, a, astride, k / QK_K, out, nr);
+        case DType::Q4_0: return legacy_tile<LQ4_0, G>(wr, a, astride, extra_off, k / QK, out, nr, pf);
+        case DType::Q5_0: return legacy_tile<LQ5_0, G>(wr, a, astride, extra_off, k / QK, out, nr, pf);
+        case DType::Q8_0: return legacy_tile<LQ8_0, G>(wr, a, astride, extra_off, k / QK, out, nr, pf);
+        case DType::Q4_K: return q4k_tile<G>(wr, a, astride, k / QK_K, out, nr, pf);
+        case DType::Q6_K: return q6k_tile<G>(wr, a, astride, k / QK_K, out, nr, pf);
         default: break;
     }
 }
@@ -317,12 +323,15 @@ void gemm_tile(DType t, const uint8_t* w, size_t wstride, int nr, const uint8_t*
         // Missing rows repeat the last one (lanes are independent; their results are dropped).
         const uint8_t* wr[8];
         for (int r = 0; r < 8; ++r) wr[r] = w + wstride * static_cast<size_t>(std::min(r, nr - 1));
+        // One or two tokens: memory bound; prefetch the row group 16 rows further on (rows in
+        // memory, where the caller goes next) two groups ahead while this one is computed.
+        const size_t pf = ntok <= 2 ? 16 * wstride : 0;
         int g = 0;
-        for (; g + 16 <= ntok; g += 16) run_tile<16>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr);
-        if (g + 8 <= ntok) run_tile<8>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr), g += 8;
-        if (g + 4 <= ntok) run_tile<4>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr), g += 4;
-        if (g + 2 <= ntok) run_tile<2>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr), g += 2;
-        if (g < ntok) run_tile<1>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr);
+        for (; g + 16 <= ntok; g += 16) run_tile<16>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr, pf);
+        if (g + 8 <= ntok) run_tile<8>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr, pf), g += 8;
+        if (g + 4 <= ntok) run_tile<4>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr, pf), g += 4;
+        if (g + 2 <= ntok) run_tile<2>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr, pf), g += 2;
+        if (g < ntok) run_tile<1>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr, pf);
         return;
     }
 #endif
