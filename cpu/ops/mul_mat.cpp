@@ -24,9 +24,10 @@ void mul_mat_tiled(const Tensor& w, int64_t M, const std::vector<const float*>& 
     });
     const int64_t groups = (N + 7) / 8;  // groups of 8 weight rows
     if (M == 1) {
-        // Memory bound: split the rows into ~64 chunks (at least 2 row groups each) so both
-        // cores stay busy with little scheduling overhead.
-        const int64_t grain = std::max<int64_t>(2, groups / 64);
+        // Memory bound: up to ~64 chunks of at least 64 KiB of weights each, so both cores
+        // stay busy with little scheduling overhead.
+        const int64_t group_bytes = 8 * int64_t(w.nb[1]);
+        const int64_t grain = std::max<int64_t>({int64_t(1), groups / 64, (int64_t(64) << 10) / group_bytes});
         tbb::parallel_for(tbb::blocked_range<int64_t>(0, groups, grain), [&](const tbb::blocked_range<int64_t>& r) {
             for (int64_t gi = r.begin(); gi < r.end(); ++gi) {
                 const int64_t n0 = gi * 8;
