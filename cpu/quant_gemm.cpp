@@ -61,6 +61,32 @@ inline void store_out(__m256 v, float* out, int nr) {
     }
 }
 
+// 4 bytes at p in every 32-bit lane.
+inline __m256i bcast4(const int8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+// 8x8 transpose of 32-bit elements: afterwards v[j] lane r = old v[r] lane j.
+inline void transpose8x8_i32(__m256i* v) {
+    __m256i t[8], u[8];
+    for (int k = 0; k < 4; ++k) {
+        t[2 * k] = _mm256_unpacklo_epi32(v[2 * k], v[2 * k + 1]);
+        t[2 * k + 1] = _mm256_unpackhi_epi32(v[2 * k], v[2 * k + 1]);
+    }
+    for (int k = 0; k < 2; ++k) {
+        u[4 * k + 0] = _mm256_unpacklo_epi64(t[4 * k], t[4 * k + 2]);
+        u[4 * k + 1] = _mm256_unpackhi_epi64(t[4 * k], t[4 * k + 2]);
+        u[4 * k + 2] = _mm256_unpacklo_epi64(t[4 * k + 1], t[4 * k + 3]);
+        u[4 * k + 3] = _mm256_unpackhi_epi64(t[4 * k + 1], t[4 * k + 3]);
+    }
+    // u[j] (j < 4): rows 0-3, element j in the low half and j+4 in the high; u[4+j]: rows 4-7.
+    for (int j = 0; j < 4; ++j) {
+        v[j] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x20);
+        v[j + 4] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x31);
+    }
+}
+
 inline __m256i nibbles16(const uint8_t* qs) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
     return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), _mm256_set1_epi8(0x0F));
@@ -115,6 +141,7 @@ void legacy_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, siz
             }
         }
         const __m256 dw = load_d8(dh);
+        if constexpr (D::kOff != 0) transpose8x8_i32(q);  // q[j] lane r = bytes 4j..4j+3 of row r
         for (int g = 0; g < G; ++g) {
             const uint8_t* ag = a + astride * static_cast<size_t>(g);
             const BlockQ8_0& y = reinterpret_cast<const BlockQ8_0*>(ag)[i];
@@ -128,14 +155,16 @@ void legacy_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, siz
                     v[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(q[r], _mm256_sign_epi8(yv, s8[r])), ones);
                 s = hsum8(v);
             } else {
-                // u <= 31: a maddubs pair is at most 2*31*127 = 7874 in magnitude, so two of
-                // them still fit int16 and one hadd_epi16 merges two rows before the widening.
-                __m256i v[4];
-                for (int r = 0; r < 4; ++r)
-                    v[r] = _mm256_madd_epi16(_mm256_hadd_epi16(_mm256_maddubs_epi16(q[2 * r], yv), _mm256_maddubs_epi16(q[2 * r + 1], yv)), ones);
-                // v[r] per 128-bit half: [row 2r a, row 2r b, row 2r+1 a, row 2r+1 b].
-                const __m256i a = _mm256_hadd_epi32(v[0], v[1]), b = _mm256_hadd_epi32(v[2], v[3]);
-                s = _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+                // Rows are lanes: q[j] times 4 activation bytes broadcast. u <= 31, so a maddubs
+                // pair is at most 2*31*127 = 7874 in magnitude and four of them fit int16.
+                (void)yv;
+                __m256i h[2];
+                for (int k = 0; k < 2; ++k) {
+                    __m256i t = _mm256_maddubs_epi16(q[4 * k], bcast4(y.qs + 16 * k));
+                    for (int j = 1; j < 4; ++j) t = _mm256_add_epi16(t, _mm256_maddubs_epi16(q[4 * k + j], bcast4(y.qs + 16 * k + 4 * j)));
+                    h[k] = _mm256_madd_epi16(t, ones);
+                }
+                s = _mm256_add_epi32(h[0], h[1]);
 
                 s = _mm256_sub_epi32(s, _mm256_set1_epi32(ybias[i]));
             }
