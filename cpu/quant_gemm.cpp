@@ -1,11 +1,14 @@
 // Tiled quantized matrix products (see quant_gemm.h for the per-lane arithmetic contract).
 //
-// A call covers 8 weight rows and G tokens. Per weight block i the 8 rows are unpacked once
-// (to unsigned bytes where the type has an offset, so _mm256_maddubs_epi16 takes them as
-// they are), then every token of the group is multiplied with them: per (row, token) an
-// 8 x int32 vector of partial integer sums, 8 of them (the 8 rows) reduced by one hadd tree
-// to a vector of exact block sums, one lane per row. The float part is lane-wise, so the
-// value of a lane is the same whatever G is (G = 1 is the generation path).
+// A call covers 8 weight rows and G tokens; lane r of every vector belongs to row r.
+// Legacy types (32-element blocks): per block the 8 rows are unpacked once (to unsigned
+// bytes where the type has an offset, so _mm256_maddubs_epi16 takes them as they are) and
+// transposed 8x8 in 32-bit units, so vector j holds bytes 4j..4j+3 of each row; a token's
+// block is then 8 maddubs with its bytes 4j..4j+3 broadcast, summed lane-wise: the exact block
+// sums of the 8 rows with no horizontal reduction. K-quants (256-element super-blocks): per
+// super-block and row, the unpacked values and scale vectors are reused by every token; the 8
+// rows' 8-lane partial sums go through one hadd tree per super-block. The float part is
+// lane-wise, so the value of a lane is the same whatever G is (G = 1 is the generation path).
 #include "cpu/quant_gemm.h"
 
 #include <algorithm>
@@ -135,29 +138,28 @@ void legacy_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, siz
             if (pf) prefetch(reinterpret_cast<const uint8_t*>(&b) + pf);
             std::memcpy(&dh[r], &b.d, 2);
             q[r] = D::dec(b);
-            if constexpr (D::kOff == 0) {
-                s8[r] = q[r];
-                q[r] = _mm256_sign_epi8(q[r], q[r]);  // |x| (as unsigned: -128 -> 128)
-            }
         }
         const __m256 dw = load_d8(dh);
-        if constexpr (D::kOff != 0) transpose8x8_i32(q);  // q[j] lane r = bytes 4j..4j+3 of row r
+        transpose8x8_i32(q);  // q[j] lane r = bytes 4j..4j+3 of row r
+        if constexpr (D::kOff == 0)
+            for (int j = 0; j < 8; ++j) {
+                s8[j] = q[j];
+                q[j] = _mm256_sign_epi8(q[j], q[j]);  // |x| (as unsigned: -128 -> 128)
+            }
         for (int g = 0; g < G; ++g) {
             const uint8_t* ag = a + astride * static_cast<size_t>(g);
             const BlockQ8_0& y = reinterpret_cast<const BlockQ8_0*>(ag)[i];
-            const __m256i yv = loadu(y.qs);
             const float* yd = reinterpret_cast<const float*>(ag + extra_off);
             const int32_t* ybias = reinterpret_cast<const int32_t*>(yd + nb);
             __m256i s;
             if constexpr (D::kOff == 0) {
-                __m256i v[8];
-                for (int r = 0; r < 8; ++r)
-                    v[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(q[r], _mm256_sign_epi8(yv, s8[r])), ones);
-                s = hsum8(v);
+                // Signed: |x| * (y * sign x); a pair reaches 2*128*127, so widen each product.
+                s = _mm256_madd_epi16(_mm256_maddubs_epi16(q[0], _mm256_sign_epi8(bcast4(y.qs), s8[0])), ones);
+                for (int j = 1; j < 8; ++j)
+                    s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(q[j], _mm256_sign_epi8(bcast4(y.qs + 4 * j), s8[j])), ones));
             } else {
                 // Rows are lanes: q[j] times 4 activation bytes broadcast. u <= 31, so a maddubs
                 // pair is at most 2*31*127 = 7874 in magnitude and four of them fit int16.
-                (void)yv;
                 __m256i h[2];
                 for (int k = 0; k < 2; ++k) {
                     __m256i t = _mm256_maddubs_epi16(q[4 * k], bcast4(y.qs + 16 * k));
