@@ -358,7 +358,8 @@ void gemm_tile(DType t, const uint8_t* w, size_t wstride, int nr, const uint8_t*
         // memory, where the caller goes next) two groups ahead while this one is computed.
         const size_t pf = ntok <= 2 ? 16 * wstride : 0;
         int g = 0;
-        for (; g + 16 <= ntok; g += 16) run_tile<16>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr, pf);
+        for (; g + 32 <= ntok; g += 32) run_tile<32>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr, pf);
+        if (g + 16 <= ntok) run_tile<16>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr, pf), g += 16;
         if (g + 8 <= ntok) run_tile<8>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr, pf), g += 8;
         if (g + 4 <= ntok) run_tile<4>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr, pf), g += 4;
         if (g + 2 <= ntok) run_tile<2>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr, pf), g += 2;
