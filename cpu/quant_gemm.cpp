@@ -43,6 +43,14 @@ namespace {
 inline __m256i loadu(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
 inline void prefetch(const uint8_t* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }
+// Memory-bound products: the 8 rows of a group are contiguous, so while block i of this group
+// is computed, prefetch the i-th slice (8 blocks' worth of bytes, whole cache lines) of the
+// group starting at `ahead`: one sequential stream instead of 8 interleaved ones.
+inline void prefetch_group(const uint8_t* ahead, size_t block_bytes, int64_t i) {
+    const size_t per = (8 * block_bytes + 63) / 64 * 64;
+    const uint8_t* p = ahead + per * static_cast<size_t>(i);
+    for (size_t o = 0; o < per; o += 64) prefetch(p + o);
+}
 
 // v[0..7] (8 x int32 each) -> lane r = sum of the 8 lanes of v[r]. Exact (int32).
 inline __m256i hsum8(const __m256i* v) {
@@ -135,10 +143,10 @@ void legacy_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, siz
         alignas(16) uint16_t dh[8];
         for (int r = 0; r < 8; ++r) {
             const Block& b = reinterpret_cast<const Block*>(wr[r])[i];
-            if (pf) prefetch(reinterpret_cast<const uint8_t*>(&b) + pf);
             std::memcpy(&dh[r], &b.d, 2);
             q[r] = D::dec(b);
         }
+        if (pf) prefetch_group(wr[0] + pf, sizeof(Block), i);
         const __m256 dw = load_d8(dh);
         transpose8x8_i32(q);  // q[j] lane r = bytes 4j..4j+3 of row r
         if constexpr (D::kOff == 0)
@@ -190,8 +198,6 @@ void q4k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_
         alignas(16) uint16_t dh[8], mh[8];
         for (int r = 0; r < 8; ++r) {
             const BlockQ4_K& b = reinterpret_cast<const BlockQ4_K*>(wr[r])[i];
-            if (pf)
-                for (size_t o = 0; o < sizeof b; o += 64) prefetch(reinterpret_cast<const uint8_t*>(&b) + pf + o);
             std::memcpy(&dh[r], &b.d, 2);
             std::memcpy(&mh[r], &b.dmin, 2);
             for (int j = 0; j < 4; ++j) {
@@ -213,6 +219,7 @@ void q4k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_
             // mins duplicated (m0 m0 m1 m1 ... m7 m7) to pair with the 16 bsums.
             mnv[r] = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(sm, _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)));
         }
+        if (pf) prefetch_group(wr[0] + pf, sizeof(BlockQ4_K), i);
         const __m256 dw = load_d8(dh), dm = load_d8(mh);
         for (int g = 0; g < G; ++g) {
             const BlockQ8_K& y = reinterpret_cast<const BlockQ8_K*>(a + astride * static_cast<size_t>(g))[i];
@@ -251,8 +258,6 @@ void q6k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_
         alignas(16) uint16_t dh[8];
         for (int r = 0; r < 8; ++r) {
             const BlockQ6_K& b = reinterpret_cast<const BlockQ6_K*>(wr[r])[i];
-            if (pf)
-                for (size_t o = 0; o < sizeof b; o += 64) prefetch(reinterpret_cast<const uint8_t*>(&b) + pf + o);
             std::memcpy(&dh[r], &b.d, 2);
             for (int h = 0; h < 2; ++h) {
                 const __m256i l0 = loadu(b.ql + 64 * h), l1 = loadu(b.ql + 64 * h + 32);
@@ -278,6 +283,7 @@ void q6k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_
                 scv[r][j] = _mm256_shuffle_epi8(j < 4 ? w0 : w1, pick);
             }
         }
+        if (pf) prefetch_group(wr[0] + pf, sizeof(BlockQ6_K), i);
         const __m256 dw = load_d8(dh);
         for (int g = 0; g < G; ++g) {
             const BlockQ8_K& y = reinterpret_cast<const BlockQ8_K*>(a + astride * static_cast<size_t>(g))[i];
@@ -354,8 +360,8 @@ void gemm_tile(DType t, const uint8_t* w, size_t wstride, int nr, const uint8_t*
         // Missing rows repeat the last one (lanes are independent; their results are dropped).
         const uint8_t* wr[8];
         for (int r = 0; r < 8; ++r) wr[r] = w + wstride * static_cast<size_t>(std::min(r, nr - 1));
-        // One or two tokens: memory bound; prefetch the row group 16 rows further on (rows in
-        // memory, where the caller goes next) two groups ahead while this one is computed.
+        // One or two tokens: memory bound; prefetch the row group 16 rows further on (callers
+        // walk row groups in memory order), a slice per block (prefetch_group).
         const size_t pf = ntok <= 2 ? 16 * wstride : 0;
         int g = 0;
         for (; g + 32 <= ntok; g += 32) run_tile<32>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr, pf);
