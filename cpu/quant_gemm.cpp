@@ -31,7 +31,7 @@ bool is_legacy(DType t) { return t == DType::Q4_0 || t == DType::Q5_0 || t == DT
 // Legacy types: after the Q8_0 blocks (from a 4-byte aligned offset), the block scales as
 // floats, then per block off * (sum of the block's quants), off = 8 (Q4_0), 16 (Q5_0), 0 (Q8_0).
 int legacy_off(DType t) { return t == DType::Q4_0 ? 8 : t == DType::Q5_0 ? 16 : 0; }
-size_t legacy_extra_off(int64_t k) { return (row_bytes(DType::Q8_0, k) + 3) / 4 * 4; }
+size_t legacy_extra_off(int64_t k) { return (static_cast<size_t>(k / QK) * sizeof(BlockQ8_0) + 3) / 4 * 4; }
 size_t act_bytes(DType t, int64_t k) {
     if (is_legacy(t)) return legacy_extra_off(k) + 2 * sizeof(float) * static_cast<size_t>(k / QK);
     return row_bytes(vec_dot_type(t), k);
@@ -354,7 +354,8 @@ void gemm_prepare_act(DType t, const float* x, uint8_t* dst, int64_t k) {
 
 void gemm_tile(DType t, const uint8_t* w, size_t wstride, int nr, const uint8_t* a, size_t astride, int ntok,
                int64_t k, float* const* out) {
-    row_bytes(t, k);  // validates k against the block size (throws)
+    // Validates k against the block size (throws); cheap test first, this runs per row group.
+    if (!gemm_supported(t) || k <= 0 || k % (is_legacy(t) ? QK : QK_K) != 0) row_bytes(t, k);
 #if LS_GEMM_AVX2
     if (gemm_supported(t) && nr >= 1 && nr <= 8) {
         // Missing rows repeat the last one (lanes are independent; their results are dropped).
