@@ -174,9 +174,8 @@ void legacy_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, siz
                     for (int j = 1; j < 4; ++j) t = _mm256_add_epi16(t, _mm256_maddubs_epi16(q[4 * k + j], bcast4(y.qs + 16 * k + 4 * j)));
                     h[k] = _mm256_madd_epi16(t, ones);
                 }
-                s = _mm256_add_epi32(h[0], h[1]);
-
-                s = _mm256_sub_epi32(s, _mm256_set1_epi32(ybias[i]));
+                // x = u - off: subtract off * (sum of the block's activation quants).
+                s = _mm256_sub_epi32(_mm256_add_epi32(h[0], h[1]), _mm256_set1_epi32(ybias[i]));
             }
             const __m256 sc = _mm256_mul_ps(dw, _mm256_set1_ps(yd[i]));
             acc[g] = _mm256_fmadd_ps(sc, _mm256_cvtepi32_ps(s), acc[g]);
