@@ -1,0 +1,29 @@
+// Tiled quantized matrix products: 8 weight rows x a group of tokens per call, each weight
+// block unpacked once and reused for every token of the group. Used for every M (one token
+// included), so a (weight row, token) value never depends on how many tokens are in the batch:
+// each output is one float lane whose operations are, per block i in order,
+//     acc = fma(d_w[i] * d_a[i], float(exact integer block sum), acc)
+// (Q4_K also keeps macc = fma(dmin_w * d_a, float(exact min sum), macc), output acc - macc),
+// whatever the group size or the lane's position.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace ls::cpu {
+
+// True if weight type t has a tiled kernel in this build (Q4_0, Q5_0, Q8_0, Q4_K, Q6_K on AVX2).
+bool gemm_supported(DType t);
+// Bytes per token of the prepared activation row (quantized to vec_dot_type(t), plus per-block
+// integer sums for the legacy types), padded to a cache line.
+size_t gemm_act_stride(DType t, int64_t k);
+// Prepares one activation row of k floats for weight type t into dst (gemm_act_stride bytes).
+void gemm_prepare_act(DType t, const float* x, uint8_t* dst, int64_t k);
+// out[g][r] = row (n0 + r) . token g for r < nr (nr <= 8), g < ntok. Weight rows start at w
+// (stride wstride bytes); prepared tokens at a (stride astride); out[g] points at column n0
+// of token g's output row.
+void gemm_tile(DType t, const uint8_t* w, size_t wstride, int nr, const uint8_t* a, size_t astride, int ntok,
+               int64_t k, float* const* out);
+
+}  // namespace ls::cpu
