@@ -334,13 +334,13 @@ void quant_q8_k(const float* x, void* dst, int64_t nb) {
 
 // ---------------------------------------------------------------- dot products
 // Per super-block: exact int32 sums (scale-weighted), then
-// sum += float(dy*d) * isum - float(dy*dmin) * msum, each term exact in double and summed in
-// double (see core/detmath.h). The SIMD kernels compute the same integers.
+// sum = fma(dy*d, isum, sum) and msum_f = fma(dy*dmin, msum, msum_f) over super-blocks in
+// order, result sum - msum_f: the canonical float sequence of mul_mat (core/ref/mul_mat.cpp).
 
 float dot_q2_k_q8_k(const void* w, const void* a, int64_t nb) {
     const auto* x = static_cast<const BlockQ2_K*>(w);
     const auto* y = static_cast<const BlockQ8_K*>(a);
-    double sum = 0;
+    float sum = 0, msum_f = 0;
     for (int64_t i = 0; i < nb; ++i) {
         int isum = 0, msum = 0;
         for (int s = 0; s < 16; ++s) {
@@ -352,16 +352,16 @@ float dot_q2_k_q8_k(const void* w, const void* a, int64_t nb) {
             isum += (x[i].scales[s] & 0x0F) * si;
             msum += (x[i].scales[s] >> 4) * y[i].bsums[s];
         }
-        sum += static_cast<double>(y[i].d * fp16_to_fp32(x[i].d)) * isum -
-               static_cast<double>(y[i].d * fp16_to_fp32(x[i].dmin)) * msum;
+        sum = std::fma(y[i].d * fp16_to_fp32(x[i].d), static_cast<float>(isum), sum);
+        msum_f = std::fma(y[i].d * fp16_to_fp32(x[i].dmin), static_cast<float>(msum), msum_f);
     }
-    return static_cast<float>(sum);
+    return sum - msum_f;
 }
 
 float dot_q3_k_q8_k(const void* w, const void* a, int64_t nb) {
     const auto* x = static_cast<const BlockQ3_K*>(w);
     const auto* y = static_cast<const BlockQ8_K*>(a);
-    double sum = 0;
+    float sum = 0;
     for (int64_t i = 0; i < nb; ++i) {
         int isum = 0;
         for (int s = 0; s < 16; ++s) {
@@ -369,15 +369,15 @@ float dot_q3_k_q8_k(const void* w, const void* a, int64_t nb) {
             for (int t = 0; t < 16; ++t) si += q3k_value(x[i], 16 * s + t) * y[i].qs[16 * s + t];
             isum += q3k_scale(x[i].scales, s) * si;
         }
-        sum += static_cast<double>(y[i].d * fp16_to_fp32(x[i].d)) * isum;
+        sum = std::fma(y[i].d * fp16_to_fp32(x[i].d), static_cast<float>(isum), sum);
     }
-    return static_cast<float>(sum);
+    return sum;
 }
 
 float dot_q4_k_q8_k(const void* w, const void* a, int64_t nb) {
     const auto* x = static_cast<const BlockQ4_K*>(w);
     const auto* y = static_cast<const BlockQ8_K*>(a);
-    double sum = 0;
+    float sum = 0, msum_f = 0;
     for (int64_t i = 0; i < nb; ++i) {
         int isum = 0, msum = 0;
         for (int s = 0; s < 8; ++s) {
@@ -388,16 +388,16 @@ float dot_q4_k_q8_k(const void* w, const void* a, int64_t nb) {
             isum += sc * si;
             msum += m * (y[i].bsums[2 * s] + y[i].bsums[2 * s + 1]);
         }
-        sum += static_cast<double>(y[i].d * fp16_to_fp32(x[i].d)) * isum -
-               static_cast<double>(y[i].d * fp16_to_fp32(x[i].dmin)) * msum;
+        sum = std::fma(y[i].d * fp16_to_fp32(x[i].d), static_cast<float>(isum), sum);
+        msum_f = std::fma(y[i].d * fp16_to_fp32(x[i].dmin), static_cast<float>(msum), msum_f);
     }
-    return static_cast<float>(sum);
+    return sum - msum_f;
 }
 
 float dot_q5_k_q8_k(const void* w, const void* a, int64_t nb) {
     const auto* x = static_cast<const BlockQ5_K*>(w);
     const auto* y = static_cast<const BlockQ8_K*>(a);
-    double sum = 0;
+    float sum = 0, msum_f = 0;
     for (int64_t i = 0; i < nb; ++i) {
         int isum = 0, msum = 0;
         for (int s = 0; s < 8; ++s) {
@@ -408,16 +408,16 @@ float dot_q5_k_q8_k(const void* w, const void* a, int64_t nb) {
             isum += sc * si;
             msum += m * (y[i].bsums[2 * s] + y[i].bsums[2 * s + 1]);
         }
-        sum += static_cast<double>(y[i].d * fp16_to_fp32(x[i].d)) * isum -
-               static_cast<double>(y[i].d * fp16_to_fp32(x[i].dmin)) * msum;
+        sum = std::fma(y[i].d * fp16_to_fp32(x[i].d), static_cast<float>(isum), sum);
+        msum_f = std::fma(y[i].d * fp16_to_fp32(x[i].dmin), static_cast<float>(msum), msum_f);
     }
-    return static_cast<float>(sum);
+    return sum - msum_f;
 }
 
 float dot_q6_k_q8_k(const void* w, const void* a, int64_t nb) {
     const auto* x = static_cast<const BlockQ6_K*>(w);
     const auto* y = static_cast<const BlockQ8_K*>(a);
-    double sum = 0;
+    float sum = 0;
     for (int64_t i = 0; i < nb; ++i) {
         int isum = 0;
         for (int s = 0; s < 16; ++s) {
@@ -425,9 +425,9 @@ float dot_q6_k_q8_k(const void* w, const void* a, int64_t nb) {
             for (int t = 0; t < 16; ++t) si += q6k_value(x[i], 16 * s + t) * y[i].qs[16 * s + t];
             isum += x[i].scales[s] * si;
         }
-        sum += static_cast<double>(y[i].d * fp16_to_fp32(x[i].d)) * isum;
+        sum = std::fma(y[i].d * fp16_to_fp32(x[i].d), static_cast<float>(isum), sum);
     }
-    return static_cast<float>(sum);
+    return sum;
 }
 
 }  // namespace ls::qref

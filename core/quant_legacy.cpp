@@ -181,69 +181,68 @@ void quant_q8_1(const float* x, void* dst, int64_t nb) {
     }
 }
 
-// --- dot products: exact int32 block sums; each block's term, float(dw*da) * sumi, is exact
-// in double, and the terms are summed in double (core/detmath.h says why: every backend
-// then gets the same float, whatever order it sums in) ---
+// --- dot products: exact int32 block sums, then sum = fma(dw*da, sumi, sum) over blocks in
+// order: the canonical float sequence of mul_mat (core/ref/mul_mat.cpp) ---
 
 float dot_q4_0_q8_0(const void* w, const void* a, int64_t nb) {
     const auto* x = static_cast<const BlockQ4_0*>(w);
     const auto* y = static_cast<const BlockQ8_0*>(a);
-    double sum = 0;
+    float sum = 0;
     for (int64_t i = 0; i < nb; ++i) {
         int sumi = 0;
         for (int j = 0; j < QK; ++j) sumi += (nibble(x[i].qs, j) - 8) * y[i].qs[j];
-        sum += static_cast<double>(fp16_to_fp32(x[i].d) * fp16_to_fp32(y[i].d)) * sumi;
+        sum = std::fma(fp16_to_fp32(x[i].d) * fp16_to_fp32(y[i].d), static_cast<float>(sumi), sum);
     }
-    return static_cast<float>(sum);
+    return sum;
 }
 float dot_q4_1_q8_1(const void* w, const void* a, int64_t nb) {
     const auto* x = static_cast<const BlockQ4_1*>(w);
     const auto* y = static_cast<const BlockQ8_1*>(a);
-    double sum = 0;
+    float sum = 0;
     for (int64_t i = 0; i < nb; ++i) {
         int sumi = 0;
         for (int j = 0; j < QK; ++j) sumi += nibble(x[i].qs, j) * y[i].qs[j];
         // sum_j (d q_j + m) * dy y_j = d dy sumi + m * (dy sum_j y_j) = ... + m * s
-        sum += static_cast<double>(fp16_to_fp32(x[i].d) * fp16_to_fp32(y[i].d)) * sumi +
-               static_cast<double>(fp16_to_fp32(x[i].m) * fp16_to_fp32(y[i].s));
+        sum = std::fma(fp16_to_fp32(x[i].d) * fp16_to_fp32(y[i].d), static_cast<float>(sumi), sum);
+        sum = std::fma(fp16_to_fp32(x[i].m), fp16_to_fp32(y[i].s), sum);
     }
-    return static_cast<float>(sum);
+    return sum;
 }
 float dot_q5_0_q8_0(const void* w, const void* a, int64_t nb) {
     const auto* x = static_cast<const BlockQ5_0*>(w);
     const auto* y = static_cast<const BlockQ8_0*>(a);
-    double sum = 0;
+    float sum = 0;
     for (int64_t i = 0; i < nb; ++i) {
         const uint32_t qh = load_qh(x[i].qh);
         int sumi = 0;
         for (int j = 0; j < QK; ++j) sumi += ((nibble(x[i].qs, j) | (fifth_bit(qh, j) << 4)) - 16) * y[i].qs[j];
-        sum += static_cast<double>(fp16_to_fp32(x[i].d) * fp16_to_fp32(y[i].d)) * sumi;
+        sum = std::fma(fp16_to_fp32(x[i].d) * fp16_to_fp32(y[i].d), static_cast<float>(sumi), sum);
     }
-    return static_cast<float>(sum);
+    return sum;
 }
 float dot_q5_1_q8_1(const void* w, const void* a, int64_t nb) {
     const auto* x = static_cast<const BlockQ5_1*>(w);
     const auto* y = static_cast<const BlockQ8_1*>(a);
-    double sum = 0;
+    float sum = 0;
     for (int64_t i = 0; i < nb; ++i) {
         const uint32_t qh = load_qh(x[i].qh);
         int sumi = 0;
         for (int j = 0; j < QK; ++j) sumi += (nibble(x[i].qs, j) | (fifth_bit(qh, j) << 4)) * y[i].qs[j];
-        sum += static_cast<double>(fp16_to_fp32(x[i].d) * fp16_to_fp32(y[i].d)) * sumi +
-               static_cast<double>(fp16_to_fp32(x[i].m) * fp16_to_fp32(y[i].s));
+        sum = std::fma(fp16_to_fp32(x[i].d) * fp16_to_fp32(y[i].d), static_cast<float>(sumi), sum);
+        sum = std::fma(fp16_to_fp32(x[i].m), fp16_to_fp32(y[i].s), sum);
     }
-    return static_cast<float>(sum);
+    return sum;
 }
 float dot_q8_0_q8_0(const void* w, const void* a, int64_t nb) {
     const auto* x = static_cast<const BlockQ8_0*>(w);
     const auto* y = static_cast<const BlockQ8_0*>(a);
-    double sum = 0;
+    float sum = 0;
     for (int64_t i = 0; i < nb; ++i) {
         int sumi = 0;
         for (int j = 0; j < QK; ++j) sumi += x[i].qs[j] * y[i].qs[j];
-        sum += static_cast<double>(fp16_to_fp32(x[i].d) * fp16_to_fp32(y[i].d)) * sumi;
+        sum = std::fma(fp16_to_fp32(x[i].d) * fp16_to_fp32(y[i].d), static_cast<float>(sumi), sum);
     }
-    return static_cast<float>(sum);
+    return sum;
 }
 
 }  // namespace ls::qref

@@ -8,9 +8,23 @@
 #include "core/quant.h"
 #include "cpu/ops/cpu_ops.h"
 #include "cpu/quant_dot.h"
+#include "cpu/simd.h"
 #include "cpu/quant_gemm.h"
 
 namespace ls::cpu {
+namespace {
+
+// Types without a tiled kernel: F32 sums exact products in double like the reference (only
+// the order of the double sum differs); the rest use the reference dot itself until they
+// get a kernel that follows the canonical float chain (core/ref/mul_mat.cpp) - the older
+// vec_dot kernels sum in 8 float lanes, which is close but not bit-identical.
+float dot_canonical(DType t, const uint8_t* w, const uint8_t* a, int64_t k) {
+    if (t == DType::F32)
+        return float(simd::dot_f64(reinterpret_cast<const float*>(w), reinterpret_cast<const float*>(a), k));
+    return vec_dot_ref(t, w, a, k);
+}
+
+}  // namespace
 
 namespace {
 // Tiled path (quant_gemm.h): each (row, token) value is computed by the same lane arithmetic
@@ -83,7 +97,8 @@ void mul_mat(const Tensor& dst) {
                           for (int64_t nb = r.rows().begin(); nb < r.rows().end(); ++nb) {
                               const int64_t n0 = nb * kRowBlock, nr = std::min(kRowBlock, N - n0);
                               for (int64_t m = r.cols().begin(); m < r.cols().end(); ++m) {
-                                  vec_dot_rows(w.type, w.row(n0), w.nb[1], int(nr), aq.data() + m * abytes, K, tmp);
+                                  const uint8_t* a = aq.data() + m * abytes;
+                                  for (int64_t i = 0; i < nr; ++i) tmp[i] = dot_canonical(w.type, w.row(n0 + i), a, K);
                                   std::copy(tmp, tmp + nr, dr[size_t(m)] + n0);
                               }
                           }
