@@ -19,25 +19,26 @@ namespace ls {
 // e^x to within 1 ulp for x in [-87, 88]; 0 below -87, +inf above 88.7. Range reduction by
 // ln 2 (Cody-Waite, two constants), degree-7 Taylor polynomial on |r| <= ln2/2 (truncation
 // error < 6e-9 relative), scaling by 2^n through the exponent bits. Vectorizes as written.
+namespace detc {
+constexpr float kLog2e = 1.44269504088896341f;
+constexpr float kLn2Hi = 0.693359375f;  // exact in 10 bits: n * kLn2Hi is exact
+constexpr float kLn2Lo = -2.12194440e-4f;
+constexpr float kMagic = 12582912.0f;   // 1.5 * 2^23: adding it rounds to an integer
+constexpr float kLo = -87.0f, kHi = 88.0f, kInf = 88.7f;
+constexpr float kP[8] = {1.0f / 5040, 1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f};
+constexpr float kGeluA = 0.7978845608028654f, kGeluB = 0.044715f;
+}  // namespace detc
+
 inline float det_exp(float x) {
+    using namespace detc;
     if (x != x) return x;  // NaN
-    const float kLog2e = 1.44269504088896341f;
-    const float kLn2Hi = 0.693359375f;          // exact in 10 bits: n * kLn2Hi is exact
-    const float kLn2Lo = -2.12194440e-4f;
-    const float kMagic = 12582912.0f;           // 1.5 * 2^23: adding it rounds to an integer
-    const float xc = std::fmin(std::fmax(x, -87.0f), 88.0f);
+    const float xc = std::fmin(std::fmax(x, kLo), kHi);
     const float t = xc * kLog2e + kMagic;
     const float n = t - kMagic;                 // round(x / ln 2)
     float r = std::fma(-n, kLn2Hi, xc);
     r = std::fma(-n, kLn2Lo, r);
-    float p = 1.0f / 5040;
-    p = std::fma(p, r, 1.0f / 720);
-    p = std::fma(p, r, 1.0f / 120);
-    p = std::fma(p, r, 1.0f / 24);
-    p = std::fma(p, r, 1.0f / 6);
-    p = std::fma(p, r, 0.5f);
-    p = std::fma(p, r, 1.0f);
-    p = std::fma(p, r, 1.0f);
+    float p = kP[0];
+    for (int i = 1; i < 8; ++i) p = std::fma(p, r, kP[i]);
     int32_t ti;
     std::memcpy(&ti, &t, 4);
     int32_t mi;
@@ -46,15 +47,15 @@ inline float det_exp(float x) {
     float scale;
     std::memcpy(&scale, &bits, 4);
     float y = p * scale;
-    if (x < -87.0f) y = 0.0f;
-    if (x > 88.7f) y = INFINITY;
+    if (x < kLo) y = 0.0f;
+    if (x > kInf) y = INFINITY;
     return y;
 }
 
 // x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3): the tanh-approximated GELU,
 // 0.5 x (1 + tanh(u)), written without tanh and without cancellation for x << 0.
 inline float det_gelu(float x) {
-    const float u = 0.7978845608028654f * (x + 0.044715f * (x * x * x));
+    const float u = detc::kGeluA * (x + detc::kGeluB * (x * x * x));
     return x / (1.0f + det_exp(-2.0f * u));
 }
 

@@ -52,6 +52,32 @@ inline double dot_f64(const float* a, const float* b, int64_t n) {
 #endif
 }
 
+// det_exp / det_gelu / det_silu (core/detmath.h) on batches: the same IEEE operations in
+// the same order, so each lane equals the scalar definition bit for bit.
+inline fbatch det_exp(fbatch x) {
+    using namespace detc;
+    using ibatch = xsimd::batch<int32_t>;
+    const fbatch xc = xsimd::min(xsimd::max(x, fbatch(kLo)), fbatch(kHi));
+    const fbatch t = xc * fbatch(kLog2e) + fbatch(kMagic);
+    const fbatch n = t - fbatch(kMagic);
+    fbatch r = xsimd::fma(-n, fbatch(kLn2Hi), xc);
+    r = xsimd::fma(-n, fbatch(kLn2Lo), r);
+    fbatch p(kP[0]);
+    for (int i = 1; i < 8; ++i) p = xsimd::fma(p, r, fbatch(kP[i]));
+    const ibatch bits = (xsimd::bitwise_cast<ibatch>(t) - xsimd::bitwise_cast<ibatch>(fbatch(kMagic)) + ibatch(127)) << 23;
+    fbatch y = p * xsimd::bitwise_cast<fbatch>(bits);
+    y = xsimd::select(x < fbatch(kLo), fbatch(0.0f), y);
+    y = xsimd::select(x > fbatch(kInf), fbatch(INFINITY), y);
+    return xsimd::select(x != x, x, y);
+}
+inline float det_exp(float x) { return ls::det_exp(x); }
+
+template <class T> T det_gelu(T x) {
+    const T u = T(detc::kGeluA) * (x + T(detc::kGeluB) * (x * x * x));
+    return x / (T(1.0f) + det_exp(T(-2.0f) * u));
+}
+template <class T> T det_silu(T x) { return x / (T(1.0f) + det_exp(-x)); }
+
 // y = fma(a, x, y), elementwise (the accumulation the attention reference defines)
 inline void fma_axpy(float a, const float* x, float* y, int64_t n) {
     const fbatch va(a);

@@ -1,8 +1,9 @@
-#include "core/detmath.h"
 #include "cpu/ops/cpu_ops.h"
-#include "cpu/ops/scalar_map.h"
+#include "cpu/ops/unary.h"
+#include "cpu/simd.h"
 
 namespace ls::cpu {
-// The scalar definition itself; written branch-free enough for the compiler to vectorize.
-void gelu(const Tensor& dst) { scalar_map(dst, det_gelu); }
+void gelu(const Tensor& dst) {
+    unary_map(dst, [](auto x) { return simd::det_gelu(x); });
+}
 }  // namespace ls::cpu

@@ -1,7 +1,9 @@
-#include "core/detmath.h"
 #include "cpu/ops/cpu_ops.h"
-#include "cpu/ops/scalar_map.h"
+#include "cpu/ops/unary.h"
+#include "cpu/simd.h"
 
 namespace ls::cpu {
-void silu(const Tensor& dst) { scalar_map(dst, det_silu); }
+void silu(const Tensor& dst) {
+    unary_map(dst, [](auto x) { return simd::det_silu(x); });
+}
 }  // namespace ls::cpu
