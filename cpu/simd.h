@@ -78,6 +78,28 @@ template <class T> T det_gelu(T x) {
 }
 template <class T> T det_silu(T x) { return x / (T(1.0f) + det_exp(-x)); }
 
+// The same sum over operands already widened to double.
+inline double dot_f64(const double* a, const double* b, int64_t n) {
+#if defined(__AVX2__) && defined(__FMA__)
+    __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        // a*b of two widened floats is exact, so the fused form rounds like mul-then-add.
+        acc0 = _mm256_fmadd_pd(_mm256_loadu_pd(a + i), _mm256_loadu_pd(b + i), acc0);
+        acc1 = _mm256_fmadd_pd(_mm256_loadu_pd(a + i + 4), _mm256_loadu_pd(b + i + 4), acc1);
+    }
+    alignas(32) double lanes[4];
+    _mm256_store_pd(lanes, _mm256_add_pd(acc0, acc1));
+    double s = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+    for (; i < n; ++i) s += a[i] * b[i];
+    return s;
+#else
+    double s = 0;
+    for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
+    return s;
+#endif
+}
+
 // y = fma(a, x, y), elementwise (the accumulation the attention reference defines)
 inline void fma_axpy(float a, const float* x, float* y, int64_t n) {
     const fbatch va(a);

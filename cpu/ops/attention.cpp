@@ -20,7 +20,8 @@ constexpr int64_t kQueryBlock = 16;
 // (that is the ring's headroom guarantee), so the copy is as good as the cache.
 struct KeyBlock {
     int64_t lo = 0, hi = -1;
-    std::vector<float> k, v;
+    std::vector<double> k;  // widened once here, so scores need no conversions (det_dot)
+    std::vector<float> v;
     void load(const Tensor& kt, const Tensor& vt, int64_t s, int64_t R, int64_t hk, int64_t Dk, int64_t Dv) {
         const int64_t n = hi - lo + 1;
         k.resize(size_t(n * Dk));
@@ -29,7 +30,7 @@ struct KeyBlock {
         for (int64_t kp = lo; kp <= hi; ++kp) {
             const int64_t r = ring_row(s, kp, R);
             dequantize_row_fast(kt.type, kt.row(r), row.data(), kt.ne[0]);
-            std::copy(row.begin() + hk * Dk, row.begin() + (hk + 1) * Dk, k.begin() + (kp - lo) * Dk);
+            for (int64_t i = 0; i < Dk; ++i) k[size_t((kp - lo) * Dk + i)] = row[size_t(hk * Dk + i)];
             dequantize_row_fast(vt.type, vt.row(r), row.data(), vt.ne[0]);
             std::copy(row.begin() + hk * Dv, row.begin() + (hk + 1) * Dv, v.begin() + (kp - lo) * Dv);
         }
@@ -55,6 +56,7 @@ void attention(const Tensor& dst) {
         const int64_t t0 = (task / Hkv) * kQueryBlock, t1 = std::min(T, t0 + kQueryBlock), hk = task % Hkv;
         KeyBlock kb;
         std::vector<float> scores;
+        std::vector<double> qd(static_cast<size_t>(Dk));
         for (int64_t t = t0; t < t1; ++t) {
             const int64_t s = seq[t], pt = pos[t], k0 = attn_first_key(pt, p.window);
             // Reload the shared rows when this query's keys are not all in the block (another
@@ -70,15 +72,20 @@ void attention(const Tensor& dst) {
             for (int64_t g = 0; g < group; ++g) {
                 const int64_t h = hk * group + g;
                 const float* qh = reinterpret_cast<const float*>(q.row(h, t));
+                for (int64_t i = 0; i < Dk; ++i) qd[size_t(i)] = qh[i];
                 float mx = -INFINITY;
                 for (int64_t j = 0; j < n; ++j) {
-                    float sc = float(simd::dot_f64(qh, kb.k.data() + (k0 - kb.lo + j) * Dk, Dk)) * p.scale;
+                    float sc = float(simd::dot_f64(qd.data(), kb.k.data() + (k0 - kb.lo + j) * Dk, Dk)) * p.scale;
                     if (p.softcap > 0) sc = p.softcap * det_tanh(sc / p.softcap);
                     scores[j] = sc;
                     mx = std::fmax(mx, sc);
                 }
                 double sum = 0;
-                for (int64_t j = 0; j < n; ++j) sum += (scores[j] = det_exp(scores[j] - mx));
+                int64_t j = 0;
+                for (const simd::fbatch vmx(mx); j + simd::W <= n; j += simd::W)
+                    simd::det_exp(simd::fbatch::load_unaligned(&scores[j]) - vmx).store_unaligned(&scores[j]);
+                for (; j < n; ++j) scores[j] = det_exp(scores[j] - mx);
+                for (j = 0; j < n; ++j) sum += scores[j];  // in order, as the reference
                 float* out = reinterpret_cast<float*>(dst.row(h, t));
                 std::fill(out, out + Dv, 0.0f);
                 for (int64_t j = 0; j < n; ++j)
