@@ -51,9 +51,8 @@ int cmd_perplexity(const Options& o) {
             ++count;
         }
         const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        std::printf("[%lld/%lld] %.4f", (long long)(c + 1), (long long)n_chunk, std::exp(nll / count));
-        std::fprintf(stderr, "  (%.1f s, ~%.0f s left)", el, el / (c + 1) * (n_chunk - c - 1));
-        std::printf("\n");
+        std::printf("[%lld/%lld] %.4f   (%.1f s, ~%.0f s left)\n", (long long)(c + 1), (long long)n_chunk,
+                    std::exp(nll / count), el, el / (c + 1) * (n_chunk - c - 1));
         std::fflush(stdout);
     }
     const double mean = nll / count, var = nll2 / count - mean * mean;
