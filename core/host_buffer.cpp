@@ -1,6 +1,7 @@
 #include "core/host_buffer.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 namespace ls {
@@ -27,5 +28,9 @@ std::unique_ptr<Buffer> wrap_host_memory(Backend* owner, const void* p, size_t b
     b->size = bytes;
     return b;
 }
+
+void HostBackend::upload(Buffer& dst, size_t off, const void* src, size_t n) { std::memcpy(dst.host + off, src, n); }
+void HostBackend::download(const Buffer& src, size_t off, void* dst, size_t n) { std::memcpy(dst, src.host + off, n); }
+void HostBackend::fill(Buffer& dst, size_t off, size_t n, uint8_t v) { std::memset(dst.host + off, v, n); }
 
 }  // namespace ls

@@ -22,16 +22,10 @@ constexpr CpuKernel kKernels[] = {
 #undef LS_X
 };
 
-class CpuBackend final : public Backend {
+class CpuBackend final : public HostBackend {
 public:
     explicit CpuBackend(int n) { set_threads(n); }
     std::string name() const override { return "cpu"; }
-    std::unique_ptr<Buffer> alloc(size_t bytes) override { return make_host_buffer(this, bytes); }
-    std::unique_ptr<Buffer> wrap_host(const void* p, size_t bytes) override { return wrap_host_memory(this, p, bytes); }
-    void upload(Buffer& dst, size_t off, const void* src, size_t n) override { std::memcpy(dst.host + off, src, n); }
-    void download(const Buffer& src, size_t off, void* dst, size_t n) override { std::memcpy(dst, src.host + off, n); }
-    void fill(Buffer& dst, size_t off, size_t n, uint8_t v) override { std::memset(dst.host + off, v, n); }
-    bool supports(const Tensor& n) const override { return n.op != OpId::NONE; }
     void set_threads(int n) override {
         n_threads_ = n > 0 ? n : tbb::info::default_concurrency();
         arena_ = std::make_unique<tbb::task_arena>(n_threads_);

@@ -4,21 +4,13 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "core/default_model.h"
 #include "cpu/cpu_backend.h"
 
 namespace ls::test {
 
 std::string default_model_path() {
-    std::string p;
-    if (const char* e = std::getenv("LOCKSTEP_MODEL")) {
-        p = e;
-    } else {
-        const char* cache = std::getenv("LOCKSTEP_CACHE");
-        const char* xdg = std::getenv("XDG_CACHE_HOME");
-        const char* home = std::getenv("HOME");
-        std::string dir = cache ? cache : xdg ? std::string(xdg) + "/lockstep" : std::string(home ? home : ".") + "/.cache/lockstep";
-        p = dir + "/gemma-3-270m-q4_k_m.gguf";
-    }
+    const std::string p = ls::default_model_path();
     INFO("default model missing at " << p << ": run tools/fetch_model.sh (the README's test command does)");
     REQUIRE(std::filesystem::exists(p));
     return p;

@@ -4,21 +4,13 @@
 #include <filesystem>
 
 #include "backends/registry.h"
+#include "core/default_model.h"
 
 namespace ls::cli {
 
-std::string default_model_path() {
-    if (const char* e = std::getenv("LOCKSTEP_MODEL")) return e;
-    std::string dir;
-    if (const char* c = std::getenv("LOCKSTEP_CACHE")) dir = c;
-    else if (const char* x = std::getenv("XDG_CACHE_HOME")) dir = std::string(x) + "/lockstep";
-    else dir = std::string(std::getenv("HOME") ? std::getenv("HOME") : ".") + "/.cache/lockstep";
-    return dir + "/gemma-3-270m-q4_k_m.gguf";
-}
-
 App open_app(const Options& o) {
     App a;
-    a.model_path = o.model.empty() ? default_model_path() : o.model;
+    a.model_path = o.model.empty() ? ls::default_model_path() : o.model;
     if (!std::filesystem::exists(a.model_path)) {
         if (o.model.empty())
             throw std::runtime_error("default model not found at " + a.model_path +

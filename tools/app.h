@@ -17,7 +17,6 @@ struct App {
     SessionParams session_params(const Options& o) const;
 };
 
-std::string default_model_path();
 App open_app(const Options& o);
 
 int cmd_run(const Options& o);
