@@ -81,15 +81,18 @@ template <class T> T det_silu(T x) { return x / (T(1.0f) + det_exp(-x)); }
 // The same sum over operands already widened to double.
 inline double dot_f64(const double* a, const double* b, int64_t n) {
 #if defined(__AVX2__) && defined(__FMA__)
-    __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();
+    // Four independent chains: one would wait on the fma latency at every step.
+    __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd(), acc2 = _mm256_setzero_pd(), acc3 = _mm256_setzero_pd();
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
+    for (; i + 16 <= n; i += 16) {
         // a*b of two widened floats is exact, so the fused form rounds like mul-then-add.
         acc0 = _mm256_fmadd_pd(_mm256_loadu_pd(a + i), _mm256_loadu_pd(b + i), acc0);
         acc1 = _mm256_fmadd_pd(_mm256_loadu_pd(a + i + 4), _mm256_loadu_pd(b + i + 4), acc1);
+        acc2 = _mm256_fmadd_pd(_mm256_loadu_pd(a + i + 8), _mm256_loadu_pd(b + i + 8), acc2);
+        acc3 = _mm256_fmadd_pd(_mm256_loadu_pd(a + i + 12), _mm256_loadu_pd(b + i + 12), acc3);
     }
     alignas(32) double lanes[4];
-    _mm256_store_pd(lanes, _mm256_add_pd(acc0, acc1));
+    _mm256_store_pd(lanes, _mm256_add_pd(_mm256_add_pd(acc0, acc1), _mm256_add_pd(acc2, acc3)));
     double s = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
     for (; i < n; ++i) s += a[i] * b[i];
     return s;
