@@ -1,5 +1,6 @@
 #include <tbb/parallel_for.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -9,10 +10,14 @@
 #include "cpu/quant_dot.h"
 #include "cpu/simd.h"
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
 namespace ls::cpu {
 namespace {
 
-constexpr int64_t kQueryBlock = 16;
+constexpr int64_t kQueryBlock = 64;
 
 // The K/V rows of key positions [lo, hi] of one slot and kv head, dequantized once and
 // shared by a block of queries. Rows are fetched by position through the ring rule; a
@@ -37,9 +42,91 @@ struct KeyBlock {
     }
 };
 
+// Scores of a tile of queries against a run of keys, in double (det_dot's exact products).
+// Every (query, key) pair has one accumulator of 4 lanes stepping over the head dimension,
+// summed ((l0 + l1) + (l2 + l3)) at the end: the same operations whatever the tile's shape,
+// so a query's scores do not depend on which other queries share its tile.
+constexpr int kTq = 3, kTk = 4;
+void qk_tile(const double* const* qs, int nq, const double* keys, int64_t nk, int64_t D, double* out /* nq x nk */) {
+    for (int64_t j0 = 0; j0 < nk; j0 += kTk) {
+        const int64_t nj = std::min<int64_t>(kTk, nk - j0);
+        const double* kr[kTk];
+        for (int j = 0; j < kTk; ++j) kr[j] = keys + (j0 + std::min<int64_t>(j, nj - 1)) * D;
+        for (int i0 = 0; i0 < nq; i0 += kTq) {
+            const int ni = std::min(kTq, nq - i0);
+            const double* qr[kTq];
+            for (int i = 0; i < kTq; ++i) qr[i] = qs[i0 + std::min(i, ni - 1)];
+            double lanes[kTq][kTk][4];
+#if defined(__AVX2__) && defined(__FMA__)
+            __m256d acc[kTq][kTk];
+            for (auto& row : acc)
+                for (auto& x : row) x = _mm256_setzero_pd();
+            for (int64_t d = 0; d < D; d += 4) {
+                __m256d kv[kTk];
+                for (int j = 0; j < kTk; ++j) kv[j] = _mm256_loadu_pd(kr[j] + d);
+                for (int i = 0; i < kTq; ++i) {
+                    const __m256d qv = _mm256_loadu_pd(qr[i] + d);
+                    for (int j = 0; j < kTk; ++j) acc[i][j] = _mm256_fmadd_pd(qv, kv[j], acc[i][j]);  // exact product
+                }
+            }
+            for (int i = 0; i < kTq; ++i)
+                for (int j = 0; j < kTk; ++j) _mm256_storeu_pd(lanes[i][j], acc[i][j]);
+#else
+            for (int i = 0; i < kTq; ++i)
+                for (int j = 0; j < kTk; ++j) {
+                    for (int l = 0; l < 4; ++l) lanes[i][j][l] = 0;
+                    for (int64_t d = 0; d < D; d += 4)
+                        for (int l = 0; l < 4; ++l) lanes[i][j][l] += qr[i][d + l] * kr[j][d + l];
+                }
+#endif
+            for (int i = 0; i < ni; ++i)
+                for (int j = 0; j < nj; ++j)
+                    out[(i0 + i) * nk + j0 + j] = (lanes[i][j][0] + lanes[i][j][1]) + (lanes[i][j][2] + lanes[i][j][3]);
+        }
+    }
+}
+
+// out_i[d] = fma(w_i[j], v_j[d], out_i[d]) for keys j in order (the reference's sequence;
+// a zero weight leaves out unchanged). Tiles of 3 queries x 32 dims stay in registers over
+// all keys instead of being loaded and stored per key.
+void pv_tile(const float* const* ws, int nq, const float* vals, int64_t nk, int64_t D, float* const* outs) {
+#if defined(__AVX2__) && defined(__FMA__)
+    if (D % 32 == 0) {
+        for (int i0 = 0; i0 < nq; i0 += kTq) {
+            const int ni = std::min(kTq, nq - i0);
+            for (int64_t d0 = 0; d0 < D; d0 += 32) {
+                __m256 acc[kTq][4];
+                for (auto& row : acc)
+                    for (auto& x : row) x = _mm256_setzero_ps();
+                for (int64_t j = 0; j < nk; ++j) {
+                    const float* vr = vals + j * D + d0;
+                    const __m256 v0 = _mm256_loadu_ps(vr), v1 = _mm256_loadu_ps(vr + 8);
+                    const __m256 v2 = _mm256_loadu_ps(vr + 16), v3 = _mm256_loadu_ps(vr + 24);
+                    for (int i = 0; i < ni; ++i) {
+                        const __m256 w = _mm256_set1_ps(ws[i0 + i][j]);
+                        acc[i][0] = _mm256_fmadd_ps(w, v0, acc[i][0]);
+                        acc[i][1] = _mm256_fmadd_ps(w, v1, acc[i][1]);
+                        acc[i][2] = _mm256_fmadd_ps(w, v2, acc[i][2]);
+                        acc[i][3] = _mm256_fmadd_ps(w, v3, acc[i][3]);
+                    }
+                }
+                for (int i = 0; i < ni; ++i)
+                    for (int c = 0; c < 4; ++c) _mm256_storeu_ps(outs[i0 + i] + d0 + 8 * c, acc[i][c]);
+            }
+        }
+        return;
+    }
+#endif
+    for (int i = 0; i < nq; ++i) {
+        std::fill(outs[i], outs[i] + D, 0.0f);
+        for (int64_t j = 0; j < nk; ++j) simd::fma_axpy(ws[i][j], vals + j * D, outs[i], D);
+    }
+}
+
 }  // namespace
 
-// Tasks are (block of up to 16 consecutive tokens, kv head). Visibility and ring rows come
+// Tasks are (block of up to 64 tokens, kv head); inside, segments of consecutive positions
+// go through the tiles above. Visibility and ring rows come
 // from core/attention_rule.h, as in the reference.
 void attention(const Tensor& dst) {
     const Tensor& q = *dst.src[0];
@@ -55,42 +142,59 @@ void attention(const Tensor& dst) {
     tbb::parallel_for(int64_t(0), n_blocks * Hkv, [&](int64_t task) {
         const int64_t t0 = (task / Hkv) * kQueryBlock, t1 = std::min(T, t0 + kQueryBlock), hk = task % Hkv;
         KeyBlock kb;
-        std::vector<float> scores;
-        std::vector<double> qd(static_cast<size_t>(Dk));
-        for (int64_t t = t0; t < t1; ++t) {
-            const int64_t s = seq[t], pt = pos[t], k0 = attn_first_key(pt, p.window);
-            // Reload the shared rows when this query's keys are not all in the block (another
-            // sequence, or positions that are not increasing).
-            if (t == t0 || seq[t] != seq[t - 1] || k0 < kb.lo || pt > kb.hi) {
-                kb.lo = k0;
-                kb.hi = pt;
-                for (int64_t u = t + 1; u < t1 && seq[u] == s; ++u) kb.hi = std::max<int64_t>(kb.hi, pos[u]);
-                kb.load(k, v, s, R, hk, Dk, Dv);
-            }
-            const int64_t n = pt - k0 + 1;
-            scores.resize(size_t(n));
+        std::vector<double> qd(size_t(kQueryBlock * Dk)), sc;
+        std::vector<float> w;
+        for (int64_t t = t0; t < t1;) {
+            // A segment: consecutive positions of one sequence. Their windows' union is one
+            // range of keys, each visible to some query of the segment, so every row read
+            // holds a real key (a zero weight never meets an unwritten row).
+            const int64_t s = seq[t];
+            int64_t nq = 1;
+            while (t + nq < t1 && seq[t + nq] == s && pos[t + nq] == pos[t + nq - 1] + 1) ++nq;
+            kb.lo = attn_first_key(pos[t], p.window);
+            kb.hi = pos[t + nq - 1];
+            kb.load(k, v, s, R, hk, Dk, Dv);
+            const int64_t nk = kb.hi - kb.lo + 1;
+            sc.resize(size_t(nq * nk));
+            w.resize(size_t(nq * nk));
             for (int64_t g = 0; g < group; ++g) {
                 const int64_t h = hk * group + g;
-                const float* qh = reinterpret_cast<const float*>(q.row(h, t));
-                for (int64_t i = 0; i < Dk; ++i) qd[size_t(i)] = qh[i];
-                float mx = -INFINITY;
-                for (int64_t j = 0; j < n; ++j) {
-                    float sc = float(simd::dot_f64(qd.data(), kb.k.data() + (k0 - kb.lo + j) * Dk, Dk)) * p.scale;
-                    if (p.softcap > 0) sc = p.softcap * det_tanh(sc / p.softcap);
-                    scores[j] = sc;
-                    mx = std::fmax(mx, sc);
+                const double* qp[kQueryBlock];
+                const float* wp[kQueryBlock];
+                float* op[kQueryBlock];
+                for (int64_t i = 0; i < nq; ++i) {
+                    const float* qh = reinterpret_cast<const float*>(q.row(h, t + i));
+                    for (int64_t d = 0; d < Dk; ++d) qd[size_t(i * Dk + d)] = qh[d];
+                    qp[i] = qd.data() + i * Dk;
+                    wp[i] = w.data() + i * nk;
+                    op[i] = reinterpret_cast<float*>(dst.row(h, t + i));
                 }
-                double sum = 0;
-                int64_t j = 0;
-                for (const simd::fbatch vmx(mx); j + simd::W <= n; j += simd::W)
-                    simd::det_exp(simd::fbatch::load_unaligned(&scores[j]) - vmx).store_unaligned(&scores[j]);
-                for (; j < n; ++j) scores[j] = det_exp(scores[j] - mx);
-                for (j = 0; j < n; ++j) sum += scores[j];  // in order, as the reference
-                float* out = reinterpret_cast<float*>(dst.row(h, t));
-                std::fill(out, out + Dv, 0.0f);
-                for (int64_t j = 0; j < n; ++j)
-                    simd::fma_axpy(float(double(scores[j]) / sum), kb.v.data() + (k0 - kb.lo + j) * Dv, out, Dv);
+                qk_tile(qp, int(nq), kb.k.data(), nk, Dk, sc.data());
+                for (int64_t i = 0; i < nq; ++i) {
+                    // Keys of query i: [k0, pt], as the reference; weights elsewhere are 0.
+                    const int64_t pt = pos[t + i], k0 = attn_first_key(pt, p.window);
+                    const int64_t a0 = k0 - kb.lo, a1 = pt - kb.lo + 1, n = a1 - a0;
+                    float* e = w.data() + i * nk;
+                    std::fill(e, e + nk, 0.0f);
+                    float mx = -INFINITY;
+                    for (int64_t j = a0; j < a1; ++j) {
+                        float x = float(sc[size_t(i * nk + j)]) * p.scale;
+                        if (p.softcap > 0) x = p.softcap * det_tanh(x / p.softcap);
+                        e[j] = x;
+                        mx = std::fmax(mx, x);
+                    }
+                    int64_t j = a0;
+                    for (const simd::fbatch vmx(mx); j + simd::W <= a1; j += simd::W)
+                        simd::det_exp(simd::fbatch::load_unaligned(e + j) - vmx).store_unaligned(e + j);
+                    for (; j < a1; ++j) e[j] = det_exp(e[j] - mx);
+                    double sum = 0;
+                    for (j = a0; j < a1; ++j) sum += e[j];  // in order, as the reference
+                    for (j = a0; j < a1; ++j) e[j] = float(double(e[j]) / sum);
+                    (void)n;
+                }
+                pv_tile(wp, int(nq), kb.v.data(), nk, Dv, op);
             }
+            t += nq;
         }
     });
 }
