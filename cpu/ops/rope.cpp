@@ -15,10 +15,12 @@ void rope(const Tensor& dst) {
     const float* ff = dst.src[2] ? dst.src[2]->data_as<const float>() : nullptr;
     const RopeParams p = dst.get_params<RopeParams>();
     const int64_t half = p.n_dims / 2;
+    std::vector<double> inv_freq(half);  // the reference's pow(), once per op instead of per token
+    for (int64_t i = 0; i < half; ++i) inv_freq[i] = std::pow(double(p.freq_base), -2.0 * i / p.n_dims);
     tbb::parallel_for(int64_t(0), x.ne[2], [&](int64_t t) {
         std::vector<float> cs(half), sn(half);
         for (int64_t i = 0; i < half; ++i) {
-            double theta = double(pos[t]) * p.freq_scale * std::pow(double(p.freq_base), -2.0 * i / p.n_dims);
+            double theta = double(pos[t]) * p.freq_scale * inv_freq[i];
             if (ff) theta /= ff[i];
             cs[i] = float(std::cos(theta));
             sn[i] = float(std::sin(theta));
