@@ -86,6 +86,30 @@ void qk_tile(const double* const* qs, int nq, const double* keys, int64_t nk, in
     }
 }
 
+#if defined(__AVX2__) && defined(__FMA__)
+// NI queries (a compile-time count, so the accumulators stay in registers) x 32 dims.
+template <int NI>
+void pv_rows(const float* const* ws, const float* vals, int64_t nk, int64_t D, int64_t d0, float* const* outs) {
+    __m256 acc[NI][4];
+    for (auto& row : acc)
+        for (auto& x : row) x = _mm256_setzero_ps();
+    for (int64_t j = 0; j < nk; ++j) {
+        const float* vr = vals + j * D + d0;
+        const __m256 v0 = _mm256_loadu_ps(vr), v1 = _mm256_loadu_ps(vr + 8);
+        const __m256 v2 = _mm256_loadu_ps(vr + 16), v3 = _mm256_loadu_ps(vr + 24);
+        for (int i = 0; i < NI; ++i) {
+            const __m256 w = _mm256_set1_ps(ws[i][j]);
+            acc[i][0] = _mm256_fmadd_ps(w, v0, acc[i][0]);
+            acc[i][1] = _mm256_fmadd_ps(w, v1, acc[i][1]);
+            acc[i][2] = _mm256_fmadd_ps(w, v2, acc[i][2]);
+            acc[i][3] = _mm256_fmadd_ps(w, v3, acc[i][3]);
+        }
+    }
+    for (int i = 0; i < NI; ++i)
+        for (int c = 0; c < 4; ++c) _mm256_storeu_ps(outs[i] + d0 + 8 * c, acc[i][c]);
+}
+#endif
+
 // out_i[d] = fma(w_i[j], v_j[d], out_i[d]) for keys j in order (the reference's sequence;
 // a zero weight leaves out unchanged). Tiles of 3 queries x 32 dims stay in registers over
 // all keys instead of being loaded and stored per key.
@@ -95,23 +119,9 @@ void pv_tile(const float* const* ws, int nq, const float* vals, int64_t nk, int6
         for (int i0 = 0; i0 < nq; i0 += kTq) {
             const int ni = std::min(kTq, nq - i0);
             for (int64_t d0 = 0; d0 < D; d0 += 32) {
-                __m256 acc[kTq][4];
-                for (auto& row : acc)
-                    for (auto& x : row) x = _mm256_setzero_ps();
-                for (int64_t j = 0; j < nk; ++j) {
-                    const float* vr = vals + j * D + d0;
-                    const __m256 v0 = _mm256_loadu_ps(vr), v1 = _mm256_loadu_ps(vr + 8);
-                    const __m256 v2 = _mm256_loadu_ps(vr + 16), v3 = _mm256_loadu_ps(vr + 24);
-                    for (int i = 0; i < ni; ++i) {
-                        const __m256 w = _mm256_set1_ps(ws[i0 + i][j]);
-                        acc[i][0] = _mm256_fmadd_ps(w, v0, acc[i][0]);
-                        acc[i][1] = _mm256_fmadd_ps(w, v1, acc[i][1]);
-                        acc[i][2] = _mm256_fmadd_ps(w, v2, acc[i][2]);
-                        acc[i][3] = _mm256_fmadd_ps(w, v3, acc[i][3]);
-                    }
-                }
-                for (int i = 0; i < ni; ++i)
-                    for (int c = 0; c < 4; ++c) _mm256_storeu_ps(outs[i0 + i] + d0 + 8 * c, acc[i][c]);
+                if (ni == 3) pv_rows<3>(ws + i0, vals, nk, D, d0, outs + i0);
+                else if (ni == 2) pv_rows<2>(ws + i0, vals, nk, D, d0, outs + i0);
+                else pv_rows<1>(ws + i0, vals, nk, D, d0, outs + i0);
             }
         }
         return;
