@@ -183,7 +183,7 @@ void attention(const Tensor& dst) {
                 for (int64_t i = 0; i < nq; ++i) {
                     // Keys of query i: [k0, pt], as the reference; weights elsewhere are 0.
                     const int64_t pt = pos[t + i], k0 = attn_first_key(pt, p.window);
-                    const int64_t a0 = k0 - kb.lo, a1 = pt - kb.lo + 1, n = a1 - a0;
+                    const int64_t a0 = k0 - kb.lo, a1 = pt - kb.lo + 1;
                     float* e = w.data() + i * nk;
                     std::fill(e, e + nk, 0.0f);
                     float mx = -INFINITY;
@@ -200,7 +200,6 @@ void attention(const Tensor& dst) {
                     double sum = 0;
                     for (j = a0; j < a1; ++j) sum += e[j];  // in order, as the reference
                     for (j = a0; j < a1; ++j) e[j] = float(double(e[j]) / sum);
-                    (void)n;
                 }
                 pv_tile(wp, int(nq), kb.v.data(), nk, Dv, op);
             }
