@@ -16,11 +16,13 @@
 
 #include "core/quant.h"
 #include "core/quant_blocks.h"
-#include "cpu/quant_dot.h"
+#include "cpu/quant_rows.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define LS_GEMM_AVX2 1
 #include <immintrin.h>
+
+#include "cpu/avx2_bits.h"
 #endif
 
 namespace ls::cpu {
@@ -96,20 +98,6 @@ inline void transpose8x8_i32(__m256i* v) {
         v[j] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x20);
         v[j + 4] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x31);
     }
-}
-
-inline __m256i nibbles16(const uint8_t* qs) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), _mm256_set1_epi8(0x0F));
-}
-inline __m256i bits_to_bytes(const uint8_t* qh) {
-    uint32_t w;
-    std::memcpy(&w, qh, 4);
-    const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
-                                          2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
-    const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(w)), shuf);
-    const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ULL));
-    return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
 }
 
 // Legacy decoders: u = unsigned value with x = u - kOff (kOff 0: signed Q8_0, sign trick).

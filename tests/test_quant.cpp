@@ -10,7 +10,8 @@
 #include <vector>
 
 #include "core/quant.h"
-#include "cpu/quant_dot.h"
+#include "cpu/quant_gemm.h"
+#include "cpu/quant_rows.h"
 #include "tests/test_util.h"
 
 using ls::DType;
@@ -224,51 +225,38 @@ TEST_CASE("quantize -> dequantize round trip stays within the type's error bound
     }
 }
 
-TEST_CASE("SIMD dot products agree with vec_dot_ref", "[quant]") {
-    // Both sides compute the same exact integer block sums; only the order of the float
-    // accumulation differs (and the reference accumulates F32/F16/BF16 in double). Allowed:
-    // 1e-5 of the sum of |terms| (float rounding of a few thousand terms is far below).
-    const int64_t lengths[] = {32, 64, 256, 640, 1024, 2048, 4096};
+TEST_CASE("GEMM tiles equal vec_dot_ref bit for bit", "[quant]") {
+    // Both follow the canonical sequence of core/ref/mul_mat.cpp: exact integer block sums,
+    // then one fma chain over the blocks. Random-byte weights reach the edge cases (-128 in
+    // Q8_0, a -128 Q6_K scale). Several rows per tile: each lane must equal its own row.
+    const int64_t lengths[] = {256, 640, 1024, 2048, 4096};
     uint32_t seed = 100;
     for (DType w : kWeightTypes) {
-        const DType at = ls::vec_dot_type(w);
+        if (!ls::cpu::gemm_supported(w)) continue;
         for (int64_t n : lengths) {
-            if (n % ls::block_size(w) != 0 || n % ls::block_size(at) != 0) continue;
+            if (n % ls::block_size(w) != 0) continue;
             for (int variant = 0; variant < 2; ++variant) {
                 INFO("type " << ls::dtype_name(w) << " n " << n << (variant ? " random bytes" : " quantized gaussian"));
                 const auto xa = gaussian(static_cast<size_t>(n), ++seed, 0.5f);
-                std::vector<uint8_t> wq = variant == 0 || !ls::traits(w).quantized
-                                              ? quantize(w, gaussian(static_cast<size_t>(n), ++seed))
-                                              : random_blocks(w, n, ++seed);
-                std::vector<uint8_t> aq(ls::row_bytes(at, n));
-                ls::cpu::quantize_row_act(at, xa.data(), aq.data(), n);
-                const auto wf = dequantize(w, wq, n);
-                const auto af = dequantize(at, aq, n);
-                double abs_terms = 0;
-                for (int64_t i = 0; i < n; ++i) abs_terms += std::fabs(double(wf[i]) * af[i]);
-                const float ref = ls::vec_dot_ref(w, wq.data(), aq.data(), n);
-                const float fast = ls::cpu::vec_dot(w, wq.data(), aq.data(), n);
-                INFO("ref " << ref << " fast " << fast << " sum|terms| " << abs_terms);
-                REQUIRE(std::fabs(double(fast) - ref) <= 1e-5 * abs_terms + 1e-30);
-
-                // vec_dot_rows: rows of the same weight type, several row counts; each row
-                // must equal vec_dot of that row exactly (same per-row arithmetic).
-                if (n == 1024 || n == 640) {
-                    const int nr = 7;
-                    const size_t stride = ls::row_bytes(w, n);
-                    std::vector<uint8_t> rows(stride * nr);
-                    for (int r = 0; r < nr; ++r) {
-                        const auto rq = quantize(w, gaussian(static_cast<size_t>(n), ++seed));
-                        std::memcpy(rows.data() + stride * r, rq.data(), stride);
-                    }
-                    for (int cnt = 1; cnt <= nr; ++cnt) {
-                        std::vector<float> out(cnt, -1.0f);
-                        ls::cpu::vec_dot_rows(w, rows.data(), stride, cnt, aq.data(), n, out.data());
-                        for (int r = 0; r < cnt; ++r) {
-                            const float one = ls::cpu::vec_dot(w, rows.data() + stride * r, aq.data(), n);
-                            INFO("rows " << cnt << " row " << r);
-                            REQUIRE(bits_of(out[r]) == bits_of(one));
-                        }
+                std::vector<uint8_t> act(ls::cpu::gemm_act_stride(w, n));
+                ls::cpu::gemm_prepare_act(w, xa.data(), act.data(), n);
+                const int nr = 7;
+                const size_t stride = ls::row_bytes(w, n);
+                std::vector<uint8_t> rows(stride * nr);
+                for (int r = 0; r < nr; ++r) {
+                    const auto rq = variant == 0 ? quantize(w, gaussian(static_cast<size_t>(n), ++seed))
+                                                 : random_blocks(w, n, ++seed);
+                    std::memcpy(rows.data() + stride * r, rq.data(), stride);
+                }
+                for (int cnt = 1; cnt <= nr; cnt += 3) {
+                    std::vector<float> out(cnt, -1.0f);
+                    float* o = out.data();
+                    ls::cpu::gemm_tile(w, rows.data(), stride, cnt, act.data(), act.size(), 1, n, &o);
+                    for (int r = 0; r < cnt; ++r) {
+                        // The prepared row starts with the activation quantized to vec_dot_type.
+                        const float ref = ls::vec_dot_ref(w, rows.data() + stride * r, act.data(), n);
+                        INFO("rows " << cnt << " row " << r << " ref " << ref << " tile " << out[r]);
+                        REQUIRE(bits_of(out[r]) == bits_of(ref));
                     }
                 }
             }

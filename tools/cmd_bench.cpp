@@ -46,33 +46,25 @@ int cmd_bench(const Options& o) {
                     gib, app.backend->name().c_str(), o.threads > 0 ? o.threads : -1, test.c_str(), r.mean, r.sd);
         std::fflush(stdout);
     };
-    using clock = std::chrono::steady_clock;
-    for (int64_t n : o.bench_pp) {
-        if (n == 0) continue;
+    // One warm-up run, then o.reps timed runs of `run` on n fresh random tokens.
+    auto measure = [&](const std::string& test, int64_t n, auto run) {
+        if (n == 0) return;
         std::vector<double> tps;
         for (int r = -1; r < o.reps; ++r) {
             auto t = tokens(n);
             s.kv().clear();
-            auto t0 = clock::now();
-            s.eval(t);
-            double sec = std::chrono::duration<double>(clock::now() - t0).count();
+            auto t0 = std::chrono::steady_clock::now();
+            run(t);
+            double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             if (r >= 0) tps.push_back(double(n) / sec);
         }
-        row("pp" + std::to_string(n), stats(tps));
-    }
-    for (int64_t n : o.bench_tg) {
-        if (n == 0) continue;
-        std::vector<double> tps;
-        for (int r = -1; r < o.reps; ++r) {
-            auto t = tokens(n);
-            s.kv().clear();
-            auto t0 = clock::now();
+        row(test + std::to_string(n), stats(tps));
+    };
+    for (int64_t n : o.bench_pp) measure("pp", n, [&](const std::vector<int32_t>& t) { s.eval(t); });
+    for (int64_t n : o.bench_tg)
+        measure("tg", n, [&](const std::vector<int32_t>& t) {
             for (int32_t id : t) s.eval({id});
-            double sec = std::chrono::duration<double>(clock::now() - t0).count();
-            if (r >= 0) tps.push_back(double(n) / sec);
-        }
-        row("tg" + std::to_string(n), stats(tps));
-    }
+        });
     return 0;
 }
 

@@ -7,7 +7,7 @@
 #include "core/attention_rule.h"
 #include "core/op_params.h"
 #include "cpu/ops/cpu_ops.h"
-#include "cpu/quant_dot.h"
+#include "cpu/quant_rows.h"
 #include "cpu/simd.h"
 
 #if defined(__AVX2__)

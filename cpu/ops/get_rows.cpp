@@ -2,7 +2,7 @@
 
 #include "core/ref/ref_ops.h"
 #include "cpu/ops/cpu_ops.h"
-#include "cpu/quant_dot.h"
+#include "cpu/quant_rows.h"
 
 namespace ls::cpu {
 

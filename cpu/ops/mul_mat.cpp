@@ -7,7 +7,7 @@
 
 #include "core/quant.h"
 #include "cpu/ops/cpu_ops.h"
-#include "cpu/quant_dot.h"
+#include "cpu/quant_rows.h"
 #include "cpu/simd.h"
 #include "cpu/quant_gemm.h"
 

@@ -1,7 +1,7 @@
 #include "core/quant.h"
 #include "core/ref/ref_ops.h"
 #include "cpu/ops/cpu_ops.h"
-#include "cpu/quant_dot.h"
+#include "cpu/quant_rows.h"
 
 namespace ls::cpu {
 
