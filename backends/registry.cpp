@@ -8,6 +8,10 @@ namespace ls {
 
 std::vector<std::string> backend_names() { return {"cpu", "vulkan", "cuda", "reference"}; }
 
+bool backend_built(const std::string& name) { return name == "cpu" || name == "reference"; }
+
+int backend_device_count(const std::string& name) { return backend_built(name) ? 1 : 0; }
+
 std::unique_ptr<Backend> create_backend(const BackendOptions& o) {
     if (o.device < 0) throw std::runtime_error("--device must be >= 0, got " + std::to_string(o.device));
     if (o.name == "cpu" || o.name == "reference") {

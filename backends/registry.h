@@ -18,5 +18,10 @@ struct BackendOptions {
 // lacks, or a device index out of range.
 std::unique_ptr<Backend> create_backend(const BackendOptions& o);
 std::vector<std::string> backend_names();
+// Whether this build includes the backend (cpu and reference always do).
+bool backend_built(const std::string& name);
+// Devices the backend can use on this machine: 0 when it is not built, or its driver or
+// loader is missing. Never throws.
+int backend_device_count(const std::string& name);
 
 }  // namespace ls

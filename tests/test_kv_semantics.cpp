@@ -16,7 +16,6 @@
 #include "tests/tiny_model.h"
 
 using namespace ls;
-using ls::test::BackendKind;
 
 namespace {
 
@@ -37,7 +36,7 @@ TinyGemma3Spec kv_spec(DType wtype = DType::Q8_0) {
     return s;
 }
 
-test::LoadedModel load(BackendKind k, DType wtype = DType::Q8_0) {
+test::LoadedModel load(const std::string& k, DType wtype = DType::Q8_0) {
     return test::load_tiny(k, std::string("kv7_") + dtype_name(wtype), kv_spec(wtype));
 }
 
@@ -125,7 +124,7 @@ const char* kv_name(DType t) { return dtype_name(t); }
 TEST_CASE("kv: the tiny gemma3 has windowed and global layers with the specified ring sizes", "[kv][tiny]") {
     TinyGemma3Spec spec = kv_spec();
     spec.n_layer = 6;
-    test::LoadedModel l = test::load_tiny(BackendKind::Reference, "kv6", spec);
+    test::LoadedModel l = test::load_tiny("reference", "kv6", spec);
     const Hparams& hp = l.model->hparams();
     REQUIRE(hp.n_layer == 6);
     for (int il = 0; il < 5; ++il) CHECK(hp.layers[il].window == kWindow);
@@ -152,10 +151,10 @@ TEST_CASE("kv: the tiny gemma3 has windowed and global layers with the specified
 }
 
 TEST_CASE("kv: a prompt longer than the window in one ubatch equals token at a time", "[kv]") {
-    const BackendKind bk = GENERATE(BackendKind::Reference, BackendKind::Cpu);
+    const std::string bk = GENERATE(from_range(test::all_backend_names()));
     const DType kv = GENERATE(DType::F32, DType::F16, DType::Q8_0, DType::Q4_0);
     const DType wtype = GENERATE(DType::Q8_0, DType::F32);
-    INFO("backend " << test::backend_kind_name(bk) << ", kv cache " << kv_name(kv) << ", weights " << dtype_name(wtype));
+    INFO("backend " << bk << ", kv cache " << kv_name(kv) << ", weights " << dtype_name(wtype));
     test::LoadedModel l = load(bk, wtype);
     const int64_t nv = l.model->hparams().n_vocab;
     const std::vector<int32_t> prompt = random_tokens(29, 1, int32_t(nv));  // > W, < B
@@ -172,7 +171,7 @@ TEST_CASE("kv: a prompt longer than the window in one ubatch equals token at a t
 }
 
 TEST_CASE("kv: chunked evaluation across ring wraps equals token at a time", "[kv]") {
-    const BackendKind bk = GENERATE(BackendKind::Reference, BackendKind::Cpu);
+    const std::string bk = GENERATE(from_range(test::all_backend_names()));
     const DType kv = GENERATE(DType::F32, DType::F16, DType::Q8_0, DType::Q4_0);
     test::LoadedModel l = load(bk);
     const int64_t nv = l.model->hparams().n_vocab;
@@ -181,7 +180,7 @@ TEST_CASE("kv: chunked evaluation across ring wraps equals token at a time", "[k
     // and across a wrap.
     struct Case { int64_t n_ctx, n_ubatch; size_t len; };
     for (Case c : {Case{64, 4, 50}, Case{128, 8, 117}, Case{96, 5, 96}, Case{80, 7, 73}}) {
-        INFO("backend " << test::backend_kind_name(bk) << ", kv cache " << kv_name(kv) << ", n_ctx " << c.n_ctx
+        INFO("backend " << bk << ", kv cache " << kv_name(kv) << ", n_ctx " << c.n_ctx
                         << ", n_ubatch " << c.n_ubatch << ", prompt " << c.len);
         REQUIRE(c.len % c.n_ubatch != 0);
         REQUIRE(int64_t(c.len % c.n_ubatch) < kWindow);
@@ -207,9 +206,9 @@ TEST_CASE("kv: chunked evaluation across ring wraps equals token at a time", "[k
 }
 
 TEST_CASE("kv: multi-turn prefix reuse with seq_rm equals a fresh evaluation of the transcript", "[kv]") {
-    const BackendKind bk = GENERATE(BackendKind::Reference, BackendKind::Cpu);
+    const std::string bk = GENERATE(from_range(test::all_backend_names()));
     const DType kv = GENERATE(DType::F32, DType::F16, DType::Q8_0, DType::Q4_0);
-    INFO("backend " << test::backend_kind_name(bk) << ", kv cache " << kv_name(kv));
+    INFO("backend " << bk << ", kv cache " << kv_name(kv));
     test::LoadedModel l = load(bk);
     const int32_t nv = int32_t(l.model->hparams().n_vocab);
     const int64_t n_ctx = 96, B = 4, R = kWindow + B;  // windowed rings of 12 rows; global 96
@@ -273,9 +272,9 @@ TEST_CASE("kv: multi-turn prefix reuse with seq_rm equals a fresh evaluation of 
 }
 
 TEST_CASE("kv: several sequences of different lengths in one ubatch equal each evaluated alone", "[kv]") {
-    const BackendKind bk = GENERATE(BackendKind::Reference, BackendKind::Cpu);
+    const std::string bk = GENERATE(from_range(test::all_backend_names()));
     const DType kv = GENERATE(DType::F16, DType::Q4_0);
-    INFO("backend " << test::backend_kind_name(bk) << ", kv cache " << kv_name(kv));
+    INFO("backend " << bk << ", kv cache " << kv_name(kv));
     test::LoadedModel l = load(bk);
     const int32_t nv = int32_t(l.model->hparams().n_vocab);
     const int64_t n_ctx = 64, B = 8;  // a step takes at most 3 + 2 + 3 tokens
@@ -333,30 +332,32 @@ TEST_CASE("kv: several sequences of different lengths in one ubatch equal each e
     }
 }
 
-TEST_CASE("kv: reference and CPU backends agree on the tiny model", "[kv]") {
+TEST_CASE("kv: every backend agrees with the reference on the tiny model", "[kv]") {
     const DType kv = GENERATE(DType::F32, DType::F16);
-    // With Q8_0 weights the two backends happen to agree bit for bit here (see kv_spec);
-    // the F32-weight model is the one that exercises the bound.
+    // With Q8_0 weights the backends happen to agree bit for bit here (see kv_spec); the
+    // F32-weight model is the one that exercises the bound.
     const DType wtype = GENERATE(DType::Q8_0, DType::F32);
-    INFO("kv cache " << kv_name(kv) << ", weights " << dtype_name(wtype));
-    test::LoadedModel r = load(BackendKind::Reference, wtype), c = load(BackendKind::Cpu, wtype);
+    test::LoadedModel r = load("reference", wtype);
     const int64_t nv = r.model->hparams().n_vocab;
     const std::vector<int32_t> prompt = random_tokens(61, 5, int32_t(nv));
     const std::vector<double> lr = log_softmax(make_session(r, 64, 8, kv)->eval(prompt, 0), nv);
-    const std::vector<double> lc = log_softmax(make_session(c, 64, 8, kv)->eval(prompt, 0), nv);
-    REQUIRE(lr.size() == lc.size());
-    double worst = 0;
-    for (size_t i = 0; i < lr.size(); ++i) worst = std::fmax(worst, std::fabs(lr[i] - lc[i]));
-    INFO("largest log-softmax difference " << worst);
-    // SEMANTICS.md section 4: per-token log-likelihoods across backends within 1e-3 nats. The
-    // two backends compute the same integer dot products and read the same cache bytes; they
-    // differ only in float summation order (SIMD lanes, exp/tanh implementations).
-    CHECK(worst <= 1e-3);
+    for (const std::string& bk : test::backend_names_under_test()) {
+        INFO("backend " << bk << ", kv cache " << kv_name(kv) << ", weights " << dtype_name(wtype));
+        test::LoadedModel c = load(bk, wtype);
+        const std::vector<double> lc = log_softmax(make_session(c, 64, 8, kv)->eval(prompt, 0), nv);
+        REQUIRE(lr.size() == lc.size());
+        double worst = 0;
+        for (size_t i = 0; i < lr.size(); ++i) worst = std::fmax(worst, std::fabs(lr[i] - lc[i]));
+        INFO("largest log-softmax difference " << worst);
+        // SEMANTICS.md section 4: per-token log-likelihoods across backends within 1e-3 nats.
+        // The backends compute the same integer dot products and read the same cache bytes.
+        CHECK(worst <= 1e-3);
+    }
 }
 
 TEST_CASE("kv: context overflow and bad token ids are errors raised before evaluating", "[kv]") {
-    const BackendKind bk = GENERATE(BackendKind::Reference, BackendKind::Cpu);
-    INFO("backend " << test::backend_kind_name(bk));
+    const std::string bk = GENERATE(from_range(test::all_backend_names()));
+    INFO("backend " << bk);
     test::LoadedModel l = load(bk);
     const int32_t nv = int32_t(l.model->hparams().n_vocab);
     auto s = make_session(l, 32, 4, DType::F16);
@@ -400,10 +401,10 @@ struct RingCase {
     DType type;
 };
 
-void check_ring_rule(BackendKind bk, const RingCase& c) {
-    INFO("backend " << test::backend_kind_name(bk) << ", W " << c.W << ", B " << c.B << ", R " << c.R << ", cache "
+void check_ring_rule(const std::string& bk, const RingCase& c) {
+    INFO("backend " << bk << ", W " << c.W << ", B " << c.B << ", R " << c.R << ", cache "
                     << dtype_name(c.type));
-    std::unique_ptr<Backend> be = bk == BackendKind::Reference ? make_reference_backend() : make_cpu_backend(2);
+    std::unique_ptr<Backend> be = test::make_backend(bk);
     const int64_t Dk = 16, Dv = 32, Hkv = 2, H = 4, n_seq = 2, group = H / Hkv;
     const float scale = 0.25f;
 
@@ -533,7 +534,7 @@ void check_ring_rule(BackendKind bk, const RingCase& c) {
 }  // namespace
 
 TEST_CASE("ring: attention over a wrapped cache equals dense attention with an explicit mask", "[kv][ring]") {
-    const BackendKind bk = GENERATE(BackendKind::Reference, BackendKind::Cpu);
+    const std::string bk = GENERATE(from_range(test::all_backend_names()));
     for (RingCase c : {RingCase{5, 3, 8, DType::F32}, RingCase{4, 1, 5, DType::F32}, RingCase{6, 4, 10, DType::Q8_0},
                        RingCase{3, 2, 5, DType::Q4_0}, RingCase{5, 3, 20, DType::F16}, RingCase{0, 3, 40, DType::F32},
                        RingCase{0, 4, 33, DType::Q8_0}})

@@ -86,8 +86,8 @@ TEST_CASE("tiny gemma3: K-quant and legacy-quant variants load and run on both b
     q5.wtype = DType::Q5_0;
     for (auto [name, spec] : {std::pair{"q4k", k}, std::pair{"q5_0", q5}}) {
         std::vector<std::vector<float>> logits;
-        for (auto bk : {test::BackendKind::Reference, test::BackendKind::Cpu}) {
-            INFO(name << " on " << test::backend_kind_name(bk));
+        for (const std::string& bk : test::all_backend_names()) {
+            INFO(name << " on " << bk);
             test::LoadedModel l = test::load_tiny(bk, name, spec);
             CHECK(l.model->hparams().n_vocab == spec.n_vocab);
             SessionParams p;

@@ -3,9 +3,10 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 
+#include "backends/registry.h"
 #include "core/default_model.h"
-#include "cpu/cpu_backend.h"
 
 namespace ls::test {
 
@@ -16,9 +17,37 @@ std::string default_model_path() {
     return p;
 }
 
+std::vector<std::string> backend_names_under_test() {
+    std::vector<std::string> wanted;
+    if (const char* env = std::getenv("LOCKSTEP_TEST_BACKENDS"); env && *env) {
+        std::stringstream ss(env);
+        for (std::string n; std::getline(ss, n, ',');)
+            if (!n.empty()) wanted.push_back(n);
+    } else {
+        for (const std::string& n : backend_names())
+            if (n != "reference" && backend_built(n) && backend_device_count(n) > 0) wanted.push_back(n);
+    }
+    return wanted;
+}
+
+std::vector<std::string> all_backend_names() {
+    std::vector<std::string> v{"reference"};
+    for (const std::string& n : backend_names_under_test())
+        if (n != "reference") v.push_back(n);
+    return v;
+}
+
+std::unique_ptr<Backend> make_backend(const std::string& name) {
+    BackendOptions o;
+    o.name = name;
+    o.threads = 2;
+    return create_backend(o);
+}
+
 std::vector<std::unique_ptr<Backend>> backends_under_test() {
     std::vector<std::unique_ptr<Backend>> v;
-    v.push_back(make_cpu_backend());
+    for (const std::string& n : backend_names_under_test())
+        if (n != "reference") v.push_back(make_backend(n));
     return v;
 }
 

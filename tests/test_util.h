@@ -14,8 +14,15 @@ std::string default_model_path();
 // Root of the source tree (for files under tests/data).
 std::string source_dir();
 std::string test_data(const std::string& rel);
-// The backends op and model tests compare with the reference: the CPU, and each GPU
-// backend this build has and this machine can run.
+// Names (as --backend takes them) of the backends that op, contract and model tests compare
+// with the reference: "cpu", and each GPU backend this build has and this machine can run.
+// $LOCKSTEP_TEST_BACKENDS (comma-separated) narrows the list, so that CTest can run one
+// backend's suite as its own test (and report it skipped where no device exists).
+std::vector<std::string> backend_names_under_test();
+// The same list with "reference" first: for tests that check a property on every backend.
+std::vector<std::string> all_backend_names();
+// A backend by name, device 0, two threads for CPU work.
+std::unique_ptr<Backend> make_backend(const std::string& name);
 std::vector<std::unique_ptr<Backend>> backends_under_test();
 
 }  // namespace ls::test

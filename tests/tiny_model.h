@@ -10,7 +10,7 @@
 #include "core/backend.h"
 #include "core/model.h"
 #include "core/testing/tiny_gguf.h"
-#include "cpu/cpu_backend.h"
+#include "tests/test_util.h"
 
 namespace ls::test {
 
@@ -34,8 +34,6 @@ inline const std::string& tiny_model_path(const std::string& name, const TinyGem
     return it->second;
 }
 
-enum class BackendKind { Reference, Cpu };
-inline const char* backend_kind_name(BackendKind k) { return k == BackendKind::Reference ? "reference" : "cpu"; }
 
 // A backend and a model loaded on it (the model's weights live in the backend's buffers).
 struct LoadedModel {
@@ -43,9 +41,10 @@ struct LoadedModel {
     std::unique_ptr<Model> model;
 };
 
-inline LoadedModel load_tiny(BackendKind k, const std::string& name, const TinyGemma3Spec& spec) {
+// `backend` as --backend names it (see test::all_backend_names()).
+inline LoadedModel load_tiny(const std::string& backend, const std::string& name, const TinyGemma3Spec& spec) {
     LoadedModel l;
-    l.be = k == BackendKind::Reference ? make_reference_backend() : make_cpu_backend(2);
+    l.be = make_backend(backend);
     l.model = Model::load(tiny_model_path(name, spec), *l.be);
     return l;
 }
