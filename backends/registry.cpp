@@ -1,6 +1,7 @@
 #include "backends/registry.h"
 
 #include <stdexcept>
+#include <thread>
 
 #include "cpu/cpu_backend.h"
 
@@ -11,6 +12,16 @@ std::vector<std::string> backend_names() { return {"cpu", "vulkan", "cuda", "ref
 bool backend_built(const std::string& name) { return name == "cpu" || name == "reference"; }
 
 int backend_device_count(const std::string& name) { return backend_built(name) ? 1 : 0; }
+
+std::vector<DeviceInfo> list_devices() {
+    std::vector<DeviceInfo> v;
+    DeviceInfo cpu;
+    cpu.backend = "cpu";
+    cpu.name = "host CPU";
+    cpu.features = std::to_string(std::thread::hardware_concurrency()) + " threads";
+    v.push_back(cpu);
+    return v;
+}
 
 std::unique_ptr<Backend> create_backend(const BackendOptions& o) {
     if (o.device < 0) throw std::runtime_error("--device must be >= 0, got " + std::to_string(o.device));

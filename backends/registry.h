@@ -18,6 +18,18 @@ struct BackendOptions {
 // lacks, or a device index out of range.
 std::unique_ptr<Backend> create_backend(const BackendOptions& o);
 std::vector<std::string> backend_names();
+// One device a backend can run on, as `lockstep devices` lists it.
+struct DeviceInfo {
+    std::string backend;  // cpu | vulkan | cuda
+    int index = 0;        // what --device takes
+    std::string name;
+    size_t memory_total = 0, memory_free = 0;  // bytes; 0 where unknown
+    std::string features;                      // e.g. "fp16 int8 subgroup 32", "sm_90"
+};
+// Every device of every backend this build has; a backend whose driver or loader is
+// missing contributes none (and never throws).
+std::vector<DeviceInfo> list_devices();
+
 // Whether this build includes the backend (cpu and reference always do).
 bool backend_built(const std::string& name);
 // Devices the backend can use on this machine: 0 when it is not built, or its driver or
