@@ -1,6 +1,7 @@
 #include "core/backend.h"
 
 #include <stdexcept>
+#include <vector>
 
 namespace ls {
 
@@ -8,6 +9,13 @@ std::unique_ptr<Buffer> Backend::wrap_host(const void* p, size_t bytes) {
     auto b = alloc(bytes);
     upload(*b, 0, p, bytes);
     return b;
+}
+
+void Backend::copy(Buffer& buf, size_t dst_offset, size_t src_offset, size_t n) {
+    if (dst_offset + n > buf.size || src_offset + n > buf.size) throw std::out_of_range("buffer copy past the end of the buffer");
+    std::vector<uint8_t> tmp(n);
+    download(buf, src_offset, tmp.data(), n);
+    upload(buf, dst_offset, tmp.data(), n);
 }
 
 void run_graph(Backend& be, Graph& g, std::unique_ptr<Buffer>& scratch) {

@@ -20,6 +20,9 @@ public:
     virtual void upload(Buffer& dst, size_t offset, const void* src, size_t n) = 0;
     virtual void download(const Buffer& src, size_t offset, void* dst, size_t n) = 0;
     virtual void fill(Buffer& dst, size_t offset, size_t n, uint8_t value) = 0;
+    // Copies n bytes inside one buffer (ranges may overlap). The default goes through host
+    // memory; backends with a device-side copy override it.
+    virtual void copy(Buffer& buf, size_t dst_offset, size_t src_offset, size_t n);
     // Whether compute() can run this node (op, types, shapes).
     virtual bool supports(const Tensor& node) const = 0;
     // Runs every node of g in order. Inputs are already uploaded.

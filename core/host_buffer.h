@@ -20,6 +20,7 @@ public:
     void upload(Buffer& dst, size_t off, const void* src, size_t n) override;
     void download(const Buffer& src, size_t off, void* dst, size_t n) override;
     void fill(Buffer& dst, size_t off, size_t n, uint8_t v) override;
+    void copy(Buffer& buf, size_t dst_off, size_t src_off, size_t n) override;
     bool supports(const Tensor& n) const override { return n.op != OpId::NONE; }
 };
 

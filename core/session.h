@@ -1,4 +1,5 @@
-// A model, a backend and KV memory: evaluates token sequences ubatch by ubatch.
+// A model, a backend and KV memory: evaluates batches of tokens of any sequences, ubatch by
+// ubatch, and keeps each sequence's cached tokens for prefix reuse.
 #pragma once
 #include <memory>
 #include <vector>
@@ -11,20 +12,57 @@ struct SessionParams {
     int64_t n_ctx = 4096;   // positions per sequence (clamped to the model's training context)
     int64_t n_batch = 2048; // tokens per decode call (logical batch)
     int64_t n_ubatch = 512; // tokens per graph run; the ring headroom B
-    int32_t n_seq = 1;
+    int32_t n_seq = 1;      // sequence slots
     DType type_k = DType::F16, type_v = DType::F16;
+};
+
+// Tokens of any sequences, each with its position and whether its logits are wanted.
+struct Batch {
+    std::vector<int32_t> tokens, pos, seq;
+    std::vector<uint8_t> logits;
+    void add(int32_t token, int32_t seq_id, int32_t position, bool want_logits) {
+        tokens.push_back(token);
+        seq.push_back(seq_id);
+        pos.push_back(position);
+        logits.push_back(want_logits);
+    }
+    size_t size() const { return tokens.size(); }
+    void clear() { tokens.clear(), pos.clear(), seq.clear(), logits.clear(); }
 };
 
 class Session {
 public:
+    // Throws std::invalid_argument naming the bad value (a context or ubatch below 1, a
+    // cache type the model's rows cannot be stored in, ...).
     Session(const Model& m, Backend& be, const SessionParams& p);
 
-    // Appends `tokens` to sequence `seq` at its current length. Returns the logits (n_vocab
-    // each) of tokens[first_logit..], or of the last token only when first_logit < 0.
-    // A prompt that would run past n_ctx is an error, raised before anything is evaluated.
+    // Evaluates a batch: each sequence's tokens must continue it, at positions seq_len(s),
+    // seq_len(s)+1, ... in batch order. Everything is checked before anything is evaluated;
+    // then the batch runs in ubatches of at most n_ubatch tokens, sequences mixed. Returns
+    // the logits (n_vocab each) of the tokens flagged for logits, in batch order.
+    std::vector<float> decode(const Batch& b);
+
+    // Appends `tokens` to sequence `seq`. Returns the logits of tokens[first_logit..], or of
+    // the last token only when first_logit < 0. A prompt that would run past n_ctx is an
+    // error, raised before anything is evaluated.
     std::vector<float> eval(const std::vector<int32_t>& tokens, int64_t first_logit = -1, int seq = 0);
 
-    KvCache& kv() { return *kv_; }
+    // Sequence edits (SEMANTICS.md section 1); the cached token lists follow.
+    int64_t seq_len(int s) const { return kv_->seq_len(s); }
+    const std::vector<int32_t>& seq_tokens(int s) const { return cached_.at(size_t(s)); }
+    bool seq_rm(int s, int64_t p0);
+    bool seq_cp(int src, int dst, int64_t p1 = -1);
+    void seq_keep(int s);
+    // Empties every sequence (one buffer fill of the KV memory).
+    void reset();
+
+    // Prepares sequence s for `prompt`: keeps the longest prefix of it that is cached and
+    // that seq_rm can keep (always leaving at least one token to evaluate, for its logits),
+    // else empties the sequence. Returns how many tokens of `prompt` are kept; the caller
+    // evaluates prompt[kept..].
+    int64_t reuse_prefix(int s, const std::vector<int32_t>& prompt);
+
+    const KvCache& kv() const { return *kv_; }
     const SessionParams& params() const { return p_; }
     const Model& model() const { return m_; }
     Backend& backend() { return be_; }
@@ -36,6 +74,9 @@ private:
     SessionParams p_;
     std::unique_ptr<KvCache> kv_;
     std::unique_ptr<Buffer> scratch_;
+    std::vector<std::vector<int32_t>> cached_;  // per sequence: the tokens its KV rows hold
+
+    void check_batch(const Batch& b) const;
 };
 
 }  // namespace ls

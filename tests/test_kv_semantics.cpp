@@ -13,9 +13,11 @@
 #include "core/ops.h"
 #include "core/quant.h"
 #include "core/session.h"
+#include "tests/logits_util.h"
 #include "tests/tiny_model.h"
 
 using namespace ls;
+using namespace ls::test;
 
 namespace {
 
@@ -46,75 +48,6 @@ std::unique_ptr<Session> make_session(const test::LoadedModel& l, int64_t n_ctx,
     p.n_ubatch = n_ubatch;
     p.type_k = p.type_v = kv;
     return std::make_unique<Session>(*l.model, *l.be, p);
-}
-
-std::vector<int32_t> random_tokens(size_t n, uint32_t seed, int32_t n_vocab) {
-    std::vector<int32_t> t(n);
-    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-    for (auto& v : t) {
-        x = x * 6364136223846793005ull + 1442695040888963407ull;
-        v = int32_t((x >> 33) % uint64_t(n_vocab));
-    }
-    return t;
-}
-
-std::vector<int32_t> concat(std::vector<int32_t> a, const std::vector<int32_t>& b) {
-    a.insert(a.end(), b.begin(), b.end());
-    return a;
-}
-std::vector<int32_t> head(const std::vector<int32_t>& a, size_t n) { return {a.begin(), a.begin() + n}; }
-
-// Logits of every token, evaluated one token per eval call.
-std::vector<float> one_by_one(Session& s, const std::vector<int32_t>& tokens) {
-    std::vector<float> out;
-    for (int32_t t : tokens) {
-        std::vector<float> l = s.eval({t}, 0);
-        out.insert(out.end(), l.begin(), l.end());
-    }
-    return out;
-}
-
-// "" when a and b are bit-identical, else where they first differ.
-std::string first_difference(const std::vector<float>& a, const std::vector<float>& b, int64_t n_vocab) {
-    std::ostringstream o;
-    if (a.size() != b.size()) {
-        o << "sizes differ: " << a.size() << " vs " << b.size();
-        return o.str();
-    }
-    size_t n_diff = 0, first = 0;
-    float worst = 0;
-    for (size_t i = 0; i < a.size(); ++i)
-        if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0) {
-            if (n_diff++ == 0) first = i;
-            worst = std::fmax(worst, std::fabs(a[i] - b[i]));
-        }
-    if (n_diff == 0) return "";
-    o << n_diff << " of " << a.size() << " logits differ; first at position " << first / n_vocab << " token "
-      << first % n_vocab << " (" << a[first] << " vs " << b[first] << "); largest difference " << worst;
-    return o.str();
-}
-
-// Same backend, different batching: every op of the graph computes each token's row on its
-// own (the CPU mul_mat quantizes each activation row and dots it block by block whatever the
-// tile; attention reads the same cache rows in the same order; set_rows quantizes each row
-// with the reference quantizer), so the logits must be bit-identical, not merely close.
-#define REQUIRE_BIT_IDENTICAL(a, b, n_vocab)                   \
-    do {                                                       \
-        const std::string diff_ = first_difference(a, b, n_vocab); \
-        INFO(diff_);                                           \
-        REQUIRE(diff_.empty());                                \
-    } while (0)
-
-std::vector<double> log_softmax(const std::vector<float>& logits, int64_t n_vocab) {
-    std::vector<double> out(logits.size());
-    for (size_t r = 0; r < logits.size() / size_t(n_vocab); ++r) {
-        const float* x = logits.data() + r * n_vocab;
-        double mx = x[0], sum = 0;
-        for (int64_t i = 0; i < n_vocab; ++i) mx = std::fmax(mx, x[i]);
-        for (int64_t i = 0; i < n_vocab; ++i) sum += std::exp(x[i] - mx);
-        for (int64_t i = 0; i < n_vocab; ++i) out[r * n_vocab + i] = x[i] - mx - std::log(sum);
-    }
-    return out;
 }
 
 const char* kv_name(DType t) { return dtype_name(t); }
@@ -226,47 +159,47 @@ TEST_CASE("kv: multi-turn prefix reuse with seq_rm equals a fresh evaluation of 
     SECTION("before the ring wraps, any point can be restored") {
         const std::vector<int32_t> A0 = head(A, 10);  // n = 10 <= R
         s->eval(A0, 0);
-        REQUIRE(s->kv().seq_rm(0, 2));
-        REQUIRE(s->kv().seq_len(0) == 2);
+        REQUIRE(s->seq_rm(0, 2));
+        REQUIRE(s->seq_len(0) == 2);
         const std::vector<int32_t> transcript = concat(head(A0, 2), B1);
         REQUIRE_BIT_IDENTICAL(s->eval(B1, 0), fresh(transcript, 2), nv);
     }
 
     SECTION("rollback inside the ring, a failing rollback, then clear and re-evaluate") {
         s->eval(A, 0);
-        REQUIRE(s->kv().seq_len(0) == 30);
-        REQUIRE(s->kv().seq_rm(0, 30));  // nothing to drop
-        REQUIRE(s->kv().seq_rm(0, 31));
-        REQUIRE(s->kv().seq_len(0) == 30);
+        REQUIRE(s->seq_len(0) == 30);
+        REQUIRE(s->seq_rm(0, 30));  // nothing to drop
+        REQUIRE(s->seq_rm(0, 31));
+        REQUIRE(s->seq_len(0) == 30);
         // n - p0 <= R - W + 1 = 5: p0 = 24 needs key 17, which position 29 overwrote.
-        REQUIRE_FALSE(s->kv().seq_rm(0, 24));
-        REQUIRE(s->kv().seq_len(0) == 30);
-        REQUIRE(s->kv().seq_rm(0, 25));  // keys 18..24 are still in the ring
-        REQUIRE(s->kv().seq_len(0) == 25);
+        REQUIRE_FALSE(s->seq_rm(0, 24));
+        REQUIRE(s->seq_len(0) == 30);
+        REQUIRE(s->seq_rm(0, 25));  // keys 18..24 are still in the ring
+        REQUIRE(s->seq_len(0) == 25);
         std::vector<int32_t> transcript = concat(head(A, 25), B1);
         REQUIRE_BIT_IDENTICAL(s->eval(B1, 0), fresh(transcript, 25), nv);
 
         // A failed seq_rm changes nothing: the conversation goes on as if it was not called.
-        REQUIRE_FALSE(s->kv().seq_rm(0, 34));
-        REQUIRE(s->kv().seq_len(0) == 40);
+        REQUIRE_FALSE(s->seq_rm(0, 34));
+        REQUIRE(s->seq_len(0) == 40);
         const size_t at = transcript.size();
         transcript = concat(transcript, C);
         REQUIRE_BIT_IDENTICAL(s->eval(C, 0), fresh(transcript, at), nv);
 
         // The caller's fallback: clear and re-evaluate from a point it can restore (here 0).
-        REQUIRE_FALSE(s->kv().seq_rm(0, 44));
-        REQUIRE(s->kv().seq_len(0) == 50);
-        s->kv().clear();
-        REQUIRE(s->kv().seq_len(0) == 0);
+        REQUIRE_FALSE(s->seq_rm(0, 44));
+        REQUIRE(s->seq_len(0) == 50);
+        s->reset();
+        REQUIRE(s->seq_len(0) == 0);
         transcript = concat(head(transcript, 44), D);
         REQUIRE_BIT_IDENTICAL(s->eval(transcript, 0), fresh(transcript, 0), nv);
     }
 
     SECTION("rolling back to position 0 needs no key and always succeeds") {
         s->eval(A, 0);  // n = 30 > R: the ring has wrapped
-        REQUIRE_FALSE(s->kv().seq_rm(0, 1));  // position 1 needs key 0, long overwritten
-        REQUIRE(s->kv().seq_rm(0, 0));
-        REQUIRE(s->kv().seq_len(0) == 0);
+        REQUIRE_FALSE(s->seq_rm(0, 1));  // position 1 needs key 0, long overwritten
+        REQUIRE(s->seq_rm(0, 0));
+        REQUIRE(s->seq_len(0) == 0);
         REQUIRE_BIT_IDENTICAL(s->eval(B1, 0), fresh(B1, 0), nv);
     }
 }
@@ -369,11 +302,11 @@ TEST_CASE("kv: context overflow and bad token ids are errors raised before evalu
         return true;
     };
     REQUIRE_THROWS_AS(s->eval(random_tokens(33, 1, nv), 0), std::length_error);
-    CHECK(s->kv().seq_len(0) == 0);
+    CHECK(s->seq_len(0) == 0);
     CHECK(cache_is_zero());
     REQUIRE_THROWS_AS(s->eval({1, 2, nv}), std::out_of_range);
     REQUIRE_THROWS_AS(s->eval({-1}), std::out_of_range);
-    CHECK(s->kv().seq_len(0) == 0);
+    CHECK(s->seq_len(0) == 0);
     CHECK(cache_is_zero());
 
     const std::vector<int32_t> a = random_tokens(20, 2, nv), b = random_tokens(12, 3, nv);
@@ -381,7 +314,7 @@ TEST_CASE("kv: context overflow and bad token ids are errors raised before evalu
     s->eval(a);
     REQUIRE_THROWS_AS(s->eval(random_tokens(13, 4, nv)), std::length_error);  // 20 + 13 > 32
     REQUIRE_THROWS_AS(s->eval(concat(head(b, 5), {nv + 7})), std::out_of_range);
-    CHECK(s->kv().seq_len(0) == 20);
+    CHECK(s->seq_len(0) == 20);
     // Exactly filling the context works, and matches a fresh evaluation.
     REQUIRE_BIT_IDENTICAL(s->eval(b, 0), want, nv);
     REQUIRE_THROWS_AS(s->eval({1}), std::length_error);

@@ -33,4 +33,15 @@ SessionParams App::session_params(const Options& o) const {
     return p;
 }
 
+SamplerParams App::sampler_params(const Options& o) const {
+    SamplerParams p;
+    p.temp = o.temp;
+    p.top_k = o.top_k;
+    p.top_p = o.top_p;
+    p.min_p = o.min_p;
+    p.repeat_penalty = o.repeat_penalty;
+    p.seed = o.seed;
+    return p;
+}
+
 }  // namespace ls::cli

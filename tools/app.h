@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "core/model.h"
+#include "core/sampling.h"
 #include "core/session.h"
 #include "core/tokenizer.h"
 #include "tools/cli_args.h"
@@ -15,6 +16,7 @@ struct App {
     std::unique_ptr<Model> model;
     std::unique_ptr<Tokenizer> tokenizer;
     SessionParams session_params(const Options& o) const;
+    SamplerParams sampler_params(const Options& o) const;
 };
 
 App open_app(const Options& o);

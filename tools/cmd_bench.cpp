@@ -52,7 +52,7 @@ int cmd_bench(const Options& o) {
         std::vector<double> tps;
         for (int r = -1; r < o.reps; ++r) {
             auto t = tokens(n);
-            s.kv().clear();
+            s.reset();
             auto t0 = std::chrono::steady_clock::now();
             run(t);
             double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

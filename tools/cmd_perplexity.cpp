@@ -37,7 +37,7 @@ int cmd_perplexity(const Options& o) {
     for (int64_t c = 0; c < n_chunk; ++c) {
         std::vector<int32_t> chunk(toks.begin() + c * n_ctx, toks.begin() + (c + 1) * n_ctx);
         if (app.tokenizer->bos() >= 0) chunk[0] = app.tokenizer->bos();
-        s.kv().clear();
+        s.reset();
         std::vector<float> logits = s.eval(chunk, first);
         for (int64_t i = first; i + 1 < n_ctx; ++i) {
             const float* l = logits.data() + (i - first) * n_vocab;

@@ -3,7 +3,7 @@
 #include <sstream>
 
 #include "tools/app.h"
-#include "tools/generate.h"
+#include "core/generate.h"
 
 namespace ls::cli {
 
@@ -23,18 +23,18 @@ int cmd_run(const Options& o) {
     if (int64_t(ids.size()) >= s.params().n_ctx)
         throw std::runtime_error("prompt has " + std::to_string(ids.size()) + " tokens, more than the context of " +
                                  std::to_string(s.params().n_ctx) + " leaves room for (raise -c)");
-    Sampler sampler(sampler_params(o));
-    std::vector<int32_t> history, generated;
+    Sampler sampler(app.sampler_params(o));
     std::fputs(prompt.c_str(), stdout);
     std::fflush(stdout);
-    GenStats st = generate(s, *app.tokenizer, sampler, ids, o.n_predict, history, generated, [](const std::string& t) {
+    GenerateResult r = generate(s, *app.tokenizer, sampler, ids, o.n_predict, 0, [](const std::string& t) {
         std::fputs(t.c_str(), stdout);
         std::fflush(stdout);
     });
     std::printf("\n");
-    std::fprintf(stderr, "\nprompt: %lld tokens in %.2f s (%.1f tokens/s); generation: %lld tokens in %.2f s (%.1f tokens/s)\n",
-                 (long long)st.n_prompt, st.prompt_s, st.n_prompt / std::max(st.prompt_s, 1e-9), (long long)st.n_gen,
-                 st.gen_s, st.n_gen / std::max(st.gen_s, 1e-9));
+    const auto n_gen = (long long)r.tokens.size();
+    std::fprintf(stderr, "\nprompt: %lld tokens in %.2f s (%.1f tokens/s); generation: %lld tokens in %.2f s (%.1f tokens/s)%s\n",
+                 (long long)r.n_evaluated, r.prompt_s, r.n_evaluated / std::max(r.prompt_s, 1e-9), n_gen, r.gen_s,
+                 n_gen / std::max(r.gen_s, 1e-9), r.context_full ? "; stopped: context full (raise -c)" : "");
     return 0;
 }
 

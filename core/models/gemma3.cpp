@@ -28,6 +28,9 @@ void Gemma3::load_arch() {
     if (hp_.n_embd <= 0 || hp_.n_layer <= 0 || hp_.n_ff <= 0 || n_head <= 0 || n_head_kv <= 0 || n_head % n_head_kv ||
         hd_k <= 0 || hd_v <= 0 || hd_k % 2 || window < 0)
         throw std::runtime_error("gemma3: inconsistent hyperparameters in the GGUF metadata");
+    if (hp_.n_ctx_train > 0 && window > hp_.n_ctx_train)
+        throw std::runtime_error("gemma3: sliding window of " + std::to_string(window) + " tokens is larger than the model's context of " +
+                                 std::to_string(hp_.n_ctx_train) + " (broken metadata)");
     // The 27B scales queries by 1/sqrt(n_embd / n_head); the others by 1/sqrt(head_dim).
     hp_.attn_scale = hp_.n_layer == 62 ? 1.0f / std::sqrt(float(hp_.n_embd / n_head)) : 1.0f / std::sqrt(float(hd_k));
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
