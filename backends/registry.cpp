@@ -4,14 +4,27 @@
 #include <thread>
 
 #include "cpu/cpu_backend.h"
+#if LOCKSTEP_HAVE_CUDA
+#include "backends/cuda/cuda_backend.h"  // cuda
+#endif
 
 namespace ls {
 
 std::vector<std::string> backend_names() { return {"cpu", "vulkan", "cuda", "reference"}; }
 
-bool backend_built(const std::string& name) { return name == "cpu" || name == "reference"; }
+bool backend_built(const std::string& name) {
+#if LOCKSTEP_HAVE_CUDA
+    if (name == "cuda") return true;
+#endif
+    return name == "cpu" || name == "reference";
+}
 
-int backend_device_count(const std::string& name) { return backend_built(name) ? 1 : 0; }
+int backend_device_count(const std::string& name) {
+#if LOCKSTEP_HAVE_CUDA
+    if (name == "cuda") return cuda_device_count();
+#endif
+    return backend_built(name) ? 1 : 0;
+}
 
 std::vector<DeviceInfo> list_devices() {
     std::vector<DeviceInfo> v;
@@ -20,6 +33,9 @@ std::vector<DeviceInfo> list_devices() {
     cpu.name = "host CPU";
     cpu.features = std::to_string(std::thread::hardware_concurrency()) + " threads";
     v.push_back(cpu);
+#if LOCKSTEP_HAVE_CUDA
+    for (DeviceInfo& d : cuda_list_devices()) v.push_back(d);
+#endif
     return v;
 }
 
@@ -31,6 +47,9 @@ std::unique_ptr<Backend> create_backend(const BackendOptions& o) {
         if (o.name == "reference") return make_reference_backend();
         return make_cpu_backend(o.threads);
     }
+#if LOCKSTEP_HAVE_CUDA
+    if (o.name == "cuda") return make_cuda_backend(o.device);
+#endif
     if (o.name == "vulkan" || o.name == "cuda")
         throw std::runtime_error("this build of lockstep has no " + o.name + " backend yet; use --backend cpu");
     throw std::runtime_error("unknown backend '" + o.name + "' (choose cpu, vulkan or cuda)");

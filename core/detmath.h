@@ -14,7 +14,54 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/hd.h"
+
+// The same definitions compile for CUDA kernels (backends/cuda/) through LS_HD, and the few
+// primitives below pick the device intrinsic that performs the identical IEEE operation
+// (fma rounded once, fmin/fmax, bit casts).
 namespace ls {
+
+namespace detp {
+LS_HD inline float fma(float a, float b, float c) {
+#if defined(__CUDA_ARCH__)
+    return __fmaf_rn(a, b, c);
+#else
+    return std::fma(a, b, c);
+#endif
+}
+LS_HD inline float fmin(float a, float b) {
+#if defined(__CUDA_ARCH__)
+    return fminf(a, b);
+#else
+    return std::fmin(a, b);
+#endif
+}
+LS_HD inline float fmax(float a, float b) {
+#if defined(__CUDA_ARCH__)
+    return fmaxf(a, b);
+#else
+    return std::fmax(a, b);
+#endif
+}
+LS_HD inline int32_t float_bits(float f) {
+#if defined(__CUDA_ARCH__)
+    return __float_as_int(f);
+#else
+    int32_t i;
+    std::memcpy(&i, &f, 4);
+    return i;
+#endif
+}
+LS_HD inline float bits_float(int32_t i) {
+#if defined(__CUDA_ARCH__)
+    return __int_as_float(i);
+#else
+    float f;
+    std::memcpy(&f, &i, 4);
+    return f;
+#endif
+}
+}  // namespace detp
 
 // e^x to within 1 ulp for x in [-87, 88]; 0 below -87, +inf above 88.7. Range reduction by
 // ln 2 (Cody-Waite, two constants), degree-7 Taylor polynomial on |r| <= ln2/2 (truncation
@@ -29,23 +76,20 @@ constexpr float kP[8] = {1.0f / 5040, 1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 
 constexpr float kGeluA = 0.7978845608028654f, kGeluB = 0.044715f;
 }  // namespace detc
 
-inline float det_exp(float x) {
+LS_HD inline float det_exp(float x) {
     using namespace detc;
     if (x != x) return x;  // NaN
-    const float xc = std::fmin(std::fmax(x, kLo), kHi);
+    const float xc = detp::fmin(detp::fmax(x, kLo), kHi);
     const float t = xc * kLog2e + kMagic;
     const float n = t - kMagic;                 // round(x / ln 2)
-    float r = std::fma(-n, kLn2Hi, xc);
-    r = std::fma(-n, kLn2Lo, r);
-    float p = kP[0];
-    for (int i = 1; i < 8; ++i) p = std::fma(p, r, kP[i]);
-    int32_t ti;
-    std::memcpy(&ti, &t, 4);
-    int32_t mi;
-    std::memcpy(&mi, &kMagic, 4);
-    const int32_t bits = (ti - mi + 127) << 23;  // 2^n, n in [-126, 127]
-    float scale;
-    std::memcpy(&scale, &bits, 4);
+    float r = detp::fma(-n, kLn2Hi, xc);
+    r = detp::fma(-n, kLn2Lo, r);
+    // kP's values, local so that device code can index them (kP[0] first, Horner order).
+    constexpr float c[8] = {kP[0], kP[1], kP[2], kP[3], kP[4], kP[5], kP[6], kP[7]};
+    float p = c[0];
+    for (int i = 1; i < 8; ++i) p = detp::fma(p, r, c[i]);
+    const int32_t bits = (detp::float_bits(t) - detp::float_bits(kMagic) + 127) << 23;  // 2^n, n in [-126, 127]
+    const float scale = detp::bits_float(bits);
     float y = p * scale;
     if (x < kLo) y = 0.0f;
     if (x > kInf) y = INFINITY;
@@ -54,18 +98,18 @@ inline float det_exp(float x) {
 
 // x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3): the tanh-approximated GELU,
 // 0.5 x (1 + tanh(u)), written without tanh and without cancellation for x << 0.
-inline float det_gelu(float x) {
+LS_HD inline float det_gelu(float x) {
     const float u = detc::kGeluA * (x + detc::kGeluB * (x * x * x));
     return x / (1.0f + det_exp(-2.0f * u));
 }
 
-inline float det_silu(float x) { return x / (1.0f + det_exp(-x)); }
+LS_HD inline float det_silu(float x) { return x / (1.0f + det_exp(-x)); }
 
 // tanh(y) = 2 sigmoid(2y) - 1 (absolute error ~1e-7; used for logit soft-capping).
-inline float det_tanh(float y) { return 2.0f / (1.0f + det_exp(-2.0f * y)) - 1.0f; }
+LS_HD inline float det_tanh(float y) { return 2.0f / (1.0f + det_exp(-2.0f * y)) - 1.0f; }
 
 // Sum of a[i] * b[i] with exact products, accumulated in double.
-inline float det_dot(const float* a, const float* b, int64_t n) {
+LS_HD inline float det_dot(const float* a, const float* b, int64_t n) {
     double s = 0;
     for (int64_t i = 0; i < n; ++i) s += double(a[i]) * double(b[i]);
     return float(s);

@@ -4,6 +4,8 @@
 #pragma once
 #include <cstdint>
 
+#include "core/hd.h"
+
 namespace ls::qb {
 
 constexpr int QK = 32;    // legacy block size
@@ -36,7 +38,7 @@ static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110 && sizeof(Bloc
 // Q4_K/Q5_K: the j-th (0..7) 6-bit scale and min. Bytes 0-3 hold scales 0-3 (low 6 bits) and
 // the top 2 bits of scales 4-7; bytes 4-7 likewise for mins; bytes 8-11 the low 4 bits of
 // scales 4-7 (low nibble) and mins 4-7 (high nibble).
-inline void k4_scale_min(const uint8_t* s, int j, uint8_t& sc, uint8_t& m) {
+LS_HD inline void k4_scale_min(const uint8_t* s, int j, uint8_t& sc, uint8_t& m) {
     if (j < 4) {
         sc = s[j] & 63;
         m = s[j + 4] & 63;
@@ -48,7 +50,7 @@ inline void k4_scale_min(const uint8_t* s, int j, uint8_t& sc, uint8_t& m) {
 
 // Q3_K: the i-th (0..15) scale, already minus 32. Low 4 bits: byte i (i<8) low nibble or
 // byte i-8 high nibble; high 2 bits: byte 8 + i%4, bit pair i/4.
-inline int q3k_scale(const uint8_t* s, int i) {
+LS_HD inline int q3k_scale(const uint8_t* s, int i) {
     int lo = i < 8 ? (s[i] & 0x0F) : (s[i - 8] >> 4);
     int hi = (s[8 + (i & 3)] >> (2 * (i >> 2))) & 3;
     return (lo | (hi << 4)) - 32;

@@ -37,6 +37,11 @@ printf 'not a model at all' > "$tmp/text.gguf"
 expect 1 "gguf.*magic"                    -- info -m "$tmp/text.gguf"
 expect 1 "cannot read"                    -- run -f /nonexistent/prompt.txt
 expect 0 "usage: lockstep run"            -- run --help
+# --backend cuda where no NVIDIA GPU answers (or in a build without CUDA): a clear error
+# before the model is read. Machines with a GPU run the CUDA suite instead.
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  expect 1 "no usable NVIDIA GPU|has no cuda backend" -- run --backend cuda -m "$tmp/text.gguf" -p hi
+fi
 
 echo "cli errors: $passes passed, $fails failed"
 [ "$fails" -eq 0 ]

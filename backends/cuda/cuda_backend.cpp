@@ -1,0 +1,238 @@
+#include "backends/cuda/cuda_backend.h"
+
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
+#include "backends/cuda/cuda_common.h"
+
+namespace ls {
+namespace cuda {
+
+std::string error_message(cudaError_t e, const char* call, const char* file, int line) {
+    return std::string("CUDA error in ") + call + " (" + file + ":" + std::to_string(line) + "): " + cudaGetErrorName(e) +
+           ": " + cudaGetErrorString(e);
+}
+
+void check(cudaError_t e, const char* call, const char* file, int line) {
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();  // clear a non-sticky error so the next call is not blamed
+        throw std::runtime_error(error_message(e, call, file, line));
+    }
+}
+
+std::string oom_message(int device, const std::string& device_name, size_t needed, size_t free_bytes,
+                        size_t total_bytes, const std::string& what) {
+    auto mib = [](size_t b) {
+        char s[32];
+        std::snprintf(s, sizeof s, "%.1f MiB", double(b) / (1024.0 * 1024.0));
+        return std::string(s);
+    };
+    return "CUDA device " + std::to_string(device) + " (" + device_name + "): out of memory allocating " + mib(needed) +
+           " for " + what + " (" + mib(free_bytes) + " free of " + mib(total_bytes) + ")";
+}
+
+void Ctx::upload(void* dst, const void* src, size_t n) const {
+    if (n) LS_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, stream));
+}
+
+}  // namespace cuda
+
+namespace {
+
+using Launcher = void (*)(const Tensor&, cuda::Ctx&);
+constexpr Launcher kLaunchers[] = {
+#define LS_X(E, n) &cuda::n,
+    LS_OP_LIST(LS_X)
+#undef LS_X
+};
+
+struct DeviceBuffer : Buffer {
+    int device = 0;
+    ~DeviceBuffer() override {
+        if (!impl) return;
+        cudaSetDevice(device);
+        if (cudaError_t e = cudaFree(impl); e != cudaSuccess)  // destructors do not throw
+            std::fprintf(stderr, "lockstep: %s\n", cuda::error_message(e, "cudaFree", __FILE__, __LINE__).c_str());
+    }
+};
+
+// cudaGetDeviceCount with the reason when it fails (no driver, driver too old, ...).
+int device_count(std::string* why) {
+    int n = 0;
+    const cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        if (why) *why = std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+        return 0;
+    }
+    if (n == 0 && why) *why = "the CUDA runtime reports no devices";
+    return n;
+}
+
+class CudaBackend final : public Backend {
+public:
+    explicit CudaBackend(int device) : device_(device) {
+        std::string why;
+        const int n = device_count(&why);
+        if (n == 0)
+            throw std::runtime_error("the CUDA backend found no usable NVIDIA GPU (" + why +
+                                     "); check the driver with nvidia-smi, or use --backend cpu");
+        if (device < 0 || device >= n)
+            throw std::runtime_error("CUDA device " + std::to_string(device) + " does not exist: this machine has " +
+                                     std::to_string(n) + " (--device 0.." + std::to_string(n - 1) + ")");
+        LS_CUDA_CHECK(cudaSetDevice(device_));
+        cudaDeviceProp prop{};
+        LS_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
+        device_name_ = prop.name;
+        LS_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    }
+    ~CudaBackend() override {
+        cudaSetDevice(device_);
+        if (stream_) cudaStreamSynchronize(stream_);
+        if (workspace_) cudaFree(workspace_);
+        if (stream_) cudaStreamDestroy(stream_);
+    }
+
+    std::string name() const override { return "cuda"; }
+
+    std::unique_ptr<Buffer> alloc(size_t bytes) override {
+        auto b = std::make_unique<DeviceBuffer>();
+        b->backend = this;
+        b->device = device_;
+        b->size = bytes;
+        b->impl = device_malloc(bytes, "a buffer");
+        return b;
+    }
+    // wrap_host: Backend's default (alloc + upload once): weights live on the device.
+
+    void upload(Buffer& dst, size_t off, const void* src, size_t n) override {
+        check_range(dst, off, n, "upload");
+        LS_CUDA_CHECK(cudaSetDevice(device_));
+        // Pageable source: the call returns once the bytes are staged, so src may go away.
+        if (n) LS_CUDA_CHECK(cudaMemcpyAsync(static_cast<uint8_t*>(dst.impl) + off, src, n, cudaMemcpyHostToDevice, stream_));
+    }
+    void download(const Buffer& src, size_t off, void* dst, size_t n) override {
+        check_range(src, off, n, "download");
+        LS_CUDA_CHECK(cudaSetDevice(device_));
+        if (n) LS_CUDA_CHECK(cudaMemcpyAsync(dst, static_cast<const uint8_t*>(src.impl) + off, n, cudaMemcpyDeviceToHost, stream_));
+        LS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    }
+    void fill(Buffer& dst, size_t off, size_t n, uint8_t v) override {
+        check_range(dst, off, n, "fill");
+        LS_CUDA_CHECK(cudaSetDevice(device_));
+        if (n) LS_CUDA_CHECK(cudaMemsetAsync(static_cast<uint8_t*>(dst.impl) + off, v, n, stream_));
+    }
+
+    bool supports(const Tensor& n) const override {
+        if (!cuda::supports_node(n)) return false;
+        // Persistent sources (weights, caches) must live in this backend's memory.
+        for (const Tensor* s : n.src) {
+            if (!s) continue;
+            const Tensor* base = s;
+            while (base->view_src) base = base->view_src;
+            if (base->kind == TensorKind::Persistent && base->buffer && base->buffer->backend != this) return false;
+        }
+        return true;
+    }
+
+    // Launches every node in order on the stream; no synchronization between ops.
+    void compute(const Graph& g) override {
+        LS_CUDA_CHECK(cudaSetDevice(device_));
+        cuda::Ctx ctx;
+        ctx.stream = stream_;
+        ctx.host_bytes = [&](const Tensor& t) { return host_bytes(g, t); };
+        ctx.temp = [&](size_t bytes) { return temp(bytes); };
+        for (const Tensor* n : g.nodes()) kLaunchers[static_cast<int>(n->op)](*n, ctx);
+    }
+    void synchronize() override {
+        LS_CUDA_CHECK(cudaSetDevice(device_));
+        LS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    }
+
+private:
+    void check_range(const Buffer& b, size_t off, size_t n, const char* what) const {
+        if (b.backend != this || off > b.size || n > b.size - off)
+            throw std::logic_error(std::string("cuda backend: ") + what + " of " + std::to_string(n) + " bytes at offset " +
+                                   std::to_string(off) + " outside a buffer of " + std::to_string(b.size) +
+                                   (b.backend != this ? " (not this backend's buffer)" : ""));
+    }
+
+    void* device_malloc(size_t bytes, const char* what) {
+        LS_CUDA_CHECK(cudaSetDevice(device_));
+        void* p = nullptr;
+        const cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
+        if (e == cudaErrorMemoryAllocation) {
+            (void)cudaGetLastError();
+            size_t free_b = 0, total_b = 0;
+            LS_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+            throw std::runtime_error(cuda::oom_message(device_, device_name_, bytes, free_b, total_b, what));
+        }
+        LS_CUDA_CHECK(e);
+        return p;
+    }
+
+    // Scratch shared by the ops of a graph, grown (never shrunk) on demand.
+    void* temp(size_t bytes) {
+        bytes = (bytes + 255) / 256 * 256;
+        if (bytes > workspace_size_) {
+            LS_CUDA_CHECK(cudaStreamSynchronize(stream_));  // earlier ops may still read the old one
+            if (workspace_) LS_CUDA_CHECK(cudaFree(workspace_));
+            workspace_ = nullptr;
+            workspace_size_ = 0;
+            workspace_ = device_malloc(bytes, "kernel scratch");
+            workspace_size_ = bytes;
+        }
+        return workspace_;
+    }
+
+    std::vector<uint8_t> host_bytes(const Graph& g, const Tensor& t) {
+        for (size_t i = 0; i < g.inputs().size(); ++i)
+            if (g.inputs()[i] == &t && !g.input_data(i).empty()) return g.input_data(i);
+        if (!t.is_contiguous()) throw std::logic_error("cuda backend: tensor '" + t.name + "' read on the host is not contiguous");
+        std::vector<uint8_t> v(t.nbytes());
+        if (!v.empty()) {
+            LS_CUDA_CHECK(cudaMemcpyAsync(v.data(), cuda::dptr(t), v.size(), cudaMemcpyDeviceToHost, stream_));
+            LS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        }
+        return v;
+    }
+
+    int device_ = 0;
+    std::string device_name_;
+    cudaStream_t stream_ = nullptr;
+    void* workspace_ = nullptr;
+    size_t workspace_size_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(int device) { return std::make_unique<CudaBackend>(device); }
+
+int cuda_device_count() { return device_count(nullptr); }
+
+std::vector<DeviceInfo> cuda_list_devices() {
+    std::vector<DeviceInfo> v;
+    const int n = device_count(nullptr);
+    for (int i = 0; i < n; ++i) {
+        cudaDeviceProp prop{};
+        if (cudaGetDeviceProperties(&prop, i) != cudaSuccess) {
+            (void)cudaGetLastError();
+            continue;
+        }
+        DeviceInfo d;
+        d.backend = "cuda";
+        d.index = i;
+        d.name = prop.name;
+        d.memory_total = prop.totalGlobalMem;
+        size_t free_b = 0, total_b = 0;
+        if (cudaSetDevice(i) == cudaSuccess && cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) d.memory_free = free_b;
+        else (void)cudaGetLastError();
+        d.features = "sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ", " +
+                     std::to_string(prop.multiProcessorCount) + " SMs";
+        v.push_back(d);
+    }
+    return v;
+}
+
+}  // namespace ls

@@ -1,0 +1,55 @@
+// Shared by the CUDA backend's host code and its kernels (one .cu file per op, named as in
+// core/op_list.h): error checking, the per-graph launch context, device addresses.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace ls::cuda {
+
+// "CUDA error in <call> (<file>:<line>): <name>: <description>".
+std::string error_message(cudaError_t e, const char* call, const char* file, int line);
+// Throws std::runtime_error with error_message() unless e == cudaSuccess.
+void check(cudaError_t e, const char* call, const char* file, int line);
+#define LS_CUDA_CHECK(call) ::ls::cuda::check((call), #call, __FILE__, __LINE__)
+// After a kernel launch: a bad configuration is reported here, naming the kernel.
+#define LS_CUDA_CHECK_LAUNCH(kernel) ::ls::cuda::check(cudaGetLastError(), "launch of " kernel, __FILE__, __LINE__)
+
+// "CUDA device 0 (NAME): out of memory allocating X MiB for WHAT (Y MiB free of Z MiB)".
+std::string oom_message(int device, const std::string& device_name, size_t needed, size_t free_bytes,
+                        size_t total_bytes, const std::string& what);
+
+// What a kernel launcher gets besides its node.
+struct Ctx {
+    cudaStream_t stream = nullptr;
+    // A small tensor's bytes on the host (index and position tensors, frequency factors):
+    // graph inputs come from the graph's own copy; anything else is downloaded after the
+    // stream has finished the nodes before (a synchronization, rare).
+    std::function<std::vector<uint8_t>(const Tensor&)> host_bytes;
+    // Device scratch for the current op (quantized activations, scores, tables). The next
+    // op may reuse it: the stream orders them.
+    std::function<void*(size_t)> temp;
+    // Copies host bytes to device memory, ordered on the stream; src may be freed on return.
+    void upload(void* dst, const void* src, size_t n) const;
+};
+
+// Device address of a tensor's first byte.
+inline uint8_t* dptr(const Tensor& t) { return static_cast<uint8_t*>(t.buffer->impl) + t.offset; }
+
+inline unsigned blocks_for(int64_t n, int threads) { return unsigned((n + threads - 1) / threads); }
+
+// The kernel launchers: one per op, each in backends/cuda/<op>.cu.
+#define LS_X(E, n) void n(const Tensor& dst, Ctx& ctx);
+LS_OP_LIST(LS_X)
+#undef LS_X
+
+// What the kernels can run (types, layouts); shared by CudaBackend::supports and the tests.
+bool supports_node(const Tensor& node);
+
+}  // namespace ls::cuda

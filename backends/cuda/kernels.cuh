@@ -1,0 +1,105 @@
+// Device helpers shared by the op kernels: tensor shapes as kernel arguments, block-wide
+// reductions, and the elementwise launch patterns. Reductions here are only used where
+// the order does not change the result (max of floats, integer sums) or where the
+// definition allows any order (double sums of exact products, core/detmath.h).
+#pragma once
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+
+#include "backends/cuda/cuda_common.h"
+#include "core/detmath.h"
+
+namespace ls::cuda {
+
+// ne and nb (bytes) of a tensor, by value.
+struct Shape {
+    int64_t ne[4];
+    int64_t nb[4];
+};
+inline Shape shape_of(const Tensor& t) {
+    Shape s;
+    for (int i = 0; i < 4; ++i) {
+        s.ne[i] = t.ne[i];
+        s.nb[i] = int64_t(t.nb[i]);
+    }
+    return s;
+}
+
+constexpr int kThreads = 256;
+
+// Sum over the block (blockDim.x a multiple of 32, at most 1024), result in every thread.
+// shared: 32 doubles. Fixed tree: the same bits on every run.
+__device__ inline double block_sum(double v, double* shared) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nw = blockDim.x / 32;
+    __syncthreads();  // shared may still be read by a previous call
+    if (lane == 0) shared[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = lane < nw ? shared[lane] : 0.0;
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+        if (lane == 0) shared[0] = v;
+    }
+    __syncthreads();
+    return shared[0];
+}
+
+// Max over the block (exact in any order), result in every thread. shared: 32 floats.
+__device__ inline float block_max(float v, float* shared) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_down_sync(0xffffffffu, v, o));
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nw = blockDim.x / 32;
+    __syncthreads();
+    if (lane == 0) shared[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = lane < nw ? shared[lane] : -INFINITY;
+        for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_down_sync(0xffffffffu, v, o));
+        if (lane == 0) shared[0] = v;
+    }
+    __syncthreads();
+    return shared[0];
+}
+
+// Warp sum of doubles (fixed tree), result in lane 0.
+__device__ inline double warp_sum(double v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// y[i] = f(x[i]) over n contiguous floats.
+template <class F> __global__ void unary_kernel(const float* x, float* y, int64_t n, F f) {
+    const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = f(x[i]);
+}
+template <class F> void launch_unary(const Tensor& dst, Ctx& ctx, F f, const char* name) {
+    const int64_t n = dst.nelements();
+    if (n == 0) return;
+    unary_kernel<<<blocks_for(n, kThreads), kThreads, 0, ctx.stream>>>(
+        reinterpret_cast<const float*>(dptr(*dst.src[0])), reinterpret_cast<float*>(dptr(dst)), n, f);
+    check(cudaGetLastError(), name, __FILE__, __LINE__);
+}
+
+// dst = f(a, b) with b broadcast over a (b->ne[i] divides a->ne[i]), as ref::broadcast_binary.
+template <class F> __global__ void binary_kernel(const uint8_t* a, Shape sa, const uint8_t* b, Shape sb, uint8_t* d, Shape sd, F f) {
+    const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    const int64_t n = sa.ne[0] * sa.ne[1] * sa.ne[2] * sa.ne[3];
+    if (i >= n) return;
+    const int64_t i0 = i % sa.ne[0], i1 = (i / sa.ne[0]) % sa.ne[1], i2 = (i / (sa.ne[0] * sa.ne[1])) % sa.ne[2],
+                  i3 = i / (sa.ne[0] * sa.ne[1] * sa.ne[2]);
+    const float x = *reinterpret_cast<const float*>(a + i0 * 4 + i1 * sa.nb[1] + i2 * sa.nb[2] + i3 * sa.nb[3]);
+    const float y = *reinterpret_cast<const float*>(b + (i0 % sb.ne[0]) * 4 + (i1 % sb.ne[1]) * sb.nb[1] +
+                                                    (i2 % sb.ne[2]) * sb.nb[2] + (i3 % sb.ne[3]) * sb.nb[3]);
+    *reinterpret_cast<float*>(d + i0 * 4 + i1 * sd.nb[1] + i2 * sd.nb[2] + i3 * sd.nb[3]) = f(x, y);
+}
+template <class F> void launch_binary(const Tensor& dst, Ctx& ctx, F f, const char* name) {
+    const Tensor& a = *dst.src[0];
+    const Tensor& b = *dst.src[1];
+    const int64_t n = a.nelements();
+    if (n == 0) return;
+    binary_kernel<<<blocks_for(n, kThreads), kThreads, 0, ctx.stream>>>(dptr(a), shape_of(a), dptr(b), shape_of(b), dptr(dst),
+                                                                         shape_of(dst), f);
+    check(cudaGetLastError(), name, __FILE__, __LINE__);
+}
+
+}  // namespace ls::cuda
