@@ -78,6 +78,7 @@ Options parse_args(int argc, char** argv) {
         else if (a == "-p" || a == "--prompt") { o.prompt = value(); o.prompt_set = true; }
         else if (a == "-f" || a == "--file") o.file = value();
         else if ((a == "-n" || a == "--n-predict" || a == "--n-gen") && bench) o.bench_tg = parse_list(a, value());
+        else if (a == "--prefill-vs-single" && bench) o.bench_prefill_vs_single = parse_list(a, value());
         else if (a == "-n" || a == "--n-predict") o.n_predict = parse_number<int64_t>(a, value());
         else if (a == "-c" || a == "--ctx-size") o.n_ctx = positive(parse_number<int64_t>(a, value()));
         else if (a == "-b" || a == "--batch-size") o.n_batch = positive(parse_number<int64_t>(a, value()));
@@ -133,7 +134,9 @@ std::string usage(const std::string& command) {
         return "usage: lockstep perplexity [-m FILE] -f TEXTFILE [-c N] [--chunks N] [options]\n" + common;
     if (command == "bench")
         return "usage: lockstep bench [-m FILE] [-p 512,...] [-n 128,...] [-r REPS] [options]\n"
-               "  -p LIST  prompt sizes (pp tests); -n LIST  generation lengths (tg tests); -r N  repetitions (5)\n" + common;
+               "  -p LIST  prompt sizes (pp tests); -n LIST  generation lengths (tg tests); -r N  repetitions (5)\n"
+               "  --prefill-vs-single LIST  prompt sizes evaluated both in ubatches and one token per step,\n"
+               "                           with the speed ratio (one repetition each: long prompts are slow)\n" + common;
     if (command == "info") return "usage: lockstep info [-m FILE]\n";
     return "usage: lockstep COMMAND [options]\n"
            "commands:\n"

@@ -35,6 +35,7 @@ struct Options {
     int device = 0;               // --device
     // bench: -p and -n take comma-separated lists; -r repetitions
     std::vector<int64_t> bench_pp{512}, bench_tg{128};
+    std::vector<int64_t> bench_prefill_vs_single;  // prompt sizes timed chunked and token by token
     int reps = 5;
     std::string system;           // chat: --system
     bool help = false;
