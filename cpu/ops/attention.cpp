@@ -1,3 +1,4 @@
+#include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
@@ -31,14 +32,17 @@ struct KeyBlock {
         const int64_t n = hi - lo + 1;
         k.resize(size_t(n * Dk));
         v.resize(size_t(n * Dv));
-        std::vector<float> row(std::max(kt.ne[0], vt.ne[0]));
-        for (int64_t kp = lo; kp <= hi; ++kp) {
-            const int64_t r = ring_row(s, kp, R);
-            dequantize_row_fast(kt.type, kt.row(r), row.data(), kt.ne[0]);
-            for (int64_t i = 0; i < Dk; ++i) k[size_t((kp - lo) * Dk + i)] = row[size_t(hk * Dk + i)];
-            dequantize_row_fast(vt.type, vt.row(r), row.data(), vt.ne[0]);
-            std::copy(row.begin() + hk * Dv, row.begin() + (hk + 1) * Dv, v.begin() + (kp - lo) * Dv);
-        }
+        // Rows are independent: long ranges (decode at long context) load in parallel.
+        tbb::parallel_for(tbb::blocked_range<int64_t>(lo, hi + 1, 256), [&](const tbb::blocked_range<int64_t>& r) {
+            std::vector<float> row(size_t(std::max(kt.ne[0], vt.ne[0])));
+            for (int64_t kp = r.begin(); kp < r.end(); ++kp) {
+                const int64_t rr = ring_row(s, kp, R);
+                dequantize_row_fast(kt.type, kt.row(rr), row.data(), kt.ne[0]);
+                for (int64_t i = 0; i < Dk; ++i) k[size_t((kp - lo) * Dk + i)] = row[size_t(hk * Dk + i)];
+                dequantize_row_fast(vt.type, vt.row(rr), row.data(), vt.ne[0]);
+                std::copy(row.begin() + hk * Dv, row.begin() + (hk + 1) * Dv, v.begin() + (kp - lo) * Dv);
+            }
+        });
     }
 };
 
@@ -47,7 +51,7 @@ struct KeyBlock {
 // summed ((l0 + l1) + (l2 + l3)) at the end: the same operations whatever the tile's shape,
 // so a query's scores do not depend on which other queries share its tile.
 constexpr int kTq = 3, kTk = 4;
-void qk_tile(const double* const* qs, int nq, const double* keys, int64_t nk, int64_t D, double* out /* nq x nk */) {
+void qk_tile(const double* const* qs, int nq, const double* keys, int64_t nk, int64_t D, double* out, int64_t ld /* out: nq rows of stride ld */) {
     for (int64_t j0 = 0; j0 < nk; j0 += kTk) {
         const int64_t nj = std::min<int64_t>(kTk, nk - j0);
         const double* kr[kTk];
@@ -81,7 +85,7 @@ void qk_tile(const double* const* qs, int nq, const double* keys, int64_t nk, in
 #endif
             for (int i = 0; i < ni; ++i)
                 for (int j = 0; j < nj; ++j)
-                    out[(i0 + i) * nk + j0 + j] = (lanes[i][j][0] + lanes[i][j][1]) + (lanes[i][j][2] + lanes[i][j][3]);
+                    out[(i0 + i) * ld + j0 + j] = (lanes[i][j][0] + lanes[i][j][1]) + (lanes[i][j][2] + lanes[i][j][3]);
         }
     }
 }
@@ -114,23 +118,28 @@ void pv_rows(const float* const* ws, const float* vals, int64_t nk, int64_t D, i
 // a zero weight leaves out unchanged). Tiles of 3 queries x 32 dims stay in registers over
 // all keys instead of being loaded and stored per key.
 void pv_tile(const float* const* ws, int nq, const float* vals, int64_t nk, int64_t D, float* const* outs) {
+    // Each output element is its own chain over the keys, so slices of 32 dims run in
+    // parallel without changing any element's order (this is what spreads a long-context
+    // decode step over the cores).
+    const int64_t n_slices = (D + 31) / 32;
+    tbb::parallel_for(int64_t(0), n_slices, [&](int64_t sl) {
+        const int64_t d0 = sl * 32, d1 = std::min(D, d0 + 32);
 #if defined(__AVX2__) && defined(__FMA__)
-    if (D % 32 == 0) {
-        for (int i0 = 0; i0 < nq; i0 += kTq) {
-            const int ni = std::min(kTq, nq - i0);
-            for (int64_t d0 = 0; d0 < D; d0 += 32) {
+        if (d1 - d0 == 32) {
+            for (int i0 = 0; i0 < nq; i0 += kTq) {
+                const int ni = std::min(kTq, nq - i0);
                 if (ni == 3) pv_rows<3>(ws + i0, vals, nk, D, d0, outs + i0);
                 else if (ni == 2) pv_rows<2>(ws + i0, vals, nk, D, d0, outs + i0);
                 else pv_rows<1>(ws + i0, vals, nk, D, d0, outs + i0);
             }
+            return;
         }
-        return;
-    }
 #endif
-    for (int i = 0; i < nq; ++i) {
-        std::fill(outs[i], outs[i] + D, 0.0f);
-        for (int64_t j = 0; j < nk; ++j) simd::fma_axpy(ws[i][j], vals + j * D, outs[i], D);
-    }
+        for (int i = 0; i < nq; ++i) {
+            std::fill(outs[i] + d0, outs[i] + d1, 0.0f);
+            for (int64_t j = 0; j < nk; ++j) simd::fma_axpy(ws[i][j], vals + j * D + d0, outs[i] + d0, d1 - d0);
+        }
+    });
 }
 
 }  // namespace
@@ -179,7 +188,10 @@ void attention(const Tensor& dst) {
                     wp[i] = w.data() + i * nk;
                     op[i] = reinterpret_cast<float*>(dst.row(h, t + i));
                 }
-                qk_tile(qp, int(nq), kb.k.data(), nk, Dk, sc.data());
+                // Scores are independent per (query, key): chunks of keys in parallel.
+                tbb::parallel_for(tbb::blocked_range<int64_t>(0, nk, 512), [&](const tbb::blocked_range<int64_t>& r) {
+                    qk_tile(qp, int(nq), kb.k.data() + r.begin() * Dk, r.end() - r.begin(), Dk, sc.data() + r.begin(), nk);
+                });
                 for (int64_t i = 0; i < nq; ++i) {
                     // Keys of query i: [k0, pt], as the reference; weights elsewhere are 0.
                     const int64_t pt = pos[t + i], k0 = attn_first_key(pt, p.window);
