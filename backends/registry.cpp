@@ -4,14 +4,27 @@
 #include <thread>
 
 #include "cpu/cpu_backend.h"
+#ifdef LOCKSTEP_HAVE_VULKAN
+#include "backends/vulkan/vulkan_backend.h"
+#endif
 
 namespace ls {
 
 std::vector<std::string> backend_names() { return {"cpu", "vulkan", "cuda", "reference"}; }
 
-bool backend_built(const std::string& name) { return name == "cpu" || name == "reference"; }
+bool backend_built(const std::string& name) {
+#ifdef LOCKSTEP_HAVE_VULKAN
+    if (name == "vulkan") return true;
+#endif
+    return name == "cpu" || name == "reference";
+}
 
-int backend_device_count(const std::string& name) { return backend_built(name) ? 1 : 0; }
+int backend_device_count(const std::string& name) {
+#ifdef LOCKSTEP_HAVE_VULKAN
+    if (name == "vulkan") return int(vulkan_devices().size());
+#endif
+    return backend_built(name) ? 1 : 0;
+}
 
 std::vector<DeviceInfo> list_devices() {
     std::vector<DeviceInfo> v;
@@ -20,6 +33,19 @@ std::vector<DeviceInfo> list_devices() {
     cpu.name = "host CPU";
     cpu.features = std::to_string(std::thread::hardware_concurrency()) + " threads";
     v.push_back(cpu);
+#ifdef LOCKSTEP_HAVE_VULKAN
+    int i = 0;
+    for (const VulkanDeviceDesc& d : vulkan_devices()) {
+        DeviceInfo info;
+        info.backend = "vulkan";
+        info.index = i++;
+        info.name = d.name;
+        info.memory_total = d.memory_total;
+        info.memory_free = d.memory_free;
+        info.features = d.features;
+        v.push_back(info);
+    }
+#endif
     return v;
 }
 
@@ -31,6 +57,9 @@ std::unique_ptr<Backend> create_backend(const BackendOptions& o) {
         if (o.name == "reference") return make_reference_backend();
         return make_cpu_backend(o.threads);
     }
+#ifdef LOCKSTEP_HAVE_VULKAN
+    if (o.name == "vulkan") return make_vulkan_backend(o.device);
+#endif
     if (o.name == "vulkan" || o.name == "cuda")
         throw std::runtime_error("this build of lockstep has no " + o.name + " backend yet; use --backend cpu");
     throw std::runtime_error("unknown backend '" + o.name + "' (choose cpu, vulkan or cuda)");

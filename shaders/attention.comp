@@ -70,7 +70,7 @@ void main() {
         for (uint j = 0u; j < n; ++j) {
             const int kp = k0 + int(j);
             const uint64_t vrow = pc.p.v + uint64_t(s * R + kp % R) * pc.p.v_nb1;
-            o = fma(sc.v[j], dequant_elem(pc.p.vtype, vrow, hk * pc.p.Dv + i), o);
+            o = fma_rn(sc.v[j], dequant_elem(pc.p.vtype, vrow, hk * pc.p.Dv + i), o);
         }
         F32(outp).v[i] = o;
     }

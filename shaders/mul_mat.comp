@@ -2,7 +2,7 @@
 //  STAGE_ACT (ATYPE = the weight's dot type): each activation row quantized exactly as
 //    quantize_row does (core/quant_*.cpp), into a scratch row;
 //  the dot (WTYPE = the weight type): per output, an exact integer sum per block, then the
-//    reference's float chain over the blocks in order, sum = fma(d_w * d_a, float(isum), sum)
+//    reference's float chain over the blocks in order, sum = fma_rn(d_w * d_a, float(isum), sum)
 //    (K-quants with mins: the second chain, subtracted at the end; float weights: exact
 //    products summed in double). Each invocation owns whole outputs, so tiling never
 //    changes the bits. One invocation computes weight row n against MT activation rows.
@@ -168,9 +168,9 @@ void main() {
             int sumi = 0;
             for (uint j = 0u; j < 32u; ++j) sumi += q[j] * lds8(ab, AQ + j);
             precise float dd = dw * h2f(ld16(ab, 0u));
-            sum[m] = fma(dd, float(sumi), sum[m]);
+            sum[m] = fma_rn(dd, float(sumi), sum[m]);
 #if WTYPE == 3 || WTYPE == 7
-            sum[m] = fma(h2f(ld16(wb, 2u)), h2f(ld16(ab, 2u)), sum[m]);
+            sum[m] = fma_rn(h2f(ld16(wb, 2u)), h2f(ld16(ab, 2u)), sum[m]);
 #endif
         }
     }
@@ -275,10 +275,10 @@ void main() {
             const uint64_t ab = pc.p.act + uint64_t(m0 + m) * pc.p.act_nb1 + uint64_t(b) * 292u;
             const float da = F32(ab).v[0];
             precise float dd = da * dw;
-            sum[m] = fma(dd, float(isum[m]), sum[m]);
+            sum[m] = fma_rn(dd, float(isum[m]), sum[m]);
             if (HAS_MIN) {
                 precise float dm = da * dmin;
-                msum_f[m] = fma(dm, float(msum[m]), msum_f[m]);
+                msum_f[m] = fma_rn(dm, float(msum[m]), msum_f[m]);
             }
         }
     }
