@@ -7,7 +7,7 @@
 namespace ls::cli {
 namespace {
 
-const std::set<std::string> kCommands = {"run", "chat", "perplexity", "bench", "info"};
+const std::set<std::string> kCommands = {"run", "chat", "perplexity", "bench", "info", "devices"};
 
 template <class T> T parse_number(const std::string& flag, const std::string& v) {
     T out{};
@@ -135,6 +135,7 @@ std::string usage(const std::string& command) {
         return "usage: lockstep bench [-m FILE] [-p 512,...] [-n 128,...] [-r REPS] [options]\n"
                "  -p LIST  prompt sizes (pp tests); -n LIST  generation lengths (tg tests); -r N  repetitions (5)\n" + common;
     if (command == "info") return "usage: lockstep info [-m FILE]\n";
+    if (command == "devices") return "usage: lockstep devices\n  every device of every backend in this build (what --backend B --device N picks)\n";
     return "usage: lockstep COMMAND [options]\n"
            "commands:\n"
            "  run         generate text from a prompt\n"
@@ -142,6 +143,7 @@ std::string usage(const std::string& command) {
            "  perplexity  perplexity of a text file\n"
            "  bench       prompt-processing and generation speed\n"
            "  info        model metadata, tensor types, memory\n"
+           "  devices     the devices each backend can run on\n"
            "'lockstep COMMAND --help' shows a command's options.\n";
 }
 
