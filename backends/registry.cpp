@@ -7,6 +7,9 @@
 #if LOCKSTEP_HAVE_CUDA
 #include "backends/cuda/cuda_backend.h"  // cuda
 #endif
+#ifdef LOCKSTEP_HAVE_VULKAN
+#include "backends/vulkan/vulkan_backend.h"
+#endif
 
 namespace ls {
 
@@ -16,12 +19,18 @@ bool backend_built(const std::string& name) {
 #if LOCKSTEP_HAVE_CUDA
     if (name == "cuda") return true;
 #endif
+#ifdef LOCKSTEP_HAVE_VULKAN
+    if (name == "vulkan") return true;
+#endif
     return name == "cpu" || name == "reference";
 }
 
 int backend_device_count(const std::string& name) {
 #if LOCKSTEP_HAVE_CUDA
     if (name == "cuda") return cuda_device_count();
+#endif
+#ifdef LOCKSTEP_HAVE_VULKAN
+    if (name == "vulkan") return int(vulkan_devices().size());
 #endif
     return backend_built(name) ? 1 : 0;
 }
@@ -36,6 +45,19 @@ std::vector<DeviceInfo> list_devices() {
 #if LOCKSTEP_HAVE_CUDA
     for (DeviceInfo& d : cuda_list_devices()) v.push_back(d);
 #endif
+#ifdef LOCKSTEP_HAVE_VULKAN
+    int i = 0;
+    for (const VulkanDeviceDesc& d : vulkan_devices()) {
+        DeviceInfo info;
+        info.backend = "vulkan";
+        info.index = i++;
+        info.name = d.name;
+        info.memory_total = d.memory_total;
+        info.memory_free = d.memory_free;
+        info.features = d.features;
+        v.push_back(info);
+    }
+#endif
     return v;
 }
 
@@ -49,6 +71,9 @@ std::unique_ptr<Backend> create_backend(const BackendOptions& o) {
     }
 #if LOCKSTEP_HAVE_CUDA
     if (o.name == "cuda") return make_cuda_backend(o.device);
+#endif
+#ifdef LOCKSTEP_HAVE_VULKAN
+    if (o.name == "vulkan") return make_vulkan_backend(o.device);
 #endif
     if (o.name == "vulkan" || o.name == "cuda")
         throw std::runtime_error("this build of lockstep has no " + o.name + " backend yet; use --backend cpu");

@@ -1,9 +1,14 @@
 // Parameter structs of the ops, one per op that has parameters. Plain 32-bit fields only,
 // so the same layout serves as a push-constant / kernel-argument block on GPU backends.
-#pragma once
+// This header is also included by the GLSL shaders (shaders/push.h): C++-only parts sit
+// under __cplusplus, and the layouts are size-checked below.
+#ifndef LS_CORE_OP_PARAMS_H
+#define LS_CORE_OP_PARAMS_H
+#ifdef __cplusplus
 #include <cstdint>
 
 namespace ls {
+#endif
 
 struct ScaleParams {
     float s;
@@ -13,7 +18,12 @@ struct RmsNormParams {
     float eps;
 };
 
+#ifdef __cplusplus
 enum RopeMode : int32_t { ROPE_NORMAL = 0, ROPE_NEOX = 2 };
+#else
+const int ROPE_NORMAL = 0;
+const int ROPE_NEOX = 2;
+#endif
 
 struct RopeParams {
     int32_t n_dims;     // rotated dims per head (even); the rest pass through
@@ -35,4 +45,9 @@ struct AttentionParams {
     float softcap;      // > 0: score = softcap * tanh(score / softcap)
 };
 
+#ifdef __cplusplus
+static_assert(sizeof(ScaleParams) == 4 && sizeof(RmsNormParams) == 4 && sizeof(RopeParams) == 16 &&
+              sizeof(SoftmaxParams) == 4 && sizeof(AttentionParams) == 20);
 }  // namespace ls
+#endif
+#endif  // LS_CORE_OP_PARAMS_H

@@ -26,5 +26,6 @@ int cmd_chat(const Options& o);
 int cmd_perplexity(const Options& o);
 int cmd_bench(const Options& o);
 int cmd_info(const Options& o);
+int cmd_devices(const Options& o);
 
 }  // namespace ls::cli

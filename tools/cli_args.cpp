@@ -7,7 +7,7 @@
 namespace ls::cli {
 namespace {
 
-const std::set<std::string> kCommands = {"run", "chat", "perplexity", "bench", "info"};
+const std::set<std::string> kCommands = {"run", "chat", "perplexity", "bench", "info", "devices"};
 
 template <class T> T parse_number(const std::string& flag, const std::string& v) {
     T out{};
@@ -138,6 +138,7 @@ std::string usage(const std::string& command) {
                "  --prefill-vs-single LIST  prompt sizes evaluated both in ubatches and one token per step,\n"
                "                           with the speed ratio (one repetition each: long prompts are slow)\n" + common;
     if (command == "info") return "usage: lockstep info [-m FILE]\n";
+    if (command == "devices") return "usage: lockstep devices\n  every device of every backend in this build (what --backend B --device N picks)\n";
     return "usage: lockstep COMMAND [options]\n"
            "commands:\n"
            "  run         generate text from a prompt\n"
@@ -145,6 +146,7 @@ std::string usage(const std::string& command) {
            "  perplexity  perplexity of a text file\n"
            "  bench       prompt-processing and generation speed\n"
            "  info        model metadata, tensor types, memory\n"
+           "  devices     the devices each backend can run on\n"
            "'lockstep COMMAND --help' shows a command's options.\n";
 }
 

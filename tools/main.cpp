@@ -1,4 +1,4 @@
-// lockstep: run, chat, perplexity, bench, info.
+// lockstep: run, chat, perplexity, bench, info, devices.
 #include <cstdio>
 #include <exception>
 
@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
         if (o.command == "perplexity") return cmd_perplexity(o);
         if (o.command == "bench") return cmd_bench(o);
         if (o.command == "info") return cmd_info(o);
+        if (o.command == "devices") return cmd_devices(o);
     } catch (const UsageError& e) {
         std::fprintf(stderr, "lockstep %s: %s\n\n%s", o.command.c_str(), e.what(), usage(o.command).c_str());
         return 2;

@@ -1,0 +1,105 @@
+// Vulkan instance, device, queue, memory and pipelines of the Vulkan backend (internal).
+#pragma once
+#define VK_NO_PROTOTYPES
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace ls::vk {
+
+// Every entry point the backend uses, loaded from the loader opened with dlopen.
+#define LS_VK_INSTANCE_FNS(X)                                                                     \
+    X(vkDestroyInstance) X(vkEnumeratePhysicalDevices) X(vkGetPhysicalDeviceProperties)             \
+    X(vkGetPhysicalDeviceProperties2) X(vkGetPhysicalDeviceFeatures2)                               \
+    X(vkGetPhysicalDeviceMemoryProperties) X(vkGetPhysicalDeviceQueueFamilyProperties)             \
+    X(vkCreateDevice) X(vkGetDeviceProcAddr)
+#define LS_VK_DEVICE_FNS(X)                                                                        \
+    X(vkDestroyDevice) X(vkGetDeviceQueue) X(vkCreateBuffer) X(vkDestroyBuffer)                    \
+    X(vkGetBufferMemoryRequirements) X(vkAllocateMemory) X(vkFreeMemory) X(vkBindBufferMemory)      \
+    X(vkMapMemory) X(vkGetBufferDeviceAddress) X(vkCreateCommandPool) X(vkDestroyCommandPool)       \
+    X(vkAllocateCommandBuffers) X(vkBeginCommandBuffer) X(vkEndCommandBuffer) X(vkResetCommandBuffer) \
+    X(vkQueueSubmit) X(vkCreateFence) X(vkDestroyFence) X(vkWaitForFences) X(vkResetFences)         \
+    X(vkCreateShaderModule) X(vkDestroyShaderModule) X(vkCreatePipelineLayout)                     \
+    X(vkDestroyPipelineLayout) X(vkCreateComputePipelines) X(vkDestroyPipeline)                    \
+    X(vkCmdBindPipeline) X(vkCmdPushConstants) X(vkCmdDispatch) X(vkCmdPipelineBarrier)             \
+    X(vkCmdCopyBuffer) X(vkCmdFillBuffer) X(vkDeviceWaitIdle)
+
+struct Loader {
+    void* lib = nullptr;
+    PFN_vkGetInstanceProcAddr vkGetInstanceProcAddr = nullptr;
+    PFN_vkCreateInstance vkCreateInstance = nullptr;
+    PFN_vkEnumerateInstanceVersion vkEnumerateInstanceVersion = nullptr;
+    VkInstance instance = VK_NULL_HANDLE;
+#define LS_X(f) PFN_##f f = nullptr;
+    LS_VK_INSTANCE_FNS(LS_X)
+#undef LS_X
+    std::vector<VkPhysicalDevice> usable;  // devices that meet kRequirements, in enumeration order
+    std::string error;                     // why there is none, when empty
+};
+// The process-wide loader and instance (created once; error set when unavailable).
+Loader& loader();
+
+struct Chunk {
+    VkBuffer buf = VK_NULL_HANDLE;
+    VkDeviceMemory mem = VK_NULL_HANDLE;
+    VkDeviceAddress addr = 0;
+    size_t size = 0;
+    uint8_t* mapped = nullptr;
+    bool dedicated = false;
+    std::map<size_t, size_t> free;  // offset -> size
+};
+
+class Context {
+public:
+    explicit Context(int device);
+    ~Context();
+#define LS_X(f) PFN_##f f = nullptr;
+    LS_VK_DEVICE_FNS(LS_X)
+#undef LS_X
+    VkPhysicalDevice phys = VK_NULL_HANDLE;
+    VkDevice dev = VK_NULL_HANDLE;
+    VkQueue queue = VK_NULL_HANDLE;
+    VkCommandPool pool = VK_NULL_HANDLE;
+    VkCommandBuffer cmd = VK_NULL_HANDLE;
+    VkFence fence = VK_NULL_HANDLE;
+    VkPipelineLayout layout = VK_NULL_HANDLE;
+    std::string name;
+    uint32_t subgroup_size = 0;
+
+    // Suballocation of device memory (chunks of kChunkBytes; larger requests get their own).
+    Chunk* allocate(size_t bytes, size_t& offset);
+    void release(Chunk* c, size_t offset, size_t bytes);
+    size_t heap_size() const { return heap_size_; }
+    size_t allocated() const { return allocated_; }
+    bool host_mapped() const { return host_mapped_; }
+
+    // Host <-> device copies (mapped memory where the device memory is host-visible, a
+    // staging buffer otherwise).
+    void write(Chunk* c, size_t off, const void* src, size_t n);
+    void read(Chunk* c, size_t off, void* dst, size_t n);
+    void fill(Chunk* c, size_t off, size_t n, uint8_t v);
+
+    VkPipeline pipeline(const std::string& variant);
+    // Submits `cmd` (already ended) and waits for it.
+    void submit_and_wait();
+
+private:
+    Chunk* new_chunk(size_t bytes, bool dedicated);
+    void destroy_chunk(Chunk* c);
+    void staging_copy(Chunk* c, size_t off, size_t n, bool to_device, uint8_t* host);
+    uint32_t mem_type_ = 0;
+    bool host_mapped_ = false;
+    size_t heap_size_ = 0, allocated_ = 0;
+    std::vector<std::unique_ptr<Chunk>> chunks_;
+    std::unique_ptr<Chunk> staging_;
+    uint32_t staging_type_ = 0;
+    std::unordered_map<std::string, VkPipeline> pipelines_;
+};
+
+}  // namespace ls::vk

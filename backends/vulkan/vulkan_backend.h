@@ -1,0 +1,25 @@
+// The Vulkan backend: every op of the graph as a compute shader (shaders/*.comp).
+// The Vulkan loader is opened at run time, so a machine without one gets a clear error
+// (and zero devices), never a binary that fails to start.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+
+namespace ls {
+
+struct VulkanDeviceDesc {
+    std::string name;
+    size_t memory_total = 0, memory_free = 0;
+    std::string features;
+};
+
+// Devices that can run lockstep's shaders (Vulkan 1.2+, buffer device address, int64,
+// float64, 8/16-bit storage). Empty when there is no loader or no such device; never throws.
+std::vector<VulkanDeviceDesc> vulkan_devices() noexcept;
+// Throws std::runtime_error with the reason (no loader, no device, index out of range).
+std::unique_ptr<Backend> make_vulkan_backend(int device);
+
+}  // namespace ls
