@@ -2,6 +2,9 @@
 
 #include <dlfcn.h>
 
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -167,6 +170,7 @@ Context::Context(int device) {
     mem_type_ = uint32_t(best);
     staging_type_ = uint32_t(host);
     heap_size_ = mp.memoryHeaps[mp.memoryTypes[best].heapIndex].size;
+    probe_fma();
 }
 
 Context::~Context() {
@@ -350,6 +354,12 @@ void Context::fill(Chunk* c, size_t off, size_t n, uint8_t v) {
 
 VkPipeline Context::pipeline(const std::string& variant) {
     if (auto it = pipelines_.find(variant); it != pipelines_.end()) return it->second;
+    VkPipeline p = make_pipeline(variant, native_fma);
+    pipelines_[variant] = p;
+    return p;
+}
+
+VkPipeline Context::make_pipeline(const std::string& variant, bool fused) {
     const ShaderBlob* blob = nullptr;
     for (size_t i = 0; i < kShaderBlobCount; ++i)
         if (variant == kShaderBlobs[i].name) blob = &kShaderBlobs[i];
@@ -364,13 +374,105 @@ VkPipeline Context::pipeline(const std::string& variant) {
     cpi.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
     cpi.stage.module = mod;
     cpi.stage.pName = "main";
+    // constant_id 0: NATIVE_FMA (a 32-bit VkBool32); ignored by shaders that do not use it.
+    const VkBool32 spec_fma = fused ? VK_TRUE : VK_FALSE;
+    const VkSpecializationMapEntry entry{0, 0, sizeof(VkBool32)};
+    VkSpecializationInfo si{1, &entry, sizeof(spec_fma), &spec_fma};
+    cpi.stage.pSpecializationInfo = &si;
     cpi.layout = layout;
     VkPipeline p;
     const VkResult r = vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &cpi, nullptr, &p);
     vkDestroyShaderModule(dev, mod, nullptr);
     check(r, ("vkCreateComputePipelines (" + variant + ")").c_str());
-    pipelines_[variant] = p;
     return p;
+}
+
+// Runs shaders/fma_probe.comp with NATIVE_FMA set (the device's own fma()) on triples where a
+// fused and an unfused fma differ, plus edge cases, and compares each result with std::fma
+// bit for bit. Only a device that gets every one right runs the shaders with native fma.
+void Context::probe_fma() {
+    auto f = [](uint32_t b) { float x; std::memcpy(&x, &b, 4); return x; };
+    std::vector<float> in;
+    auto add = [&](float a, float b, float c) { in.insert(in.end(), {a, b, c}); };
+    const float e23 = f(0x34000000u);  // 2^-23
+    add(1.0f + e23, 1.0f + e23, -(1.0f + 2 * e23));   // fused 2^-46, unfused 0
+    add(1.0f + e23, 1.0f - e23, -1.0f);               // fused -2^-46, unfused 0
+    add(f(0x3f800001u), f(0x3f7ffffeu), -f(0x3f7fffffu));
+    add(f(0x00800000u), 0.5f, 0.0f);                  // subnormal result
+    add(f(0x00800001u), f(0x3f000001u), -f(0x00400000u));  // subnormal, product not exact in float
+    add(f(0x00000001u), 0.5f, 0.0f);                  // halfway below the smallest subnormal
+    add(f(0x00000003u), 0.5f, -0.0f);
+    add(-0.0f, 1.0f, 0.0f);                           // +0
+    add(-0.0f, 1.0f, -0.0f);                          // -0
+    add(1.0f, -1.0f, 1.0f);                           // exact cancellation: +0
+    add(f(0x7f7fffffu), 2.0f, -f(0x7f7fffffu));       // product overflows float: fused inf
+    add(f(0x5f800000u), f(0x5f800000u), -f(0x7f7fffffu));  // 2^64 * 2^64 - max: fused finite
+    add(f(0x7f800000u), 0.0f, 1.0f);                  // inf * 0: NaN
+    add(f(0x7f800000u), 1.0f, -f(0x7f800000u));       // inf - inf: NaN
+    add(3.0f, f(0x7fc00000u), 1.0f);                  // NaN propagates
+    add(f(0x7f800000u), 2.0f, 1.0f);                  // inf
+    uint32_t s = 0x12345678u;
+    auto rnd = [&]() { s = s * 1664525u + 1013904223u; return s; };
+    for (int i = 0; i < 240; ++i) {  // random operands with cancellation: c near -a*b
+        const float a = f((rnd() & 0x807fffffu) | ((rnd() % 40u + 107u) << 23));
+        const float b = f((rnd() & 0x807fffffu) | ((rnd() % 40u + 107u) << 23));
+        const float c = -(a * b) * (1.0f + float(int(rnd() % 64u) - 32) * e23);
+        add(a, b, c);
+    }
+    const uint32_t n = uint32_t(in.size() / 3);
+    std::vector<float> out(n);
+    size_t off = 0;
+    const size_t bytes = (in.size() + n) * 4;
+    Chunk* c = allocate(bytes, off);
+    bool ok = true;
+    std::string why;
+    try {
+        write(c, off, in.data(), in.size() * 4);
+        VkPipeline p = make_pipeline("fma_probe", true);
+        VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+        bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+        check(vkBeginCommandBuffer(cmd, &bi), "vkBeginCommandBuffer");
+        struct {
+            uint64_t in, out;
+            uint32_t n, pad;
+        } pc{c->addr + off, c->addr + off + in.size() * 4, n, 0};
+        vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p);
+        vkCmdPushConstants(cmd, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), &pc);
+        vkCmdDispatch(cmd, (n + 63) / 64, 1, 1);
+        check(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
+        submit_and_wait();
+        vkDestroyPipeline(dev, p, nullptr);
+        read(c, off + in.size() * 4, out.data(), n * 4);
+        uint32_t bad = 0;
+        for (uint32_t i = 0; i < n; ++i) {
+            const float want = std::fma(in[3 * i], in[3 * i + 1], in[3 * i + 2]);
+            uint32_t wb, gb;
+            std::memcpy(&wb, &want, 4);
+            std::memcpy(&gb, &out[i], 4);
+            const bool nan_ok = std::isnan(want) && std::isnan(out[i]);  // NaN payloads may differ
+            if (wb != gb && !nan_ok) {
+                if (bad++ == 0) {
+                    char buf[160];
+                    std::snprintf(buf, sizeof buf, "case %u: fma(%a, %a, %a) = %a, fused %a", i, in[3 * i], in[3 * i + 1],
+                                  in[3 * i + 2], out[i], want);
+                    why = buf;
+                }
+            }
+        }
+        ok = bad == 0;
+        if (!ok) why = std::to_string(bad) + "/" + std::to_string(n) + " cases not fused (first " + why + ")";
+    } catch (const std::exception& e) {
+        ok = false;
+        why = std::string("probe failed: ") + e.what();
+    }
+    release(c, off, bytes);
+    native_fma = ok;
+    fma_probe = ok ? "fma fused (" + std::to_string(n) + " probe cases): native fma" : why + ": fma emulated";
+    if (const char* v = std::getenv("LOCKSTEP_VK_FMA")) {
+        if (std::string(v) == "native") native_fma = true, fma_probe += "; LOCKSTEP_VK_FMA=native forces native";
+        else if (std::string(v) == "emulated") native_fma = false, fma_probe += "; LOCKSTEP_VK_FMA=emulated forces emulation";
+    }
+    if (std::getenv("LOCKSTEP_VK_VERBOSE")) std::fprintf(stderr, "vulkan: %s: %s\n", name.c_str(), fma_probe.c_str());
 }
 
 }  // namespace ls::vk

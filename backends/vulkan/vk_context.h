@@ -71,6 +71,11 @@ public:
     VkPipelineLayout layout = VK_NULL_HANDLE;
     std::string name;
     uint32_t subgroup_size = 0;
+    // Whether the device's GLSL fma() is fused (one rounding), as the probe at init found it;
+    // shaders get it as the specialization constant NATIVE_FMA (shaders/common.glsl).
+    // LOCKSTEP_VK_FMA=native / emulated overrides the probe (for testing the probe itself).
+    bool native_fma = false;
+    std::string fma_probe;  // what the probe found, in words
 
     // Suballocation of device memory (chunks of kChunkBytes; larger requests get their own).
     Chunk* allocate(size_t bytes, size_t& offset);
@@ -91,6 +96,8 @@ public:
 
 private:
     Chunk* new_chunk(size_t bytes, bool dedicated);
+    VkPipeline make_pipeline(const std::string& variant, bool native_fma);
+    void probe_fma();
     void destroy_chunk(Chunk* c);
     void staging_copy(Chunk* c, size_t off, size_t n, bool to_device, uint8_t* host);
     uint32_t mem_type_ = 0;
