@@ -14,6 +14,9 @@
 // NATIVE_FMA: set at pipeline creation when the device's fma() was proven fused by the probe
 // at device init (shaders/fma_probe.comp, Context::probe_fma); false keeps the emulation.
 layout(constant_id = 0) const bool NATIVE_FMA = false;
+// NATIVE_D2F: likewise for double -> float conversion, when the probe proved it rounds to
+// nearest even with subnormals, overflow, infinities and NaN as core/ref does.
+layout(constant_id = 1) const bool NATIVE_D2F = false;
 
 layout(buffer_reference, std430, buffer_reference_align = 1) buffer U8 { uint8_t v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 2) buffer U16 { uint16_t v[]; };
@@ -121,6 +124,7 @@ uint f2bf(float f) {
 
 // double -> float, round to nearest even, from the bits (subnormals, inf and NaN included).
 float d2f(double x) {
+    if (NATIVE_D2F) return float(x);
     const uvec2 u = unpackDouble2x32(x);
     const uint sign = u.y & 0x80000000u;
     const uint ahi = u.y & 0x7FFFFFFFu;
