@@ -254,8 +254,8 @@ float det_tanh(float y) {
 // ---- element e of a row of a cache / get_rows type (core/quant_*.cpp dequantizers)
 float dequant_elem(uint type, uint64_t row, uint e) {
     if (type == T_F32) return F32(row).v[e];
-    if (type == T_F16) return h2f(ld16(row, 2u * e));
-    if (type == T_BF16) return bf2f(ld16(row, 2u * e));
+    if (type == T_F16) return h2f(ldh(row + 2u * e));
+    if (type == T_BF16) return bf2f(ldh(row + 2u * e));
     const uint j = e % 32u;
     if (type == T_Q4_0 || type == T_Q4_1 || type == T_Q5_0 || type == T_Q5_1 || type == T_Q8_0) {
         if (type == T_Q8_0) {

@@ -78,7 +78,7 @@ void main() {
 
 #else  // the dot
 layout(push_constant, std430) uniform Pc { PcMulMat p; } pc;
-const uint MT = 4u;
+const uint MT = 8u;  // activation rows per invocation (the host dispatches M / MT)
 
 #if WTYPE == 0 || WTYPE == 1 || WTYPE == 30
 // Float weights: exact products summed in double, in element order.

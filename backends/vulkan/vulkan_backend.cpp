@@ -329,7 +329,7 @@ void VulkanBackend::compute(const Graph& g) {
                     }
                     const uint32_t N = uint32_t(a->ne[1]);
                     PcMulMat pm{addr(a), act_r.lo, addr(n), K, N, rows, uint32_t(a->nb[1]), act_nb1, 0};
-                    dispatch("mul_mat_" + lower_name(a->type), pm, (N + 63) / 64, (rows + 3) / 4,
+                    dispatch("mul_mat_" + lower_name(a->type), pm, (N + 63) / 64, (rows + 7) / 8,
                              {range(a), Range{act_r.lo, act_r.lo + uint64_t(act_nb1) * rows}}, {range(n)});
                     break;
                 }
