@@ -11,7 +11,15 @@
 #extension GL_EXT_shader_8bit_storage : require
 #extension GL_EXT_shader_16bit_storage : require
 
+// NATIVE_FMA: set at pipeline creation when the device's fma() was proven fused by the probe
+// at device init (shaders/fma_probe.comp, Context::probe_fma); false keeps the emulation.
+layout(constant_id = 0) const bool NATIVE_FMA = false;
+// NATIVE_D2F: likewise for double -> float conversion, when the probe proved it rounds to
+// nearest even with subnormals, overflow, infinities and NaN as core/ref does.
+layout(constant_id = 1) const bool NATIVE_D2F = false;
+
 layout(buffer_reference, std430, buffer_reference_align = 1) buffer U8 { uint8_t v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 2) buffer U16 { uint16_t v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 1) buffer I8 { int8_t v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer F32 { float v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer I32 { int v[]; };
@@ -26,6 +34,45 @@ int lds8(uint64_t a, uint i) { return int(I8(a).v[i]); }
 uint ld16(uint64_t a, uint i) { return ld8(a, i) | (ld8(a, i + 1) << 8); }
 int lds16(uint64_t a, uint i) { return int(ld16(a, i) << 16) >> 16; }
 uint ld32(uint64_t a, uint i) { return ld16(a, i) | (ld16(a, i + 2) << 16); }
+// Wide loads at an even address p (p % 4 == 0 or 2): 32 / 16 bytes as little-endian words,
+// with aligned 32-bit loads (a 2-aligned start takes a 16-bit load at each end) and never a
+// byte outside [p, p + n).
+void ldw8(uint64_t p, out uint w[8]) {
+    if ((uint(p) & 3u) == 0u) {
+        for (uint i = 0u; i < 8u; ++i) w[i] = U32(p).v[i];
+    } else {
+        uint prev = uint(U16(p).v[0]);
+        const uint64_t q = p + 2u;
+        for (uint i = 0u; i < 7u; ++i) {
+            const uint x = U32(q).v[i];
+            w[i] = prev | (x << 16);
+            prev = x >> 16;
+        }
+        w[7] = prev | (uint(U16(p + 30u).v[0]) << 16);
+    }
+}
+void ldw4(uint64_t p, out uint w[4]) {
+    if ((uint(p) & 3u) == 0u) {
+        for (uint i = 0u; i < 4u; ++i) w[i] = U32(p).v[i];
+    } else {
+        uint prev = uint(U16(p).v[0]);
+        const uint64_t q = p + 2u;
+        for (uint i = 0u; i < 3u; ++i) {
+            const uint x = U32(q).v[i];
+            w[i] = prev | (x << 16);
+            prev = x >> 16;
+        }
+        w[3] = prev | (uint(U16(p + 14u).v[0]) << 16);
+    }
+}
+uint ldw1(uint64_t p) {
+    if ((uint(p) & 3u) == 0u) return U32(p).v[0];
+    return uint(U16(p).v[0]) | (uint(U16(p + 2u).v[0]) << 16);
+}
+uint ldh(uint64_t p) { return uint(U16(p).v[0]); }  // p even
+// Signed byte k of a word.
+int sb(uint w, uint k) { return int(w << (24u - 8u * k)) >> 24; }
+
 void st8(uint64_t a, uint i, uint v) { U8(a).v[i] = uint8_t(v); }
 void st16(uint64_t a, uint i, uint v) { st8(a, i, v & 0xFFu); st8(a, i + 1, v >> 8); }
 
@@ -77,6 +124,7 @@ uint f2bf(float f) {
 
 // double -> float, round to nearest even, from the bits (subnormals, inf and NaN included).
 float d2f(double x) {
+    if (NATIVE_D2F) return float(x);
     const uvec2 u = unpackDouble2x32(x);
     const uint sign = u.y & 0x80000000u;
     const uint ahi = u.y & 0x7FFFFFFFu;
@@ -108,6 +156,10 @@ float d2f(double x) {
 // in double, the double sum's error comes from TwoSum, the sum is rounded to odd in double
 // and then to float, which rounds the exact a*b+c once (double has 29 > 2 spare bits).
 float fma_rn(float a, float b, float c) {
+    if (NATIVE_FMA) {
+        precise float r = fma(a, b, c);
+        return r;
+    }
     precise double p = double(a) * double(b);
     precise double dc = double(c);
     precise double s = p + dc;
@@ -202,8 +254,8 @@ float det_tanh(float y) {
 // ---- element e of a row of a cache / get_rows type (core/quant_*.cpp dequantizers)
 float dequant_elem(uint type, uint64_t row, uint e) {
     if (type == T_F32) return F32(row).v[e];
-    if (type == T_F16) return h2f(ld16(row, 2u * e));
-    if (type == T_BF16) return bf2f(ld16(row, 2u * e));
+    if (type == T_F16) return h2f(ldh(row + 2u * e));
+    if (type == T_BF16) return bf2f(ldh(row + 2u * e));
     const uint j = e % 32u;
     if (type == T_Q4_0 || type == T_Q4_1 || type == T_Q5_0 || type == T_Q5_1 || type == T_Q8_0) {
         if (type == T_Q8_0) {

@@ -78,7 +78,7 @@ void main() {
 
 #else  // the dot
 layout(push_constant, std430) uniform Pc { PcMulMat p; } pc;
-const uint MT = 4u;
+const uint MT = 8u;  // activation rows per invocation (the host dispatches M / MT)
 
 #if WTYPE == 0 || WTYPE == 1 || WTYPE == 30
 // Float weights: exact products summed in double, in element order.
@@ -139,21 +139,26 @@ void main() {
     int q[32];
     for (uint b = 0u; b < pc.p.K / 32u; ++b) {
         const uint64_t wb = w + uint64_t(b) * WB;
+        // Weight levels from 32-bit loads (blocks are 2-aligned; ldw* handle both cases).
 #if WTYPE == 8
-        for (uint j = 0u; j < 32u; ++j) q[j] = lds8(wb, 2u + j);
+        uint ww[8];
+        ldw8(wb + 2u, ww);
+        for (uint j = 0u; j < 32u; ++j) q[j] = sb(ww[j / 4u], j % 4u);
 #else
 #if WTYPE == 2 || WTYPE == 6
         const uint qs = WTYPE == 2 ? 2u : 6u;
 #else
         const uint qs = WTYPE == 3 ? 4u : 8u;
 #endif
+        uint ww[4];
+        ldw4(wb + qs, ww);
         for (uint j = 0u; j < 16u; ++j) {
-            const uint byte = ld8(wb, qs + j);
+            const uint byte = (ww[j / 4u] >> (8u * (j % 4u))) & 0xFFu;
             q[j] = int(byte & 15u);
             q[j + 16u] = int(byte >> 4);
         }
 #if WTYPE == 6 || WTYPE == 7
-        const uint qh = ld32(wb, WTYPE == 6 ? 2u : 4u);
+        const uint qh = ldw1(wb + (WTYPE == 6 ? 2u : 4u));
         for (uint j = 0u; j < 32u; ++j) q[j] |= int((qh >> j) & 1u) << 4;
 #endif
 #if WTYPE == 2
@@ -162,15 +167,17 @@ void main() {
         for (uint j = 0u; j < 32u; ++j) q[j] -= 16;
 #endif
 #endif
-        const float dw = h2f(ld16(wb, 0u));
+        const float dw = h2f(ldh(wb));
         for (uint m = 0u; m < mc; ++m) {
             const uint64_t ab = pc.p.act + uint64_t(m0 + m) * pc.p.act_nb1 + uint64_t(b) * AB;
-            int sumi = 0;
-            for (uint j = 0u; j < 32u; ++j) sumi += q[j] * lds8(ab, AQ + j);
-            precise float dd = dw * h2f(ld16(ab, 0u));
+            uint aw[8];
+            ldw8(ab + AQ, aw);
+            int sumi = 0;  // exact: any order
+            for (uint j = 0u; j < 32u; ++j) sumi += q[j] * sb(aw[j / 4u], j % 4u);
+            precise float dd = dw * h2f(ldh(ab));
             sum[m] = fma_rn(dd, float(sumi), sum[m]);
 #if WTYPE == 3 || WTYPE == 7
-            sum[m] = fma_rn(h2f(ld16(wb, 2u)), h2f(ld16(ab, 2u)), sum[m]);
+            sum[m] = fma_rn(h2f(ldh(wb + 2u)), h2f(ldh(ab + 2u)), sum[m]);
 #endif
         }
     }
@@ -243,6 +250,84 @@ void wscale(uint64_t wb, uint s, out int sc, out int mn) {
 #endif
 }
 
+#if WTYPE == 12 || WTYPE == 13 || WTYPE == 14
+// Integer sums of one super-block from 32-bit loads (exact, so their order is free).
+void block_isums(uint64_t wb, uint64_t abase, uint mc, inout int isum[MT], inout int msum[MT]) {
+    int q[32];
+#if WTYPE == 14
+    uint scw[4];
+    ldw4(wb + 192u, scw);
+    for (uint hn = 0u; hn < 2u; ++hn) {
+        uint qhw[8];
+        ldw8(wb + 128u + 32u * hn, qhw);
+        for (uint kk = 0u; kk < 2u; ++kk) {
+            uint qlw[8];
+            ldw8(wb + 64u * hn + 32u * kk, qlw);
+            for (uint k2 = 0u; k2 < 2u; ++k2) {
+                const uint k = kk + 2u * k2;
+                for (uint l = 0u; l < 32u; ++l) {
+                    const uint lo = (qlw[l / 4u] >> (8u * (l % 4u) + 4u * k2)) & 15u;
+                    const uint hi = (qhw[l / 4u] >> (8u * (l % 4u) + 2u * k)) & 3u;
+                    q[l] = int(lo | (hi << 4)) - 32;
+                }
+                const uint s0 = 8u * hn + 2u * k;
+                const int sc0 = sb(scw[s0 / 4u], s0 % 4u), sc1 = sb(scw[(s0 + 1u) / 4u], (s0 + 1u) % 4u);
+                for (uint m = 0u; m < mc; ++m) {
+                    uint aw[8];
+                    ldw8(abase + uint64_t(m) * pc.p.act_nb1 + 4u + 128u * hn + 32u * k, aw);
+                    int si0 = 0, si1 = 0;
+                    for (uint l = 0u; l < 16u; ++l) si0 += q[l] * sb(aw[l / 4u], l % 4u);
+                    for (uint l = 16u; l < 32u; ++l) si1 += q[l] * sb(aw[l / 4u], l % 4u);
+                    isum[m] += sc0 * si0 + sc1 * si1;
+                }
+            }
+        }
+    }
+#else
+    uint scw[3];
+    for (uint i = 0u; i < 3u; ++i) scw[i] = ldw1(wb + 4u + 4u * i);
+#if WTYPE == 13
+    uint qhw[8];
+    ldw8(wb + 16u, qhw);
+#endif
+    for (uint c = 0u; c < 4u; ++c) {
+        uint qw[8];
+        ldw8(wb + (WTYPE == 12 ? 16u : 48u) + 32u * c, qw);
+        for (uint h = 0u; h < 2u; ++h) {
+            const uint s = 2u * c + h;
+            for (uint l = 0u; l < 32u; ++l) {
+                q[l] = int((qw[l / 4u] >> (8u * (l % 4u) + 4u * h)) & 15u);
+#if WTYPE == 13
+                q[l] |= int((qhw[l / 4u] >> (8u * (l % 4u) + s)) & 1u) << 4;
+#endif
+            }
+            // scales (core/quant_k.cpp get_scale_min_k4), bytes of scw
+#define SCB(k) ((scw[(k) / 4u] >> (8u * ((k) % 4u))) & 0xFFu)
+            int sc, mn;
+            if (s < 4u) {
+                sc = int(SCB(s) & 63u);
+                mn = int(SCB(s + 4u) & 63u);
+            } else {
+                sc = int((SCB(s + 4u) & 15u) | ((SCB(s - 4u) >> 6) << 4));
+                mn = int((SCB(s + 4u) >> 4) | ((SCB(s) >> 6) << 4));
+            }
+#undef SCB
+            for (uint m = 0u; m < mc; ++m) {
+                const uint64_t ab = abase + uint64_t(m) * pc.p.act_nb1;
+                uint aw[8];
+                ldw8(ab + 4u + 32u * s, aw);
+                int si = 0;
+                for (uint l = 0u; l < 32u; ++l) si += q[l] * sb(aw[l / 4u], l % 4u);
+                isum[m] += sc * si;
+                const uint bw = ldw1(ab + 260u + 4u * s);
+                msum[m] += mn * ((int(bw << 16) >> 16) + (int(bw) >> 16));
+            }
+        }
+    }
+#endif
+}
+#endif
+
 void main() {
     const uint n = gl_GlobalInvocationID.x, m0 = gl_GlobalInvocationID.y * MT;
     if (n >= pc.p.N || m0 >= pc.p.M) return;
@@ -255,6 +340,9 @@ void main() {
         const uint64_t wb = w + uint64_t(b) * WB;
         int isum[MT], msum[MT];
         for (uint m = 0u; m < MT; ++m) { isum[m] = 0; msum[m] = 0; }
+#if WTYPE == 12 || WTYPE == 13 || WTYPE == 14
+        block_isums(wb, pc.p.act + uint64_t(m0) * pc.p.act_nb1 + uint64_t(b) * 292u, mc, isum, msum);
+#else
         for (uint s = 0u; s < 256u / SUB; ++s) {
             for (uint t = 0u; t < SUB; ++t) q[t] = wlevel(wb, SUB * s + t);
             int sc, mn;
@@ -270,6 +358,7 @@ void main() {
                 }
             }
         }
+#endif
         const float dw = h2f(ld16(wb, D)), dmin = h2f(ld16(wb, DMIN));
         for (uint m = 0u; m < mc; ++m) {
             const uint64_t ab = pc.p.act + uint64_t(m0 + m) * pc.p.act_nb1 + uint64_t(b) * 292u;

@@ -71,6 +71,13 @@ public:
     VkPipelineLayout layout = VK_NULL_HANDLE;
     std::string name;
     uint32_t subgroup_size = 0;
+    // Whether the device's GLSL fma() is fused (one rounding), as the probe at init found it;
+    // shaders get it as the specialization constant NATIVE_FMA (shaders/common.glsl).
+    // LOCKSTEP_VK_FMA=native / emulated overrides the probe (for testing the probe itself).
+    bool native_fma = false;
+    // Likewise for double -> float conversion (NATIVE_D2F; LOCKSTEP_VK_D2F=native / emulated).
+    bool native_d2f = false;
+    std::string probe_report;  // what the probes found, in words
 
     // Suballocation of device memory (chunks of kChunkBytes; larger requests get their own).
     Chunk* allocate(size_t bytes, size_t& offset);
@@ -91,6 +98,10 @@ public:
 
 private:
     Chunk* new_chunk(size_t bytes, bool dedicated);
+    VkPipeline make_pipeline(const std::string& variant, bool native_fma, bool native_d2f);
+    void probe_native();
+    // Runs fma_probe.comp (mode) with every native path on: `in` to n floats.
+    std::vector<float> run_probe(uint32_t mode, const void* in, size_t in_bytes, uint32_t n);
     void destroy_chunk(Chunk* c);
     void staging_copy(Chunk* c, size_t off, size_t n, bool to_device, uint8_t* host);
     uint32_t mem_type_ = 0;

@@ -6,6 +6,9 @@
 #include "backends/vulkan/vulkan_backend.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -61,7 +64,16 @@ bool host_readable(const Tensor* t) {
 class VulkanBackend final : public Backend {
 public:
     explicit VulkanBackend(int device) : ctx_(std::make_shared<Context>(device)) {}
-    ~VulkanBackend() override { aux_.reset(); }
+    ~VulkanBackend() override {
+        aux_.reset();
+        if (profile_) {
+            std::fprintf(stderr, "vulkan backend: time per shader variant (LOCKSTEP_PROFILE)\n");
+            std::vector<std::pair<double, std::string>> v;
+            for (auto& [k, t] : prof_) v.push_back({t, k});
+            std::sort(v.rbegin(), v.rend());
+            for (auto& [t, k] : v) std::fprintf(stderr, "  %-22s %9.3f s\n", k.c_str(), t);
+        }
+    }
 
     std::string name() const override { return "vulkan"; }
 
@@ -155,6 +167,17 @@ private:
         ctx_->vkCmdBindPipeline(ctx_->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, ctx_->pipeline(variant));
         ctx_->vkCmdPushConstants(ctx_->cmd, ctx_->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(P), &pc);
         ctx_->vkCmdDispatch(ctx_->cmd, gx, gy, 1);
+        if (profile_) {  // LOCKSTEP_PROFILE: each dispatch submitted and timed on its own
+            if (ctx_->vkEndCommandBuffer(ctx_->cmd) != VK_SUCCESS) throw std::runtime_error("vulkan: vkEndCommandBuffer failed");
+            const auto t0 = std::chrono::steady_clock::now();
+            ctx_->submit_and_wait();
+            prof_[variant] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+            bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+            if (ctx_->vkBeginCommandBuffer(ctx_->cmd, &bi) != VK_SUCCESS) throw std::runtime_error("vulkan: vkBeginCommandBuffer failed");
+            pending_w_.clear();
+            pending_r_.clear();
+        }
     }
     // Groups for `total` invocations of 64 (shaders fold y into the linear index).
     static std::pair<uint32_t, uint32_t> groups(uint64_t total) {
@@ -172,6 +195,8 @@ private:
     std::unique_ptr<Buffer> aux_;  // activation rows, attention scores, rope tables
     std::vector<Range> pending_r_, pending_w_;
     size_t barriers_ = 0;
+    bool profile_ = std::getenv("LOCKSTEP_PROFILE") != nullptr;
+    std::map<std::string, double> prof_;
 };
 
 std::string lower_name(DType t) {
@@ -304,7 +329,7 @@ void VulkanBackend::compute(const Graph& g) {
                     }
                     const uint32_t N = uint32_t(a->ne[1]);
                     PcMulMat pm{addr(a), act_r.lo, addr(n), K, N, rows, uint32_t(a->nb[1]), act_nb1, 0};
-                    dispatch("mul_mat_" + lower_name(a->type), pm, (N + 63) / 64, (rows + 3) / 4,
+                    dispatch("mul_mat_" + lower_name(a->type), pm, (N + 63) / 64, (rows + 7) / 8,
                              {range(a), Range{act_r.lo, act_r.lo + uint64_t(act_nb1) * rows}}, {range(n)});
                     break;
                 }
