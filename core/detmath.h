@@ -105,6 +105,17 @@ LS_HD inline float det_gelu(float x) {
 
 LS_HD inline float det_silu(float x) { return x / (1.0f + det_exp(-x)); }
 
+// 1 / (1 + e^-x): gates of the hybrid (Qwen3-Next / Qwen3.5) models.
+LS_HD inline float det_sigmoid(float x) { return 1.0f / (1.0f + det_exp(-x)); }
+
+// log(1 + e^x), identity above 20 (as torch's softplus threshold). The log is taken in double
+// and rounded to float: host and device log1p agree to within a double ulp, which changes the
+// float result only on an exact rounding tie (never seen; the op tests compare bits).
+LS_HD inline float det_softplus(float x) {
+    if (x > 20.0f) return x;
+    return float(log1p(double(det_exp(x))));
+}
+
 // tanh(y) = 2 sigmoid(2y) - 1 (absolute error ~1e-7; used for logit soft-capping).
 LS_HD inline float det_tanh(float y) { return 2.0f / (1.0f + det_exp(-2.0f * y)) - 1.0f; }
 
