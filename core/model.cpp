@@ -3,7 +3,7 @@
 #include <stdexcept>
 
 #include "core/models/gemma3.h"
-#include "core/models/qwen35.h"
+#include "core/models/qwen3next.h"
 #include "core/quant.h"
 
 namespace ls {
@@ -13,8 +13,9 @@ std::unique_ptr<Model> Model::load(const std::string& path, Backend& be) {
     const std::string arch = file->get_string("general.architecture");
     std::unique_ptr<Model> m;
     if (arch == "gemma3") m = std::make_unique<Gemma3>();
-    else if (arch == "qwen35") m = std::make_unique<Qwen35>();
-    else throw std::runtime_error(path + ": architecture '" + arch + "' is not supported (supported: gemma3, qwen35)");
+    else if (arch == "qwen35" || arch == "qwen3next") m = std::make_unique<Qwen3Hybrid>();
+    else throw std::runtime_error(path + ": architecture '" + arch +
+                                  "' is not supported (supported: gemma3, qwen3next, qwen35; qwen35moe not yet)");
     m->file_ = std::move(file);
     m->be_ = &be;
     // One buffer over the whole file: host backends use the mapping in place.

@@ -1,4 +1,4 @@
-#include "core/models/qwen35.h"
+#include "core/models/qwen3next.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,10 +8,13 @@
 
 namespace ls {
 
-void Qwen35::load_arch() {
+void Qwen3Hybrid::load_arch() {
     const GgufFile& f = *file_;
-    const std::string a = "qwen35.";
-    hp_.arch = "qwen35";
+    hp_.arch = f.get_string("general.architecture");
+    if (hp_.arch != "qwen35" && hp_.arch != "qwen3next")
+        throw std::runtime_error("qwen3 hybrid loader: architecture '" + hp_.arch + "' (expected qwen35 or qwen3next)");
+    const std::string a = hp_.arch + ".";
+    head_map_ = hp_.arch == "qwen3next" ? HEADS_GROUPED : HEADS_TILED;
     hp_.n_embd = f.get_int(a + "embedding_length");
     hp_.n_layer = f.get_int(a + "block_count");
     hp_.n_ff = f.get_int(a + "feed_forward_length");
@@ -21,7 +24,7 @@ void Qwen35::load_arch() {
     const int64_t n_head_kv = f.get_int(a + "attention.head_count_kv", n_head);
     const int64_t hd = f.get_int(a + "attention.key_length", hp_.n_embd / n_head);
     if (f.get_int(a + "attention.value_length", hd) != hd)
-        throw std::runtime_error("qwen35: attention key and value head sizes differ (unsupported)");
+        throw std::runtime_error("qwen3 hybrid: attention key and value head sizes differ (unsupported)");
     n_rot_ = f.get_int(a + "rope.dimension_count", hd);
     const double rope_base = f.get_float(a + "rope.freq_base", 1e7);
     const int64_t interval = f.get_int(a + "full_attention_interval", 4);
@@ -34,7 +37,7 @@ void Qwen35::load_arch() {
     if (hp_.n_embd <= 0 || hp_.n_layer <= 0 || hp_.n_ff <= 0 || n_head <= 0 || n_head_kv <= 0 || n_head % n_head_kv ||
         hd <= 0 || n_rot_ <= 0 || n_rot_ % 2 || n_rot_ > hd || interval <= 0 || d_conv_ < 2 || d_conv_ > 16 || d_k_ <= 0 ||
         n_k_heads_ <= 0 || n_v_heads_ <= 0 || n_v_heads_ % n_k_heads_ || d_v_ <= 0 || d_v_ * n_v_heads_ != inner)
-        throw std::runtime_error("qwen35: inconsistent hyperparameters in the GGUF metadata");
+        throw std::runtime_error("qwen3 hybrid: inconsistent hyperparameters in the GGUF metadata");
     // Multi-section rope (rope.dimension_sections) rotates every section by the same position
     // for text: it is plain NEOX rope over the first n_rot dims.
     hp_.attn_scale = 1.0f / std::sqrt(float(hd));
@@ -69,8 +72,12 @@ void Qwen35::load_arch() {
                                          "; lockstep needs it f32");
             l.dt_bias = norm_weight(p + "ssm_dt.bias", n_v_heads_);
             l.ssm_a = norm_weight(p + "ssm_a", n_v_heads_);
-            l.ssm_beta = matmul_weight(p + "ssm_beta.weight", E, n_v_heads_);
-            l.ssm_alpha = matmul_weight(p + "ssm_alpha.weight", E, n_v_heads_);
+            if (head_map_ == HEADS_GROUPED) {
+                l.ssm_ba = matmul_weight(p + "ssm_ba.weight", E, 2 * n_v_heads_);
+            } else {
+                l.ssm_beta = matmul_weight(p + "ssm_beta.weight", E, n_v_heads_);
+                l.ssm_alpha = matmul_weight(p + "ssm_alpha.weight", E, n_v_heads_);
+            }
             l.ssm_norm = norm_weight(p + "ssm_norm.weight", d_v_);
             l.ssm_out = matmul_weight(p + "ssm_out.weight", V, E);
         } else {
@@ -81,6 +88,9 @@ void Qwen35::load_arch() {
             l.k_norm = norm_weight(p + "attn_k_norm.weight", hd);
             l.wo = matmul_weight(p + "attn_output.weight", n_head * hd, E);
         }
+        if (f.find_tensor(p + "ffn_gate_inp.weight"))
+            throw std::runtime_error(hp_.arch + ": layer " + std::to_string(il) +
+                                     " has a mixture-of-experts FFN, which lockstep does not support yet");
         l.ffn_gate = matmul_weight(p + "ffn_gate.weight", E, hp_.n_ff);
         l.ffn_up = matmul_weight(p + "ffn_up.weight", E, hp_.n_ff);
         l.ffn_down = matmul_weight(p + "ffn_down.weight", hp_.n_ff, E);
@@ -88,7 +98,7 @@ void Qwen35::load_arch() {
     }
 }
 
-std::vector<RecurrentLayerSpec> Qwen35::recurrent_layout() const {
+std::vector<RecurrentLayerSpec> Qwen3Hybrid::recurrent_layout() const {
     const int64_t C = 2 * n_k_heads_ * d_k_ + n_v_heads_ * d_v_;
     std::vector<RecurrentLayerSpec> v;
     for (const LayerParams& L : hp_.layers)
@@ -96,13 +106,13 @@ std::vector<RecurrentLayerSpec> Qwen35::recurrent_layout() const {
     return v;
 }
 
-Tensor* Qwen35::build_graph(Graph&, const Ubatch&, KvCache&) const {
-    throw std::logic_error("qwen35 has recurrent layers: build its graph with recurrent memory (Session does)");
+Tensor* Qwen3Hybrid::build_graph(Graph&, const Ubatch&, KvCache&) const {
+    throw std::logic_error("qwen3 hybrid models have recurrent layers: build its graph with recurrent memory (Session does)");
 }
 
-Tensor* Qwen35::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, RecurrentMemory* rs) const {
+Tensor* Qwen3Hybrid::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, RecurrentMemory* rs) const {
     using namespace ops;
-    if (!rs) throw std::logic_error("qwen35: recurrent memory is required");
+    if (!rs) throw std::logic_error("qwen3 hybrid: recurrent memory is required");
     const int64_t T = int64_t(ub.tokens.size());
     const float eps = hp_.rms_eps;
     Tensor* tokens = g.input(DType::I32, {T}, ub.tokens.data(), "tokens");
@@ -136,6 +146,8 @@ Tensor* Qwen35::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, RecurrentMe
     // Query and gate rows of the joint projection: per head [q (hd), gate (hd)].
     Tensor* q_idx = nullptr;
     Tensor* gate_idx = nullptr;
+    Tensor* b_idx = nullptr;  // qwen3next: beta and alpha entries of ssm_ba's output
+    Tensor* a_idx = nullptr;
 
     Tensor* x = get_rows(g, tok_embd_, tokens);  // (E, T)
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
@@ -147,11 +159,34 @@ Tensor* Qwen35::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, RecurrentMe
             const int64_t Hv = n_v_heads_, Dv = d_v_;
             Tensor* qkv = mul_mat(g, w.wqkv, h);  // (C, T)
             Tensor* z = mul_mat(g, w.wgate, h);   // (Hv * Dv, T)
-            Tensor* beta = sigmoid(g, mul_mat(g, w.ssm_beta, h));  // (Hv, T), squashed once
+            Tensor* b_raw;
+            Tensor* a_raw;  // (Hv, T) each
+            if (w.ssm_ba) {
+                // Split the joint projection per key-head group: one-float rows gathered.
+                if (!b_idx) {
+                    const int64_t r = Hv / n_k_heads_;
+                    std::vector<int32_t> bi, ai;
+                    for (int64_t t = 0; t < T; ++t)
+                        for (int64_t hh = 0; hh < Hv; ++hh) {
+                            const int64_t at = t * 2 * Hv + (hh / r) * 2 * r + hh % r;
+                            bi.push_back(int32_t(at));
+                            ai.push_back(int32_t(at + r));
+                        }
+                    b_idx = g.input(DType::I32, {Hv * T}, bi.data(), "ba_b_rows");
+                    a_idx = g.input(DType::I32, {Hv * T}, ai.data(), "ba_a_rows");
+                }
+                Tensor* ba = reshape(g, mul_mat(g, w.ssm_ba, h), {1, 2 * Hv * T});
+                b_raw = reshape(g, get_rows(g, ba, b_idx), {Hv, T});
+                a_raw = reshape(g, get_rows(g, ba, a_idx), {Hv, T});
+            } else {
+                b_raw = mul_mat(g, w.ssm_beta, h);
+                a_raw = mul_mat(g, w.ssm_alpha, h);
+            }
+            Tensor* beta = sigmoid(g, b_raw);  // squashed exactly once
             // log-decay g = -exp(A_log) * softplus(alpha + dt_bias)
-            Tensor* gate = mul(g, softplus(g, add(g, mul_mat(g, w.ssm_alpha, h), w.dt_bias)), w.ssm_a);
+            Tensor* gate = mul(g, softplus(g, add(g, a_raw, w.dt_bias)), w.ssm_a);
             Tensor* conv = silu(g, conv1d_scan(g, qkv, w.conv1d, rs->conv(int(il)), runs_t, order_t));
-            const DeltaScanParams dp{int32_t(n_k_heads_), int32_t(d_k_), int32_t(Hv), int32_t(Dv), HEADS_TILED,
+            const DeltaScanParams dp{int32_t(n_k_heads_), int32_t(d_k_), int32_t(Hv), int32_t(Dv), head_map_,
                                      1.0f / std::sqrt(float(d_k_)), 1e-6f};
             Tensor* y = delta_scan(g, conv, gate, beta, rs->state(int(il)), runs_t, order_t, dp);  // (Dv, Hv, T)
             y = mul(g, rms_norm(g, y, w.ssm_norm, eps), silu(g, reshape(g, z, {Dv, Hv, T})));

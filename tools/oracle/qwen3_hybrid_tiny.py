@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tiny random-weight Qwen3.5 (arch qwen35) oracle.
+"""Tiny random-weight Qwen3.5 (arch qwen35) and Qwen3-Next (arch qwen3next, dense FFN) oracle.
 
 Builds a small Qwen3.5 text model with the `transformers` reference modules (random weights,
 a few layers, one full-attention layer every `full_attention_interval`, head_k_dim != head_v_dim,
@@ -12,7 +12,12 @@ and transforms of llama.cpp's converter (learned from its Qwen3.5 classes, re-im
     out_proj columns), so that value head j reads key head j % Hk;
 and writes the logits of a 100-token prompt (golden file read by tests/test_hybrid.cpp).
 
-Usage: tools/oracle/qwen35_tiny.py OUT_DIR   (needs torch, transformers, gguf, numpy)
+Qwen3-Next differs in what the converter writes: in_proj_qkvz (per key head [q, k, v, z]) is
+split into attn_qkv [all q, all k, all v] and attn_gate [z], value heads stay grouped by key
+head, in_proj_ba is kept as ssm_ba (per key head [b, a]). Its FFN here is dense (mlp_only_layers
+= every layer): the MoE FFN of the real models is not supported by lockstep yet.
+
+Usage: tools/oracle/qwen3_hybrid_tiny.py OUT_DIR [qwen35|qwen3next]   (needs torch, transformers, gguf)
 """
 import struct
 import sys
@@ -20,27 +25,31 @@ import sys
 import numpy as np
 import torch
 import gguf
-from transformers import Qwen3_5TextConfig, Qwen3_5ForCausalLM
+from transformers import Qwen3_5TextConfig, Qwen3_5ForCausalLM, Qwen3NextConfig, Qwen3NextForCausalLM
 
 SEED = 1234
 N_PROMPT = 100
 FULL_EVERY = 2  # full_attention_interval: layers 1 and 3 are full attention
 
 
-def make_model():
-    cfg = Qwen3_5TextConfig(
+def make_model(arch):
+    common = dict(
         vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=4,
         num_attention_heads=4, num_key_value_heads=2, head_dim=32,
         linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=16, linear_value_head_dim=24,
         linear_conv_kernel_dim=4,
         layer_types=["full_attention" if (i + 1) % FULL_EVERY == 0 else "linear_attention" for i in range(4)], rms_norm_eps=1e-6, max_position_embeddings=4096,
-        tie_word_embeddings=False,
-        rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25,
-                         "mrope_section": [2, 1, 1], "mrope_interleaved": True},
-    )
+        tie_word_embeddings=False)
+    if arch == "qwen35":
+        cfg = Qwen3_5TextConfig(**common, rope_parameters={
+            "rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25,
+            "mrope_section": [2, 1, 1], "mrope_interleaved": True})
+    else:
+        cfg = Qwen3NextConfig(**common, num_experts=0, mlp_only_layers=[0, 1, 2, 3], rope_parameters={
+            "rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25})
     cfg._attn_implementation = "eager"
     torch.manual_seed(SEED)
-    m = Qwen3_5ForCausalLM(cfg).float().eval()
+    m = (Qwen3_5ForCausalLM if arch == "qwen35" else Qwen3NextForCausalLM)(cfg).float().eval()
     g = torch.Generator().manual_seed(SEED)
     with torch.no_grad():
         for name, p in m.named_parameters():
@@ -68,8 +77,7 @@ def reorder_v(t, dim, hk, r, hd):
     return t.reshape(shape)
 
 
-def export(cfg, m, path):
-    A = "qwen35"
+def export(cfg, m, path, A):
     w = gguf.GGUFWriter(path, A)
     hk, hv = cfg.linear_num_key_heads, cfg.linear_num_value_heads
     dk, dv = cfg.linear_key_head_dim, cfg.linear_value_head_dim
@@ -85,7 +93,8 @@ def export(cfg, m, path):
     w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
     w.add_rope_freq_base(cfg.rope_parameters["rope_theta"])
     w.add_rope_dimension_count(int(cfg.head_dim * cfg.rope_parameters["partial_rotary_factor"]))
-    w.add_array(f"{A}.rope.dimension_sections", list(cfg.rope_parameters["mrope_section"]) + [0])
+    if A == "qwen35":
+        w.add_array(f"{A}.rope.dimension_sections", list(cfg.rope_parameters["mrope_section"]) + [0])
     w.add_uint32(f"{A}.ssm.conv_kernel", cfg.linear_conv_kernel_dim)
     w.add_uint32(f"{A}.ssm.state_size", dk)
     w.add_uint32(f"{A}.ssm.group_count", hk)
@@ -115,6 +124,20 @@ def export(cfg, m, path):
             put(b + "attn_output.weight", sd[p + "self_attn.o_proj.weight"])
             put(b + "attn_q_norm.weight", sd[p + "self_attn.q_norm.weight"] + 1)
             put(b + "attn_k_norm.weight", sd[p + "self_attn.k_norm.weight"] + 1)
+        elif A == "qwen3next":
+            la = p + "linear_attn."
+            kd = hk * dk
+            qkvz = sd[la + "in_proj_qkvz.weight"].reshape(hk, 2 * dk + 2 * r * dv, -1)
+            q, k, v, z = torch.split(qkvz, [dk, dk, r * dv, r * dv], dim=1)
+            E = qkvz.shape[-1]
+            put(b + "attn_qkv.weight", torch.cat([q.reshape(-1, E), k.reshape(-1, E), v.reshape(-1, E)], 0))
+            put(b + "attn_gate.weight", z.reshape(-1, E))
+            put(b + "ssm_ba.weight", sd[la + "in_proj_ba.weight"])
+            put(b + "ssm_conv1d.weight", sd[la + "conv1d.weight"].squeeze(1))
+            put(b + "ssm_dt.bias", sd[la + "dt_bias"])
+            put(b + "ssm_a", -torch.exp(sd[la + "A_log"]))
+            put(b + "ssm_norm.weight", sd[la + "norm.weight"])
+            put(b + "ssm_out.weight", sd[la + "out_proj.weight"])
         else:
             la = p + "linear_attn."
             qkv = sd[la + "in_proj_qkv.weight"]
@@ -139,8 +162,9 @@ def export(cfg, m, path):
 
 def main():
     out = sys.argv[1]
-    cfg, m = make_model()
-    export(cfg, m, f"{out}/qwen35_tiny.gguf")
+    arch = sys.argv[2] if len(sys.argv) > 2 else "qwen35"
+    cfg, m = make_model(arch)
+    export(cfg, m, f"{out}/{arch}_tiny.gguf", arch)
     rng = np.random.default_rng(SEED)
     tokens = rng.integers(0, cfg.vocab_size, N_PROMPT).astype(np.int32)
     with torch.no_grad():
@@ -161,7 +185,7 @@ def main():
     print("max |chunked - recurrent| logits:", np.abs(step - logits).max(), " max |logit|:", np.abs(logits).max())
     top2 = np.sort(logits, axis=1)[:, -2:]
     print("smallest top-1 margin:", (top2[:, 1] - top2[:, 0]).min())
-    with open(f"{out}/qwen35_tiny.golden", "wb") as f:
+    with open(f"{out}/{arch}_tiny.golden", "wb") as f:
         f.write(struct.pack("<ii", N_PROMPT, cfg.vocab_size))
         f.write(tokens.astype("<i4").tobytes())
         f.write(logits.astype("<f4").tobytes())
