@@ -89,6 +89,36 @@ int cmd_bench(const Options& o) {
         row("pp" + std::to_string(n) + " 1 token/step", Result{single, 0});
         std::printf("\nchunked prefill of %lld tokens: %.2fx the speed of token-at-a-time\n", (long long)n, chunked / single);
     }
+    // Several sequences decoding together, one token of each per batch (np-way decode): the
+    // aggregate throughput and its ratio to the first count given (usually 1). Hybrid models
+    // run their recurrent scan over all sequences of a ubatch in one op.
+    double base = 0;
+    for (int64_t n_seq : o.bench_tg_seqs) {
+        SessionParams p = sp;
+        p.n_seq = int32_t(n_seq);
+        Session ms(*app.model, *app.backend, p);
+        constexpr int kPrompt = 16, kSteps = 64;
+        std::vector<double> tps;
+        for (int r = -1; r < o.reps; ++r) {
+            ms.reset();
+            Batch b;
+            for (int64_t q = 0; q < n_seq; ++q)
+                for (int i = 0; i < kPrompt; ++i) b.add(dist(rng), int32_t(q), i, i + 1 == kPrompt);
+            ms.decode(b);
+            auto t0 = std::chrono::steady_clock::now();
+            for (int st = 0; st < kSteps; ++st) {
+                b.clear();
+                for (int64_t q = 0; q < n_seq; ++q) b.add(dist(rng), int32_t(q), kPrompt + st, true);
+                ms.decode(b);
+            }
+            const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            if (r >= 0) tps.push_back(double(kSteps * n_seq) / sec);
+        }
+        const Result res = stats(tps);
+        row("tg" + std::to_string(kSteps) + " x " + std::to_string(n_seq) + " seqs", res);
+        if (base == 0) base = res.mean;
+        else std::printf("\n%lld sequences together: %.2fx the throughput of the first row\n", (long long)n_seq, res.mean / base);
+    }
     return 0;
 }
 

@@ -17,7 +17,7 @@ split into attn_qkv [all q, all k, all v] and attn_gate [z], value heads stay gr
 head, in_proj_ba is kept as ssm_ba (per key head [b, a]). Its FFN here is dense (mlp_only_layers
 = every layer): the MoE FFN of the real models is not supported by lockstep yet.
 
-Usage: tools/oracle/qwen3_hybrid_tiny.py OUT_DIR [qwen35|qwen3next]   (needs torch, transformers, gguf)
+Usage: tools/oracle/qwen3_hybrid_tiny.py OUT_DIR [qwen35|qwen3next] [tiny|bench]   (needs torch, transformers, gguf)
 """
 import struct
 import sys
@@ -30,15 +30,23 @@ from transformers import Qwen3_5TextConfig, Qwen3_5ForCausalLM, Qwen3NextConfig,
 SEED = 1234
 N_PROMPT = 100
 FULL_EVERY = 2  # full_attention_interval: layers 1 and 3 are full attention
+SIZES = {
+    "tiny": dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=4,
+                 num_attention_heads=4, num_key_value_heads=2, head_dim=32, linear_num_key_heads=2,
+                 linear_num_value_heads=4, linear_key_head_dim=16, linear_value_head_dim=24),
+    # For `lockstep bench` only (not committed, no golden): Qwen3.5-like head sizes.
+    "bench": dict(vocab_size=4096, hidden_size=1024, intermediate_size=3072, num_hidden_layers=8,
+                  num_attention_heads=8, num_key_value_heads=2, head_dim=128, linear_num_key_heads=8,
+                  linear_num_value_heads=16, linear_key_head_dim=128, linear_value_head_dim=128),
+}
+SIZE = "tiny"
 
 
 def make_model(arch):
-    common = dict(
-        vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=4,
-        num_attention_heads=4, num_key_value_heads=2, head_dim=32,
-        linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=16, linear_value_head_dim=24,
+    common = dict(SIZES[SIZE],
         linear_conv_kernel_dim=4,
-        layer_types=["full_attention" if (i + 1) % FULL_EVERY == 0 else "linear_attention" for i in range(4)], rms_norm_eps=1e-6, max_position_embeddings=4096,
+        layer_types=["full_attention" if (i + 1) % FULL_EVERY == 0 else "linear_attention"
+                     for i in range(SIZES[SIZE]["num_hidden_layers"])], rms_norm_eps=1e-6, max_position_embeddings=4096,
         tie_word_embeddings=False)
     if arch == "qwen35":
         cfg = Qwen3_5TextConfig(**common, rope_parameters={
@@ -103,7 +111,13 @@ def export(cfg, m, path, A):
     w.add_uint32(f"{A}.full_attention_interval", FULL_EVERY)
 
     def put(name, t):
-        w.add_tensor(name, t.detach().float().contiguous().numpy().astype(np.float32))
+        a = t.detach().float().contiguous().numpy().astype(np.float32)
+        # bench size: matrices in Q8_0 (as users run them); conv1d, norms and vectors stay f32
+        if SIZE != "tiny" and a.ndim == 2 and "conv1d" not in name and a.shape[1] % 32 == 0:
+            q = gguf.quants.quantize(a, gguf.GGMLQuantizationType.Q8_0)
+            w.add_tensor(name, q, raw_shape=q.shape, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+            return
+        w.add_tensor(name, a)
 
     sd = dict(m.named_parameters())
     put("token_embd.weight", sd["model.embed_tokens.weight"])
@@ -154,6 +168,20 @@ def export(cfg, m, path, A):
             put(b + "ssm_a", reorder_v(-torch.exp(sd[la + "A_log"]), 0, hk, r, 1))
             put(b + "ssm_norm.weight", sd[la + "norm.weight"])
             put(b + "ssm_out.weight", reorder_v(sd[la + "out_proj.weight"], 1, hk, r, dv))
+    if SIZE != "tiny":  # `lockstep bench` opens a tokenizer: a byte-level SPM vocabulary
+        V = cfg.vocab_size
+        toks = ["<unk>", "<s>", "</s>"] + [f"<0x{i:02X}>" for i in range(256)]
+        types = [2, 3, 3] + [6] * 256
+        toks += [f"<unused{i}>" for i in range(V - len(toks))]
+        types += [5] * (V - len(types))
+        w.add_string("tokenizer.ggml.model", "llama")
+        w.add_string("tokenizer.ggml.pre", "default")
+        w.add_array("tokenizer.ggml.tokens", toks)
+        w.add_array("tokenizer.ggml.scores", [0.0] * V)
+        w.add_array("tokenizer.ggml.token_type", types)
+        w.add_uint32("tokenizer.ggml.bos_token_id", 1)
+        w.add_uint32("tokenizer.ggml.eos_token_id", 2)
+        w.add_uint32("tokenizer.ggml.unknown_token_id", 0)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -163,8 +191,12 @@ def export(cfg, m, path, A):
 def main():
     out = sys.argv[1]
     arch = sys.argv[2] if len(sys.argv) > 2 else "qwen35"
+    global SIZE
+    SIZE = sys.argv[3] if len(sys.argv) > 3 else "tiny"
     cfg, m = make_model(arch)
-    export(cfg, m, f"{out}/{arch}_tiny.gguf", arch)
+    export(cfg, m, f"{out}/{arch}_{SIZE}.gguf", arch)
+    if SIZE != "tiny":
+        return
     rng = np.random.default_rng(SEED)
     tokens = rng.integers(0, cfg.vocab_size, N_PROMPT).astype(np.int32)
     with torch.no_grad():
