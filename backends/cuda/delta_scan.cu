@@ -1,7 +1,7 @@
 // delta_scan: one block per (run, value head), one thread per state row i (Dv rows of Dk),
 // the reference recurrence (core/ref/delta_scan.cpp) token by token. Rows are independent, so
 // a thread owns its row in place in the slot's memory; dot products sum exact products in
-// double in ascending order, as det_dot: the same bits as the reference.
+// double in det_dot4's order: the same bits as the reference.
 #include "backends/cuda/kernels.cuh"
 #include "core/op_params.h"
 #include "core/scan_runs.h"
@@ -24,22 +24,23 @@ __global__ void delta_scan_kernel(const uint8_t* qkv, int64_t qkv_nb1, const flo
         const float* row = reinterpret_cast<const float*>(qkv + tok * qkv_nb1);
         const float* q = row + hk * Dk;
         const float* k = row + Hk * Dk + hk * Dk;
-        const float rq = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(det_dot(q, q, Dk), p.eps)));
-        const float rk = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(det_dot(k, k, Dk), p.eps)));
+        const float rq = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(det_dot4(q, q, Dk), p.eps)));
+        const float rk = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(det_dot4(k, k, Dk), p.eps)));
         const float decay = det_exp(g[tok * Hv + h]);
         const float b = beta[tok * Hv + h];
-        double sk = 0;
+        double sk[4] = {0, 0, 0, 0};  // det_dot4's order: partial sums by j mod 4
         for (int64_t j = 0; j < Dk; ++j) {
             Si[j] = __fmul_rn(Si[j], decay);
-            sk += double(Si[j]) * double(__fmul_rn(k[j], rk));
+            sk[j % 4] += double(Si[j]) * double(__fmul_rn(k[j], rk));
         }
-        const float u = __fmul_rn(__fsub_rn(row[2 * Hk * Dk + h * Dv + i], float(sk)), b);
-        double sq = 0;
+        const float kv = float((sk[0] + sk[1]) + (sk[2] + sk[3]));
+        const float u = __fmul_rn(__fsub_rn(row[2 * Hk * Dk + h * Dv + i], kv), b);
+        double sq[4] = {0, 0, 0, 0};
         for (int64_t j = 0; j < Dk; ++j) {
             Si[j] = __fadd_rn(Si[j], __fmul_rn(u, __fmul_rn(k[j], rk)));
-            sq += double(Si[j]) * double(__fmul_rn(__fmul_rn(q[j], rq), p.scale));
+            sq[j % 4] += double(Si[j]) * double(__fmul_rn(__fmul_rn(q[j], rq), p.scale));
         }
-        y[(tok * Hv + h) * Dv + i] = float(sq);
+        y[(tok * Hv + h) * Dv + i] = float((sq[0] + sq[1]) + (sq[2] + sq[3]));
     }
 }
 

@@ -4,7 +4,7 @@
 //   k = k / sqrt(sum k^2 + eps),  q = (q / sqrt(sum q^2 + eps)) * scale
 //   for each row i of S (Dv rows of Dk):  S_i = e^g S_i;  u = beta (v_i - S_i.k);
 //                                         S_i += u k;      o_i = S_i.q
-// and the final S is stored back. Dot products sum exact products in double (det_dot); every
+// and the final S is stored back. Dot products sum exact products in double (det_dot4); every
 // other operation is one float operation, so any backend can reproduce the bits.
 #include <cmath>
 #include <vector>
@@ -39,8 +39,8 @@ void delta_scan(const Tensor& dst) {
                 const float* q = row + hk * Dk;
                 const float* k = row + Hk * Dk + hk * Dk;
                 const float* v = row + 2 * Hk * Dk + h * Dv;
-                const float rq = 1.0f / std::sqrt(det_dot(q, q, Dk) + p.eps);
-                const float rk = 1.0f / std::sqrt(det_dot(k, k, Dk) + p.eps);
+                const float rq = 1.0f / std::sqrt(det_dot4(q, q, Dk) + p.eps);
+                const float rk = 1.0f / std::sqrt(det_dot4(k, k, Dk) + p.eps);
                 for (int64_t j = 0; j < Dk; ++j) {
                     qn[size_t(j)] = q[j] * rq * p.scale;
                     kn[size_t(j)] = k[j] * rk;
@@ -51,9 +51,9 @@ void delta_scan(const Tensor& dst) {
                 for (int64_t i = 0; i < Dv; ++i) {
                     float* Si = S + i * Dk;
                     for (int64_t j = 0; j < Dk; ++j) Si[j] = Si[j] * decay;
-                    const float u = (v[i] - det_dot(Si, kn.data(), Dk)) * b;
+                    const float u = (v[i] - det_dot4(Si, kn.data(), Dk)) * b;
                     for (int64_t j = 0; j < Dk; ++j) Si[j] = Si[j] + u * kn[size_t(j)];
-                    out[i] = det_dot(Si, qn.data(), Dk);
+                    out[i] = det_dot4(Si, qn.data(), Dk);
                 }
             }
         }

@@ -1,7 +1,7 @@
 // delta_scan on the CPU: the reference recurrence (core/ref/delta_scan.cpp), parallel over
 // (run, value head); each task keeps its head's state in place in the slot's memory (no copy)
-// and scans the run's tokens in order. Dot products sum exact products in double, as the
-// reference: the same bits for any batching.
+// and scans the run's tokens in order. Dot products are det_dot4, as the reference: the same
+// bits for any batching.
 #include <tbb/parallel_for.h>
 
 #include <cmath>
@@ -36,8 +36,8 @@ void delta_scan(const Tensor& dst) {
             const float* q = row + hk * Dk;
             const float* k = row + Hk * Dk + hk * Dk;
             const float* v = row + 2 * Hk * Dk + h * Dv;
-            const float rq = 1.0f / std::sqrt(det_dot(q, q, Dk) + p.eps);
-            const float rk = 1.0f / std::sqrt(det_dot(k, k, Dk) + p.eps);
+            const float rq = 1.0f / std::sqrt(det_dot4(q, q, Dk) + p.eps);
+            const float rk = 1.0f / std::sqrt(det_dot4(k, k, Dk) + p.eps);
             for (int64_t j = 0; j < Dk; ++j) {
                 qn[size_t(j)] = q[j] * rq * p.scale;
                 kn[size_t(j)] = k[j] * rk;
@@ -47,18 +47,10 @@ void delta_scan(const Tensor& dst) {
             float* out = reinterpret_cast<float*>(dst.row(h, tok));
             for (int64_t i = 0; i < Dv; ++i) {
                 float* Si = S + i * Dk;
-                double sk = 0;
-                for (int64_t j = 0; j < Dk; ++j) {
-                    Si[j] = Si[j] * decay;
-                    sk += double(Si[j]) * double(kn[size_t(j)]);
-                }
-                const float u = (v[i] - float(sk)) * b;
-                double sq = 0;
-                for (int64_t j = 0; j < Dk; ++j) {
-                    Si[j] = Si[j] + u * kn[size_t(j)];
-                    sq += double(Si[j]) * double(qn[size_t(j)]);
-                }
-                out[i] = float(sq);
+                for (int64_t j = 0; j < Dk; ++j) Si[j] = Si[j] * decay;
+                const float u = (v[i] - det_dot4(Si, kn.data(), Dk)) * b;
+                for (int64_t j = 0; j < Dk; ++j) Si[j] = Si[j] + u * kn[size_t(j)];
+                out[i] = det_dot4(Si, qn.data(), Dk);
             }
         }
     });
