@@ -9,7 +9,9 @@
 #include <cstring>
 #include <fstream>
 
+#include "core/ops.h"
 #include "core/session.h"
+#include "tests/op_cases.h"
 #include "tests/logits_util.h"
 #include "tests/test_util.h"
 
@@ -219,5 +221,66 @@ TEST_CASE("qwen35: sequence edits on recurrent state: seq_rm only whole, seq_cp 
         CHECK(s.reuse_prefix(0, test::concat(test::concat(a, more), {5})) == 40);
         CHECK(s.reuse_prefix(0, test::concat(test::head(a, 5), {1, 2})) == 0);
         CHECK(s.seq_len(0) == 0);
+    }
+}
+
+TEST_CASE("qwen35: a prompt evaluated beside another sequence's decode steps equals each alone", "[hybrid][seq]") {
+    for (const std::string& name : test::all_backend_names()) {
+        INFO("backend " << name);
+        auto be = test::make_backend(name);
+        auto m = Model::load(tiny_path(), *be);
+        const auto a = test::random_tokens(20, 11, 256), b = test::random_tokens(25, 12, 256);
+        Session alone_a(*m, *be, params(1)), alone_b(*m, *be, params(1));
+        const auto want_a = alone_a.eval(a, 0);
+        const auto want_b = alone_b.eval(b, 0);
+        Session s(*m, *be, params(2, 8));
+        s.eval(test::head(a, 10), 0, 0);
+        // One batch: sequence 0's last 10 tokens, one by one, interleaved with sequence 1's
+        // whole 25-token prompt; ubatches of 8 mix a decode with a prompt chunk.
+        Batch bt;
+        for (int i = 0; i < 25; ++i) {
+            if (i < 10) bt.add(a[size_t(10 + i)], 0, 10 + i, true);
+            bt.add(b[size_t(i)], 1, i, true);
+        }
+        const auto got = s.decode(bt);
+        std::vector<float> got_a, got_b;
+        for (size_t r = 0; r < bt.size(); ++r)
+            (bt.seq[r] == 0 ? got_a : got_b).insert((bt.seq[r] == 0 ? got_a : got_b).end(), got.begin() + int64_t(r) * 256,
+                                                    got.begin() + int64_t(r + 1) * 256);
+        CHECK(test::first_difference(got_a, std::vector<float>(want_a.begin() + 10 * 256, want_a.end()), 256) == "");
+        CHECK(test::first_difference(got_b, want_b, 256) == "");
+    }
+}
+
+TEST_CASE("recurrent ops refuse a bad run table before touching any state", "[hybrid][ops]") {
+    for (const std::string& name : test::all_backend_names()) {
+        auto be = test::make_backend(name);
+        // (slot, first, n, reset) tables over 3 tokens and 2 slots, each wrong in one way.
+        const std::vector<std::pair<std::vector<int32_t>, std::string>> bad = {
+            {{2, 0, 3, 0}, "slot 2 outside"},
+            {{0, 0, 2, 0, 0, 2, 1, 0}, "slot 0 appears in two runs"},
+            {{0, 0, 2, 0}, "cover 2 of 3"},
+            {{0, 1, 2, 0}, "does not continue"},
+        };
+        for (const auto& [runs, msg] : bad) {
+            INFO(name << ": " << msg);
+            Graph g;
+            test::Keep keep;
+            std::mt19937 rng(3);
+            const std::vector<float> init = test::randn(rng, 3 * 8 * 2);
+            Tensor* st = keep.persistent(*be, DType::F32, {3 * 8, 2}, test::as_bytes(init));
+            Tensor* w = keep.persistent(*be, DType::F32, {4, 8}, test::as_bytes(test::randn(rng, 32)));
+            const std::vector<float> x = test::randn(rng, 24);
+            const std::vector<int32_t> order = {0, 1, 2};
+            Tensor* y = ops::conv1d_scan(g, g.input(DType::F32, {8, 3}, x.data(), "x"), w, st,
+                                         g.input(DType::I32, {4, int64_t(runs.size() / 4)}, runs.data(), "runs"),
+                                         g.input(DType::I32, {3}, order.data(), "order"));
+            g.mark_output(y);
+            std::unique_ptr<Buffer> scratch;
+            REQUIRE_THROWS_WITH(run_graph(*be, g, scratch), Catch::Contains(msg));
+            std::vector<float> after(init.size());
+            read_tensor(*be, *st, after.data());
+            CHECK(after == init);
+        }
     }
 }
