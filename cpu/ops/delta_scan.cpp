@@ -11,10 +11,14 @@
 #include "core/op_params.h"
 #include "core/scan_runs.h"
 #include "cpu/ops/cpu_ops.h"
+#include "cpu/scan_single.h"
 
 namespace ls::cpu {
+namespace {
 
-void delta_scan(const Tensor& dst) {
+// kSingle: the single-sequence-only form (bench twin, cpu/scan_single.h): one run over the
+// ubatch's tokens in order, no run table walk and no token indirection.
+template <bool kSingle> void scan(const Tensor& dst) {
     const Tensor& qkv = *dst.src[0];
     const Tensor& g = *dst.src[1];
     const Tensor& beta = *dst.src[2];
@@ -22,7 +26,9 @@ void delta_scan(const Tensor& dst) {
     const auto p = dst.get_params<DeltaScanParams>();
     const int64_t T = qkv.nrows(), Hk = p.n_k_heads, Dk = p.d_k, Hv = p.n_v_heads, Dv = p.d_v;
     const int32_t* order = dst.src[5]->data_as<const int32_t>();
-    const auto runs = read_scan_runs(dst.src[4]->data_as<const int32_t>(), dst.src[4]->ne[1], order, T, state.ne[1], "delta_scan");
+    const int32_t* rt = dst.src[4]->data_as<const int32_t>();
+    const std::vector<ScanRun> runs = kSingle ? std::vector<ScanRun>{{rt[0], 0, int32_t(T), rt[3]}}
+                                              : read_scan_runs(rt, dst.src[4]->ne[1], order, T, state.ne[1], "delta_scan");
     tbb::parallel_for(int64_t(0), int64_t(runs.size()) * Hv, [&](int64_t job) {
         const ScanRun& r = runs[size_t(job / Hv)];
         const int64_t h = job % Hv;
@@ -31,7 +37,7 @@ void delta_scan(const Tensor& dst) {
         if (r.reset) std::fill(S, S + Dv * Dk, 0.0f);
         std::vector<float> qn(static_cast<size_t>(Dk)), kn(static_cast<size_t>(Dk));
         for (int64_t t = 0; t < r.n; ++t) {
-            const int64_t tok = order[r.first + t];
+            const int64_t tok = kSingle ? t : order[r.first + t];
             const float* row = reinterpret_cast<const float*>(qkv.row(tok));
             const float* q = row + hk * Dk;
             const float* k = row + Hk * Dk + hk * Dk;
@@ -55,5 +61,10 @@ void delta_scan(const Tensor& dst) {
         }
     });
 }
+
+}  // namespace
+
+void delta_scan(const Tensor& dst) { scan<false>(dst); }
+void delta_scan_single_sequence(const Tensor& dst) { scan<true>(dst); }
 
 }  // namespace ls::cpu
