@@ -7,9 +7,12 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
+#include "core/gguf.h"
 #include "core/ops.h"
+#include "core/quant.h"
 #include "core/session.h"
 #include "tests/op_cases.h"
 #include "tests/logits_util.h"
@@ -283,4 +286,63 @@ TEST_CASE("recurrent ops refuse a bad run table before touching any state", "[hy
             CHECK(after == init);
         }
     }
+}
+
+TEST_CASE("qwen35: a conv kernel stored as f16 loads and equals its f32 values rounded to f16", "[hybrid][golden]") {
+    // Some converters store ssm_conv1d as f16; the model dequantizes it per graph. Rewrite the
+    // tiny model with f16 conv kernels, then compare with the f32 model whose kernels are
+    // rounded to the same f16 values: bit-identical logits.
+    auto src = GgufFile::open(tiny_path());
+    auto rewrite = [&](bool as_f16, const std::string& out) {
+        GgufWriter w;
+        for (const auto& [key, v] : src->metadata()) {
+            switch (v.type) {
+                case GgufType::STRING: w.set_string(key, std::get<std::string>(v.scalar)); break;
+                case GgufType::U32: w.set_u32(key, uint32_t(std::get<uint64_t>(v.scalar))); break;
+                case GgufType::F32: w.set_f32(key, float(std::get<double>(v.scalar))); break;
+                case GgufType::ARRAY: {
+                    std::vector<int32_t> a;
+                    for (int64_t x : v.ints) a.push_back(int32_t(x));
+                    for (uint64_t x : v.uints) a.push_back(int32_t(x));
+                    w.set_i32_array(key, a);
+                    break;
+                }
+                default: FAIL("unexpected metadata type for " << key);
+            }
+        }
+        for (const GgufTensorInfo& t : src->tensors()) {
+            std::vector<int64_t> ne(t.ne, t.ne + std::max(t.n_dims, 1));
+            std::vector<uint8_t> bytes(t.data, t.data + t.nbytes);
+            if (t.name.find("ssm_conv1d") != std::string::npos) {
+                const int64_t n = int64_t(t.nbytes / 4);
+                std::vector<uint16_t> h(static_cast<size_t>(n));
+                const float* f = reinterpret_cast<const float*>(t.data);
+                for (int64_t i = 0; i < n; ++i) h[size_t(i)] = fp32_to_fp16(f[i]);
+                if (as_f16) {
+                    w.add_tensor(t.name, DType::F16, ne, test::as_bytes(h));
+                    continue;
+                }
+                std::vector<float> back(static_cast<size_t>(n));
+                dequantize_row(DType::F16, h.data(), back.data(), n);
+                bytes = test::as_bytes(back);
+            }
+            w.add_tensor(t.name, t.type, ne, bytes);
+        }
+        w.write(out);
+    };
+    const std::string p16 = std::filesystem::temp_directory_path() / "lockstep_qwen35_conv_f16.gguf";
+    const std::string p32 = std::filesystem::temp_directory_path() / "lockstep_qwen35_conv_f32r.gguf";
+    rewrite(true, p16);
+    rewrite(false, p32);
+    const auto prompt = test::random_tokens(40, 31, 256);
+    for (const std::string& name : test::all_backend_names()) {
+        INFO("backend " << name);
+        auto be = test::make_backend(name);
+        auto m16 = Model::load(p16, *be);
+        auto m32 = Model::load(p32, *be);
+        Session s16(*m16, *be, params(1)), s32(*m32, *be, params(1));
+        CHECK(test::first_difference(s16.eval(prompt, 0), s32.eval(prompt, 0), 256) == "");
+    }
+    std::filesystem::remove(p16);
+    std::filesystem::remove(p32);
 }

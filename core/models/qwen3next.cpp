@@ -67,9 +67,15 @@ void Qwen3Hybrid::load_arch() {
             l.wqkv = matmul_weight(p + "attn_qkv.weight", E, C);
             l.wgate = matmul_weight(p + "attn_gate.weight", E, V);
             l.conv1d = weight(p + "ssm_conv1d.weight", {d_conv_, C});
-            if (l.conv1d->type != DType::F32)
-                throw std::runtime_error("tensor '" + p + "ssm_conv1d.weight' has type " + dtype_name(l.conv1d->type) +
-                                         "; lockstep needs it f32");
+            switch (l.conv1d->type) {  // f32 is used as it is; others are dequantized per graph (small)
+                case DType::F32: case DType::F16: case DType::BF16: case DType::Q8_0: break;
+                default:
+                    throw std::runtime_error("tensor '" + p + "ssm_conv1d.weight' has type " + dtype_name(l.conv1d->type) +
+                                             " (use f32, f16, bf16 or q8_0)");
+            }
+            if (l.conv1d->type == DType::Q8_0 && d_conv_ % 32 != 0)
+                throw std::runtime_error("tensor '" + p + "ssm_conv1d.weight': q8_0 rows of " + std::to_string(d_conv_) +
+                                         " values cannot hold whole blocks");
             l.dt_bias = norm_weight(p + "ssm_dt.bias", n_v_heads_);
             l.ssm_a = norm_weight(p + "ssm_a", n_v_heads_);
             if (head_map_ == HEADS_GROUPED) {
@@ -146,6 +152,7 @@ Tensor* Qwen3Hybrid::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, Recurr
     // Query and gate rows of the joint projection: per head [q (hd), gate (hd)].
     Tensor* q_idx = nullptr;
     Tensor* gate_idx = nullptr;
+    Tensor* conv_rows = nullptr;  // all rows of a non-f32 conv kernel
     Tensor* b_idx = nullptr;  // qwen3next: beta and alpha entries of ssm_ba's output
     Tensor* a_idx = nullptr;
 
@@ -185,7 +192,16 @@ Tensor* Qwen3Hybrid::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, Recurr
             Tensor* beta = sigmoid(g, b_raw);  // squashed exactly once
             // log-decay g = -exp(A_log) * softplus(alpha + dt_bias)
             Tensor* gate = mul(g, softplus(g, add(g, a_raw, w.dt_bias)), w.ssm_a);
-            Tensor* conv = silu(g, conv1d_scan(g, qkv, w.conv1d, rs->conv(int(il)), runs_t, order_t));
+            Tensor* conv_w = w.conv1d;
+            if (conv_w->type != DType::F32) {  // a converter that stored it as f16/bf16: (K, C) in f32
+                if (!conv_rows) {
+                    std::vector<int32_t> all(static_cast<size_t>(conv_w->ne[1]));
+                    for (size_t i = 0; i < all.size(); ++i) all[i] = int32_t(i);
+                    conv_rows = g.input(DType::I32, {conv_w->ne[1]}, all.data(), "conv_rows");
+                }
+                conv_w = get_rows(g, conv_w, conv_rows);
+            }
+            Tensor* conv = silu(g, conv1d_scan(g, qkv, conv_w, rs->conv(int(il)), runs_t, order_t));
             const DeltaScanParams dp{int32_t(n_k_heads_), int32_t(d_k_), int32_t(Hv), int32_t(Dv), head_map_,
                                      1.0f / std::sqrt(float(d_k_)), 1e-6f};
             Tensor* y = delta_scan(g, conv, gate, beta, rs->state(int(il)), runs_t, order_t, dp);  // (Dv, Hv, T)
