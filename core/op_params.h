@@ -43,10 +43,17 @@ struct Conv1dScanParams {
     int32_t d_conv;     // kernel width K; the state keeps the last K-1 inputs per channel
 };
 
+// Which key head value head h reads. (Written so that it can sit in the GLSL-readable part
+// of this header: an enum for C++, plain constants for shaders.)
+#ifdef __cplusplus
 enum DeltaHeadMap : int32_t {
     HEADS_GROUPED = 0,  // value head h reads key head h / (Hv / Hk)   (qwen3next)
     HEADS_TILED = 1,    // value head h reads key head h % Hk          (qwen35: converter reorders)
 };
+#else
+const int HEADS_GROUPED = 0;
+const int HEADS_TILED = 1;
+#endif
 
 struct DeltaScanParams {
     int32_t n_k_heads;  // Hk
@@ -57,5 +64,9 @@ struct DeltaScanParams {
     float scale;        // applied to the L2-normalised query
     float eps;          // L2 norm: x / sqrt(sum x^2 + eps)
 };
+
+#ifdef __cplusplus
+static_assert(sizeof(Conv1dScanParams) == 4 && sizeof(DeltaScanParams) == 28);
+#endif
 
 }  // namespace ls
