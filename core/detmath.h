@@ -105,6 +105,35 @@ LS_HD inline float det_gelu(float x) {
 
 LS_HD inline float det_silu(float x) { return x / (1.0f + det_exp(-x)); }
 
+// Sum of a[i] * b[i] with exact products accumulated in double in four interleaved partial
+// sums (s[i mod 4]), combined as (s0 + s1) + (s2 + s3): a fixed order, with four independent
+// chains a CPU overlaps (the delta-rule scan's row dots).
+LS_HD inline float det_dot4(const float* a, const float* b, int64_t n) {
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        s0 += double(a[i]) * double(b[i]);
+        s1 += double(a[i + 1]) * double(b[i + 1]);
+        s2 += double(a[i + 2]) * double(b[i + 2]);
+        s3 += double(a[i + 3]) * double(b[i + 3]);
+    }
+    if (i < n) s0 += double(a[i]) * double(b[i]);
+    if (i + 1 < n) s1 += double(a[i + 1]) * double(b[i + 1]);
+    if (i + 2 < n) s2 += double(a[i + 2]) * double(b[i + 2]);
+    return float((s0 + s1) + (s2 + s3));
+}
+
+// 1 / (1 + e^-x): gates of the hybrid (Qwen3-Next / Qwen3.5) models.
+LS_HD inline float det_sigmoid(float x) { return 1.0f / (1.0f + det_exp(-x)); }
+
+// log(1 + e^x), identity above 20 (as torch's softplus threshold). The log is taken in double
+// and rounded to float: host and device log1p agree to within a double ulp, which changes the
+// float result only on an exact rounding tie (never seen; the op tests compare bits).
+LS_HD inline float det_softplus(float x) {
+    if (x > 20.0f) return x;
+    return float(log1p(double(det_exp(x))));
+}
+
 // tanh(y) = 2 sigmoid(2y) - 1 (absolute error ~1e-7; used for logit soft-capping).
 LS_HD inline float det_tanh(float y) { return 2.0f / (1.0f + det_exp(-2.0f * y)) - 1.0f; }
 

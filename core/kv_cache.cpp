@@ -28,6 +28,15 @@ KvCache::KvCache(Backend& be, const std::vector<KvLayerSpec>& layers, const KvCa
     v_.resize(layers.size());
     for (size_t il = 0; il < layers.size(); ++il) {
         const KvLayerSpec& L = layers[il];
+        if (L.k_row == 0 && L.v_row == 0) {  // a layer without attention (hybrid models): no rows
+            rows_.push_back(0);
+            for (Tensor* t : {&k_[il], &v_[il]}) {
+                t->ne[0] = t->ne[1] = 0;
+                set_contiguous_strides(*t);
+                t->kind = TensorKind::Persistent;
+            }
+            continue;
+        }
         if (L.k_row <= 0 || L.v_row <= 0 || L.window < 0)
             throw std::invalid_argument("kv cache: layer " + std::to_string(il) + " has an invalid geometry");
         for (auto [type, row, what] : {std::tuple{cfg.type_k, L.k_row, "K"}, std::tuple{cfg.type_v, L.v_row, "V"}})

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "core/models/gemma3.h"
+#include "core/models/qwen3next.h"
 #include "core/quant.h"
 
 namespace ls {
@@ -12,7 +13,9 @@ std::unique_ptr<Model> Model::load(const std::string& path, Backend& be) {
     const std::string arch = file->get_string("general.architecture");
     std::unique_ptr<Model> m;
     if (arch == "gemma3") m = std::make_unique<Gemma3>();
-    else throw std::runtime_error(path + ": architecture '" + arch + "' is not supported (supported: gemma3)");
+    else if (arch == "qwen35" || arch == "qwen3next") m = std::make_unique<Qwen3Hybrid>();
+    else throw std::runtime_error(path + ": architecture '" + arch +
+                                  "' is not supported (supported: gemma3, qwen3next, qwen35; qwen35moe not yet)");
     m->file_ = std::move(file);
     m->be_ = &be;
     // One buffer over the whole file: host backends use the mapping in place.
@@ -24,7 +27,8 @@ std::unique_ptr<Model> Model::load(const std::string& path, Backend& be) {
 std::vector<KvLayerSpec> Model::kv_layout() const {
     std::vector<KvLayerSpec> v;
     for (const LayerParams& L : hp_.layers)
-        v.push_back({int64_t(L.n_head_kv) * L.head_dim_k, int64_t(L.n_head_kv) * L.head_dim_v, L.window});
+        if (L.recurrent) v.push_back({0, 0, 0});  // no KV rows (KvCache skips the layer)
+        else v.push_back({int64_t(L.n_head_kv) * L.head_dim_k, int64_t(L.n_head_kv) * L.head_dim_v, L.window});
     return v;
 }
 

@@ -9,6 +9,7 @@
 #include "core/backend.h"
 #include "core/gguf.h"
 #include "core/kv_cache.h"
+#include "core/recurrent_memory.h"
 
 namespace ls {
 
@@ -19,6 +20,9 @@ struct LayerParams {
     float rope_scale = 1.f;    // freq_scale = 1 / linear factor
     int32_t n_head = 0, n_head_kv = 0;
     int32_t head_dim_k = 0, head_dim_v = 0;
+    // Hybrid models: a recurrent (gated delta net) layer keeps no KV rows; its state lives in
+    // RecurrentMemory (recurrent_layout()).
+    bool recurrent = false;
 };
 
 struct Hparams {
@@ -46,10 +50,18 @@ public:
     const GgufFile& gguf() const { return *file_; }
     size_t weight_bytes() const { return file_->size(); }
     std::vector<KvLayerSpec> kv_layout() const;
+    // Hybrid models: per layer, the recurrent state per sequence slot (empty: none).
+    virtual std::vector<RecurrentLayerSpec> recurrent_layout() const { return {}; }
 
     // Builds the graph of one ubatch; returns the logits F32 [n_vocab, out_idx.size()]
     // (nullptr when no logits are wanted).
     virtual Tensor* build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const = 0;
+    // The same for models with recurrent layers (rs is null when recurrent_layout() is empty).
+    // Sessions call this one; models without recurrent state need not override it.
+    virtual Tensor* build_graph(Graph& g, const Ubatch& ub, KvCache& kv, RecurrentMemory* rs) const {
+        (void)rs;
+        return build_graph(g, ub, kv);
+    }
 
 protected:
     // Reads hyperparameters and binds weights; called once by load().

@@ -17,4 +17,8 @@
     X(GELU, gelu)           \
     X(SILU, silu)           \
     X(SOFTMAX, softmax)     \
-    X(ATTENTION, attention)
+    X(ATTENTION, attention) \
+    X(SIGMOID, sigmoid)     \
+    X(SOFTPLUS, softplus)   \
+    X(CONV1D_SCAN, conv1d_scan) \
+    X(DELTA_SCAN, delta_scan)

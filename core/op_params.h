@@ -48,6 +48,41 @@ struct AttentionParams {
 #ifdef __cplusplus
 static_assert(sizeof(ScaleParams) == 4 && sizeof(RmsNormParams) == 4 && sizeof(RopeParams) == 16 &&
               sizeof(SoftmaxParams) == 4 && sizeof(AttentionParams) == 20);
+#endif
+
+// Recurrent ops over the runs of a ubatch (SEMANTICS.md section 2). Both take
+// runs I32 [4, n_runs]: (slot, first, n, reset) and order I32 [T]: run r covers the tokens
+// order[first .. first+n) in scan order; reset != 0 makes the run start from a zero state
+// (its sequence starts at position 0) instead of the slot's stored state.
+struct Conv1dScanParams {
+    int32_t d_conv;     // kernel width K; the state keeps the last K-1 inputs per channel
+};
+
+// Which key head value head h reads. (Written so that it can sit in the GLSL-readable part
+// of this header: an enum for C++, plain constants for shaders.)
+#ifdef __cplusplus
+enum DeltaHeadMap : int32_t {
+    HEADS_GROUPED = 0,  // value head h reads key head h / (Hv / Hk)   (qwen3next)
+    HEADS_TILED = 1,    // value head h reads key head h % Hk          (qwen35: converter reorders)
+};
+#else
+const int HEADS_GROUPED = 0;
+const int HEADS_TILED = 1;
+#endif
+
+struct DeltaScanParams {
+    int32_t n_k_heads;  // Hk
+    int32_t d_k;        // key head dim
+    int32_t n_v_heads;  // Hv
+    int32_t d_v;        // value head dim
+    int32_t head_map;   // DeltaHeadMap
+    float scale;        // applied to the L2-normalised query
+    float eps;          // L2 norm: x / sqrt(sum x^2 + eps)
+};
+
+#ifdef __cplusplus
+static_assert(sizeof(Conv1dScanParams) == 4 && sizeof(DeltaScanParams) == 28);
+
 }  // namespace ls
 #endif
 #endif  // LS_CORE_OP_PARAMS_H

@@ -117,6 +117,65 @@ Tensor* rope(Graph& g, Tensor* x, Tensor* pos, Tensor* ff, const RopeParams& p) 
 Tensor* gelu(Graph& g, Tensor* x) { return unary(g, OpId::GELU, x); }
 Tensor* silu(Graph& g, Tensor* x) { return unary(g, OpId::SILU, x); }
 
+Tensor* sigmoid(Graph& g, Tensor* x) { return unary(g, OpId::SIGMOID, x); }
+Tensor* softplus(Graph& g, Tensor* x) { return unary(g, OpId::SOFTPLUS, x); }
+
+namespace {
+// The run table of the recurrent ops: shapes only (values are checked by the kernels'
+// shared check, core/ref/runs.h, before anything is written).
+void check_runs(const char* op, Tensor* runs, Tensor* order, int64_t T) {
+    expect_type(op, runs, DType::I32, "runs");
+    expect_type(op, order, DType::I32, "order");
+    if (runs->ne[0] != 4 || runs->ne[2] != 1 || runs->ne[3] != 1 || !runs->is_contiguous())
+        fail(op, "runs must be a contiguous I32 [4, n_runs] (slot, first, n, reset)");
+    if (order->ne[0] != T || order->nrows() != 1) fail(op, "order needs one entry per token");
+}
+void check_state(const char* op, Tensor* state, int64_t row) {
+    expect_type(op, state, DType::F32, "state");
+    if (state->kind != TensorKind::Persistent) fail(op, "state must be persistent memory (never planned by the graph)");
+    if (state->ne[0] != row || state->ne[2] != 1 || state->ne[3] != 1 || !state->is_contiguous())
+        fail(op, "state must be a contiguous F32 [" + std::to_string(row) + ", n_slots], got " + shape_str(*state));
+}
+}  // namespace
+
+Tensor* conv1d_scan(Graph& g, Tensor* x, Tensor* w, Tensor* state, Tensor* runs, Tensor* order) {
+    expect_type("conv1d_scan", x, DType::F32, "x");
+    expect_type("conv1d_scan", w, DType::F32, "w");
+    if (!x->is_contiguous() || x->ne[2] != 1 || x->ne[3] != 1) fail("conv1d_scan", "x must be a contiguous [C, T]");
+    const int64_t C = x->ne[0], T = x->ne[1], K = w->ne[0];
+    if (K < 2 || w->ne[1] != C || w->ne[2] != 1 || !w->is_contiguous())
+        fail("conv1d_scan", "w must be a contiguous F32 [K >= 2, C], got " + shape_str(*w) + " for x " + shape_str(*x));
+    check_state("conv1d_scan", state, (K - 1) * C);
+    check_runs("conv1d_scan", runs, order, T);
+    int64_t ne[4] = {C, T, 1, 1};
+    Tensor* t = node(g, OpId::CONV1D_SCAN, DType::F32, ne, {x, w, state, runs, order});
+    t->set_params(Conv1dScanParams{int32_t(K)});
+    return t;
+}
+
+Tensor* delta_scan(Graph& g, Tensor* qkv, Tensor* gate, Tensor* beta, Tensor* state, Tensor* runs, Tensor* order,
+                   const DeltaScanParams& p) {
+    const char* op = "delta_scan";
+    for (auto [t, role] : {std::pair{qkv, "qkv"}, std::pair{gate, "g"}, std::pair{beta, "beta"}}) {
+        expect_type(op, t, DType::F32, role);
+        if (!t->is_contiguous()) fail(op, std::string(role) + " must be contiguous");
+    }
+    if (p.n_k_heads <= 0 || p.n_v_heads <= 0 || p.d_k <= 0 || p.d_v <= 0 || p.n_v_heads % p.n_k_heads)
+        fail(op, "Hv must be a multiple of Hk, and all head sizes positive");
+    if (p.head_map != HEADS_GROUPED && p.head_map != HEADS_TILED) fail(op, "unknown head map");
+    const int64_t T = qkv->nrows(), Hv = p.n_v_heads;
+    if (qkv->ne[0] != 2 * int64_t(p.n_k_heads) * p.d_k + Hv * p.d_v)
+        fail(op, "qkv rows must hold 2*Hk*Dk + Hv*Dv values, got " + shape_str(*qkv));
+    if (gate->ne[0] != Hv || gate->nrows() != T || beta->ne[0] != Hv || beta->nrows() != T)
+        fail(op, "g and beta must be [Hv, T]");
+    check_state(op, state, Hv * p.d_v * p.d_k);
+    check_runs(op, runs, order, T);
+    int64_t ne[4] = {p.d_v, Hv, T, 1};
+    Tensor* t = node(g, OpId::DELTA_SCAN, DType::F32, ne, {qkv, gate, beta, state, runs, order});
+    t->set_params(p);
+    return t;
+}
+
 Tensor* softmax(Graph& g, Tensor* x, float s) {
     Tensor* t = unary(g, OpId::SOFTMAX, x);
     t->set_params(SoftmaxParams{s});

@@ -28,6 +28,22 @@ Tensor* softmax(Graph& g, Tensor* x, float scale);
 // q F32 [Dk, H, T]; k [Dk*Hkv, n_seq*R], v [Dv*Hkv, n_seq*R] cache tensors (F32/F16/Q8_0/Q4_0),
 // pos and seq I32 [T] -> F32 [Dv, H, T]. Visibility and ring indexing: SEMANTICS.md section 1.
 Tensor* attention(Graph& g, Tensor* q, Tensor* k, Tensor* v, Tensor* pos, Tensor* seq, const AttentionParams& p);
+Tensor* sigmoid(Graph& g, Tensor* x);
+Tensor* softplus(Graph& g, Tensor* x);  // log(1 + e^x)
+
+// Causal depthwise conv1d over the runs of a ubatch, SEMANTICS.md section 2.
+// x F32 [C, T] (ubatch order); w F32 [K, C]; state F32 [(K-1)*C, n_slots], persistent: per slot
+// the last K-1 inputs, oldest first, read at a run's start (zeros when its reset flag is set)
+// and written back at its end, in place. runs I32 [4, n_runs] (slot, first, n, reset), order
+// I32 [T] (see Conv1dScanParams). -> F32 [C, T]: y[c,t] = sum_k w[k,c] * in[t-K+1+k, c].
+Tensor* conv1d_scan(Graph& g, Tensor* x, Tensor* w, Tensor* state, Tensor* runs, Tensor* order);
+// Gated delta rule over the runs of a ubatch, SEMANTICS.md section 2. qkv F32 [2*Hk*Dk + Hv*Dv, T]
+// (q heads, k heads, v heads per token); g F32 [Hv, T] log-decay; beta F32 [Hv, T] (already
+// squashed); state F32 [Hv*Dv*Dk, n_slots] persistent (per head Dv rows of Dk), read and written
+// in place per run. q and k are L2-normalised per head, q scaled. Per token, per value head:
+// S = e^g S; S += beta (v - S k) k^T; o = S q.  -> F32 [Dv, Hv, T].
+Tensor* delta_scan(Graph& g, Tensor* qkv, Tensor* gate, Tensor* beta, Tensor* state, Tensor* runs, Tensor* order,
+                   const DeltaScanParams& p);
 
 // A contiguous tensor seen with another shape (no copy, no node).
 Tensor* reshape(Graph& g, Tensor* t, std::initializer_list<int64_t> ne);

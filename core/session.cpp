@@ -15,6 +15,7 @@ Session::Session(const Model& m, Backend& be, const SessionParams& p) : m_(m), b
     p_.n_ubatch = std::min({p_.n_ubatch, p_.n_batch, p_.n_ctx});
     KvCacheConfig kc{p_.n_ctx, p_.n_seq, p_.n_ubatch, p_.type_k, p_.type_v};
     kv_ = std::make_unique<KvCache>(be, m.kv_layout(), kc);
+    if (const auto rl = m.recurrent_layout(); !rl.empty()) rs_ = std::make_unique<RecurrentMemory>(be, rl, p_.n_seq);
     cached_.resize(size_t(p_.n_seq));
 }
 
@@ -57,7 +58,7 @@ std::vector<float> Session::decode(const Batch& b) {
         for (int64_t i = i0; i < i1; ++i)
             if (b.logits[size_t(i)]) ub.out_idx.push_back(int32_t(i - i0));
         Graph g;
-        Tensor* logits = m_.build_graph(g, ub, *kv_);
+        Tensor* logits = m_.build_graph(g, ub, *kv_, rs_.get());
         run_graph(be_, g, scratch_);
         for (int64_t i = i0; i < i1; ++i) {
             const int s = b.seq[size_t(i)];
@@ -87,13 +88,21 @@ std::vector<float> Session::eval(const std::vector<int32_t>& tokens, int64_t fir
 }
 
 bool Session::seq_rm(int s, int64_t p0) {
+    // Dropping everything is exact for the recurrent state too: a run at position 0 starts
+    // from zeros (its reset flag), whatever the slot holds.
+    if (rs_ && p0 > 0 && s >= 0 && s < p_.n_seq && p0 < kv_->seq_len(s)) return false;
     if (!kv_->seq_rm(s, p0)) return false;
     cached_[size_t(s)].resize(size_t(kv_->seq_len(s)));
     return true;
 }
 
 bool Session::seq_cp(int src, int dst, int64_t p1) {
-    if (!kv_->seq_cp(src, dst, p1)) return false;
+    if (rs_) {
+        // The state of src describes all of its tokens: only a whole copy is possible.
+        if (p1 >= 0 && src >= 0 && src < p_.n_seq && p1 < kv_->seq_len(src)) return false;
+        if (!kv_->seq_cp(src, dst, p1)) return false;
+        rs_->copy_slot(src, dst);
+    } else if (!kv_->seq_cp(src, dst, p1)) return false;
     std::vector<int32_t> t(cached_.at(size_t(src)).begin(), cached_.at(size_t(src)).begin() + kv_->seq_len(dst));
     cached_[size_t(dst)] = std::move(t);
     return true;
@@ -107,6 +116,7 @@ void Session::seq_keep(int s) {
 
 void Session::reset() {
     kv_->clear();
+    if (rs_) rs_->clear();
     for (auto& c : cached_) c.clear();
 }
 

@@ -47,7 +47,9 @@ public:
     // error, raised before anything is evaluated.
     std::vector<float> eval(const std::vector<int32_t>& tokens, int64_t first_logit = -1, int seq = 0);
 
-    // Sequence edits (SEMANTICS.md section 1); the cached token lists follow.
+    // Sequence edits (SEMANTICS.md section 1); the cached token lists follow. On a model with
+    // recurrent layers seq_rm(s, p0) returns false (changing nothing) unless 0 == p0 or
+    // p0 >= seq_len(s), and seq_cp copies the whole sequence only (p1 < 0 or p1 = seq_len).
     int64_t seq_len(int s) const { return kv_->seq_len(s); }
     const std::vector<int32_t>& seq_tokens(int s) const { return cached_.at(size_t(s)); }
     bool seq_rm(int s, int64_t p0);
@@ -73,6 +75,10 @@ private:
     Backend& be_;
     SessionParams p_;
     std::unique_ptr<KvCache> kv_;
+    // Hybrid models: conv and scan state per sequence slot (null for attention-only models).
+    // A recurrent state holds no positions, so seq_rm cannot drop the tail of a sequence: it
+    // succeeds only when it removes nothing or everything (SEMANTICS.md section 2).
+    std::unique_ptr<RecurrentMemory> rs_;
     std::unique_ptr<Buffer> scratch_;
     std::vector<std::vector<int32_t>> cached_;  // per sequence: the tokens its KV rows hold
 

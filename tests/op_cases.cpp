@@ -1,6 +1,7 @@
 #include "tests/op_cases.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/ops.h"
 #include "core/quant.h"
@@ -76,7 +77,8 @@ std::vector<OpCase> op_cases() {
                          auto n = ne(r);
                          Tensor* a = in_f32(g, r, {n[0], n[1]}, 3.0f);
                          Tensor* wide = in_f32(g, r, {n[0], n[1]}, 40.0f);  // reaches exp's clamps
-                         return std::vector<Tensor*>{scale(g, a, 0.37f), gelu(g, a), silu(g, a), gelu(g, wide), silu(g, wide)};
+                         return std::vector<Tensor*>{scale(g, a, 0.37f), gelu(g, a), silu(g, a), gelu(g, wide), silu(g, wide),
+                                                     sigmoid(g, a), sigmoid(g, wide), softplus(g, a), softplus(g, wide)};
                      }, 0.0});  // det_exp on batches is the scalar definition, lane by lane
         c.push_back({"rms_norm " + s, [=](Graph& g, Backend&, Keep& k, std::mt19937& r) {
                          auto n = ne(r);
@@ -163,6 +165,46 @@ std::vector<OpCase> op_cases() {
                              return std::vector<Tensor*>{attention(g, q, kc, vc, in_i32(g, a.pos), in_i32(g, a.seq), p)};
                          }, 1e-10});
         }
+    // Recurrent scans over the runs of a ubatch (SEMANTICS.md section 2): runs of different
+    // lengths, tokens of different sequences interleaved in the ubatch, a reset run beside runs
+    // that continue their slot's stored state, an unused slot (must stay as it was), and the
+    // state written back compared too. Same arithmetic in the same order on every backend
+    // (double sums of exact products, det_exp): bit-identical.
+    struct R { int64_t T; std::vector<int32_t> runs, order; };
+    const std::vector<R> scan_runs = {
+        {1, {2, 0, 1, 0}, {0}},                                                    // one decode token
+        {9, {1, 0, 4, 1, 3, 4, 3, 0, 0, 7, 2, 0}, {0, 3, 5, 8, 1, 4, 6, 2, 7}},    // 3 sequences interleaved, slot 1 restarts
+        {6, {0, 0, 6, 1}, {0, 1, 2, 3, 4, 5}},                                     // one sequence from position 0
+    };
+    for (size_t ri = 0; ri < scan_runs.size(); ++ri) {
+        const R sr = scan_runs[ri];
+        const int64_t n_slots = 4;
+        c.push_back({"conv1d_scan runs " + std::to_string(ri), [=](Graph& g, Backend& be, Keep& k, std::mt19937& r) {
+                         const int64_t C = 40, K = 4;
+                         Tensor* st = k.persistent(be, DType::F32, {(K - 1) * C, n_slots}, as_bytes(randn(r, size_t((K - 1) * C * n_slots))));
+                         Tensor* w = k.persistent(be, DType::F32, {K, C}, as_bytes(randn(r, size_t(K * C), 0.5f)));
+                         Tensor* x = in_f32(g, r, {C, sr.T});
+                         Tensor* runs = g.input(DType::I32, {4, int64_t(sr.runs.size() / 4)}, sr.runs.data(), "runs");
+                         return std::vector<Tensor*>{conv1d_scan(g, x, w, st, runs, in_i32(g, sr.order)), st};
+                     }, 0.0});
+        for (int map : {HEADS_GROUPED, HEADS_TILED})
+            c.push_back({"delta_scan runs " + std::to_string(ri) + (map == HEADS_TILED ? " tiled" : " grouped"),
+                         [=](Graph& g, Backend& be, Keep& k, std::mt19937& r) {
+                             const DeltaScanParams p{2, 16, 4, 24, map, 0.25f, 1e-6f};  // Dk != Dv, Hv = 2 Hk
+                             const int64_t row = int64_t(p.n_v_heads) * p.d_v * p.d_k;
+                             Tensor* st = k.persistent(be, DType::F32, {row, n_slots}, as_bytes(randn(r, size_t(row * n_slots), 0.3f)));
+                             Tensor* qkv = in_f32(g, r, {2 * 2 * 16 + 4 * 24, sr.T});
+                             // log-decay from mild to strong (-30: e^g underflows any 64-token product)
+                             std::vector<float> gv = randn(r, size_t(4 * sr.T));
+                             for (size_t i = 0; i < gv.size(); ++i) gv[i] = i % 2 ? -30.0f * std::fabs(gv[i]) : -0.1f * std::fabs(gv[i]);
+                             std::vector<float> bv = randn(r, size_t(4 * sr.T));
+                             for (float& b : bv) b = 1.0f / (1.0f + std::exp(-b));
+                             Tensor* gt = g.input(DType::F32, {4, sr.T}, gv.data(), "g");
+                             Tensor* bt = g.input(DType::F32, {4, sr.T}, bv.data(), "beta");
+                             Tensor* runs = g.input(DType::I32, {4, int64_t(sr.runs.size() / 4)}, sr.runs.data(), "runs");
+                             return std::vector<Tensor*>{delta_scan(g, qkv, gt, bt, st, runs, in_i32(g, sr.order), p), st};
+                         }, 0.0});
+    }
     return c;
 }
 

@@ -16,9 +16,11 @@
 #include "backends/cuda/index_check.h"
 #include "backends/cuda/qdev.h"
 #include "backends/registry.h"
+#include "core/model.h"
 #include "core/ops.h"
 #include "core/quant.h"
 #include "tests/op_cases.h"
+#include "tests/test_util.h"
 
 using namespace ls;
 
@@ -244,4 +246,26 @@ TEST_CASE("cuda: the registry reports the backend built and its devices", "[cuda
     o.device = -1;
     REQUIRE_THROWS_WITH(create_backend(o), Catch::Contains("--device must be >= 0"));
 }
+
+TEST_CASE("cuda: supports() accepts every node of the hybrid models' graphs", "[cuda][hybrid]") {
+    // No GPU here to run them: at least every node the qwen35 / qwen3next graphs build (a
+    // mixed ubatch: a prompt beside a decode token) must be one the CUDA kernels accept.
+    auto ref = make_reference_backend();
+    for (const std::string arch : {"qwen35", "qwen3next"}) {
+        auto m = Model::load(test::test_data(arch + "_tiny.gguf"), *ref);
+        KvCache kv(*ref, m->kv_layout(), KvCacheConfig{64, 2, 16, DType::F16, DType::F16});
+        RecurrentMemory rs(*ref, m->recurrent_layout(), 2);
+        Ubatch ub;
+        for (int i = 0; i < 5; ++i) ub.tokens.push_back(i + 1), ub.pos.push_back(i), ub.seq.push_back(0);
+        ub.tokens.push_back(9), ub.pos.push_back(7), ub.seq.push_back(1);
+        ub.out_idx = {4, 5};
+        Graph g;
+        m->build_graph(g, ub, kv, &rs);
+        for (const Tensor* n : g.nodes()) {
+            INFO(arch << ": " << op_name(n->op) << " " << shape_str(*n));
+            CHECK(cuda::supports_node(*n));
+        }
+    }
+}
+
 #endif

@@ -45,3 +45,20 @@ TEST_CASE("det_gelu and det_silu match their closed forms", "[detmath]") {
     }
 }
 
+
+TEST_CASE("det_dot4 sums exact products in its fixed order, any length", "[detmath]") {
+    std::mt19937 rng(5);
+    std::normal_distribution<float> d(0.f, 1.f);
+    for (int n : {0, 1, 2, 3, 4, 5, 7, 128, 131}) {
+        std::vector<float> a(size_t(n) + 1), b(size_t(n) + 1);
+        for (int i = 0; i < n; ++i) a[size_t(i)] = d(rng), b[size_t(i)] = d(rng);
+        double s[4] = {0, 0, 0, 0}, exact = 0;
+        for (int i = 0; i < n; ++i) {
+            s[i % 4] += double(a[size_t(i)]) * double(b[size_t(i)]);
+            exact += double(a[size_t(i)]) * double(b[size_t(i)]);
+        }
+        const float got = ls::det_dot4(a.data(), b.data(), n);
+        CHECK(got == float((s[0] + s[1]) + (s[2] + s[3])));
+        CHECK(std::fabs(double(got) - exact) <= 1e-6 * (1.0 + std::fabs(exact)));
+    }
+}

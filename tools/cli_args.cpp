@@ -79,6 +79,8 @@ Options parse_args(int argc, char** argv) {
         else if (a == "-f" || a == "--file") o.file = value();
         else if ((a == "-n" || a == "--n-predict" || a == "--n-gen") && bench) o.bench_tg = parse_list(a, value());
         else if (a == "--prefill-vs-single" && bench) o.bench_prefill_vs_single = parse_list(a, value());
+        else if (a == "--tg-seqs" && bench) o.bench_tg_seqs = parse_list(a, value());
+        else if (a == "--scan-vs-single" && bench) o.bench_scan_vs_single = parse_list(a, value()).at(0);
         else if (a == "-n" || a == "--n-predict") o.n_predict = parse_number<int64_t>(a, value());
         else if (a == "-c" || a == "--ctx-size") o.n_ctx = positive(parse_number<int64_t>(a, value()));
         else if (a == "-b" || a == "--batch-size") o.n_batch = positive(parse_number<int64_t>(a, value()));
@@ -136,7 +138,11 @@ std::string usage(const std::string& command) {
         return "usage: lockstep bench [-m FILE] [-p 512,...] [-n 128,...] [-r REPS] [options]\n"
                "  -p LIST  prompt sizes (pp tests); -n LIST  generation lengths (tg tests); -r N  repetitions (5)\n"
                "  --prefill-vs-single LIST  prompt sizes evaluated both in ubatches and one token per step,\n"
-               "                           with the speed ratio (one repetition each: long prompts are slow)\n" + common;
+               "                           with the speed ratio (one repetition each: long prompts are slow)\n"
+               "  --tg-seqs LIST  sequence counts decoded together (one token of each per step, 64 steps\n"
+               "                  after a 16-token prompt each): aggregate t/s and the ratio to the first\n"
+               "  --scan-vs-single N  CPU: N rounds of one decode step of the delta-rule scan (Qwen3.5\n"
+               "                      sizes), the batched op vs its single-sequence-only twin\n" + common;
     if (command == "info") return "usage: lockstep info [-m FILE]\n";
     if (command == "devices") return "usage: lockstep devices\n  every device of every backend in this build (what --backend B --device N picks)\n";
     return "usage: lockstep COMMAND [options]\n"

@@ -36,6 +36,8 @@ struct Options {
     // bench: -p and -n take comma-separated lists; -r repetitions
     std::vector<int64_t> bench_pp{512}, bench_tg{128};
     std::vector<int64_t> bench_prefill_vs_single;  // prompt sizes timed chunked and token by token
+    std::vector<int64_t> bench_tg_seqs;            // sequence counts decoded together (aggregate t/s)
+    int64_t bench_scan_vs_single = 0;              // timed rounds of the batched vs single-sequence scan
     int reps = 5;
     std::string system;           // chat: --system
     bool help = false;

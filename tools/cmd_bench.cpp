@@ -3,6 +3,10 @@
 #include <cstdio>
 #include <random>
 
+#include "core/ops.h"
+#include "cpu/cpu_backend.h"
+#include "cpu/ops/cpu_ops.h"
+#include "cpu/scan_single.h"
 #include "tools/app.h"
 
 namespace ls::cli {
@@ -88,6 +92,75 @@ int cmd_bench(const Options& o) {
         });
         row("pp" + std::to_string(n) + " 1 token/step", Result{single, 0});
         std::printf("\nchunked prefill of %lld tokens: %.2fx the speed of token-at-a-time\n", (long long)n, chunked / single);
+    }
+    // The batched delta-rule scan on one sequence against its single-sequence-only twin, one
+    // decode token with Qwen3.5's linear-attention sizes (16 key heads, 32 value heads of 128),
+    // alternating rounds so that both see the same machine noise: the ratio is the figure.
+    if (o.bench_scan_vs_single > 0) {
+        auto cpu = make_cpu_backend(o.threads);
+        const DeltaScanParams dp{16, 128, 32, 128, HEADS_TILED, 1.0f / std::sqrt(128.0f), 1e-6f};
+        const int64_t C = 2 * 16 * 128 + 32 * 128, row = 32 * 128 * 128;
+        Tensor st;
+        st.ne[0] = row;
+        st.ne[1] = 4;
+        set_contiguous_strides(st);
+        st.kind = TensorKind::Persistent;
+        auto st_buf = cpu->alloc(st.nbytes());
+        st.buffer = st_buf.get();
+        cpu->fill(*st_buf, 0, st.nbytes(), 0);
+        Graph g;
+        std::normal_distribution<float> nd(0.f, 1.f);
+        std::vector<float> x(static_cast<size_t>(C)), gv(32, -0.5f), bv(32, 0.5f);
+        for (float& v : x) v = nd(rng);
+        const std::vector<int32_t> runs = {2, 0, 1, 0}, order = {0};
+        Tensor* y = ops::delta_scan(g, g.input(DType::F32, {C, 1}, x.data(), "qkv"), g.input(DType::F32, {32, 1}, gv.data(), "g"),
+                                    g.input(DType::F32, {32, 1}, bv.data(), "beta"), &st,
+                                    g.input(DType::I32, {4, 1}, runs.data(), "runs"), g.input(DType::I32, {1}, order.data(), "order"), dp);
+        g.mark_output(y);
+        std::unique_ptr<Buffer> scratch;
+        run_graph(*cpu, g, scratch);
+        double t_batched = 0, t_single = 0;
+        constexpr int kCalls = 20;
+        for (int64_t round = 0; round < o.bench_scan_vs_single; ++round)
+            for (int which = 0; which < 2; ++which) {
+                auto t0 = std::chrono::steady_clock::now();
+                for (int i = 0; i < kCalls; ++i) (which == 0 ? cpu::delta_scan : cpu::delta_scan_single_sequence)(*y);
+                const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                (which == 0 ? t_batched : t_single) += sec;
+            }
+        const double calls = double(o.bench_scan_vs_single) * kCalls;
+        std::printf("\ndelta_scan, 1 sequence, 1 token (Hk 16, Hv 32, 128x128): batched op %.1f us, single-sequence-only %.1f us,"
+                    " speed ratio %.3f\n", 1e6 * t_batched / calls, 1e6 * t_single / calls, t_single / t_batched);
+    }
+    // Several sequences decoding together, one token of each per batch (np-way decode): the
+    // aggregate throughput and its ratio to the first count given (usually 1). Hybrid models
+    // run their recurrent scan over all sequences of a ubatch in one op.
+    double base = 0;
+    for (int64_t n_seq : o.bench_tg_seqs) {
+        SessionParams p = sp;
+        p.n_seq = int32_t(n_seq);
+        Session ms(*app.model, *app.backend, p);
+        constexpr int kPrompt = 16, kSteps = 64;
+        std::vector<double> tps;
+        for (int r = -1; r < o.reps; ++r) {
+            ms.reset();
+            Batch b;
+            for (int64_t q = 0; q < n_seq; ++q)
+                for (int i = 0; i < kPrompt; ++i) b.add(dist(rng), int32_t(q), i, i + 1 == kPrompt);
+            ms.decode(b);
+            auto t0 = std::chrono::steady_clock::now();
+            for (int st = 0; st < kSteps; ++st) {
+                b.clear();
+                for (int64_t q = 0; q < n_seq; ++q) b.add(dist(rng), int32_t(q), kPrompt + st, true);
+                ms.decode(b);
+            }
+            const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            if (r >= 0) tps.push_back(double(kSteps * n_seq) / sec);
+        }
+        const Result res = stats(tps);
+        row("tg" + std::to_string(kSteps) + " x " + std::to_string(n_seq) + " seqs", res);
+        if (base == 0) base = res.mean;
+        else std::printf("\n%lld sequences together: %.2fx the throughput of the first row\n", (long long)n_seq, res.mean / base);
     }
     return 0;
 }

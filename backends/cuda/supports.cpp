@@ -24,7 +24,7 @@ bool supports_node(const Tensor& n) {
             return a && cudaq::mul_mat_supported(a->type) && f32_elems(b) && f32_elems(&n);
         case OpId::ADD: case OpId::MUL:
             return f32_elems(a) && f32_elems(b) && f32_elems(&n);
-        case OpId::SCALE: case OpId::GELU: case OpId::SILU: case OpId::SOFTMAX:
+        case OpId::SCALE: case OpId::GELU: case OpId::SILU: case OpId::SOFTMAX: case OpId::SIGMOID: case OpId::SOFTPLUS:
             return f32_elems(a) && a->is_contiguous() && f32_elems(&n) && n.is_contiguous();
         case OpId::RMS_NORM:
             return f32_elems(a) && (!b || (f32_elems(b) && b->is_contiguous())) && f32_elems(&n);
@@ -35,6 +35,13 @@ bool supports_node(const Tensor& n) {
             return f32_elems(a) && b && cache_type(b->type) && n.src[2] && cache_type(n.src[2]->type) && n.src[3] &&
                    n.src[3]->type == DType::I32 && n.src[3]->is_contiguous() && n.src[4] && n.src[4]->type == DType::I32 &&
                    n.src[4]->is_contiguous() && f32_elems(&n);
+        case OpId::CONV1D_SCAN:
+            return f32_elems(a) && a->is_contiguous() && f32_elems(b) && b->is_contiguous() && f32_elems(n.src[2]) &&
+                   n.src[2]->is_contiguous() && f32_elems(&n) && n.is_contiguous();
+        case OpId::DELTA_SCAN:
+            return f32_elems(a) && a->is_contiguous() && f32_elems(b) && b->is_contiguous() && f32_elems(n.src[2]) &&
+                   n.src[2]->is_contiguous() && f32_elems(n.src[3]) && n.src[3]->is_contiguous() && f32_elems(&n) &&
+                   n.is_contiguous();
         default:
             return false;
     }

@@ -1,0 +1,256 @@
+#include "core/models/qwen3next.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "core/ops.h"
+
+namespace ls {
+
+void Qwen3Hybrid::load_arch() {
+    const GgufFile& f = *file_;
+    hp_.arch = f.get_string("general.architecture");
+    if (hp_.arch != "qwen35" && hp_.arch != "qwen3next")
+        throw std::runtime_error("qwen3 hybrid loader: architecture '" + hp_.arch + "' (expected qwen35 or qwen3next)");
+    const std::string a = hp_.arch + ".";
+    head_map_ = hp_.arch == "qwen3next" ? HEADS_GROUPED : HEADS_TILED;
+    hp_.n_embd = f.get_int(a + "embedding_length");
+    hp_.n_layer = f.get_int(a + "block_count");
+    hp_.n_ff = f.get_int(a + "feed_forward_length");
+    hp_.n_ctx_train = f.get_int(a + "context_length", 0);
+    hp_.rms_eps = float(f.get_float(a + "attention.layer_norm_rms_epsilon", 1e-6));
+    const int64_t n_head = f.get_int(a + "attention.head_count");
+    const int64_t n_head_kv = f.get_int(a + "attention.head_count_kv", n_head);
+    const int64_t hd = f.get_int(a + "attention.key_length", hp_.n_embd / n_head);
+    if (f.get_int(a + "attention.value_length", hd) != hd)
+        throw std::runtime_error("qwen3 hybrid: attention key and value head sizes differ (unsupported)");
+    n_rot_ = f.get_int(a + "rope.dimension_count", hd);
+    const double rope_base = f.get_float(a + "rope.freq_base", 1e7);
+    const int64_t interval = f.get_int(a + "full_attention_interval", 4);
+    d_conv_ = f.get_int(a + "ssm.conv_kernel");
+    d_k_ = f.get_int(a + "ssm.state_size");
+    n_k_heads_ = f.get_int(a + "ssm.group_count");
+    n_v_heads_ = f.get_int(a + "ssm.time_step_rank");
+    const int64_t inner = f.get_int(a + "ssm.inner_size");
+    d_v_ = n_v_heads_ > 0 ? inner / n_v_heads_ : 0;
+    if (hp_.n_embd <= 0 || hp_.n_layer <= 0 || hp_.n_ff <= 0 || n_head <= 0 || n_head_kv <= 0 || n_head % n_head_kv ||
+        hd <= 0 || n_rot_ <= 0 || n_rot_ % 2 || n_rot_ > hd || interval <= 0 || d_conv_ < 2 || d_conv_ > 16 || d_k_ <= 0 ||
+        n_k_heads_ <= 0 || n_v_heads_ <= 0 || n_v_heads_ % n_k_heads_ || d_v_ <= 0 || d_v_ * n_v_heads_ != inner)
+        throw std::runtime_error("qwen3 hybrid: inconsistent hyperparameters in the GGUF metadata");
+    // Multi-section rope (rope.dimension_sections) rotates every section by the same position
+    // for text: it is plain NEOX rope over the first n_rot dims.
+    hp_.attn_scale = 1.0f / std::sqrt(float(hd));
+    for (int64_t il = 0; il < hp_.n_layer; ++il) {
+        LayerParams L;
+        L.recurrent = (il + 1) % interval != 0;
+        L.rope_base = float(rope_base);
+        L.n_head = int32_t(n_head);
+        L.n_head_kv = int32_t(n_head_kv);
+        L.head_dim_k = L.head_dim_v = int32_t(hd);
+        hp_.layers.push_back(L);
+    }
+
+    const int64_t E = hp_.n_embd, C = 2 * n_k_heads_ * d_k_ + n_v_heads_ * d_v_, V = n_v_heads_ * d_v_;
+    const GgufTensorInfo* te = f.find_tensor("token_embd.weight");
+    if (!te) throw std::runtime_error("model is missing tensor 'token_embd.weight'");
+    hp_.n_vocab = te->ne[1];
+    tok_embd_ = matmul_weight("token_embd.weight", E, hp_.n_vocab);
+    output_norm_ = norm_weight("output_norm.weight", E);
+    output_ = f.find_tensor("output.weight") ? matmul_weight("output.weight", E, hp_.n_vocab) : tok_embd_;
+    for (int64_t il = 0; il < hp_.n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        Layer l{};
+        l.attn_norm = norm_weight(p + "attn_norm.weight", E);
+        l.post_attn_norm = norm_weight(p + "post_attention_norm.weight", E);
+        if (hp_.layers[size_t(il)].recurrent) {
+            l.wqkv = matmul_weight(p + "attn_qkv.weight", E, C);
+            l.wgate = matmul_weight(p + "attn_gate.weight", E, V);
+            l.conv1d = weight(p + "ssm_conv1d.weight", {d_conv_, C});
+            switch (l.conv1d->type) {  // f32 is used as it is; others are dequantized per graph (small)
+                case DType::F32: case DType::F16: case DType::BF16: case DType::Q8_0: break;
+                default:
+                    throw std::runtime_error("tensor '" + p + "ssm_conv1d.weight' has type " + dtype_name(l.conv1d->type) +
+                                             " (use f32, f16, bf16 or q8_0)");
+            }
+            if (l.conv1d->type == DType::Q8_0 && d_conv_ % 32 != 0)
+                throw std::runtime_error("tensor '" + p + "ssm_conv1d.weight': q8_0 rows of " + std::to_string(d_conv_) +
+                                         " values cannot hold whole blocks");
+            l.dt_bias = norm_weight(p + "ssm_dt.bias", n_v_heads_);
+            l.ssm_a = norm_weight(p + "ssm_a", n_v_heads_);
+            if (head_map_ == HEADS_GROUPED) {
+                l.ssm_ba = matmul_weight(p + "ssm_ba.weight", E, 2 * n_v_heads_);
+            } else {
+                l.ssm_beta = matmul_weight(p + "ssm_beta.weight", E, n_v_heads_);
+                l.ssm_alpha = matmul_weight(p + "ssm_alpha.weight", E, n_v_heads_);
+            }
+            l.ssm_norm = norm_weight(p + "ssm_norm.weight", d_v_);
+            l.ssm_out = matmul_weight(p + "ssm_out.weight", V, E);
+        } else {
+            l.wq = matmul_weight(p + "attn_q.weight", E, n_head * hd * 2);
+            l.wk = matmul_weight(p + "attn_k.weight", E, n_head_kv * hd);
+            l.wv = matmul_weight(p + "attn_v.weight", E, n_head_kv * hd);
+            l.q_norm = norm_weight(p + "attn_q_norm.weight", hd);
+            l.k_norm = norm_weight(p + "attn_k_norm.weight", hd);
+            l.wo = matmul_weight(p + "attn_output.weight", n_head * hd, E);
+        }
+        if (f.find_tensor(p + "ffn_gate_inp.weight"))
+            throw std::runtime_error(hp_.arch + ": layer " + std::to_string(il) +
+                                     " has a mixture-of-experts FFN, which lockstep does not support yet");
+        l.ffn_gate = matmul_weight(p + "ffn_gate.weight", E, hp_.n_ff);
+        l.ffn_up = matmul_weight(p + "ffn_up.weight", E, hp_.n_ff);
+        l.ffn_down = matmul_weight(p + "ffn_down.weight", hp_.n_ff, E);
+        layers_.push_back(l);
+    }
+}
+
+std::vector<RecurrentLayerSpec> Qwen3Hybrid::recurrent_layout() const {
+    const int64_t C = 2 * n_k_heads_ * d_k_ + n_v_heads_ * d_v_;
+    std::vector<RecurrentLayerSpec> v;
+    for (const LayerParams& L : hp_.layers)
+        v.push_back(L.recurrent ? RecurrentLayerSpec{(d_conv_ - 1) * C, n_v_heads_ * d_v_ * d_k_} : RecurrentLayerSpec{});
+    return v;
+}
+
+Tensor* Qwen3Hybrid::build_graph(Graph&, const Ubatch&, KvCache&) const {
+    throw std::logic_error("qwen3 hybrid models have recurrent layers: build its graph with recurrent memory (Session does)");
+}
+
+Tensor* Qwen3Hybrid::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, RecurrentMemory* rs) const {
+    using namespace ops;
+    if (!rs) throw std::logic_error("qwen3 hybrid: recurrent memory is required");
+    const int64_t T = int64_t(ub.tokens.size());
+    const float eps = hp_.rms_eps;
+    Tensor* tokens = g.input(DType::I32, {T}, ub.tokens.data(), "tokens");
+    Tensor* pos = g.input(DType::I32, {T}, ub.pos.data(), "pos");
+    Tensor* seq = g.input(DType::I32, {T}, ub.seq.data(), "seq");
+
+    // The runs of the recurrent ops: the ubatch's tokens grouped by sequence (first appearance
+    // order), positions increasing inside a run; a run starting at position 0 resets its slot.
+    // Slots and reset flags are inputs of this graph, never constants of the ops.
+    std::vector<int32_t> runs, order;
+    {
+        std::vector<int32_t> seqs;
+        for (int32_t s : ub.seq)
+            if (std::find(seqs.begin(), seqs.end(), s) == seqs.end()) seqs.push_back(s);
+        for (int32_t s : seqs) {
+            const int32_t first = int32_t(order.size());
+            int32_t first_pos = -1;
+            for (int64_t i = 0; i < T; ++i)
+                if (ub.seq[size_t(i)] == s) {
+                    if (first_pos < 0) first_pos = ub.pos[size_t(i)];
+                    order.push_back(int32_t(i));
+                }
+            runs.insert(runs.end(), {s, first, int32_t(order.size()) - first, first_pos == 0 ? 1 : 0});
+        }
+    }
+    Tensor* runs_t = g.input(DType::I32, {4, int64_t(runs.size() / 4)}, runs.data(), "scan_runs");
+    Tensor* order_t = g.input(DType::I32, {T}, order.data(), "scan_order");
+
+    // Cache row of each token in full-attention layers (R = n_ctx: row = s * R + pos).
+    Tensor* cache_rows = nullptr;
+    // Query and gate rows of the joint projection: per head [q (hd), gate (hd)].
+    Tensor* q_idx = nullptr;
+    Tensor* gate_idx = nullptr;
+    Tensor* conv_rows = nullptr;  // all rows of a non-f32 conv kernel
+    Tensor* b_idx = nullptr;  // qwen3next: beta and alpha entries of ssm_ba's output
+    Tensor* a_idx = nullptr;
+
+    Tensor* x = get_rows(g, tok_embd_, tokens);  // (E, T)
+    for (int64_t il = 0; il < hp_.n_layer; ++il) {
+        const Layer& w = layers_[size_t(il)];
+        const LayerParams& L = hp_.layers[size_t(il)];
+        Tensor* h = rms_norm(g, x, w.attn_norm, eps);
+        Tensor* o;
+        if (L.recurrent) {
+            const int64_t Hv = n_v_heads_, Dv = d_v_;
+            Tensor* qkv = mul_mat(g, w.wqkv, h);  // (C, T)
+            Tensor* z = mul_mat(g, w.wgate, h);   // (Hv * Dv, T)
+            Tensor* b_raw;
+            Tensor* a_raw;  // (Hv, T) each
+            if (w.ssm_ba) {
+                // Split the joint projection per key-head group: one-float rows gathered.
+                if (!b_idx) {
+                    const int64_t r = Hv / n_k_heads_;
+                    std::vector<int32_t> bi, ai;
+                    for (int64_t t = 0; t < T; ++t)
+                        for (int64_t hh = 0; hh < Hv; ++hh) {
+                            const int64_t at = t * 2 * Hv + (hh / r) * 2 * r + hh % r;
+                            bi.push_back(int32_t(at));
+                            ai.push_back(int32_t(at + r));
+                        }
+                    b_idx = g.input(DType::I32, {Hv * T}, bi.data(), "ba_b_rows");
+                    a_idx = g.input(DType::I32, {Hv * T}, ai.data(), "ba_a_rows");
+                }
+                Tensor* ba = reshape(g, mul_mat(g, w.ssm_ba, h), {1, 2 * Hv * T});
+                b_raw = reshape(g, get_rows(g, ba, b_idx), {Hv, T});
+                a_raw = reshape(g, get_rows(g, ba, a_idx), {Hv, T});
+            } else {
+                b_raw = mul_mat(g, w.ssm_beta, h);
+                a_raw = mul_mat(g, w.ssm_alpha, h);
+            }
+            Tensor* beta = sigmoid(g, b_raw);  // squashed exactly once
+            // log-decay g = -exp(A_log) * softplus(alpha + dt_bias)
+            Tensor* gate = mul(g, softplus(g, add(g, a_raw, w.dt_bias)), w.ssm_a);
+            Tensor* conv_w = w.conv1d;
+            if (conv_w->type != DType::F32) {  // a converter that stored it as f16/bf16: (K, C) in f32
+                if (!conv_rows) {
+                    std::vector<int32_t> all(static_cast<size_t>(conv_w->ne[1]));
+                    for (size_t i = 0; i < all.size(); ++i) all[i] = int32_t(i);
+                    conv_rows = g.input(DType::I32, {conv_w->ne[1]}, all.data(), "conv_rows");
+                }
+                conv_w = get_rows(g, conv_w, conv_rows);
+            }
+            Tensor* conv = silu(g, conv1d_scan(g, qkv, conv_w, rs->conv(int(il)), runs_t, order_t));
+            const DeltaScanParams dp{int32_t(n_k_heads_), int32_t(d_k_), int32_t(Hv), int32_t(Dv), head_map_,
+                                     1.0f / std::sqrt(float(d_k_)), 1e-6f};
+            Tensor* y = delta_scan(g, conv, gate, beta, rs->state(int(il)), runs_t, order_t, dp);  // (Dv, Hv, T)
+            y = mul(g, rms_norm(g, y, w.ssm_norm, eps), silu(g, reshape(g, z, {Dv, Hv, T})));
+            o = mul_mat(g, w.ssm_out, reshape(g, y, {Dv * Hv, T}));
+        } else {
+            const int64_t hd = L.head_dim_k, H = L.n_head;
+            if (!q_idx) {
+                std::vector<int32_t> qi, gi;
+                for (int64_t t = 0; t < T; ++t)
+                    for (int64_t hh = 0; hh < H; ++hh) {
+                        qi.push_back(int32_t((t * H + hh) * 2));
+                        gi.push_back(int32_t((t * H + hh) * 2 + 1));
+                    }
+                q_idx = g.input(DType::I32, {T * H}, qi.data(), "q_rows");
+                gate_idx = g.input(DType::I32, {T * H}, gi.data(), "gate_rows");
+                std::vector<int64_t> rows(static_cast<size_t>(T));
+                const int64_t R = kv.ring_rows(int(il));
+                for (int64_t i = 0; i < T; ++i) rows[size_t(i)] = int64_t(ub.seq[size_t(i)]) * R + ub.pos[size_t(i)] % R;
+                cache_rows = g.input(DType::I64, {T}, rows.data(), "cache_rows");
+            }
+            Tensor* qg = reshape(g, mul_mat(g, w.wq, h), {hd, 2 * H * T});
+            Tensor* q = reshape(g, get_rows(g, qg, q_idx), {hd, H, T});
+            Tensor* gt = reshape(g, get_rows(g, qg, gate_idx), {hd * H, T});
+            Tensor* k = reshape(g, mul_mat(g, w.wk, h), {hd, L.n_head_kv, T});
+            Tensor* v = mul_mat(g, w.wv, h);  // (Hkv * hd, T)
+            q = rms_norm(g, q, w.q_norm, eps);
+            k = rms_norm(g, k, w.k_norm, eps);
+            const RopeParams rp{int32_t(n_rot_), ROPE_NEOX, L.rope_base, 1.0f};
+            q = rope(g, q, pos, nullptr, rp);
+            k = rope(g, k, pos, nullptr, rp);
+            Tensor* kc = set_rows(g, kv.k(int(il)), reshape(g, k, {hd * L.n_head_kv, T}), cache_rows);
+            Tensor* vc = set_rows(g, kv.v(int(il)), v, cache_rows);
+            const AttentionParams ap{0, int32_t(kv.ring_rows(int(il))), L.n_head_kv, hp_.attn_scale, 0.f};
+            Tensor* att = reshape(g, attention(g, q, kc, vc, pos, seq, ap), {hd * H, T});
+            o = mul_mat(g, w.wo, mul(g, att, sigmoid(g, gt)));
+        }
+        x = add(g, x, o);
+        h = rms_norm(g, x, w.post_attn_norm, eps);
+        Tensor* f = mul(g, silu(g, mul_mat(g, w.ffn_gate, h)), mul_mat(g, w.ffn_up, h));
+        x = add(g, x, mul_mat(g, w.ffn_down, f));
+    }
+    const int64_t n_out = int64_t(ub.out_idx.size());
+    if (n_out == 0) return nullptr;
+    if (n_out < T) x = get_rows(g, x, g.input(DType::I32, {n_out}, ub.out_idx.data(), "out_idx"));
+    x = rms_norm(g, x, output_norm_, eps);
+    Tensor* logits = mul_mat(g, output_, x);  // (n_vocab, n_out)
+    g.mark_output(logits);
+    return logits;
+}
+
+}  // namespace ls

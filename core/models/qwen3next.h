@@ -1,0 +1,57 @@
+#pragma once
+#include "core/model.h"
+#include "core/op_params.h"
+
+namespace ls {
+
+// The Qwen3 hybrids, Qwen3-Next (arch qwen3next) and Qwen3.5 (qwen35): Gated DeltaNet layers
+// interleaved with gated full-attention layers (every full_attention_interval-th layer), SwiGLU
+// FFN. Tensor names and transforms are those of llama.cpp's converter: RMSNorm weights carry the
+// +1 already (not ssm_norm), ssm_a = -exp(A_log), q and its output gate interleaved per head in
+// attn_q. What differs is data: qwen3next keeps value heads grouped by key head (value head h
+// reads key head h / (Hv/Hk)) and stores beta and alpha in one ssm_ba projection, per key-head
+// group [b (Hv/Hk), a (Hv/Hk)]; qwen35's converter reorders value heads tiled (h reads h % Hk)
+// and stores ssm_beta and ssm_alpha apart. MoE FFNs (qwen3next, qwen35moe) are not supported yet.
+class Qwen3Hybrid final : public Model {
+public:
+    Tensor* build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const override;
+    Tensor* build_graph(Graph& g, const Ubatch& ub, KvCache& kv, RecurrentMemory* rs) const override;
+    std::vector<RecurrentLayerSpec> recurrent_layout() const override;
+
+private:
+    void load_arch() override;
+    struct Layer {
+        Tensor* attn_norm;       // (n_embd)
+        Tensor* post_attn_norm;  // (n_embd)
+        // full attention
+        Tensor* wq;              // (n_embd, n_head * head_dim * 2): per head, query rows then gate rows
+        Tensor* wk;              // (n_embd, n_head_kv * head_dim)
+        Tensor* wv;              // (n_embd, n_head_kv * head_dim)
+        Tensor* q_norm;          // (head_dim)
+        Tensor* k_norm;          // (head_dim)
+        Tensor* wo;              // (n_head * head_dim, n_embd)
+        // gated delta net
+        Tensor* wqkv;            // (n_embd, 2 * Hk * Dk + Hv * Dv)
+        Tensor* wgate;           // (n_embd, Hv * Dv): z
+        Tensor* conv1d;          // (d_conv, 2 * Hk * Dk + Hv * Dv), f32
+        Tensor* dt_bias;         // (Hv)
+        Tensor* ssm_a;           // (Hv): -exp(A_log)
+        Tensor* ssm_beta;        // (n_embd, Hv)       qwen35
+        Tensor* ssm_alpha;       // (n_embd, Hv)       qwen35
+        Tensor* ssm_ba;          // (n_embd, 2 * Hv)   qwen3next: per key head [b (Hv/Hk), a (Hv/Hk)]
+        Tensor* ssm_norm;        // (Dv)
+        Tensor* ssm_out;         // (Hv * Dv, n_embd)
+        // FFN
+        Tensor* ffn_gate;        // (n_embd, n_ff)
+        Tensor* ffn_up;          // (n_embd, n_ff)
+        Tensor* ffn_down;        // (n_ff, n_embd)
+    };
+    int32_t head_map_ = HEADS_TILED;  // DeltaHeadMap
+    int64_t d_conv_ = 0, n_k_heads_ = 0, d_k_ = 0, n_v_heads_ = 0, d_v_ = 0, n_rot_ = 0;
+    Tensor* tok_embd_ = nullptr;     // (n_embd, n_vocab)
+    Tensor* output_norm_ = nullptr;  // (n_embd)
+    Tensor* output_ = nullptr;       // (n_embd, n_vocab): tok_embd_ unless the file has its own
+    std::vector<Layer> layers_;
+};
+
+}  // namespace ls

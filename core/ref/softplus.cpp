@@ -1,0 +1,7 @@
+#include "core/detmath.h"
+#include "core/ref/ref_ops.h"
+#include "core/ref/unary.h"
+
+namespace ls::ref {
+void softplus(const Tensor& dst) { unary_map(dst, det_softplus); }
+}  // namespace ls::ref

@@ -1,0 +1,70 @@
+// delta_scan on the CPU: the reference recurrence (core/ref/delta_scan.cpp), parallel over
+// (run, value head); each task keeps its head's state in place in the slot's memory (no copy)
+// and scans the run's tokens in order. Dot products are det_dot4, as the reference: the same
+// bits for any batching.
+#include <tbb/parallel_for.h>
+
+#include <cmath>
+#include <vector>
+
+#include "core/detmath.h"
+#include "core/op_params.h"
+#include "core/scan_runs.h"
+#include "cpu/ops/cpu_ops.h"
+#include "cpu/scan_single.h"
+
+namespace ls::cpu {
+namespace {
+
+// kSingle: the single-sequence-only form (bench twin, cpu/scan_single.h): one run over the
+// ubatch's tokens in order, no run table walk and no token indirection.
+template <bool kSingle> void scan(const Tensor& dst) {
+    const Tensor& qkv = *dst.src[0];
+    const Tensor& g = *dst.src[1];
+    const Tensor& beta = *dst.src[2];
+    const Tensor& state = *dst.src[3];
+    const auto p = dst.get_params<DeltaScanParams>();
+    const int64_t T = qkv.nrows(), Hk = p.n_k_heads, Dk = p.d_k, Hv = p.n_v_heads, Dv = p.d_v;
+    const int32_t* order = dst.src[5]->data_as<const int32_t>();
+    const int32_t* rt = dst.src[4]->data_as<const int32_t>();
+    const std::vector<ScanRun> runs = kSingle ? std::vector<ScanRun>{{rt[0], 0, int32_t(T), rt[3]}}
+                                              : read_scan_runs(rt, dst.src[4]->ne[1], order, T, state.ne[1], "delta_scan");
+    tbb::parallel_for(int64_t(0), int64_t(runs.size()) * Hv, [&](int64_t job) {
+        const ScanRun& r = runs[size_t(job / Hv)];
+        const int64_t h = job % Hv;
+        const int64_t hk = p.head_map == HEADS_TILED ? h % Hk : h / (Hv / Hk);
+        float* S = reinterpret_cast<float*>(state.row(r.slot)) + h * Dv * Dk;
+        if (r.reset) std::fill(S, S + Dv * Dk, 0.0f);
+        std::vector<float> qn(static_cast<size_t>(Dk)), kn(static_cast<size_t>(Dk));
+        for (int64_t t = 0; t < r.n; ++t) {
+            const int64_t tok = kSingle ? t : order[r.first + t];
+            const float* row = reinterpret_cast<const float*>(qkv.row(tok));
+            const float* q = row + hk * Dk;
+            const float* k = row + Hk * Dk + hk * Dk;
+            const float* v = row + 2 * Hk * Dk + h * Dv;
+            const float rq = 1.0f / std::sqrt(det_dot4(q, q, Dk) + p.eps);
+            const float rk = 1.0f / std::sqrt(det_dot4(k, k, Dk) + p.eps);
+            for (int64_t j = 0; j < Dk; ++j) {
+                qn[size_t(j)] = q[j] * rq * p.scale;
+                kn[size_t(j)] = k[j] * rk;
+            }
+            const float decay = det_exp(reinterpret_cast<const float*>(g.row(tok))[h]);
+            const float b = reinterpret_cast<const float*>(beta.row(tok))[h];
+            float* out = reinterpret_cast<float*>(dst.row(h, tok));
+            for (int64_t i = 0; i < Dv; ++i) {
+                float* Si = S + i * Dk;
+                for (int64_t j = 0; j < Dk; ++j) Si[j] = Si[j] * decay;
+                const float u = (v[i] - det_dot4(Si, kn.data(), Dk)) * b;
+                for (int64_t j = 0; j < Dk; ++j) Si[j] = Si[j] + u * kn[size_t(j)];
+                out[i] = det_dot4(Si, qn.data(), Dk);
+            }
+        }
+    });
+}
+
+}  // namespace
+
+void delta_scan(const Tensor& dst) { scan<false>(dst); }
+void delta_scan_single_sequence(const Tensor& dst) { scan<true>(dst); }
+
+}  // namespace ls::cpu
