@@ -211,8 +211,10 @@ void main() {
 #endif
                 for (uint m = 0u; m < mc; ++m) {
                     const uint base = (m * CB + bb) * 8u;
+                    uint aw[8];
+                    for (uint k = 0u; k < 8u; ++k) aw[k] = s_q[base + k];
                     int sumi = 0;  // exact: any order
-                    for (uint j = 0u; j < 32u; ++j) sumi += q[j] * sb(s_q[base + j / 4u], j % 4u);
+                    for (uint j = 0u; j < 32u; ++j) sumi += q[j] * sb(aw[j / 4u], j % 4u);
                     precise float dd = dw * s_d[m * CB + bb];
                     sum[m] = fma_rn(dd, float(sumi), sum[m]);
 #if WTYPE == 3 || WTYPE == 7

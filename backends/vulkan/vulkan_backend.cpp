@@ -329,7 +329,9 @@ void VulkanBackend::compute(const Graph& g) {
                     }
                     const uint32_t N = uint32_t(a->ne[1]);
                     PcMulMat pm{addr(a), act_r.lo, addr(n), K, N, rows, uint32_t(a->nb[1]), act_nb1, 0};
-                    const bool sh = ctx_->use_shared && block_size(a->type) == 32;
+                    // The shared-memory variant where a workgroup has a full tile of 8 activation
+                    // rows to share (on lavapipe it pays off in prompt batches and loses at 1 row).
+                    const bool sh = ctx_->use_shared && block_size(a->type) == 32 && rows >= 8;
                     dispatch((sh ? "mul_mat_sh_" : "mul_mat_") + lower_name(a->type), pm, (N + 63) / 64, (rows + 7) / 8,
                              {range(a), Range{act_r.lo, act_r.lo + uint64_t(act_nb1) * rows}}, {range(n)});
                     break;
