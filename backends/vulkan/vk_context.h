@@ -76,7 +76,8 @@ public:
     uint32_t subgroup_ops = 0;
     uint32_t shared_bytes = 0;
     // Whether mul_mat takes the shared-memory / subgroup variants (mul_mat_sh_*): where the
-    // device has the shared memory they need; LOCKSTEP_VK_SUBGROUP=0 forces the plain path.
+    // device has the shared memory they need and LOCKSTEP_VK_SUBGROUP=1 asks for them
+    // (default: the plain path).
     bool use_shared = false;
     // Whether the device's GLSL fma() is fused (one rounding), as the probe at init found it;
     // shaders get it as the specialization constant NATIVE_FMA (shaders/common.glsl).
