@@ -17,6 +17,11 @@ layout(constant_id = 0) const bool NATIVE_FMA = false;
 // NATIVE_D2F: likewise for double -> float conversion, when the probe proved it rounds to
 // nearest even with subnormals, overflow, infinities and NaN as core/ref does.
 layout(constant_id = 1) const bool NATIVE_D2F = false;
+// The device's subgroup size, subgroup operations in compute (VK_SUBGROUP_FEATURE_*_BIT)
+// and shared memory per workgroup in bytes, as queried at init (vk_context.cpp).
+layout(constant_id = 2) const uint SUBGROUP_SIZE = 1u;
+layout(constant_id = 3) const uint SUBGROUP_OPS = 0u;
+layout(constant_id = 4) const uint SHARED_BYTES = 16384u;
 
 layout(buffer_reference, std430, buffer_reference_align = 1) buffer U8 { uint8_t v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 2) buffer U16 { uint16_t v[]; };

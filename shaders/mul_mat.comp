@@ -129,6 +129,105 @@ const uint AB = 36u, AQ = 4u;
 const uint AB = 34u, AQ = 2u;
 #endif
 
+// Integer levels of weight block wb.
+void wlevels(uint64_t wb, out int q[32]) {
+    // Weight levels from 32-bit loads (blocks are 2-aligned; ldw* handle both cases).
+#if WTYPE == 8
+    uint ww[8];
+    ldw8(wb + 2u, ww);
+    for (uint j = 0u; j < 32u; ++j) q[j] = sb(ww[j / 4u], j % 4u);
+#else
+#if WTYPE == 2 || WTYPE == 6
+    const uint qs = WTYPE == 2 ? 2u : 6u;
+#else
+    const uint qs = WTYPE == 3 ? 4u : 8u;
+#endif
+    uint ww[4];
+    ldw4(wb + qs, ww);
+    for (uint j = 0u; j < 16u; ++j) {
+        const uint byte = (ww[j / 4u] >> (8u * (j % 4u))) & 0xFFu;
+        q[j] = int(byte & 15u);
+        q[j + 16u] = int(byte >> 4);
+    }
+#if WTYPE == 6 || WTYPE == 7
+    const uint qh = ldw1(wb + (WTYPE == 6 ? 2u : 4u));
+    for (uint j = 0u; j < 32u; ++j) q[j] |= int((qh >> j) & 1u) << 4;
+#endif
+#if WTYPE == 2
+    for (uint j = 0u; j < 32u; ++j) q[j] -= 8;
+#elif WTYPE == 6
+    for (uint j = 0u; j < 32u; ++j) q[j] -= 16;
+#endif
+#endif
+}
+
+#ifdef SHARED_ACT
+// Shared-memory variant: every invocation of a workgroup reads the same MT activation rows
+// (it owns weight row n against rows m0..m0+MT), so the workgroup stages CB blocks of them
+// in shared memory at a time (quant words, and the f16 scales already as floats: the same
+// values), one barrier, then each invocation runs its own chain over the blocks in order,
+// exactly as above.
+const uint CB = 16u;
+shared uint s_q[MT * CB * 8u];
+shared float s_d[MT * CB];
+#if WTYPE == 3 || WTYPE == 7
+shared float s_s[MT * CB];
+#endif
+void main() {
+    const uint lid = gl_LocalInvocationID.x;
+    const uint n = gl_GlobalInvocationID.x, m0 = gl_WorkGroupID.y * MT;
+    if (m0 >= pc.p.M) return;  // uniform over the workgroup
+    const uint mc = min(MT, pc.p.M - m0);
+    const bool live = n < pc.p.N;
+    const uint64_t w = pc.p.w + uint64_t(n) * pc.p.w_nb1;
+    float sum[MT];
+    for (uint m = 0u; m < MT; ++m) sum[m] = 0.0;
+    int q[32];
+    const uint nb = pc.p.K / 32u;
+    for (uint b0 = 0u; b0 < nb; b0 += CB) {
+        const uint cb = min(CB, nb - b0);
+        barrier();  // the previous round's reads are done
+        for (uint i = lid; i < mc * cb * 8u; i += gl_WorkGroupSize.x) {
+            const uint m = i / (cb * 8u), r = i % (cb * 8u), bb = r / 8u, k = r % 8u;
+            const uint64_t ab = pc.p.act + uint64_t(m0 + m) * pc.p.act_nb1 + uint64_t(b0 + bb) * AB;
+            s_q[(m * CB + bb) * 8u + k] = ldw1(ab + AQ + 4u * k);
+        }
+        for (uint i = lid; i < mc * cb; i += gl_WorkGroupSize.x) {
+            const uint m = i / cb, bb = i % cb;
+            const uint64_t ab = pc.p.act + uint64_t(m0 + m) * pc.p.act_nb1 + uint64_t(b0 + bb) * AB;
+            s_d[m * CB + bb] = h2f(ldh(ab));
+#if WTYPE == 3 || WTYPE == 7
+            s_s[m * CB + bb] = h2f(ldh(ab + 2u));
+#endif
+        }
+        barrier();
+        if (live) {
+            for (uint bb = 0u; bb < cb; ++bb) {
+                const uint64_t wb = w + uint64_t(b0 + bb) * WB;
+                wlevels(wb, q);
+                const float dw = h2f(ldh(wb));
+#if WTYPE == 3 || WTYPE == 7
+                const float mw = h2f(ldh(wb + 2u));
+#endif
+                for (uint m = 0u; m < mc; ++m) {
+                    const uint base = (m * CB + bb) * 8u;
+                    uint aw[8];
+                    for (uint k = 0u; k < 8u; ++k) aw[k] = s_q[base + k];
+                    int sumi = 0;  // exact: any order
+                    for (uint j = 0u; j < 32u; ++j) sumi += q[j] * sb(aw[j / 4u], j % 4u);
+                    precise float dd = dw * s_d[m * CB + bb];
+                    sum[m] = fma_rn(dd, float(sumi), sum[m]);
+#if WTYPE == 3 || WTYPE == 7
+                    sum[m] = fma_rn(mw, s_s[m * CB + bb], sum[m]);
+#endif
+                }
+            }
+        }
+    }
+    if (live)
+        for (uint m = 0u; m < mc; ++m) F32(pc.p.dst + (uint64_t(m0 + m) * pc.p.N + n) * 4u).v[0] = sum[m];
+}
+#else
 void main() {
     const uint n = gl_GlobalInvocationID.x, m0 = gl_GlobalInvocationID.y * MT;
     if (n >= pc.p.N || m0 >= pc.p.M) return;
@@ -139,34 +238,7 @@ void main() {
     int q[32];
     for (uint b = 0u; b < pc.p.K / 32u; ++b) {
         const uint64_t wb = w + uint64_t(b) * WB;
-        // Weight levels from 32-bit loads (blocks are 2-aligned; ldw* handle both cases).
-#if WTYPE == 8
-        uint ww[8];
-        ldw8(wb + 2u, ww);
-        for (uint j = 0u; j < 32u; ++j) q[j] = sb(ww[j / 4u], j % 4u);
-#else
-#if WTYPE == 2 || WTYPE == 6
-        const uint qs = WTYPE == 2 ? 2u : 6u;
-#else
-        const uint qs = WTYPE == 3 ? 4u : 8u;
-#endif
-        uint ww[4];
-        ldw4(wb + qs, ww);
-        for (uint j = 0u; j < 16u; ++j) {
-            const uint byte = (ww[j / 4u] >> (8u * (j % 4u))) & 0xFFu;
-            q[j] = int(byte & 15u);
-            q[j + 16u] = int(byte >> 4);
-        }
-#if WTYPE == 6 || WTYPE == 7
-        const uint qh = ldw1(wb + (WTYPE == 6 ? 2u : 4u));
-        for (uint j = 0u; j < 32u; ++j) q[j] |= int((qh >> j) & 1u) << 4;
-#endif
-#if WTYPE == 2
-        for (uint j = 0u; j < 32u; ++j) q[j] -= 8;
-#elif WTYPE == 6
-        for (uint j = 0u; j < 32u; ++j) q[j] -= 16;
-#endif
-#endif
+        wlevels(wb, q);
         const float dw = h2f(ldh(wb));
         for (uint m = 0u; m < mc; ++m) {
             const uint64_t ab = pc.p.act + uint64_t(m0 + m) * pc.p.act_nb1 + uint64_t(b) * AB;
@@ -183,6 +255,8 @@ void main() {
     }
     for (uint m = 0u; m < mc; ++m) F32(pc.p.dst + (uint64_t(m0 + m) * pc.p.N + n) * 4u).v[0] = sum[m];
 }
+
+#endif  // SHARED_ACT
 
 #else
 // K-quants against Q8_K (256-element super-blocks).

@@ -120,6 +120,15 @@ std::vector<OpCase> op_cases() {
                              return std::vector<Tensor*>{mul_mat(g, w, in_f32(g, r, {K, M}))};
                          }, t == DType::F32 ? 1e-14 : 0.0});
         }
+        if (traits(t).block == 32) {
+            // 33 blocks: more than one round of the shared-memory staging (16 blocks), the last partial
+            c.push_back({std::string("mul_mat ") + dtype_name(t) + " K=1056 M=70",
+                         [=](Graph& g, Backend& be, Keep& k, std::mt19937& r) {
+                             const int64_t K = 1056, N = 37;
+                             Tensor* w = k.persistent(be, t, {K, N}, quantized_random(r, t, K, N));
+                             return std::vector<Tensor*>{mul_mat(g, w, in_f32(g, r, {K, 70}))};
+                         }, 0.0});
+        }
         c.push_back({std::string("get_rows ") + dtype_name(t), [=](Graph& g, Backend& be, Keep& k, std::mt19937& r) {
                          const int64_t K = traits(t).block == 256 ? 256 : 64;
                          Tensor* src = k.persistent(be, t, {K, 9}, quantized_random(r, t, K, 9));

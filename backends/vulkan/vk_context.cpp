@@ -97,6 +97,16 @@ Context::Context(int device) {
     L.vkGetPhysicalDeviceProperties2(phys, &props);
     name = props.properties.deviceName;
     subgroup_size = sub.subgroupSize;
+    subgroup_ops = (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) ? sub.supportedOperations : 0u;
+    shared_bytes = props.properties.limits.maxComputeSharedMemorySize;
+    {
+        // mul_mat_sh_*: 8 rows x 16 blocks x (8 quant words + 2 scales) of 4 bytes
+        const char* e = std::getenv("LOCKSTEP_VK_SUBGROUP");
+        // Off by default: on lavapipe it measured no faster than the plain path (bench pp64
+        // 2.05 vs 2.47 t/s, noisy); LOCKSTEP_VK_SUBGROUP=1 turns it on, =0 keeps it off.
+        const bool on = e && std::string(e) == "1";
+        use_shared = on && shared_bytes >= 8u * 16u * 10u * 4u;
+    }
 
     uint32_t nq = 0;
     L.vkGetPhysicalDeviceQueueFamilyProperties(phys, &nq, nullptr);
@@ -377,9 +387,11 @@ VkPipeline Context::make_pipeline(const std::string& variant, bool fused, bool d
     cpi.stage.pName = "main";
     // constant_id 0: NATIVE_FMA, 1: NATIVE_D2F (32-bit VkBool32s); ignored by shaders that
     // do not use them.
-    const VkBool32 spec[2] = {fused ? VK_TRUE : VK_FALSE, d2f ? VK_TRUE : VK_FALSE};
-    const VkSpecializationMapEntry entries[2] = {{0, 0, sizeof(VkBool32)}, {1, 4, sizeof(VkBool32)}};
-    VkSpecializationInfo si{2, entries, sizeof(spec), spec};
+    // 2: SUBGROUP_SIZE, 3: SUBGROUP_OPS (VK_SUBGROUP_FEATURE_* bits), 4: SHARED_BYTES.
+    const uint32_t spec[5] = {fused ? VK_TRUE : VK_FALSE, d2f ? VK_TRUE : VK_FALSE, subgroup_size, subgroup_ops, shared_bytes};
+    VkSpecializationMapEntry entries[5];
+    for (uint32_t i = 0; i < 5; ++i) entries[i] = {i, 4 * i, 4};
+    VkSpecializationInfo si{5, entries, sizeof(spec), spec};
     cpi.stage.pSpecializationInfo = &si;
     cpi.layout = layout;
     VkPipeline p;

@@ -71,6 +71,14 @@ public:
     VkPipelineLayout layout = VK_NULL_HANDLE;
     std::string name;
     uint32_t subgroup_size = 0;
+    // Subgroup operations the device supports in compute shaders (VK_SUBGROUP_FEATURE_*_BIT;
+    // 0 where compute is not among the supported stages) and its shared memory per workgroup.
+    uint32_t subgroup_ops = 0;
+    uint32_t shared_bytes = 0;
+    // Whether mul_mat takes the shared-memory / subgroup variants (mul_mat_sh_*): where the
+    // device has the shared memory they need and LOCKSTEP_VK_SUBGROUP=1 asks for them
+    // (default: the plain path).
+    bool use_shared = false;
     // Whether the device's GLSL fma() is fused (one rounding), as the probe at init found it;
     // shaders get it as the specialization constant NATIVE_FMA (shaders/common.glsl).
     // LOCKSTEP_VK_FMA=native / emulated overrides the probe (for testing the probe itself).

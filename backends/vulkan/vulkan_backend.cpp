@@ -329,7 +329,10 @@ void VulkanBackend::compute(const Graph& g) {
                     }
                     const uint32_t N = uint32_t(a->ne[1]);
                     PcMulMat pm{addr(a), act_r.lo, addr(n), K, N, rows, uint32_t(a->nb[1]), act_nb1, 0};
-                    dispatch("mul_mat_" + lower_name(a->type), pm, (N + 63) / 64, (rows + 7) / 8,
+                    // The shared-memory variant where a workgroup has a full tile of 8 activation
+                    // rows to share (on lavapipe it pays off in prompt batches and loses at 1 row).
+                    const bool sh = ctx_->use_shared && block_size(a->type) == 32 && rows >= 8;
+                    dispatch((sh ? "mul_mat_sh_" : "mul_mat_") + lower_name(a->type), pm, (N + 63) / 64, (rows + 7) / 8,
                              {range(a), Range{act_r.lo, act_r.lo + uint64_t(act_nb1) * rows}}, {range(n)});
                     break;
                 }
@@ -411,7 +414,10 @@ std::vector<VulkanDeviceDesc> vulkan_devices() noexcept {
                 if (mp.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) d.memory_total = std::max<size_t>(d.memory_total, mp.memoryHeaps[i].size);
             const uint32_t v = props.properties.apiVersion;
             d.features = "Vulkan " + std::to_string(VK_API_VERSION_MAJOR(v)) + "." + std::to_string(VK_API_VERSION_MINOR(v)) +
-                         ", subgroup " + std::to_string(sub.subgroupSize) + ", int64 fp64 int8/16-bit storage, " +
+                         ", subgroup " + std::to_string(sub.subgroupSize) +
+                         ((sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) && (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT)
+                              ? " (arithmetic)" : (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) && (sub.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT) ? " (basic)" : " (no ops)") +
+                         ", int64 fp64 int8/16-bit storage, " +
                          std::to_string(props.properties.limits.maxComputeSharedMemorySize / 1024) + " KiB shared";
             out.push_back(d);
         }
