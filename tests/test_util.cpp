@@ -18,15 +18,19 @@ std::string default_model_path() {
 }
 
 std::vector<std::string> backend_names_under_test() {
+    // Unset: the CPU alone (each GPU backend's suite is its own CTest entry, which names it).
+    // "all": every backend this build has and this machine can run.
+    const char* env = std::getenv("LOCKSTEP_TEST_BACKENDS");
+    if (!env || !*env) return {"cpu"};
     std::vector<std::string> wanted;
-    if (const char* env = std::getenv("LOCKSTEP_TEST_BACKENDS"); env && *env) {
-        std::stringstream ss(env);
-        for (std::string n; std::getline(ss, n, ',');)
-            if (!n.empty()) wanted.push_back(n);
-    } else {
+    if (std::string(env) == "all") {
         for (const std::string& n : backend_names())
             if (n != "reference" && backend_built(n) && backend_device_count(n) > 0) wanted.push_back(n);
+        return wanted;
     }
+    std::stringstream ss(env);
+    for (std::string n; std::getline(ss, n, ',');)
+        if (!n.empty()) wanted.push_back(n);
     return wanted;
 }
 

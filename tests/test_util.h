@@ -15,9 +15,9 @@ std::string default_model_path();
 std::string source_dir();
 std::string test_data(const std::string& rel);
 // Names (as --backend takes them) of the backends that op, contract and model tests compare
-// with the reference: "cpu", and each GPU backend this build has and this machine can run.
-// $LOCKSTEP_TEST_BACKENDS (comma-separated) narrows the list, so that CTest can run one
-// backend's suite as its own test (and report it skipped where no device exists).
+// with the reference: $LOCKSTEP_TEST_BACKENDS (comma-separated; "all" = every backend this
+// build has and this machine can run), "cpu" when unset. Each GPU backend's suite is its own
+// CTest entry that sets it (and reports itself skipped where no device exists).
 std::vector<std::string> backend_names_under_test();
 // The same list with "reference" first: for tests that check a property on every backend.
 std::vector<std::string> all_backend_names();
