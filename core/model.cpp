@@ -1,5 +1,7 @@
 #include "core/model.h"
 
+#include "core/ops.h"
+
 #include <stdexcept>
 
 #include "core/models/gemma3.h"
@@ -80,6 +82,16 @@ Tensor* Model::matmul_weight(const std::string& name, int64_t k, int64_t n) {
         throw std::runtime_error("tensor '" + name + "': row length " + std::to_string(k) + " is not a multiple of the " +
                                  dtype_name(t->type) + " block");
     return t;
+}
+
+Tensor* Model::output_head(Graph& g, const Ubatch& ub, Tensor* x, Tensor* norm, Tensor* out) const {
+    const int64_t T = int64_t(ub.tokens.size()), n_out = int64_t(ub.out_idx.size());
+    if (n_out == 0) return nullptr;
+    if (n_out < T) x = ops::get_rows(g, x, g.input(DType::I32, {n_out}, ub.out_idx.data(), "out_idx"));
+    x = ops::rms_norm(g, x, norm, hp_.rms_eps);
+    Tensor* logits = ops::mul_mat(g, out, x);  // (n_vocab, n_out)
+    g.mark_output(logits);
+    return logits;
 }
 
 }  // namespace ls

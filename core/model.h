@@ -70,6 +70,9 @@ protected:
     Tensor* weight(const std::string& name, std::initializer_list<int64_t> ne, bool required = true);
     Tensor* norm_weight(const std::string& name, int64_t n);
     Tensor* matmul_weight(const std::string& name, int64_t k, int64_t n);
+    // The logits of the rows ub.out_idx asks for (only those go through the large output
+    // projection): RMS norm with `norm`, then `out`. nullptr when none is wanted.
+    Tensor* output_head(Graph& g, const Ubatch& ub, Tensor* x, Tensor* norm, Tensor* out) const;
 
     std::unique_ptr<GgufFile> file_;
     Backend* be_ = nullptr;

@@ -120,14 +120,7 @@ Tensor* Gemma3::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
         f = mul_mat(g, w.ffn_down, f);
         x = add(g, x, rms_norm(g, f, w.post_ffw_norm, eps));
     }
-    // Only the rows whose logits are wanted go through the (large) output projection.
-    const int64_t n_out = int64_t(ub.out_idx.size());
-    if (n_out == 0) return nullptr;
-    if (n_out < T) x = get_rows(g, x, g.input(DType::I32, {n_out}, ub.out_idx.data(), "out_idx"));
-    x = rms_norm(g, x, output_norm_, eps);
-    Tensor* logits = mul_mat(g, output_, x);  // (n_vocab, n_out)
-    g.mark_output(logits);
-    return logits;
+    return output_head(g, ub, x, output_norm_, output_);
 }
 
 }  // namespace ls

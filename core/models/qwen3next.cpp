@@ -244,13 +244,7 @@ Tensor* Qwen3Hybrid::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, Recurr
         Tensor* f = mul(g, silu(g, mul_mat(g, w.ffn_gate, h)), mul_mat(g, w.ffn_up, h));
         x = add(g, x, mul_mat(g, w.ffn_down, f));
     }
-    const int64_t n_out = int64_t(ub.out_idx.size());
-    if (n_out == 0) return nullptr;
-    if (n_out < T) x = get_rows(g, x, g.input(DType::I32, {n_out}, ub.out_idx.data(), "out_idx"));
-    x = rms_norm(g, x, output_norm_, eps);
-    Tensor* logits = mul_mat(g, output_, x);  // (n_vocab, n_out)
-    g.mark_output(logits);
-    return logits;
+    return output_head(g, ub, x, output_norm_, output_);
 }
 
 }  // namespace ls
