@@ -1,6 +1,9 @@
 #include "backends/cuda/cuda_backend.h"
 
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -88,6 +91,12 @@ public:
         LS_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     }
     ~CudaBackend() override {
+        if (profile_) {
+            std::fprintf(stderr, "cuda backend: time per op (LOCKSTEP_PROFILE; each op synchronized)\n");
+            for (const auto& [name, e] : prof_)
+                std::fprintf(stderr, "  %-12s %10.3f ms  %8zu calls  %8.1f us/call\n", name.c_str(), e.first * 1e3, e.second,
+                             e.first * 1e6 / double(e.second ? e.second : 1));
+        }
         cudaSetDevice(device_);
         if (stream_) cudaStreamSynchronize(stream_);
         if (workspace_) cudaFree(workspace_);
@@ -143,7 +152,16 @@ public:
         ctx.stream = stream_;
         ctx.host_bytes = [&](const Tensor& t) { return host_bytes(g, t); };
         ctx.temp = [&](size_t bytes) { return temp(bytes); };
-        for (const Tensor* n : g.nodes()) kLaunchers[static_cast<int>(n->op)](*n, ctx);
+        for (const Tensor* n : g.nodes()) {
+            const auto t0 = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+            kLaunchers[static_cast<int>(n->op)](*n, ctx);
+            if (profile_) {  // LOCKSTEP_PROFILE: each op waited for and timed on its own
+                LS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+                auto& e = prof_[op_name(n->op)];
+                e.first += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                ++e.second;
+            }
+        }
     }
     void synchronize() override {
         LS_CUDA_CHECK(cudaSetDevice(device_));
@@ -203,6 +221,8 @@ private:
     cudaStream_t stream_ = nullptr;
     void* workspace_ = nullptr;
     size_t workspace_size_ = 0;
+    bool profile_ = std::getenv("LOCKSTEP_PROFILE") != nullptr;
+    std::map<std::string, std::pair<double, size_t>> prof_;  // op -> seconds, calls
 };
 
 }  // namespace

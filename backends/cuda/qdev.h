@@ -69,7 +69,31 @@ LS_HD inline float ldf(const uint8_t* p) {
     memcpy(&f, p, 4);
     return f;
 }
-LS_HD inline uint16_t ldh(const uint8_t* p) { return uint16_t(p[0] | (p[1] << 8)); }
+LS_HD inline uint16_t ldh(const uint8_t* p) {  // p is 2-byte aligned in every use (fp16 fields, F16 rows)
+#if defined(__CUDA_ARCH__)
+    return *reinterpret_cast<const uint16_t*>(p);
+#else
+    return uint16_t(p[0] | (p[1] << 8));
+#endif
+}
+// Element stores into F32/F16/BF16 rows (naturally aligned there). One typed store: on the
+// H100 (CUDA 13.0, sm_90) a 2-byte memcpy of an f16 conversion result compiled to two byte
+// stores that lost the low byte (set_rows f16 and the f16 activation rows came out with
+// their low 8 mantissa bits zero), so no byte-wise copies of conversion results.
+LS_HD inline void st16(uint8_t* p, uint16_t v) {
+#if defined(__CUDA_ARCH__)
+    *reinterpret_cast<uint16_t*>(p) = v;
+#else
+    memcpy(p, &v, 2);
+#endif
+}
+LS_HD inline void st32(uint8_t* p, int32_t v) {
+#if defined(__CUDA_ARCH__)
+    *reinterpret_cast<int32_t*>(p) = v;
+#else
+    memcpy(p, &v, 4);
+#endif
+}
 LS_HD inline uint32_t ld32(const uint8_t* p) { return uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16) | (uint32_t(p[3]) << 24); }
 
 // ---------------------------------------------------------------- element access
@@ -249,9 +273,9 @@ LS_HD inline void quant_block_q4_0(const float* x, BlockQ4_0& b) {
 // the activation types mul_mat dots with). For F32/F16/BF16 a "block" is one element.
 LS_HD inline void quant_block(DType t, const float* x, uint8_t* row, int64_t blk) {
     switch (t) {
-        case DType::F32: memcpy(row + 4 * blk, x, 4); return;
-        case DType::F16: { const uint16_t h = f2h(x[0]); memcpy(row + 2 * blk, &h, 2); return; }
-        case DType::BF16: { const uint16_t h = f2bf(x[0]); memcpy(row + 2 * blk, &h, 2); return; }
+        case DType::F32: return st32(row + 4 * blk, detp::float_bits(x[0]));
+        case DType::F16: return st16(row + 2 * blk, f2h(x[0]));
+        case DType::BF16: return st16(row + 2 * blk, f2bf(x[0]));
         case DType::Q8_0: return quant_block_q8_0(x, reinterpret_cast<BlockQ8_0*>(row)[blk]);
         case DType::Q8_1: return quant_block_q8_1(x, reinterpret_cast<BlockQ8_1*>(row)[blk]);
         case DType::Q8_K: return quant_block_q8_k(x, reinterpret_cast<BlockQ8_K*>(row)[blk]);
