@@ -159,24 +159,30 @@ Context::Context(int device) {
     lci.pPushConstantRanges = &pcr;
     check(vkCreatePipelineLayout(dev, &lci, nullptr, &layout), "vkCreatePipelineLayout");
 
-    // Memory: device-local for tensors; when that memory is also host-visible (integrated
-    // GPUs, lavapipe, resizable BAR) it is mapped and copies are plain memcpy.
+    // Memory: device-local for tensors. When that memory is also host-visible AND host-cached
+    // (integrated GPUs, lavapipe) it is mapped and copies are plain memcpy. A discrete GPU's
+    // resizable-BAR window is host-visible but uncached: CPU reads through it crawl (on an
+    // H100, reading back 1 MB of logits per decode step that way held generation at 27 t/s),
+    // so such memory is used unmapped, through a staging buffer.
     VkPhysicalDeviceMemoryProperties mp;
     L.vkGetPhysicalDeviceMemoryProperties(phys, &mp);
-    int best = -1, local = -1, host = -1;
+    int best = -1, local = -1, host = -1, host_cached = -1;
     for (uint32_t i = 0; i < mp.memoryTypeCount; ++i) {
         const auto fl = mp.memoryTypes[i].propertyFlags;
         const bool is_local = fl & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
         const bool visible = (fl & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) && (fl & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+        const bool cached = fl & VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
         if (visible && host < 0) host = int(i);
+        if (visible && cached && host_cached < 0) host_cached = int(i);
         if (is_local && local < 0) local = int(i);
-        if (is_local && visible && best < 0) best = int(i);
+        if (is_local && visible && cached && best < 0) best = int(i);
     }
     // A host-visible device-local type counts only when it is the device's main heap (not
     // a small BAR window).
     if (best >= 0 && local >= 0 && mp.memoryTypes[best].heapIndex == mp.memoryTypes[local].heapIndex) host_mapped_ = true;
     else best = local;
     if (best < 0) best = host;
+    if (host_cached >= 0) host = host_cached;  // staging: read back often (logits), so cached
     if (best < 0 || host < 0) throw std::runtime_error("vulkan: " + name + " has no usable memory type");
     mem_type_ = uint32_t(best);
     staging_type_ = uint32_t(host);
@@ -546,7 +552,7 @@ void Context::probe_native() {
     over("LOCKSTEP_VK_FMA", native_fma, fma_rep);
     over("LOCKSTEP_VK_D2F", native_d2f, d2f_rep);
     probe_report = fma_rep + "; " + d2f_rep;
-    if (std::getenv("LOCKSTEP_VK_VERBOSE")) std::fprintf(stderr, "vulkan: %s: %s\n", name.c_str(), probe_report.c_str());
+    if (std::getenv("LOCKSTEP_VK_VERBOSE")) std::fprintf(stderr, "vulkan: %s: %s; memory %s\n", name.c_str(), probe_report.c_str(), host_mapped_ ? "mapped (device-local, host-cached)" : "device-local, copies through a staging buffer");
 }
 
 }  // namespace ls::vk
