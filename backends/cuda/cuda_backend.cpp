@@ -1,11 +1,14 @@
 #include "backends/cuda/cuda_backend.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "backends/cuda/cuda_common.h"
 
@@ -36,7 +39,10 @@ std::string oom_message(int device, const std::string& device_name, size_t neede
 }
 
 void Ctx::upload(void* dst, const void* src, size_t n) const {
-    if (n) LS_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, stream));
+    if (!n) return;
+    void* h = pinned(n);
+    std::memcpy(h, src, n);
+    LS_CUDA_CHECK(cudaMemcpyAsync(dst, h, n, cudaMemcpyHostToDevice, stream));
 }
 
 }  // namespace cuda
@@ -100,6 +106,10 @@ public:
         cudaSetDevice(device_);
         if (stream_) cudaStreamSynchronize(stream_);
         if (workspace_) cudaFree(workspace_);
+        if (act_) cudaFree(act_);
+        for (auto& c : pinned_) cudaFreeHost(c.p);
+        for (auto& c : arena_) cudaFree(c.p);
+        if (graph_done_) cudaEventDestroy(graph_done_);
         if (stream_) cudaStreamDestroy(stream_);
     }
 
@@ -152,6 +162,14 @@ public:
         ctx.stream = stream_;
         ctx.host_bytes = [&](const Tensor& t) { return host_bytes(g, t); };
         ctx.temp = [&](size_t bytes) { return temp(bytes); };
+        ctx.act_buffer = [&](size_t bytes) { return act_buffer(bytes); };
+        ctx.pinned = [&](size_t bytes) { return pinned(bytes); };
+        ctx.arena = [&](size_t bytes) { return arena(bytes); };
+        // The previous graph's copies out of the pinned staging (and its reads of the arena)
+        // must be done before reuse.
+        if (graph_done_) LS_CUDA_CHECK(cudaEventSynchronize(graph_done_));
+        for (auto& c : pinned_) c.used = 0;
+        for (auto& c : arena_) c.used = 0;
         for (const Tensor* n : g.nodes()) {
             const auto t0 = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
             kLaunchers[static_cast<int>(n->op)](*n, ctx);
@@ -162,6 +180,8 @@ public:
                 ++e.second;
             }
         }
+        if (!graph_done_) LS_CUDA_CHECK(cudaEventCreateWithFlags(&graph_done_, cudaEventDisableTiming));
+        LS_CUDA_CHECK(cudaEventRecord(graph_done_, stream_));
     }
     void synchronize() override {
         LS_CUDA_CHECK(cudaSetDevice(device_));
@@ -204,6 +224,60 @@ private:
         return workspace_;
     }
 
+    // mul_mat's activation rows (Ctx::act_buffer), grown on demand like temp().
+    void* act_buffer(size_t bytes) {
+        bytes = (bytes + 255) / 256 * 256;
+        if (bytes > act_size_) {
+            LS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+            if (act_) LS_CUDA_CHECK(cudaFree(act_));
+            act_ = nullptr;
+            act_size_ = 0;
+            act_ = device_malloc(bytes, "quantized activations");
+            act_size_ = bytes;
+        }
+        return act_;
+    }
+    // Pinned host staging for in-graph uploads: chunks used linearly within a graph and
+    // recycled at the next graph, after graph_done_.
+    struct PinnedChunk {
+        uint8_t* p = nullptr;
+        size_t size = 0, used = 0;
+    };
+    void* pinned(size_t bytes) {
+        bytes = (bytes + 63) / 64 * 64;
+        for (auto& c : pinned_)
+            if (c.size - c.used >= bytes) {
+                void* r = c.p + c.used;
+                c.used += bytes;
+                return r;
+            }
+        PinnedChunk c;
+        c.size = std::max<size_t>(bytes, size_t(4) << 20);
+        void* p = nullptr;
+        LS_CUDA_CHECK(cudaMallocHost(&p, c.size));
+        c.p = static_cast<uint8_t*>(p);
+        c.used = bytes;
+        pinned_.push_back(c);
+        return c.p;
+    }
+
+    // Per-graph device arena: chunks used linearly within a graph, recycled at the next one.
+    void* arena(size_t bytes) {
+        bytes = (bytes + 255) / 256 * 256;
+        for (auto& c : arena_)
+            if (c.size - c.used >= bytes) {
+                void* r = c.p + c.used;
+                c.used += bytes;
+                return r;
+            }
+        PinnedChunk c;
+        c.size = std::max<size_t>(bytes, size_t(4) << 20);
+        c.p = static_cast<uint8_t*>(device_malloc(c.size, "per-graph tables"));
+        c.used = bytes;
+        arena_.push_back(c);
+        return c.p;
+    }
+
     std::vector<uint8_t> host_bytes(const Graph& g, const Tensor& t) {
         for (size_t i = 0; i < g.inputs().size(); ++i)
             if (g.inputs()[i] == &t && !g.input_data(i).empty()) return g.input_data(i);
@@ -221,6 +295,10 @@ private:
     cudaStream_t stream_ = nullptr;
     void* workspace_ = nullptr;
     size_t workspace_size_ = 0;
+    void* act_ = nullptr;
+    size_t act_size_ = 0;
+    std::vector<PinnedChunk> pinned_, arena_;
+    cudaEvent_t graph_done_ = nullptr;
     bool profile_ = std::getenv("LOCKSTEP_PROFILE") != nullptr;
     std::map<std::string, std::pair<double, size_t>> prof_;  // op -> seconds, calls
 };

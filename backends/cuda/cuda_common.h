@@ -6,7 +6,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/tensor.h"
@@ -36,7 +38,25 @@ struct Ctx {
     // op may reuse it: the stream orders them.
     std::function<void*(size_t)> temp;
     // Copies host bytes to device memory, ordered on the stream; src may be freed on return.
+    // The bytes go through pinned host memory that lives until the graph has run, so the
+    // copy is truly asynchronous: a copy from pageable memory would first wait for the
+    // stream to drain, stalling the GPU between ops.
     void upload(void* dst, const void* src, size_t n) const;
+    std::function<void*(size_t)> pinned;  // host staging for upload(), valid until the graph has run
+    // Device memory that lives until the graph has run (tables shared by several nodes).
+    std::function<void*(size_t)> arena;
+    // Rope cos/sin tables already built in this graph, by (positions, factors, parameters):
+    // every layer rotates by the same positions, so the host computes each table once.
+    std::map<std::tuple<const Tensor*, const Tensor*, int, int, float, float>, const float*> rope_tables;
+
+    // mul_mat's quantized activation rows: their own device buffer (not temp), so that
+    // consecutive mul_mats over the same activations (q/k/v, gate/up) quantize them once.
+    std::function<void*(size_t)> act_buffer;
+    struct ActRows {
+        const Tensor* src = nullptr;  // the activation node (the same node: the same values,
+                                      // its memory is live until its last reader)
+        int type = -1;                // DType the rows were quantized to
+    } act_rows;         // what act_buffer holds now (reset per graph)
 };
 
 // Device address of a tensor's first byte.

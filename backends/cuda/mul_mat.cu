@@ -55,6 +55,67 @@ __global__ void dot_q_kernel(const uint8_t* w, int64_t w_nb1, const uint8_t* act
     if (lane == 0) *reinterpret_cast<float*>(dst + row_offset(sd, m) + n * 4) = cudaq::finish<W>(sum, msum);
 }
 
+// Step 2, quantized weights, many activation rows (prefill): a tile of kTN weight rows x
+// kTM activation rows per thread block. Each stage copies kKB consecutive blocks of every
+// row of the tile into shared memory, so a weight block is read from memory once per kTM
+// activation rows instead of once per row. Every thread owns kR outputs and walks the
+// blocks in order with D::isum / D::step, so each output is still exactly cudaq::row_dot's
+// chain (the order of blocks is the only order there is; the integer sums are exact).
+constexpr int kTN = 32, kTM = 32, kTileThreads = 256, kR = kTN * kTM / kTileThreads;
+// Blocks per stage: 4 of the 32-element types, 1 of the 256-element K-quants.
+template <DType W> __host__ __device__ constexpr int tile_kb() {
+    return W == DType::Q4_0 || W == DType::Q4_1 || W == DType::Q5_0 || W == DType::Q5_1 || W == DType::Q8_0 ? 4 : 1;
+}
+
+template <DType W>
+__global__ void __launch_bounds__(kTileThreads) dot_q_tiled_kernel(const uint8_t* w, int64_t w_nb1, int64_t N, const uint8_t* act,
+                                                                   int64_t act_row_bytes, int64_t n_mrows, int64_t nb,
+                                                                   uint8_t* dst, Shape sd) {
+    using D = cudaq::WDot<W>;
+    using WB = typename D::WB;
+    using AB = typename D::AB;
+    constexpr int KB = tile_kb<W>();
+    static_assert(sizeof(WB) % 2 == 0 && sizeof(AB) % 2 == 0, "blocks are copied as 16-bit words");
+    __shared__ WB ws[kTN][KB];
+    __shared__ AB as[kTM][KB];
+    const int64_t n0 = int64_t(blockIdx.x) * kTN, m0 = int64_t(blockIdx.y) * kTM;
+    const int tid = threadIdx.x, tn = tid % kTN, tm = tid / kTN;  // rows tm, tm + 8, ...
+    constexpr int kRowStep = kTileThreads / kTN;
+    float sum[kR], msum[kR];
+    for (int r = 0; r < kR; ++r) sum[r] = msum[r] = 0;
+    for (int64_t b0 = 0; b0 < nb; b0 += KB) {
+        const int kb = int(nb - b0 < KB ? nb - b0 : KB);
+        // Stage: 16-bit words (block sizes and row strides are even); rows past the
+        // matrix and blocks past the row are zero (their results are never stored).
+        constexpr int WW = int(sizeof(WB) / 2), AW = int(sizeof(AB) / 2);
+        for (int i = tid; i < kTN * KB * WW; i += kTileThreads) {
+            const int r = i / (KB * WW), j = (i / WW) % KB, o = i % WW;
+            uint16_t v = 0;
+            if (n0 + r < N && j < kb) v = reinterpret_cast<const uint16_t*>(w + (n0 + r) * w_nb1 + (b0 + j) * int64_t(sizeof(WB)))[o];
+            reinterpret_cast<uint16_t*>(&ws[r][j])[o] = v;
+        }
+        for (int i = tid; i < kTM * KB * AW; i += kTileThreads) {
+            const int r = i / (KB * AW), j = (i / AW) % KB, o = i % AW;
+            uint16_t v = 0;
+            if (m0 + r < n_mrows && j < kb)
+                v = reinterpret_cast<const uint16_t*>(act + (m0 + r) * act_row_bytes + (b0 + j) * int64_t(sizeof(AB)))[o];
+            reinterpret_cast<uint16_t*>(&as[r][j])[o] = v;
+        }
+        __syncthreads();
+        for (int j = 0; j < kb; ++j)
+            for (int r = 0; r < kR; ++r) {
+                const AB& y = as[tm + r * kRowStep][j];
+                const cudaq::Isum s = D::isum(ws[tn][j], y);
+                D::step(ws[tn][j], y, s, sum[r], msum[r]);
+            }
+        __syncthreads();
+    }
+    for (int r = 0; r < kR; ++r) {
+        const int64_t n = n0 + tn, m = m0 + tm + r * kRowStep;
+        if (n < N && m < n_mrows) *reinterpret_cast<float*>(dst + row_offset(sd, m) + n * 4) = cudaq::finish<W>(sum[r], msum[r]);
+    }
+}
+
 // Step 2, float weights: exact products summed in double (any order), rounded once.
 __global__ void dot_f_kernel(DType wt, const uint8_t* w, int64_t w_nb1, const uint8_t* act, int64_t act_row_bytes, int64_t n_mrows,
                              int64_t K, uint8_t* dst, Shape sd) {
@@ -69,9 +130,19 @@ __global__ void dot_f_kernel(DType wt, const uint8_t* w, int64_t w_nb1, const ui
     if (threadIdx.x == 0) *reinterpret_cast<float*>(dst + row_offset(sd, m) + n * 4) = float(s);
 }
 
+// From this many activation rows on, the tiled kernel (below, one warp per output).
+constexpr int64_t kTiledMinRows = 32;
+
 template <DType W> void launch_q(dim3 grid, dim3 block, cudaStream_t st, const Tensor& w, const uint8_t* act, int64_t arb,
                                  int64_t n_mrows, const Tensor& dst) {
     const int64_t nb = w.ne[0] / block_size(W);
+    if (n_mrows >= kTiledMinRows) {
+        const int64_t N = w.ne[1], gy = (n_mrows + kTM - 1) / kTM;
+        if (gy > 65535) throw std::runtime_error("cuda mul_mat: " + std::to_string(n_mrows) + " activation rows exceed one launch");
+        dot_q_tiled_kernel<W><<<dim3(unsigned((N + kTN - 1) / kTN), unsigned(gy)), kTileThreads, 0, st>>>(
+            dptr(w), int64_t(w.nb[1]), N, act, arb, n_mrows, nb, dptr(dst), shape_of(dst));
+        return;
+    }
     dot_q_kernel<W><<<grid, block, 0, st>>>(dptr(w), int64_t(w.nb[1]), act, arb, n_mrows, nb, dptr(dst), shape_of(dst));
 }
 
@@ -84,10 +155,17 @@ void mul_mat(const Tensor& dst, Ctx& ctx) {
     if (N == 0 || n_mrows == 0) return;
     const DType at = vec_dot_type(w.type);
     const int64_t arb = int64_t(row_bytes(at, K));
-    auto* act = static_cast<uint8_t*>(ctx.temp(size_t(arb * n_mrows)));
-    const int be = cudaq::quant_block_elems(at);
-    quantize_act_kernel<<<unsigned(n_mrows), 128, 0, ctx.stream>>>(at, be, dptr(x), shape_of(x), act, arb, K / be);
-    LS_CUDA_CHECK_LAUNCH("quantize_act_kernel");
+    // The activation rows quantized to `at`, unless the previous mul_mat of this graph
+    // already left exactly these in the buffer (q/k/v and gate/up share their input).
+    const bool same = ctx.act_rows.src == &x && ctx.act_rows.type == int(at);
+    auto* act = static_cast<uint8_t*>(ctx.act_buffer(size_t(arb * n_mrows)));
+    if (!same) {
+        const int be = cudaq::quant_block_elems(at);
+        quantize_act_kernel<<<unsigned(n_mrows), 128, 0, ctx.stream>>>(at, be, dptr(x), shape_of(x), act, arb, K / be);
+        LS_CUDA_CHECK_LAUNCH("quantize_act_kernel");
+        ctx.act_rows.src = &x;
+        ctx.act_rows.type = int(at);
+    }
 
     const int64_t gy = (n_mrows + kWarps - 1) / kWarps;
     if (gy > 65535) throw std::runtime_error("cuda mul_mat: " + std::to_string(n_mrows) + " activation rows exceed one launch");

@@ -34,24 +34,32 @@ void rope(const Tensor& dst, Ctx& ctx) {
     const RopeParams p = dst.get_params<RopeParams>();
     const int64_t half = p.n_dims / 2, T = x.ne[2], H = x.ne[1];
     if (x.nelements() == 0) return;
-    const std::vector<uint8_t> pos_b = ctx.host_bytes(*dst.src[1]);
-    const int32_t* pos = reinterpret_cast<const int32_t*>(pos_b.data());
-    std::vector<uint8_t> ff_b;
-    if (dst.src[2]) ff_b = ctx.host_bytes(*dst.src[2]);
-    const float* ff = dst.src[2] ? reinterpret_cast<const float*>(ff_b.data()) : nullptr;
-    // The formula of cpu::rope, line for line.
-    std::vector<double> inv_freq(static_cast<size_t>(half));
-    for (int64_t i = 0; i < half; ++i) inv_freq[size_t(i)] = std::pow(double(p.freq_base), -2.0 * i / p.n_dims);
-    std::vector<float> cs(size_t(2 * T * half));
-    for (int64_t t = 0; t < T; ++t)
-        for (int64_t i = 0; i < half; ++i) {
-            double theta = double(pos[t]) * p.freq_scale * inv_freq[size_t(i)];
-            if (ff) theta /= ff[i];
-            cs[size_t(2 * (t * half + i))] = float(std::cos(theta));
-            cs[size_t(2 * (t * half + i) + 1)] = float(std::sin(theta));
-        }
-    auto* table = static_cast<float*>(ctx.temp(cs.size() * sizeof(float)));
-    ctx.upload(table, cs.data(), cs.size() * sizeof(float));
+    const auto key = std::make_tuple(dst.src[1], dst.src[2], p.n_dims, p.mode, p.freq_base, p.freq_scale);
+    const float* table = nullptr;
+    if (auto it = ctx.rope_tables.find(key); it != ctx.rope_tables.end()) {
+        table = it->second;
+    } else {
+        const std::vector<uint8_t> pos_b = ctx.host_bytes(*dst.src[1]);
+        const int32_t* pos = reinterpret_cast<const int32_t*>(pos_b.data());
+        std::vector<uint8_t> ff_b;
+        if (dst.src[2]) ff_b = ctx.host_bytes(*dst.src[2]);
+        const float* ff = dst.src[2] ? reinterpret_cast<const float*>(ff_b.data()) : nullptr;
+        // The formula of cpu::rope, line for line.
+        std::vector<double> inv_freq(static_cast<size_t>(half));
+        for (int64_t i = 0; i < half; ++i) inv_freq[size_t(i)] = std::pow(double(p.freq_base), -2.0 * i / p.n_dims);
+        std::vector<float> cs(size_t(2 * T * half));
+        for (int64_t t = 0; t < T; ++t)
+            for (int64_t i = 0; i < half; ++i) {
+                double theta = double(pos[t]) * p.freq_scale * inv_freq[size_t(i)];
+                if (ff) theta /= ff[i];
+                cs[size_t(2 * (t * half + i))] = float(std::cos(theta));
+                cs[size_t(2 * (t * half + i) + 1)] = float(std::sin(theta));
+            }
+        auto* t = static_cast<float*>(ctx.arena(cs.size() * sizeof(float)));
+        ctx.upload(t, cs.data(), cs.size() * sizeof(float));
+        ctx.rope_tables[key] = t;
+        table = t;
+    }
     if (T > 65535) throw std::runtime_error("cuda rope: more than 65535 tokens in one graph");
     rope_kernel<<<dim3(unsigned(H), unsigned(T)), 64, 0, ctx.stream>>>(dptr(x), shape_of(x), dptr(dst), shape_of(dst), table, half,
                                                                       p.mode, p.n_dims);
