@@ -73,6 +73,108 @@ __global__ void attention_kernel(const float* q, Shape sq, const uint8_t* kc, DT
     }
 }
 
+// Prefill of one sequence (every query of the ubatch in the same slot, positions
+// consecutive): a block per (head h, tile of kTQ consecutive queries) shares each key and
+// value row among its queries through shared memory, instead of every query reading the
+// whole key range again. The arithmetic per query is attention_kernel's: a score is one
+// double sum of exact products (order free), the softmax is the same two passes, and each
+// output value is the fma chain over that query's keys in increasing order (the tile walks
+// keys in increasing order and a query skips keys outside its range).
+constexpr int kTQ = 16, kTileThreads = 256, kTileFloats = 4096;  // 16 KiB of key or value rows
+
+__global__ void __launch_bounds__(kTileThreads)
+attention_tiled_kernel(const float* q, Shape sq, const uint8_t* kc, DType kt, int64_t k_nb1, const uint8_t* vc, DType vt,
+                       int64_t v_nb1, int64_t slot, int64_t p_first, int64_t T, int32_t W, int64_t R, int64_t group, float scale,
+                       float softcap, int64_t Dv, uint8_t* out, Shape so, float* scratch, int64_t n_max) {
+    // Key rows and queries are stored with a stride of Dk + 1 floats: the 16 threads of a
+    // query read 16 different keys at the same offset, which would otherwise share a bank.
+    __shared__ float rows[kTileFloats + 32];  // a chunk of key (pass 1) or value (pass 3) rows
+    __shared__ float qs[kTQ * 257];           // the tile's queries (Dk <= 256, checked by the host)
+    const int64_t h = blockIdx.x, t0 = int64_t(blockIdx.y) * kTQ, Dk = sq.ne[0], hk = h / group;
+    const int nq = int(T - t0 < kTQ ? T - t0 : kTQ);
+    const int tid = threadIdx.x;
+    auto first_key = [&](int64_t p) -> int64_t { return W > 0 ? (p - W + 1 > 0 ? p - W + 1 : 0) : 0; };
+    const int64_t lo = first_key(p_first + t0), hi = p_first + t0 + nq - 1;  // keys lo..hi (union)
+    for (int64_t i = tid; i < int64_t(nq) * Dk; i += kTileThreads) {
+        const int64_t a = i / Dk, d = i % Dk;
+        qs[a * (Dk + 1) + d] = *reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(q) + h * sq.nb[1] + (t0 + a) * sq.nb[2] + d * 4);
+    }
+    // 1. scores, chunk by chunk: thread (a, j) of the chunk computes query a's score of key j.
+    const int kc_keys = int(kTileFloats / Dk) < kTileThreads / kTQ ? int(kTileFloats / Dk) : kTileThreads / kTQ;
+    for (int64_t c0 = lo; c0 <= hi; c0 += kc_keys) {
+        const int nk = int(hi - c0 + 1 < kc_keys ? hi - c0 + 1 : kc_keys);
+        __syncthreads();  // rows (and qs, the first time) are free / written
+        for (int64_t i = tid; i < int64_t(nk) * Dk; i += kTileThreads) {
+            const int64_t j = i / Dk, d = i % Dk;
+            rows[j * (Dk + 1) + d] = cudaq::deq_elem(kt, kc + (slot * R + (c0 + j) % R) * k_nb1, hk * Dk + d);
+        }
+        __syncthreads();
+        const int a = tid / kc_keys, j = tid % kc_keys;
+        if (a < nq && j < nk) {
+            const int64_t p = p_first + t0 + a, key = c0 + j, k0 = first_key(p);
+            if (key >= k0 && key <= p) {
+                double d = 0;
+                for (int64_t e = 0; e < Dk; ++e) d += double(qs[a * (Dk + 1) + e]) * double(rows[j * (Dk + 1) + e]);
+                float x = __fmul_rn(float(d), scale);
+                if (softcap > 0) x = __fmul_rn(softcap, det_tanh(__fdiv_rn(x, softcap)));
+                scratch[((t0 + a) * gridDim.x + h) * n_max + (key - k0)] = x;
+            }
+        }
+    }
+    __syncthreads();
+    // 2. softmax per query, one warp per query: max (exact), exponentials, double sum, weights.
+    const int lane = tid % 32, warp = tid / 32;
+    for (int a = warp; a < nq; a += kTileThreads / 32) {
+        const int64_t p = p_first + t0 + a, n = p - first_key(p) + 1;
+        float* sc = scratch + ((t0 + a) * gridDim.x + h) * n_max;
+        float mx = -INFINITY;
+        for (int64_t j = lane; j < n; j += 32) mx = fmaxf(mx, sc[j]);
+        for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+        double sum = 0;
+        for (int64_t j = lane; j < n; j += 32) {
+            const float e = det_exp(__fsub_rn(sc[j], mx));
+            sc[j] = e;
+            sum += e;
+        }
+        for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+        for (int64_t j = lane; j < n; j += 32) sc[j] = float(double(sc[j]) / sum);
+    }
+    // 3. values: thread (a, l) owns query a's outputs l, l + 16, ...; keys in increasing order.
+    const int a = tid / 16, l = tid % 16;
+    const int64_t pa = p_first + t0 + a, k0a = first_key(pa);
+    const float* wa = scratch + ((t0 + a) * gridDim.x + h) * n_max;
+    constexpr int kMaxOut = 16;  // Dv <= 256 (checked by the host)
+    float acc[kMaxOut];
+    for (int o = 0; o < kMaxOut; ++o) acc[o] = 0;
+    const int vc_keys = int(kTileFloats / Dv);
+    for (int64_t c0 = lo; c0 <= hi; c0 += vc_keys) {
+        const int nk = int(hi - c0 + 1 < vc_keys ? hi - c0 + 1 : vc_keys);
+        __syncthreads();  // the weights are written; rows are free
+        for (int64_t i = tid; i < int64_t(nk) * Dv; i += kTileThreads) {
+            const int64_t j = i / Dv, d = i % Dv;
+            rows[j * Dv + d] = cudaq::deq_elem(vt, vc + (slot * R + (c0 + j) % R) * v_nb1, hk * Dv + d);
+        }
+        __syncthreads();
+        if (a < nq)
+            for (int j = 0; j < nk; ++j) {
+                const int64_t key = c0 + j;
+                if (key < k0a || key > pa) continue;
+                const float w = wa[key - k0a];
+                for (int o = 0; o < kMaxOut; ++o) {
+                    const int64_t i = l + 16 * int64_t(o);
+                    if (i < Dv) acc[o] = __fmaf_rn(w, rows[j * Dv + i], acc[o]);
+                }
+            }
+    }
+    if (a < nq) {
+        float* po = reinterpret_cast<float*>(out + h * so.nb[1] + (t0 + a) * so.nb[2]);
+        for (int o = 0; o < kMaxOut; ++o) {
+            const int64_t i = l + 16 * int64_t(o);
+            if (i < Dv) po[i] = acc[o];
+        }
+    }
+}
+
 constexpr size_t kMaxScratchFloats = size_t(64) << 20;  // 256 MiB of scores per launch at most
 
 }  // namespace
@@ -94,6 +196,18 @@ void attention(const Tensor& dst, Ctx& ctx) {
     for (int64_t t = 0; t < T; ++t) {
         check_attention_query(seq[t], pos[t], p.window, R, n_seq);
         n_max = std::max(n_max, int64_t(pos[t]) - attn_first_key(pos[t], p.window) + 1);
+    }
+    // One sequence at consecutive positions, several queries: the tiled kernel.
+    bool one_run = T >= 2 && q.ne[0] <= 256 && Dv <= 256 && q.ne[0] > 0 && Dv > 0;
+    for (int64_t t = 1; one_run && t < T; ++t) one_run = seq[t] == seq[0] && pos[t] == pos[0] + t;
+    if (one_run && T * H * n_max <= int64_t(kMaxScratchFloats) && (T + kTQ - 1) / kTQ <= 65535) {
+        auto* scratch = static_cast<float*>(ctx.temp(size_t(T * H * n_max) * sizeof(float)));
+        attention_tiled_kernel<<<dim3(unsigned(H), unsigned((T + kTQ - 1) / kTQ)), kTileThreads, 0, ctx.stream>>>(
+            reinterpret_cast<const float*>(dptr(q)), shape_of(q), dptr(k), k.type, int64_t(k.nb[1]), dptr(v), v.type,
+            int64_t(v.nb[1]), seq[0], pos[0], T, p.window, R, group, p.scale, p.softcap, Dv, dptr(dst), shape_of(dst), scratch,
+            n_max);
+        LS_CUDA_CHECK_LAUNCH("attention_tiled_kernel");
+        return;
     }
     // Queries per launch so that the scores fit the scratch cap.
     const int64_t per_query = H * n_max;

@@ -103,6 +103,10 @@ public:
                 std::fprintf(stderr, "  %-12s %10.3f ms  %8zu calls  %8.1f us/call\n", name.c_str(), e.first * 1e3, e.second,
                              e.first * 1e6 / double(e.second ? e.second : 1));
         }
+        if (std::getenv("LOCKSTEP_CUDA_VERBOSE"))
+            std::fprintf(stderr, "cuda backend: %zu graphs launched (%zu updated in place, %zu instantiated), %zu captures fell back%s\n",
+                         stats_.graphs, stats_.updates, stats_.instantiations, stats_.fallbacks,
+                         use_graphs_ ? "" : "; graphs off");
         cudaSetDevice(device_);
         if (stream_) cudaStreamSynchronize(stream_);
         if (workspace_) cudaFree(workspace_);
@@ -110,6 +114,7 @@ public:
         for (auto& c : pinned_) cudaFreeHost(c.p);
         for (auto& c : arena_) cudaFree(c.p);
         if (graph_done_) cudaEventDestroy(graph_done_);
+        if (exec_) cudaGraphExecDestroy(exec_);
         if (stream_) cudaStreamDestroy(stream_);
     }
 
@@ -156,8 +161,42 @@ public:
     }
 
     // Launches every node in order on the stream; no synchronization between ops.
+    // Launches every node in order on the stream; no synchronization between ops. Without
+    // LOCKSTEP_PROFILE the launches are captured into a CUDA graph and the graph is launched
+    // instead: a decode step is some 500 small kernels, and as one graph they run without
+    // the per-launch gaps. Each step is captured again (positions and the key range change
+    // kernel arguments) and applied to the previous executable graph with
+    // cudaGraphExecUpdate, which is cheap when the topology is unchanged (every decode step).
     void compute(const Graph& g) override {
         LS_CUDA_CHECK(cudaSetDevice(device_));
+        // The previous graph's copies out of the pinned staging (and its reads of the arena)
+        // must be done before reuse.
+        if (graph_done_) LS_CUDA_CHECK(cudaEventSynchronize(graph_done_));
+        if (use_graphs_ && !profile_) {
+            if (launch_as_graph(g)) {
+                record_done();
+                return;
+            }
+            // The capture failed (a buffer had to grow, or an op read device data on the host,
+            // both of which synchronize): run the same launches directly.
+            ++stats_.fallbacks;
+            if (++graph_failures_ >= 3) use_graphs_ = false;  // this graph shape keeps needing that
+        }
+        launch_all(g);
+        record_done();
+    }
+    void synchronize() override {
+        LS_CUDA_CHECK(cudaSetDevice(device_));
+        LS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    }
+
+private:
+    void reset_staging() {
+        for (auto& c : pinned_) c.used = 0;
+        for (auto& c : arena_) c.used = 0;
+    }
+    void launch_all(const Graph& g) {
+        reset_staging();
         cuda::Ctx ctx;
         ctx.stream = stream_;
         ctx.host_bytes = [&](const Tensor& t) { return host_bytes(g, t); };
@@ -165,11 +204,6 @@ public:
         ctx.act_buffer = [&](size_t bytes) { return act_buffer(bytes); };
         ctx.pinned = [&](size_t bytes) { return pinned(bytes); };
         ctx.arena = [&](size_t bytes) { return arena(bytes); };
-        // The previous graph's copies out of the pinned staging (and its reads of the arena)
-        // must be done before reuse.
-        if (graph_done_) LS_CUDA_CHECK(cudaEventSynchronize(graph_done_));
-        for (auto& c : pinned_) c.used = 0;
-        for (auto& c : arena_) c.used = 0;
         for (const Tensor* n : g.nodes()) {
             const auto t0 = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
             kLaunchers[static_cast<int>(n->op)](*n, ctx);
@@ -180,15 +214,55 @@ public:
                 ++e.second;
             }
         }
+    }
+    // Captures launch_all into a graph and launches it; false (nothing launched, errors
+    // cleared) when the capture could not be completed.
+    bool launch_as_graph(const Graph& g) {
+        LS_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
+        bool captured = true;
+        try {
+            launch_all(g);
+        } catch (const std::exception&) {
+            captured = false;  // rerun directly: a real error (bad index) is thrown again there
+        }
+        cudaGraph_t graph = nullptr;
+        const cudaError_t e = cudaStreamEndCapture(stream_, &graph);
+        if (!captured || e != cudaSuccess || !graph) {
+            if (graph) cudaGraphDestroy(graph);
+            (void)cudaGetLastError();
+            return false;
+        }
+        if (exec_) {
+            cudaGraphExecUpdateResultInfo info{};
+            if (cudaGraphExecUpdate(exec_, graph, &info) == cudaSuccess) {
+                ++stats_.updates;
+            } else {
+                (void)cudaGetLastError();
+                cudaGraphExecDestroy(exec_);
+                exec_ = nullptr;
+            }
+        }
+        if (!exec_) {
+            ++stats_.instantiations;
+            const cudaError_t ie = cudaGraphInstantiate(&exec_, graph, 0);
+            if (ie != cudaSuccess) {
+                cudaGraphDestroy(graph);
+                exec_ = nullptr;
+                (void)cudaGetLastError();
+                return false;
+            }
+        }
+        cudaGraphDestroy(graph);
+        LS_CUDA_CHECK(cudaGraphLaunch(exec_, stream_));
+        ++stats_.graphs;
+        graph_failures_ = 0;
+        return true;
+    }
+    void record_done() {
         if (!graph_done_) LS_CUDA_CHECK(cudaEventCreateWithFlags(&graph_done_, cudaEventDisableTiming));
         LS_CUDA_CHECK(cudaEventRecord(graph_done_, stream_));
     }
-    void synchronize() override {
-        LS_CUDA_CHECK(cudaSetDevice(device_));
-        LS_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    }
 
-private:
     void check_range(const Buffer& b, size_t off, size_t n, const char* what) const {
         if (b.backend != this || off > b.size || n > b.size - off)
             throw std::logic_error(std::string("cuda backend: ") + what + " of " + std::to_string(n) + " bytes at offset " +
@@ -214,8 +288,13 @@ private:
     void* temp(size_t bytes) {
         bytes = (bytes + 255) / 256 * 256;
         if (bytes > workspace_size_) {
-            LS_CUDA_CHECK(cudaStreamSynchronize(stream_));  // earlier ops may still read the old one
-            if (workspace_) LS_CUDA_CHECK(cudaFree(workspace_));
+            // Grow with headroom: decode steps need a little more score space every few
+            // tokens, and growing (a synchronization) makes that step's graph capture fail.
+            bytes = std::max({bytes, workspace_size_ * 2, size_t(16) << 20});
+            if (workspace_) {
+                LS_CUDA_CHECK(cudaStreamSynchronize(stream_));  // earlier ops may still read the old one
+                LS_CUDA_CHECK(cudaFree(workspace_));
+            }
             workspace_ = nullptr;
             workspace_size_ = 0;
             workspace_ = device_malloc(bytes, "kernel scratch");
@@ -228,8 +307,11 @@ private:
     void* act_buffer(size_t bytes) {
         bytes = (bytes + 255) / 256 * 256;
         if (bytes > act_size_) {
-            LS_CUDA_CHECK(cudaStreamSynchronize(stream_));
-            if (act_) LS_CUDA_CHECK(cudaFree(act_));
+            bytes = std::max({bytes, act_size_ + act_size_ / 2, size_t(4) << 20});
+            if (act_) {
+                LS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+                LS_CUDA_CHECK(cudaFree(act_));
+            }
             act_ = nullptr;
             act_size_ = 0;
             act_ = device_malloc(bytes, "quantized activations");
@@ -299,6 +381,13 @@ private:
     size_t act_size_ = 0;
     std::vector<PinnedChunk> pinned_, arena_;
     cudaEvent_t graph_done_ = nullptr;
+    cudaGraphExec_t exec_ = nullptr;  // the last graph launched (updated in place step by step)
+    // LOCKSTEP_CUDA_GRAPHS=0 launches op by op (for comparisons and debugging).
+    bool use_graphs_ = !(std::getenv("LOCKSTEP_CUDA_GRAPHS") && std::string(std::getenv("LOCKSTEP_CUDA_GRAPHS")) == "0");
+    int graph_failures_ = 0;
+    struct {
+        size_t graphs = 0, updates = 0, instantiations = 0, fallbacks = 0;
+    } stats_;  // printed with LOCKSTEP_CUDA_VERBOSE=1
     bool profile_ = std::getenv("LOCKSTEP_PROFILE") != nullptr;
     std::map<std::string, std::pair<double, size_t>> prof_;  // op -> seconds, calls
 };
