@@ -354,8 +354,11 @@ void VulkanBackend::compute(const Graph& g) {
                     PcRmsNorm pc{addr(a), b ? addr(b) : 0, addr(n), uint32_t(a->ne[0]), uint32_t(a->nrows()), uint32_t(a->ne[1]),
                                  uint32_t(a->ne[2]), uint32_t(a->nb[1]), uint32_t(a->nb[2]), uint32_t(a->nb[3]), uint32_t(b != nullptr),
                                  n->get_params<RmsNormParams>(), 0};
-                    if (b) dispatch1d("rms_norm", pc, uint64_t(a->nrows()), {range(a), range(b)}, {range(n)});
-                    else dispatch1d("rms_norm", pc, uint64_t(a->nrows()), {range(a)}, {range(n)});
+                    // One workgroup per row.
+                    const uint64_t rows = std::max<uint64_t>(uint64_t(a->nrows()), 1);
+                    const uint32_t gx = uint32_t(std::min<uint64_t>(rows, 65535)), gy = uint32_t((rows + gx - 1) / gx);
+                    if (b) dispatch("rms_norm", pc, gx, gy, {range(a), range(b)}, {range(n)});
+                    else dispatch("rms_norm", pc, gx, gy, {range(a)}, {range(n)});
                     break;
                 }
                 case OpId::ROPE: {
