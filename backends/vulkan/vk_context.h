@@ -79,6 +79,9 @@ public:
     // device has the shared memory they need and LOCKSTEP_VK_SUBGROUP=1 asks for them
     // (default: the plain path).
     bool use_shared = false;
+    // Whether mul_mat takes the subgroup variant (mul_mat_sg_*) for 1 to 4 activation rows:
+    // where the device has subgroup shuffles, unless LOCKSTEP_VK_SUBGROUP=0.
+    bool use_subgroup_dot = false;
     // Whether the device's GLSL fma() is fused (one rounding), as the probe at init found it;
     // shaders get it as the specialization constant NATIVE_FMA (shaders/common.glsl).
     // LOCKSTEP_VK_FMA=native / emulated overrides the probe (for testing the probe itself).

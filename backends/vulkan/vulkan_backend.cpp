@@ -332,6 +332,18 @@ void VulkanBackend::compute(const Graph& g) {
                     // The shared-memory variant where a workgroup has a full tile of 8 activation
                     // rows to share (on lavapipe it pays off in prompt batches and loses at 1 row).
                     const bool sh = ctx_->use_shared && block_size(a->type) == 32 && rows >= 8;
+                    // The subgroup variant for decode steps: one subgroup per weight row, R rows
+                    // per workgroup as the shader computes it from the reported subgroup size.
+                    const DType wt = a->type;
+                    const bool sg = ctx_->use_subgroup_dot && rows <= 4 &&
+                                    (wt == DType::Q4_0 || wt == DType::Q4_1 || wt == DType::Q5_0 || wt == DType::Q5_1 || wt == DType::Q8_0);
+                    if (sg) {
+                        const uint64_t R = std::max(1u, 64u / ctx_->subgroup_size), groups = (uint64_t(N) + R - 1) / R;
+                        const uint32_t gx = uint32_t(std::min<uint64_t>(groups, 65535)), gy = uint32_t((groups + gx - 1) / gx);
+                        dispatch("mul_mat_sg_" + lower_name(wt), pm, gx, gy,
+                                 {range(a), Range{act_r.lo, act_r.lo + uint64_t(act_nb1) * rows}}, {range(n)});
+                        break;
+                    }
                     dispatch((sh ? "mul_mat_sh_" : "mul_mat_") + lower_name(a->type), pm, (N + 63) / 64, (rows + 7) / 8,
                              {range(a), Range{act_r.lo, act_r.lo + uint64_t(act_nb1) * rows}}, {range(n)});
                     break;
