@@ -106,10 +106,13 @@ Context::Context(int device) {
         // 2.05 vs 2.47 t/s, noisy); LOCKSTEP_VK_SUBGROUP=1 turns it on, =0 keeps it off.
         const bool on = e && std::string(e) == "1";
         use_shared = on && shared_bytes >= 8u * 16u * 10u * 4u;
-        // The subgroup decode variant (mul_mat_sg_*) wherever the device has shuffles in
-        // compute shaders; LOCKSTEP_VK_SUBGROUP=0 keeps the plain path.
+        // The subgroup decode variant (mul_mat_sg_*) on GPUs with shuffles in compute shaders.
+        // Not on CPU devices (lavapipe): there a subgroup is SIMD lanes of one thread and the
+        // shuffles cost more than they save (bench tg4 0.67 vs 1.32 t/s). LOCKSTEP_VK_SUBGROUP=1
+        // turns it on anyway (the op tests run it that way on lavapipe), =0 turns it off.
         const uint32_t need = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
-        use_subgroup_dot = !(e && std::string(e) == "0") && (subgroup_ops & need) == need && subgroup_size >= 1;
+        const bool cpu_device = props.properties.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+        use_subgroup_dot = (subgroup_ops & need) == need && subgroup_size >= 1 && (on || (!e && !cpu_device));
     }
 
     uint32_t nq = 0;

@@ -80,7 +80,7 @@ public:
     // (default: the plain path).
     bool use_shared = false;
     // Whether mul_mat takes the subgroup variant (mul_mat_sg_*) for 1 to 4 activation rows:
-    // where the device has subgroup shuffles, unless LOCKSTEP_VK_SUBGROUP=0.
+    // on GPUs with subgroup shuffles (LOCKSTEP_VK_SUBGROUP=0 never, =1 also on CPU devices).
     bool use_subgroup_dot = false;
     // Whether the device's GLSL fma() is fused (one rounding), as the probe at init found it;
     // shaders get it as the specialization constant NATIVE_FMA (shaders/common.glsl).
