@@ -348,9 +348,9 @@ void gemm_tile(DType t, const uint8_t* w, size_t wstride, int nr, const uint8_t*
         // Missing rows repeat the last one (lanes are independent; their results are dropped).
         const uint8_t* wr[8];
         for (int r = 0; r < 8; ++r) wr[r] = w + wstride * static_cast<size_t>(std::min(r, nr - 1));
-        // One or two tokens: memory bound; prefetch the row group 16 rows further on (callers
-        // walk row groups in memory order), a slice per block (prefetch_group).
-        const size_t pf = ntok <= 2 ? 16 * wstride : 0;
+        // Up to 8 tokens (decode steps): memory bound; prefetch the row group 16 rows further
+        // on (callers walk row groups in memory order), a slice per block (prefetch_group).
+        const size_t pf = ntok <= 8 ? 16 * wstride : 0;
         int g = 0;
         for (; g + 32 <= ntok; g += 32) run_tile<32>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr, pf);
         if (g + 16 <= ntok) run_tile<16>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr, pf), g += 16;

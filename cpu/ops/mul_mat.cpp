@@ -29,6 +29,9 @@ float dot_canonical(DType t, const uint8_t* w, const uint8_t* a, int64_t k) {
 namespace {
 // Tiled path (quant_gemm.h): each (row, token) value is computed by the same lane arithmetic
 // whatever M is, so a prompt evaluated at once gives the same logits as token by token.
+// Up to this many tokens, a mul_mat streams the weights once with every token (decode).
+constexpr int64_t kFewTokens = 8;
+
 void mul_mat_tiled(const Tensor& w, int64_t M, const std::vector<const float*>& xr, const std::vector<float*>& dr) {
     const int64_t K = w.ne[0], N = w.ne[1];
     const size_t astride = gemm_act_stride(w.type, K);
@@ -37,16 +40,19 @@ void mul_mat_tiled(const Tensor& w, int64_t M, const std::vector<const float*>& 
         for (int64_t m = r.begin(); m < r.end(); ++m) gemm_prepare_act(w.type, xr[m], aq.data() + m * astride, K);
     });
     const int64_t groups = (N + 7) / 8;  // groups of 8 weight rows
-    if (M == 1) {
-        // Memory bound: up to ~64 chunks of at least 64 KiB of weights each, so both cores
-        // stay busy with little scheduling overhead.
+    if (M <= kFewTokens) {
+        // Decode steps (one sequence, or a few decoding together): memory bound, every token
+        // against each row group as it streams by (prefetched, gemm_tile); up to ~64 chunks
+        // of at least 64 KiB of weights each, so both cores stay busy with little scheduling
+        // overhead.
         const int64_t group_bytes = 8 * int64_t(w.nb[1]);
         const int64_t grain = std::max<int64_t>({int64_t(1), groups / 64, (int64_t(64) << 10) / group_bytes});
         tbb::parallel_for(tbb::blocked_range<int64_t>(0, groups, grain), [&](const tbb::blocked_range<int64_t>& r) {
+            float* outs[kFewTokens];
             for (int64_t gi = r.begin(); gi < r.end(); ++gi) {
                 const int64_t n0 = gi * 8;
-                float* o = dr[0] + n0;
-                gemm_tile(w.type, w.row(n0), w.nb[1], int(std::min<int64_t>(8, N - n0)), aq.data(), astride, 1, K, &o);
+                for (int64_t j = 0; j < M; ++j) outs[j] = dr[size_t(j)] + n0;
+                gemm_tile(w.type, w.row(n0), w.nb[1], int(std::min<int64_t>(8, N - n0)), aq.data(), astride, int(M), K, outs);
             }
         }, tbb::simple_partitioner());
         return;
