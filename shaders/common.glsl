@@ -250,6 +250,51 @@ float det_silu(float x) {
     return div_rn(x, den);
 }
 
+// 1 / (1 + e^-x): gates of the hybrid models (det_sigmoid).
+float det_sigmoid(float x) {
+    precise float den = 1.0 + det_exp(-x);
+    return div_rn(1.0, den);
+}
+
+// log(1 + y) in double for y >= 0 (det_softplus's log1p). GLSL has no double logarithm, so:
+// tiny y by its series; else u = 1 + y with its exact rounding error c (two-sum), frexp to
+// m in [sqrt(1/2), sqrt(2)), log(m) = 2 atanh(f / (2 + f)) by its odd series (|s| < 0.172,
+// 12 terms reach 2^-56), and e*ln2 with ln2 split so that e*ln2_hi is exact. The result is
+// within a few double ulps of the host's log1p; rounded to float it differs only when the
+// double value lies that close to a float rounding boundary (the op tests compare bits).
+double log1p_d(double y) {
+    if (y < 1.0e-5LF) {
+        precise double t = y * (1.0LF / 3.0LF - y * 0.25LF);
+        precise double r = y * (1.0LF - y * (0.5LF - t));
+        return r;
+    }
+    precise double u = 1.0LF + y;
+    precise double bb = u - 1.0LF;
+    precise double c = (1.0LF - (u - bb)) + (y - bb);
+    int e;
+    double m = frexp(u, e);  // u = m * 2^e, m in [0.5, 1)
+    if (m < 0.70710678118654752440LF) {
+        m = m * 2.0LF;
+        e = e - 1;
+    }
+    precise double f = m - 1.0LF;  // exact (Sterbenz)
+    precise double s = f / (2.0LF + f);
+    precise double s2 = s * s;
+    precise double p = 1.0LF / 25.0LF;
+    for (int k = 11; k >= 0; --k) p = 1.0LF / double(2 * k + 1) + s2 * p;
+    const double ln2_hi = packDouble2x32(uvec2(0xFEE00000u, 0x3FE62E42u));  // 0x3FE62E42FEE00000
+    const double ln2_lo = packDouble2x32(uvec2(0x35793C76u, 0x3DEA39EFu));
+    precise double logm = 2.0LF * s * p;
+    precise double r = double(e) * ln2_hi + (double(e) * ln2_lo + (logm + c / u));
+    return r;
+}
+
+// log(1 + e^x), identity above 20 (det_softplus).
+float det_softplus(float x) {
+    if (x > 20.0) return x;
+    return d2f(log1p_d(double(det_exp(x))));
+}
+
 float det_tanh(float y) {
     precise float den = 1.0 + det_exp(-2.0 * y);
     precise float r = div_rn(2.0, den) - 1.0;

@@ -78,7 +78,24 @@ struct PcMulMat {
     uint32_t K, N, M, w_nb1, act_nb1, pad;
 };
 
+// conv1d_scan: x rows [C] (stride x_nb1), w [K per channel], state rows per slot
+// (stride st_nb1), runs [4 per run], order [T], y rows (stride y_nb1).
+struct PcConv1dScan {
+    uint64_t x, w, state, runs, order, y;
+    uint32_t x_nb1, st_nb1, y_nb1, C, K, n_runs;
+};
+
+// delta_scan: qkv rows (stride qkv_nb1), g and beta [Hv per token], state rows per slot
+// (stride st_nb1), runs, order, y [Hv * Dv per token] contiguous.
+struct PcDeltaScan {
+    uint64_t qkv, g, beta, state, runs, order, y;
+    uint32_t qkv_nb1, st_nb1, n_runs, pad;
+    DeltaScanParams p;
+    uint32_t pad2;
+};
+
 #ifdef __cplusplus
+static_assert(sizeof(PcConv1dScan) == 72 && sizeof(PcDeltaScan) == 104, "push-constant layouts");
 static_assert(sizeof(PcRows) == 48 && sizeof(PcBinary) == 80 && sizeof(PcUnary) == 24 && sizeof(PcRmsNorm) == 64 &&
               sizeof(PcRope) == 64 && sizeof(PcSoftmax) == 32 && sizeof(PcAttention) == 120 &&
               sizeof(PcMulMatAct) == 48 && sizeof(PcMulMat) == 48);

@@ -18,6 +18,7 @@
 #include "backends/vulkan/vk_context.h"
 #include "core/attention_rule.h"
 #include "core/quant.h"
+#include "core/scan_runs.h"
 #include "core/ref/ref_ops.h"
 #include "shaders/push.h"
 
@@ -111,7 +112,16 @@ public:
             case OpId::SET_ROWS: return cache_type(n.src[2]->type) && host_readable(n.src[1]) && s0->nb[0] == 4;
             case OpId::MUL_MAT: return weight_type(s0->type) && n.src[1]->nb[0] == 4 && s0->ne[1] <= 65535 * 64;
             case OpId::ADD: case OpId::MUL: return s0->nb[0] == 4 && n.src[1]->nb[0] == 4;
-            case OpId::SCALE: case OpId::GELU: case OpId::SILU: case OpId::SOFTMAX: return s0->is_contiguous();
+            case OpId::SCALE: case OpId::GELU: case OpId::SILU: case OpId::SIGMOID: case OpId::SOFTPLUS: case OpId::SOFTMAX:
+                return s0->is_contiguous();
+            case OpId::CONV1D_SCAN:  // x rows, w, state, runs, order: f32 / i32 with unit element stride
+                return s0->type == DType::F32 && s0->nb[0] == 4 && n.src[1]->is_contiguous() && n.src[2]->type == DType::F32 &&
+                       n.src[2]->nb[0] == 4 && host_readable(n.src[3]) && host_readable(n.src[4]) && n.nb[0] == 4 &&
+                       n.get_params<Conv1dScanParams>().d_conv >= 1 && n.get_params<Conv1dScanParams>().d_conv <= 16;
+            case OpId::DELTA_SCAN:
+                return s0->type == DType::F32 && s0->nb[0] == 4 && n.src[1]->is_contiguous() && n.src[2]->is_contiguous() &&
+                       n.src[3]->type == DType::F32 && n.src[3]->nb[0] == 4 && host_readable(n.src[4]) &&
+                       host_readable(n.src[5]) && n.is_contiguous();
             case OpId::RMS_NORM: return s0->nb[0] == 4 && (!n.src[1] || n.src[1]->is_contiguous());
             case OpId::ROPE: return s0->nb[0] == 4 && host_readable(n.src[1]) && (!n.src[2] || host_readable(n.src[2]));
             case OpId::ATTENTION:
@@ -273,6 +283,17 @@ void VulkanBackend::compute(const Graph& g) {
                 rope_off[n] = off;
                 break;
             }
+            case OpId::CONV1D_SCAN: case OpId::DELTA_SCAN: {
+                // The run table, before any state is written (SEMANTICS.md section 2).
+                const bool conv = n->op == OpId::CONV1D_SCAN;
+                const Tensor* runs = n->src[conv ? 3 : 4];
+                const Tensor* order = n->src[conv ? 4 : 5];
+                const Tensor* state = n->src[conv ? 2 : 3];
+                const std::vector<uint8_t> rb = host_bytes(g, runs), ob = host_bytes(g, order);
+                read_scan_runs(reinterpret_cast<const int32_t*>(rb.data()), runs->ne[1], reinterpret_cast<const int32_t*>(ob.data()),
+                               conv ? n->src[0]->ne[1] : n->src[0]->nrows(), state->ne[1], conv ? "conv1d_scan" : "delta_scan");
+                break;
+            }
             default: break;
         }
     }
@@ -357,7 +378,33 @@ void VulkanBackend::compute(const Graph& g) {
                     dispatch1d(n->op == OpId::ADD ? "add" : "mul", pc, uint64_t(n->nelements()), {range(a), range(b)}, {range(n)});
                     break;
                 }
-                case OpId::SCALE: case OpId::GELU: case OpId::SILU: {
+                case OpId::CONV1D_SCAN: {
+                    const Tensor* st = n->src[2];
+                    const Tensor* runs = n->src[3];
+                    const Tensor* order = n->src[4];
+                    PcConv1dScan pc{addr(a), addr(b), addr(st), addr(runs), addr(order), addr(n), uint32_t(a->nb[1]),
+                                    uint32_t(st->nb[1]), uint32_t(n->nb[1]), uint32_t(a->ne[0]),
+                                    uint32_t(n->get_params<Conv1dScanParams>().d_conv), uint32_t(runs->ne[1])};
+                    dispatch1d("conv1d_scan", pc, uint64_t(runs->ne[1]) * uint64_t(a->ne[0]),
+                               {range(a), range(b), range(st), range(runs), range(order)}, {range(n), range(st)});
+                    break;
+                }
+                case OpId::DELTA_SCAN: {
+                    const Tensor* beta = n->src[2];
+                    const Tensor* st = n->src[3];
+                    const Tensor* runs = n->src[4];
+                    const Tensor* order = n->src[5];
+                    const DeltaScanParams dp = n->get_params<DeltaScanParams>();
+                    PcDeltaScan pc{addr(a), addr(b), addr(beta), addr(st), addr(runs), addr(order), addr(n),
+                                   uint32_t(a->nb[1]), uint32_t(st->nb[1]), uint32_t(runs->ne[1]), 0, dp, 0};
+                    // One workgroup per (run, value head).
+                    const uint64_t groups = std::max<uint64_t>(uint64_t(runs->ne[1]) * uint64_t(dp.n_v_heads), 1);
+                    const uint32_t gx = uint32_t(std::min<uint64_t>(groups, 65535)), gy = uint32_t((groups + gx - 1) / gx);
+                    dispatch("delta_scan", pc, gx, gy, {range(a), range(b), range(beta), range(st), range(runs), range(order)},
+                             {range(n), range(st)});
+                    break;
+                }
+                case OpId::SCALE: case OpId::GELU: case OpId::SILU: case OpId::SIGMOID: case OpId::SOFTPLUS: {
                     PcUnary pc{addr(a), addr(n), uint32_t(n->nelements()), n->op == OpId::SCALE ? n->get_params<ScaleParams>().s : 0.f};
                     dispatch1d(op_name(n->op), pc, uint64_t(n->nelements()), {range(a)}, {range(n)});
                     break;
