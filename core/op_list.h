@@ -21,4 +21,6 @@
     X(SIGMOID, sigmoid)     \
     X(SOFTPLUS, softplus)   \
     X(CONV1D_SCAN, conv1d_scan) \
-    X(DELTA_SCAN, delta_scan)
+    X(DELTA_SCAN, delta_scan)   \
+    X(TOPK, topk)               \
+    X(MUL_MAT_ID, mul_mat_id)

@@ -80,8 +80,18 @@ struct DeltaScanParams {
     float eps;          // L2 norm: x / sqrt(sum x^2 + eps)
 };
 
+// topk: per column of x [E, T], the k entries that come first in the order "larger value
+// first, NaN last, ties to the lower index" (core/topk_rule.h). values == 0: their indices
+// (I32 [k, T]); values != 0: their values (F32 [k, T]), divided by their sum when norm != 0
+// (sum in double in selection order, each quotient rounded once). Mixture-of-experts routing.
+struct TopkParams {
+    int32_t k;
+    int32_t values;
+    int32_t norm;
+};
+
 #ifdef __cplusplus
-static_assert(sizeof(Conv1dScanParams) == 4 && sizeof(DeltaScanParams) == 28);
+static_assert(sizeof(Conv1dScanParams) == 4 && sizeof(DeltaScanParams) == 28 && sizeof(TopkParams) == 12);
 
 }  // namespace ls
 #endif

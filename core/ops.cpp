@@ -1,5 +1,7 @@
 #include "core/ops.h"
 
+#include "core/topk_rule.h"
+
 #include <stdexcept>
 #include <string>
 
@@ -174,6 +176,41 @@ Tensor* delta_scan(Graph& g, Tensor* qkv, Tensor* gate, Tensor* beta, Tensor* st
     Tensor* t = node(g, OpId::DELTA_SCAN, DType::F32, ne, {qkv, gate, beta, state, runs, order});
     t->set_params(p);
     return t;
+}
+
+namespace {
+Tensor* topk(Graph& g, Tensor* x, int k, bool values, bool norm) {
+    const char* op = "topk";
+    expect_type(op, x, DType::F32, "x");
+    expect_rows_contiguous(op, x, "x");
+    if (k < 1 || k > x->ne[0] || k > kTopkMax)
+        fail(op, "k = " + std::to_string(k) + " must be in [1, min(" + std::to_string(x->ne[0]) + ", " +
+                     std::to_string(kTopkMax) + ")]");
+    if (x->ne[2] != 1 || x->ne[3] != 1) fail(op, "x must be 2-d [E, T]");
+    int64_t ne[4] = {k, x->ne[1], 1, 1};
+    Tensor* t = node(g, OpId::TOPK, values ? DType::F32 : DType::I32, ne, {x});
+    t->set_params(TopkParams{k, values ? 1 : 0, norm ? 1 : 0});
+    return t;
+}
+}  // namespace
+
+Tensor* topk_ids(Graph& g, Tensor* x, int k) { return topk(g, x, k, false, false); }
+Tensor* topk_weights(Graph& g, Tensor* x, int k, bool norm) { return topk(g, x, k, true, norm); }
+
+Tensor* mul_mat_id(Graph& g, Tensor* w, Tensor* x, Tensor* ids) {
+    const char* op = "mul_mat_id";
+    expect_type(op, x, DType::F32, "x");
+    expect_type(op, ids, DType::I32, "ids");
+    expect_rows_contiguous(op, w, "w");
+    expect_rows_contiguous(op, x, "x");
+    if (!ids->is_contiguous() || ids->ne[2] != 1 || ids->ne[3] != 1) fail(op, "ids must be a contiguous [k, T]");
+    const int64_t K = w->ne[0], k = ids->ne[0], T = ids->ne[1];
+    if (w->ne[3] != 1) fail(op, "w must be [K, N, E]");
+    if (x->ne[0] != K) fail(op, "inner dimensions differ: w " + shape_str(*w) + " x " + shape_str(*x));
+    if ((x->ne[1] != 1 && x->ne[1] != k) || x->ne[2] != T || x->ne[3] != 1)
+        fail(op, "x must be [K, 1 or k, T] for ids [k, T], got " + shape_str(*x));
+    int64_t ne[4] = {w->ne[1], k, T, 1};
+    return node(g, OpId::MUL_MAT_ID, DType::F32, ne, {w, x, ids});
 }
 
 Tensor* softmax(Graph& g, Tensor* x, float s) {

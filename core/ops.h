@@ -45,6 +45,18 @@ Tensor* conv1d_scan(Graph& g, Tensor* x, Tensor* w, Tensor* state, Tensor* runs,
 Tensor* delta_scan(Graph& g, Tensor* qkv, Tensor* gate, Tensor* beta, Tensor* state, Tensor* runs, Tensor* order,
                    const DeltaScanParams& p);
 
+// Mixture-of-experts routing (TopkParams): x F32 [E, T] -> the k best entries per column:
+// their indices I32 [k, T] (topk_ids) or their values F32 [k, T], renormalised to sum 1 when
+// norm (topk_weights).
+Tensor* topk_ids(Graph& g, Tensor* x, int k);
+Tensor* topk_weights(Graph& g, Tensor* x, int k, bool norm);
+// Per-token expert matmul: w [K, N, E] (E experts, any mul_mat type), x F32 [K, X, T] with
+// X = 1 (every selected expert reads the token's row) or X = k (expert j reads row j),
+// ids I32 [k, T] in [0, E) -> F32 [N, k, T]: out[:, j, t] = mul_mat(w[:, :, ids[j, t]], x[:, j % X, t]),
+// the same arithmetic as mul_mat. An id outside [0, E) is an error raised before any write
+// (GPU backends, which read ids on the device, write NaN for it instead).
+Tensor* mul_mat_id(Graph& g, Tensor* w, Tensor* x, Tensor* ids);
+
 // A contiguous tensor seen with another shape (no copy, no node).
 Tensor* reshape(Graph& g, Tensor* t, std::initializer_list<int64_t> ne);
 

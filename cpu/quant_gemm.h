@@ -26,4 +26,8 @@ void gemm_prepare_act(DType t, const float* x, uint8_t* dst, int64_t k);
 void gemm_tile(DType t, const uint8_t* w, size_t wstride, int nr, const uint8_t* a, size_t astride, int ntok,
                int64_t k, float* const* out);
 
+// One weight row against one activation row prepared by quantize_row_act, for the types
+// gemm_tile does not take: the canonical chain of core/ref/mul_mat.cpp (cpu/ops/mul_mat.cpp).
+float dot_canonical(DType t, const uint8_t* w, const uint8_t* a, int64_t k);
+
 }  // namespace ls::cpu

@@ -81,16 +81,36 @@ void main() {
 }
 
 #else  // the dot
+#ifdef MAT_ID
+// mul_mat_id: activation "row" m is pair p = t * k + j; its weight matrix is expert ids[p]
+// and its activation row t * X + (X == 1 ? 0 : j). One pair per invocation; an id outside
+// [0, E) gives NaN (ids are computed on the device: the host cannot check them first).
+layout(push_constant, std430) uniform Pc { PcMulMatId p; } pc;
+const uint MT = 1u;
+int expert_of(uint m) { return I32(pc.p.ids).v[m]; }
+#define ACT_ROW(m) ((m) / pc.p.k * pc.p.X + (pc.p.X == 1u ? 0u : (m) % pc.p.k))
+#define WROW(n, m) (pc.p.w + uint64_t(uint(expert_of(m))) * pc.p.w_nb2 + uint64_t(n) * pc.p.w_nb1)
+#define ID_GUARD(n, m)                                                                          \
+    if (expert_of(m) < 0 || uint(expert_of(m)) >= pc.p.E) {                                     \
+        F32(pc.p.dst + (uint64_t(m) * pc.p.N + (n)) * 4u).v[0] = uintBitsToFloat(0x7FC00000u); \
+        return;                                                                                 \
+    }
+#else
 layout(push_constant, std430) uniform Pc { PcMulMat p; } pc;
 const uint MT = 8u;  // activation rows per invocation (the host dispatches M / MT)
+#define ACT_ROW(m) (m)
+#define WROW(n, m) (pc.p.w + uint64_t(n) * pc.p.w_nb1)
+#define ID_GUARD(n, m)
+#endif
 
 #if WTYPE == 0 || WTYPE == 1 || WTYPE == 30
 // Float weights: exact products summed in double, in element order.
 void main() {
     const uint n = gl_GlobalInvocationID.x, m0 = gl_GlobalInvocationID.y * MT;
     if (n >= pc.p.N || m0 >= pc.p.M) return;
+    ID_GUARD(n, m0)
     const uint mc = min(MT, pc.p.M - m0);
-    const uint64_t w = pc.p.w + uint64_t(n) * pc.p.w_nb1;
+    const uint64_t w = WROW(n, m0);
     double acc[MT];
     for (uint m = 0u; m < MT; ++m) acc[m] = 0.0;
     for (uint i = 0u; i < pc.p.K; ++i) {
@@ -102,7 +122,7 @@ void main() {
         const double wv = double(bf2f(ld16(w, 2u * i)));
 #endif
         for (uint m = 0u; m < mc; ++m) {
-            const uint64_t a = pc.p.act + uint64_t(m0 + m) * pc.p.act_nb1;
+            const uint64_t a = pc.p.act + uint64_t(ACT_ROW(m0 + m)) * pc.p.act_nb1;
 #if WTYPE == 1
             precise double prod = wv * double(h2f(ld16(a, 2u * i)));
 #else
@@ -297,8 +317,9 @@ void main() {
 void main() {
     const uint n = gl_GlobalInvocationID.x, m0 = gl_GlobalInvocationID.y * MT;
     if (n >= pc.p.N || m0 >= pc.p.M) return;
+    ID_GUARD(n, m0)
     const uint mc = min(MT, pc.p.M - m0);
-    const uint64_t w = pc.p.w + uint64_t(n) * pc.p.w_nb1;
+    const uint64_t w = WROW(n, m0);
     float sum[MT];
     for (uint m = 0u; m < MT; ++m) sum[m] = 0.0;
     int q[32];
@@ -307,7 +328,7 @@ void main() {
         wlevels(wb, q);
         const float dw = h2f(ldh(wb));
         for (uint m = 0u; m < mc; ++m) {
-            const uint64_t ab = pc.p.act + uint64_t(m0 + m) * pc.p.act_nb1 + uint64_t(b) * AB;
+            const uint64_t ab = pc.p.act + uint64_t(ACT_ROW(m0 + m)) * pc.p.act_nb1 + uint64_t(b) * AB;
             uint aw[8];
             ldw8(ab + AQ, aw);
             int sumi = 0;  // exact: any order
@@ -471,8 +492,9 @@ void block_isums(uint64_t wb, uint64_t abase, uint mc, inout int isum[MT], inout
 void main() {
     const uint n = gl_GlobalInvocationID.x, m0 = gl_GlobalInvocationID.y * MT;
     if (n >= pc.p.N || m0 >= pc.p.M) return;
+    ID_GUARD(n, m0)
     const uint mc = min(MT, pc.p.M - m0);
-    const uint64_t w = pc.p.w + uint64_t(n) * pc.p.w_nb1;
+    const uint64_t w = WROW(n, m0);
     float sum[MT], msum_f[MT];
     for (uint m = 0u; m < MT; ++m) { sum[m] = 0.0; msum_f[m] = 0.0; }
     int q[32];
@@ -481,14 +503,14 @@ void main() {
         int isum[MT], msum[MT];
         for (uint m = 0u; m < MT; ++m) { isum[m] = 0; msum[m] = 0; }
 #if WTYPE == 12 || WTYPE == 13 || WTYPE == 14
-        block_isums(wb, pc.p.act + uint64_t(m0) * pc.p.act_nb1 + uint64_t(b) * 292u, mc, isum, msum);
+        block_isums(wb, pc.p.act + uint64_t(ACT_ROW(m0)) * pc.p.act_nb1 + uint64_t(b) * 292u, mc, isum, msum);
 #else
         for (uint s = 0u; s < 256u / SUB; ++s) {
             for (uint t = 0u; t < SUB; ++t) q[t] = wlevel(wb, SUB * s + t);
             int sc, mn;
             wscale(wb, s, sc, mn);
             for (uint m = 0u; m < mc; ++m) {
-                const uint64_t ab = pc.p.act + uint64_t(m0 + m) * pc.p.act_nb1 + uint64_t(b) * 292u;
+                const uint64_t ab = pc.p.act + uint64_t(ACT_ROW(m0 + m)) * pc.p.act_nb1 + uint64_t(b) * 292u;
                 int si = 0;
                 for (uint t = 0u; t < SUB; ++t) si += q[t] * lds8(ab, 4u + SUB * s + t);
                 isum[m] += sc * si;
@@ -501,7 +523,7 @@ void main() {
 #endif
         const float dw = h2f(ld16(wb, D)), dmin = h2f(ld16(wb, DMIN));
         for (uint m = 0u; m < mc; ++m) {
-            const uint64_t ab = pc.p.act + uint64_t(m0 + m) * pc.p.act_nb1 + uint64_t(b) * 292u;
+            const uint64_t ab = pc.p.act + uint64_t(ACT_ROW(m0 + m)) * pc.p.act_nb1 + uint64_t(b) * 292u;
             const float da = F32(ab).v[0];
             precise float dd = da * dw;
             sum[m] = fma_rn(dd, float(isum[m]), sum[m]);

@@ -78,6 +78,23 @@ struct PcMulMat {
     uint32_t K, N, M, w_nb1, act_nb1, pad;
 };
 
+// mul_mat_id, stage 2: PcMulMat's fields (M = number of (token, expert) pairs), plus the
+// ids [k, T], the expert stride of w, the expert count, k and X (x rows per token).
+struct PcMulMatId {
+    uint64_t w, act, dst;
+    uint32_t K, N, M, w_nb1, act_nb1, pad;
+    uint64_t ids;
+    uint32_t w_nb2, E, k, X;
+};
+
+// topk over columns of x [E, T] (row stride x_nb1); dst [k, T] contiguous.
+struct PcTopk {
+    uint64_t x, dst;
+    uint32_t x_nb1, E, T, pad;
+    TopkParams p;
+    uint32_t pad2;
+};
+
 // conv1d_scan: x rows [C] (stride x_nb1), w [K per channel], state rows per slot
 // (stride st_nb1), runs [4 per run], order [T], y rows (stride y_nb1).
 struct PcConv1dScan {
@@ -95,7 +112,8 @@ struct PcDeltaScan {
 };
 
 #ifdef __cplusplus
-static_assert(sizeof(PcConv1dScan) == 72 && sizeof(PcDeltaScan) == 104, "push-constant layouts");
+static_assert(sizeof(PcConv1dScan) == 72 && sizeof(PcDeltaScan) == 104 && sizeof(PcMulMatId) == 72 && sizeof(PcTopk) == 48,
+              "push-constant layouts");
 static_assert(sizeof(PcRows) == 48 && sizeof(PcBinary) == 80 && sizeof(PcUnary) == 24 && sizeof(PcRmsNorm) == 64 &&
               sizeof(PcRope) == 64 && sizeof(PcSoftmax) == 32 && sizeof(PcAttention) == 120 &&
               sizeof(PcMulMatAct) == 48 && sizeof(PcMulMat) == 48);

@@ -214,6 +214,29 @@ std::vector<OpCase> op_cases() {
                              return std::vector<Tensor*>{delta_scan(g, qkv, gt, bt, st, runs, in_i32(g, sr.order), p), st};
                          }, 0.0});
     }
+    // Mixture-of-experts routing and expert matmuls. topk is an exact selection (a total
+    // order) and its renormalisation one double sum and one rounding per value: bit-identical.
+    // The ids go from topk straight into mul_mat_id, so any difference in them shows there.
+    c.push_back({"topk weights E=12 k=3, ties", [=](Graph& g, Backend&, Keep&, std::mt19937& r) {
+                     std::vector<float> x = randn(r, size_t(12 * 9));
+                     for (int t = 0; t < 9; ++t) x[size_t(t * 12 + 7)] = x[size_t(t * 12 + 2)];  // equal values: lower index first
+                     x[5] = -x[5];
+                     Tensor* xt = g.input(DType::F32, {12, 9}, x.data(), "logits");
+                     Tensor* p = softmax(g, xt, 1.0f);
+                     return std::vector<Tensor*>{topk_weights(g, p, 3, true), topk_weights(g, xt, 3, false)};
+                 }, 0.0});
+    for (DType t : {DType::F16, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q6_K})
+        for (int64_t X : {1, 2}) {
+            // As mul_mat: the same quantized activations, integer blocks and float chain.
+            c.push_back({std::string("mul_mat_id ") + dtype_name(t) + " X=" + std::to_string(X),
+                         [=](Graph& g, Backend& be, Keep& k, std::mt19937& r) {
+                             const int64_t K = traits(t).block == 256 ? 256 : 96, N = 37, E = 5, T = 6;
+                             Tensor* w = k.persistent(be, t, {K, N, E}, quantized_random(r, t, K, N * E));
+                             Tensor* logits = in_f32(g, r, {E, T});
+                             Tensor* ids = topk_ids(g, logits, 2);
+                             return std::vector<Tensor*>{mul_mat_id(g, w, in_f32(g, r, {K, X, T}), ids)};
+                         }, 0.0});
+        }
     return c;
 }
 

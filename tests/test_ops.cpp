@@ -97,6 +97,30 @@ TEST_CASE("set_rows rejects an out-of-range index before writing any row", "[ops
     }
 }
 
+TEST_CASE("mul_mat_id rejects an expert id outside [0, E) before writing", "[ops]") {
+    // The host backends check every id first; GPU backends read ids on the device and give
+    // NaN for a bad one (core/ops.h), so this runs on the host backends.
+    std::vector<std::unique_ptr<Backend>> host;
+    host.push_back(make_reference_backend());
+    host.push_back(test::make_backend("cpu"));
+    for (auto& be : host) {
+        INFO(be->name());
+        for (int32_t bad : {5, -1}) {
+            Graph g;
+            test::Keep keep;
+            std::mt19937 rng(3);
+            Tensor* w = keep.persistent(*be, DType::Q8_0, {64, 8, 5}, test::quantized_random(rng, DType::Q8_0, 64, 40));
+            std::vector<float> x = test::randn(rng, 64 * 2);
+            std::vector<int32_t> ids = {0, 4, 2, bad};
+            Tensor* out = ops::mul_mat_id(g, w, g.input(DType::F32, {64, 1, 2}, x.data(), "x"),
+                                          g.input(DType::I32, {2, 2}, ids.data(), "ids"));
+            g.mark_output(out);
+            std::unique_ptr<Buffer> scratch;
+            REQUIRE_THROWS_WITH(run_graph(*be, g, scratch), Catch::Contains("expert id " + std::to_string(bad)));
+        }
+    }
+}
+
 TEST_CASE("attention rejects a query its ring cannot answer", "[ops]") {
     std::vector<std::unique_ptr<Backend>> all = test::backends_under_test();
     all.push_back(make_reference_backend());

@@ -42,6 +42,11 @@ bool supports_node(const Tensor& n) {
             return f32_elems(a) && a->is_contiguous() && f32_elems(b) && b->is_contiguous() && f32_elems(n.src[2]) &&
                    n.src[2]->is_contiguous() && f32_elems(n.src[3]) && n.src[3]->is_contiguous() && f32_elems(&n) &&
                    n.is_contiguous();
+        case OpId::TOPK:
+            return f32_elems(a) && a->is_contiguous() && n.is_contiguous();
+        case OpId::MUL_MAT_ID:
+            return a && cudaq::mul_mat_supported(a->type) && f32_elems(b) && n.src[2] && n.src[2]->type == DType::I32 &&
+                   n.src[2]->is_contiguous() && f32_elems(&n) && n.is_contiguous();
         default:
             return false;
     }

@@ -114,6 +114,10 @@ public:
             case OpId::ADD: case OpId::MUL: return s0->nb[0] == 4 && n.src[1]->nb[0] == 4;
             case OpId::SCALE: case OpId::GELU: case OpId::SILU: case OpId::SIGMOID: case OpId::SOFTPLUS: case OpId::SOFTMAX:
                 return s0->is_contiguous();
+            case OpId::TOPK: return s0->type == DType::F32 && s0->nb[0] == 4 && n.is_contiguous();
+            case OpId::MUL_MAT_ID:
+                return weight_type(s0->type) && n.src[1]->nb[0] == 4 && n.src[2]->type == DType::I32 && n.src[2]->is_contiguous() &&
+                       n.is_contiguous() && s0->ne[1] <= 65535 * 64 && s0->nb[2] <= 0xFFFFFFFFu && n.src[2]->nelements() <= 65535;
             case OpId::CONV1D_SCAN:  // x rows, w, state, runs, order: f32 / i32 with unit element stride
                 return s0->type == DType::F32 && s0->nb[0] == 4 && n.src[1]->is_contiguous() && n.src[2]->type == DType::F32 &&
                        n.src[2]->nb[0] == 4 && host_readable(n.src[3]) && host_readable(n.src[4]) && n.nb[0] == 4 &&
@@ -237,7 +241,7 @@ void VulkanBackend::compute(const Graph& g) {
                 ref::check_row_indices(tmp, set ? n->src[2]->ne[1] : n->src[0]->ne[1], set ? "set_rows" : "get_rows");
                 break;
             }
-            case OpId::MUL_MAT: {
+            case OpId::MUL_MAT: case OpId::MUL_MAT_ID: {
                 const Tensor* x = n->src[1];
                 act_bytes = std::max(act_bytes, size_t(x->nrows()) * row_bytes(vec_dot_type(n->src[0]->type), x->ne[0]));
                 break;
@@ -376,6 +380,30 @@ void VulkanBackend::compute(const Graph& g) {
                                 uint32_t(a->nb[1]), uint32_t(a->nb[2]), uint32_t(a->nb[3]),
                                 uint32_t(b->nb[1]), uint32_t(b->nb[2]), uint32_t(b->nb[3])};
                     dispatch1d(n->op == OpId::ADD ? "add" : "mul", pc, uint64_t(n->nelements()), {range(a), range(b)}, {range(n)});
+                    break;
+                }
+                case OpId::TOPK: {
+                    PcTopk pc{addr(a), addr(n), uint32_t(a->nb[1]), uint32_t(a->ne[0]), uint32_t(a->ne[1]), 0,
+                              n->get_params<TopkParams>(), 0};
+                    dispatch1d("topk", pc, uint64_t(a->ne[1]), {range(a)}, {range(n)});
+                    break;
+                }
+                case OpId::MUL_MAT_ID: {
+                    // Stage 1 as mul_mat's (x [K, X, T]: X * T rows), then one pair per invocation row.
+                    const Tensor* ids = n->src[2];
+                    const DType at = vec_dot_type(a->type);
+                    const uint32_t K = uint32_t(a->ne[0]), rows = uint32_t(b->nrows());
+                    const uint32_t act_nb1 = uint32_t(row_bytes(at, K));
+                    PcMulMatAct pa{addr(b), act_r.lo, K, rows, uint32_t(b->ne[1]), uint32_t(b->ne[2]), uint32_t(b->nb[1]),
+                                   uint32_t(b->nb[2]), uint32_t(b->nb[3]), act_nb1};
+                    dispatch1d("mul_mat_act_" + lower_name(at), pa, uint64_t(K / block_size(at)) * rows, {range(b)},
+                               {Range{act_r.lo, act_r.lo + uint64_t(act_nb1) * rows}});
+                    act_x = nullptr;  // the activation rows are this node's now
+                    const uint32_t N = uint32_t(a->ne[1]), pairs = uint32_t(ids->nelements());
+                    PcMulMatId pm{addr(a), act_r.lo, addr(n), K, N, pairs, uint32_t(a->nb[1]), act_nb1, 0, addr(ids),
+                                  uint32_t(a->nb[2]), uint32_t(a->ne[2]), uint32_t(ids->ne[0]), uint32_t(b->ne[1])};
+                    dispatch("mul_mat_id_" + lower_name(a->type), pm, (N + 63) / 64, std::max(pairs, 1u),
+                             {range(a), range(ids), Range{act_r.lo, act_r.lo + uint64_t(act_nb1) * rows}}, {range(n)});
                     break;
                 }
                 case OpId::CONV1D_SCAN: {

@@ -16,6 +16,9 @@ int64_t index_at(const Tensor& idx, int64_t i);
 // Row conversions through F32 used by get_rows/set_rows/attention.
 void row_to_f32(DType t, const void* src, float* dst, int64_t n);
 void row_from_f32(DType t, const float* src, void* dst, int64_t n);
+// mul_mat_id's check of its expert ids (all of them, before any write): std::out_of_range
+// naming the first id outside [0, n_experts).
+void check_expert_ids(const int32_t* ids, int64_t n, int64_t n_experts);
 // tanh-approximated GELU, the definition every backend matches.
 float gelu_tanh(float x);
 

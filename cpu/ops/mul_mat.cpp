@@ -12,7 +12,6 @@
 #include "cpu/quant_gemm.h"
 
 namespace ls::cpu {
-namespace {
 
 // Types without a tiled kernel: F32 sums exact products in double like the reference (only
 // the order of the double sum differs); the rest use the reference dot itself until they
@@ -23,8 +22,6 @@ float dot_canonical(DType t, const uint8_t* w, const uint8_t* a, int64_t k) {
         return float(simd::dot_f64(reinterpret_cast<const float*>(w), reinterpret_cast<const float*>(a), k));
     return vec_dot_ref(t, w, a, k);
 }
-
-}  // namespace
 
 namespace {
 // Tiled path (quant_gemm.h): each (row, token) value is computed by the same lane arithmetic

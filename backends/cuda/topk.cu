@@ -1,0 +1,31 @@
+// topk (core/ref/topk.cpp): one thread per column, core/topk_rule.h's selection.
+#include "backends/cuda/kernels.cuh"
+#include "core/op_params.h"
+#include "core/topk_rule.h"
+
+namespace ls::cuda {
+namespace {
+
+__global__ void topk_kernel(const uint8_t* x, int64_t x_nb1, int32_t E, int64_t T, TopkParams p, uint8_t* dst, int64_t d_nb1) {
+    const int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (t >= T) return;
+    int32_t ids[kTopkMax];
+    const float* col = reinterpret_cast<const float*>(x + t * x_nb1);
+    topk_select(col, 1, E, p.k, ids);
+    if (p.values) topk_values(col, 1, ids, p.k, p.norm != 0, reinterpret_cast<float*>(dst + t * d_nb1));
+    else
+        for (int32_t j = 0; j < p.k; ++j) reinterpret_cast<int32_t*>(dst + t * d_nb1)[j] = ids[j];
+}
+
+}  // namespace
+
+void topk(const Tensor& dst, Ctx& ctx) {
+    const Tensor& x = *dst.src[0];
+    const int64_t T = x.ne[1];
+    if (T == 0) return;
+    topk_kernel<<<blocks_for(T, 128), 128, 0, ctx.stream>>>(dptr(x), int64_t(x.nb[1]), int32_t(x.ne[0]), T,
+                                                            dst.get_params<TopkParams>(), dptr(dst), int64_t(dst.nb[1]));
+    LS_CUDA_CHECK_LAUNCH("topk_kernel");
+}
+
+}  // namespace ls::cuda

@@ -1,0 +1,23 @@
+#include <tbb/parallel_for.h>
+
+#include "core/op_params.h"
+#include "core/topk_rule.h"
+#include "cpu/ops/cpu_ops.h"
+
+namespace ls::cpu {
+
+// topk_rule.h's selection per column, columns in parallel.
+void topk(const Tensor& dst) {
+    const Tensor& x = *dst.src[0];
+    const TopkParams p = dst.get_params<TopkParams>();
+    tbb::parallel_for(int64_t(0), x.ne[1], [&](int64_t t) {
+        int32_t ids[kTopkMax];
+        const float* col = reinterpret_cast<const float*>(x.row(t));
+        topk_select(col, 1, int32_t(x.ne[0]), p.k, ids);
+        if (p.values) topk_values(col, 1, ids, p.k, p.norm != 0, reinterpret_cast<float*>(dst.row(t)));
+        else
+            for (int32_t j = 0; j < p.k; ++j) reinterpret_cast<int32_t*>(dst.row(t))[j] = ids[j];
+    });
+}
+
+}  // namespace ls::cpu
