@@ -15,7 +15,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, Backend& be) {
     const std::string arch = file->get_string("general.architecture");
     std::unique_ptr<Model> m;
     if (arch == "gemma3") m = std::make_unique<Gemma3>();
-    else if (arch == "qwen35" || arch == "qwen3next") m = std::make_unique<Qwen3Hybrid>();
+    else if (arch == "qwen35" || arch == "qwen35moe" || arch == "qwen3next") m = std::make_unique<Qwen3Hybrid>();
     else throw std::runtime_error(path + ": architecture '" + arch +
                                   "' is not supported (supported: gemma3, qwen3next, qwen35; qwen35moe not yet)");
     m->file_ = std::move(file);
@@ -68,8 +68,9 @@ Tensor* Model::norm_weight(const std::string& name, int64_t n) {
     return t;
 }
 
-Tensor* Model::matmul_weight(const std::string& name, int64_t k, int64_t n) {
-    Tensor* t = weight(name, {k, n});
+namespace {
+// Weight types the matmul ops take, with whole blocks per row.
+void check_matmul_type(const Tensor* t, const std::string& name, int64_t k) {
     switch (t->type) {
         case DType::F32: case DType::F16: case DType::BF16: case DType::Q4_0: case DType::Q4_1:
         case DType::Q5_0: case DType::Q5_1: case DType::Q8_0: case DType::Q2_K: case DType::Q3_K:
@@ -81,6 +82,18 @@ Tensor* Model::matmul_weight(const std::string& name, int64_t k, int64_t n) {
     if (k % block_size(t->type) != 0)
         throw std::runtime_error("tensor '" + name + "': row length " + std::to_string(k) + " is not a multiple of the " +
                                  dtype_name(t->type) + " block");
+}
+}  // namespace
+
+Tensor* Model::matmul_weight(const std::string& name, int64_t k, int64_t n) {
+    Tensor* t = weight(name, {k, n});
+    check_matmul_type(t, name, k);
+    return t;
+}
+
+Tensor* Model::expert_weight(const std::string& name, int64_t k, int64_t n, int64_t n_expert) {
+    Tensor* t = weight(name, {k, n, n_expert});
+    check_matmul_type(t, name, k);
     return t;
 }
 

@@ -70,6 +70,8 @@ protected:
     Tensor* weight(const std::string& name, std::initializer_list<int64_t> ne, bool required = true);
     Tensor* norm_weight(const std::string& name, int64_t n);
     Tensor* matmul_weight(const std::string& name, int64_t k, int64_t n);
+    // The matrices of n_expert experts, [k, n, n_expert] (mul_mat_id's w).
+    Tensor* expert_weight(const std::string& name, int64_t k, int64_t n, int64_t n_expert);
     // The logits of the rows ub.out_idx asks for (only those go through the large output
     // projection): RMS norm with `norm`, then `out`. nullptr when none is wanted.
     Tensor* output_head(Graph& g, const Ubatch& ub, Tensor* x, Tensor* norm, Tensor* out) const;

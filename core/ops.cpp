@@ -37,8 +37,8 @@ Tensor* binary(Graph& g, OpId op, Tensor* a, Tensor* b) {
     for (int i = 0; i < kMaxDims; ++i)
         if (b->ne[i] == 0 || a->ne[i] % b->ne[i] != 0)
             fail(op_name(op), "b " + shape_str(*b) + " does not broadcast over a " + shape_str(*a));
-    expect_rows_contiguous(op_name(op), a, "a");
-    expect_rows_contiguous(op_name(op), b, "b");
+    // Rows may be strided (views of part of a tensor); elements within a row are packed.
+    if (a->nb[0] != sizeof(float) || b->nb[0] != sizeof(float)) fail(op_name(op), "elements of a row must be packed");
     return node(g, op, DType::F32, a->ne, {a, b});
 }
 bool is_index(const Tensor* t) { return t->type == DType::I32 || t->type == DType::I64; }
@@ -252,6 +252,21 @@ Tensor* reshape(Graph& g, Tensor* t, std::initializer_list<int64_t> ne) {
     if (r->nelements() != t->nelements())
         fail("reshape", "element count differs: " + shape_str(*t) + " -> " + shape_str(*r));
     r->view_src = t;
+    r->kind = t->kind == TensorKind::Persistent ? TensorKind::Persistent : TensorKind::Intermediate;
+    return r;
+}
+
+Tensor* view_2d(Graph& g, Tensor* t, int64_t ne0, int64_t ne1, size_t nb1, size_t offset) {
+    if (!t->is_contiguous()) fail("view_2d", "tensor must be contiguous");
+    const size_t es = traits(t->type).block_bytes;
+    if (traits(t->type).block != 1 || ne0 < 1 || ne1 < 1 || nb1 < size_t(ne0) * es || offset % es ||
+        offset + size_t(ne1 - 1) * nb1 + size_t(ne0) * es > t->nbytes())
+        fail("view_2d", "view [" + std::to_string(ne0) + ", " + std::to_string(ne1) + "] outside " + shape_str(*t));
+    Tensor* r = g.new_tensor(t->type, {ne0, ne1}, "view");
+    r->nb[1] = nb1;
+    r->nb[2] = r->nb[3] = nb1 * size_t(ne1);
+    r->view_src = t;
+    r->view_offs = offset;
     r->kind = t->kind == TensorKind::Persistent ? TensorKind::Persistent : TensorKind::Intermediate;
     return r;
 }

@@ -59,5 +59,8 @@ Tensor* mul_mat_id(Graph& g, Tensor* w, Tensor* x, Tensor* ids);
 
 // A contiguous tensor seen with another shape (no copy, no node).
 Tensor* reshape(Graph& g, Tensor* t, std::initializer_list<int64_t> ne);
+// Part of a contiguous tensor seen as [ne0, ne1] with row stride nb1 bytes, starting offset
+// bytes in (no copy, no node); must lie inside t.
+Tensor* view_2d(Graph& g, Tensor* t, int64_t ne0, int64_t ne1, size_t nb1, size_t offset);
 
 }  // namespace ls::ops

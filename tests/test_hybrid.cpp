@@ -90,9 +90,10 @@ std::vector<std::vector<float>> decode_together(Session& s, const std::vector<st
 
 }  // namespace
 
-// qwen35: value heads tiled, ssm_beta/ssm_alpha; qwen3next: value heads grouped, ssm_ba.
-TEST_CASE("qwen35, qwen3next: tiny model logits match transformers for a 100-token prompt", "[hybrid][golden]") {
-  for (const std::string arch : {"qwen35", "qwen3next"}) {
+// qwen35: value heads tiled, ssm_beta/ssm_alpha; qwen3next: value heads grouped, ssm_ba;
+// qwen35moe: qwen35 with a mixture-of-experts FFN (8 experts, 3 per token, a shared expert).
+TEST_CASE("qwen35, qwen35moe, qwen3next: tiny model logits match transformers for a 100-token prompt", "[hybrid][golden]") {
+  for (const std::string arch : {"qwen35", "qwen35moe", "qwen3next"}) {
     const Golden gold = read_golden(arch);
     for (const std::string& name : test::all_backend_names()) {
         INFO(arch << " on backend " << name);
@@ -143,6 +144,34 @@ TEST_CASE("qwen35: N sequences decoded together equal each decoded alone (no ble
                 CHECK(test::first_difference(together[size_t(q)], alone[size_t(q)], 256) == "");
             }
         }
+    }
+}
+
+// The expert choice is per token: tokens batched together (other sequences, other positions
+// of a prompt) must not change which experts a token gets or what they compute.
+TEST_CASE("qwen35moe: sequences decoded together, and prompts in ubatches, equal token-at-a-time alone", "[hybrid][seq]") {
+    for (const std::string& name : test::all_backend_names()) {
+        auto be = test::make_backend(name);
+        auto m = Model::load(test::test_data("qwen35moe_tiny.gguf"), *be);
+        const int steps = name == "reference" ? 8 : 24;
+        std::vector<std::vector<int32_t>> prompts;
+        for (int q = 0; q < 4; ++q) prompts.push_back(test::random_tokens(size_t(6 + 9 * q), 300u + uint32_t(q), 256));
+        std::vector<std::vector<float>> alone;
+        for (int q = 0; q < 4; ++q) {
+            Session s(*m, *be, params(1));
+            alone.push_back(decode_together(s, {prompts[size_t(q)]}, steps)[0]);
+        }
+        for (int N : {2, 4}) {
+            INFO("backend " << name << ", " << N << " sequences");
+            Session s(*m, *be, params(N, 16));
+            auto together = decode_together(s, {prompts.begin(), prompts.begin() + N}, steps);
+            for (int q = 0; q < N; ++q) CHECK(test::first_difference(together[size_t(q)], alone[size_t(q)], 256) == "");
+        }
+        INFO("backend " << name << ", a 90-token prompt in ubatches of 32 vs one token per ubatch");
+        const auto prompt = test::random_tokens(90, 77, 256);
+        Session chunked(*m, *be, params(1, 32));
+        Session single(*m, *be, params(1, 32));
+        CHECK(test::first_difference(chunked.eval(prompt, 0), test::one_by_one(single, prompt), 256) == "");
     }
 }
 

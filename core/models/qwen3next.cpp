@@ -5,19 +5,24 @@
 #include <stdexcept>
 
 #include "core/ops.h"
+#include "core/topk_rule.h"
 
 namespace ls {
 
 void Qwen3Hybrid::load_arch() {
     const GgufFile& f = *file_;
     hp_.arch = f.get_string("general.architecture");
-    if (hp_.arch != "qwen35" && hp_.arch != "qwen3next")
-        throw std::runtime_error("qwen3 hybrid loader: architecture '" + hp_.arch + "' (expected qwen35 or qwen3next)");
+    if (hp_.arch != "qwen35" && hp_.arch != "qwen35moe" && hp_.arch != "qwen3next")
+        throw std::runtime_error("qwen3 hybrid loader: architecture '" + hp_.arch + "' (expected qwen35, qwen35moe or qwen3next)");
     const std::string a = hp_.arch + ".";
-    head_map_ = hp_.arch == "qwen3next" ? HEADS_GROUPED : HEADS_TILED;
+    head_map_ = hp_.arch == "qwen3next" ? HEADS_GROUPED : HEADS_TILED;  // qwen35moe: as qwen35
     hp_.n_embd = f.get_int(a + "embedding_length");
     hp_.n_layer = f.get_int(a + "block_count");
-    hp_.n_ff = f.get_int(a + "feed_forward_length");
+    hp_.n_ff = f.get_int(a + "feed_forward_length", 0);  // dense FFN layers only
+    n_expert_ = f.get_int(a + "expert_count", 0);
+    n_expert_used_ = f.get_int(a + "expert_used_count", 0);
+    n_ff_exp_ = f.get_int(a + "expert_feed_forward_length", 0);
+    n_ff_shexp_ = f.get_int(a + "expert_shared_feed_forward_length", 0);
     hp_.n_ctx_train = f.get_int(a + "context_length", 0);
     hp_.rms_eps = float(f.get_float(a + "attention.layer_norm_rms_epsilon", 1e-6));
     const int64_t n_head = f.get_int(a + "attention.head_count");
@@ -34,7 +39,12 @@ void Qwen3Hybrid::load_arch() {
     n_v_heads_ = f.get_int(a + "ssm.time_step_rank");
     const int64_t inner = f.get_int(a + "ssm.inner_size");
     d_v_ = n_v_heads_ > 0 ? inner / n_v_heads_ : 0;
-    if (hp_.n_embd <= 0 || hp_.n_layer <= 0 || hp_.n_ff <= 0 || n_head <= 0 || n_head_kv <= 0 || n_head % n_head_kv ||
+    if (n_expert_ > 0 && (n_expert_used_ < 1 || n_expert_used_ > n_expert_ || n_expert_used_ > kTopkMax || n_ff_exp_ <= 0 ||
+                          n_ff_shexp_ < 0))
+        throw std::runtime_error(hp_.arch + ": inconsistent expert metadata (expert_count " + std::to_string(n_expert_) +
+                                 ", expert_used_count " + std::to_string(n_expert_used_) + ", expert_feed_forward_length " +
+                                 std::to_string(n_ff_exp_) + ")");
+    if (hp_.n_embd <= 0 || hp_.n_layer <= 0 || (hp_.n_ff <= 0 && n_expert_ <= 0) || n_head <= 0 || n_head_kv <= 0 || n_head % n_head_kv ||
         hd <= 0 || n_rot_ <= 0 || n_rot_ % 2 || n_rot_ > hd || interval <= 0 || d_conv_ < 2 || d_conv_ > 16 || d_k_ <= 0 ||
         n_k_heads_ <= 0 || n_v_heads_ <= 0 || n_v_heads_ % n_k_heads_ || d_v_ <= 0 || d_v_ * n_v_heads_ != inner)
         throw std::runtime_error("qwen3 hybrid: inconsistent hyperparameters in the GGUF metadata");
@@ -94,12 +104,33 @@ void Qwen3Hybrid::load_arch() {
             l.k_norm = norm_weight(p + "attn_k_norm.weight", hd);
             l.wo = matmul_weight(p + "attn_output.weight", n_head * hd, E);
         }
-        if (f.find_tensor(p + "ffn_gate_inp.weight"))
-            throw std::runtime_error(hp_.arch + ": layer " + std::to_string(il) +
-                                     " has a mixture-of-experts FFN, which lockstep does not support yet");
-        l.ffn_gate = matmul_weight(p + "ffn_gate.weight", E, hp_.n_ff);
-        l.ffn_up = matmul_weight(p + "ffn_up.weight", E, hp_.n_ff);
-        l.ffn_down = matmul_weight(p + "ffn_down.weight", hp_.n_ff, E);
+        if (f.find_tensor(p + "ffn_gate_inp.weight")) {
+            if (n_expert_ <= 0)
+                throw std::runtime_error(hp_.arch + ": layer " + std::to_string(il) +
+                                         " has a router (ffn_gate_inp) but the metadata has no expert_count");
+            const int64_t NE = n_expert_, F = n_ff_exp_;
+            l.ffn_gate_inp = matmul_weight(p + "ffn_gate_inp.weight", E, NE);
+            if (f.find_tensor(p + "ffn_gate_up_exps.weight")) {
+                l.ffn_gate_up_exps = expert_weight(p + "ffn_gate_up_exps.weight", E, 2 * F, NE);
+            } else {
+                l.ffn_gate_exps = expert_weight(p + "ffn_gate_exps.weight", E, F, NE);
+                l.ffn_up_exps = expert_weight(p + "ffn_up_exps.weight", E, F, NE);
+            }
+            l.ffn_down_exps = expert_weight(p + "ffn_down_exps.weight", F, E, NE);
+            if (f.find_tensor(p + "ffn_gate_inp_shexp.weight")) {
+                if (n_ff_shexp_ <= 0)
+                    throw std::runtime_error(hp_.arch + ": a shared expert without expert_shared_feed_forward_length");
+                l.ffn_gate_inp_shexp = matmul_weight(p + "ffn_gate_inp_shexp.weight", E, 1);
+                l.ffn_gate_shexp = matmul_weight(p + "ffn_gate_shexp.weight", E, n_ff_shexp_);
+                l.ffn_up_shexp = matmul_weight(p + "ffn_up_shexp.weight", E, n_ff_shexp_);
+                l.ffn_down_shexp = matmul_weight(p + "ffn_down_shexp.weight", n_ff_shexp_, E);
+            }
+        } else {
+            if (hp_.n_ff <= 0) throw std::runtime_error(hp_.arch + ": a dense FFN layer but no feed_forward_length");
+            l.ffn_gate = matmul_weight(p + "ffn_gate.weight", E, hp_.n_ff);
+            l.ffn_up = matmul_weight(p + "ffn_up.weight", E, hp_.n_ff);
+            l.ffn_down = matmul_weight(p + "ffn_down.weight", hp_.n_ff, E);
+        }
         layers_.push_back(l);
     }
 }
@@ -241,10 +272,46 @@ Tensor* Qwen3Hybrid::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, Recurr
         }
         x = add(g, x, o);
         h = rms_norm(g, x, w.post_attn_norm, eps);
-        Tensor* f = mul(g, silu(g, mul_mat(g, w.ffn_gate, h)), mul_mat(g, w.ffn_up, h));
-        x = add(g, x, mul_mat(g, w.ffn_down, f));
+        if (w.ffn_gate_inp) {
+            x = add(g, x, moe_ffn(g, w, h));
+        } else {
+            Tensor* f = mul(g, silu(g, mul_mat(g, w.ffn_gate, h)), mul_mat(g, w.ffn_up, h));
+            x = add(g, x, mul_mat(g, w.ffn_down, f));
+        }
     }
     return output_head(g, ub, x, output_norm_, output_);
+}
+
+// The mixture-of-experts FFN of h [n_embd, T]: router probabilities softmax(W_r h), the
+// n_used most probable experts renormalised to sum 1, each a SwiGLU MLP; their outputs
+// weighted and summed in selection order; plus the shared expert times sigmoid(w_s . h).
+Tensor* Qwen3Hybrid::moe_ffn(Graph& g, const Layer& w, Tensor* h) const {
+    using namespace ops;
+    const int64_t E = hp_.n_embd, T = h->ne[1], k = n_expert_used_, F = n_ff_exp_;
+    Tensor* probs = softmax(g, mul_mat(g, w.ffn_gate_inp, h), 1.0f);  // [n_expert, T]
+    Tensor* ids = topk_ids(g, probs, int(k));                         // [k, T]
+    Tensor* wts = topk_weights(g, probs, int(k), true);                // [k, T]
+    Tensor* hx = reshape(g, h, {E, 1, T});
+    Tensor* act;
+    if (w.ffn_gate_up_exps) {
+        // Fused [gate; up] rows: silu over both halves (unary ops take whole tensors), then
+        // the gate half of that times the up half, as strided views.
+        Tensor* gu = mul_mat_id(g, w.ffn_gate_up_exps, hx, ids);  // [2F, k, T]
+        const size_t rs = size_t(2 * F) * 4;
+        act = mul(g, view_2d(g, silu(g, gu), F, k * T, rs, 0), view_2d(g, gu, F, k * T, rs, size_t(F) * 4));
+    } else {
+        act = mul(g, silu(g, mul_mat_id(g, w.ffn_gate_exps, hx, ids)), mul_mat_id(g, w.ffn_up_exps, hx, ids));
+    }
+    act = reshape(g, act, {F, k, T});
+    Tensor* down = mul_mat_id(g, w.ffn_down_exps, act, ids);               // [E, k, T]
+    Tensor* weighted = mul(g, down, reshape(g, wts, {1, k, T}));           // each expert's share
+    Tensor* out = view_2d(g, weighted, E, T, size_t(E * k) * 4, 0);
+    for (int64_t j = 1; j < k; ++j) out = add(g, out, view_2d(g, weighted, E, T, size_t(E * k) * 4, size_t(j * E) * 4));
+    if (w.ffn_gate_inp_shexp) {
+        Tensor* sh = mul_mat(g, w.ffn_down_shexp, mul(g, silu(g, mul_mat(g, w.ffn_gate_shexp, h)), mul_mat(g, w.ffn_up_shexp, h)));
+        out = add(g, out, mul(g, sh, sigmoid(g, mul_mat(g, w.ffn_gate_inp_shexp, h))));  // [E, T] x [1, T]
+    }
+    return out;
 }
 
 }  // namespace ls

@@ -11,7 +11,10 @@ namespace ls {
 // attn_q. What differs is data: qwen3next keeps value heads grouped by key head (value head h
 // reads key head h / (Hv/Hk)) and stores beta and alpha in one ssm_ba projection, per key-head
 // group [b (Hv/Hk), a (Hv/Hk)]; qwen35's converter reorders value heads tiled (h reads h % Hk)
-// and stores ssm_beta and ssm_alpha apart. MoE FFNs (qwen3next, qwen35moe) are not supported yet.
+// and stores ssm_beta and ssm_alpha apart. qwen35moe is qwen35 with a mixture-of-experts FFN
+// (as published Qwen3-Next files are): softmax router, top-k experts renormalised, SwiGLU
+// experts (ffn_{gate,up,down}_exps or a fused ffn_gate_up_exps), plus a shared expert
+// scaled by sigmoid(ffn_gate_inp_shexp . x).
 class Qwen3Hybrid final : public Model {
 public:
     Tensor* build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const override;
@@ -41,11 +44,23 @@ private:
         Tensor* ssm_ba;          // (n_embd, 2 * Hv)   qwen3next: per key head [b (Hv/Hk), a (Hv/Hk)]
         Tensor* ssm_norm;        // (Dv)
         Tensor* ssm_out;         // (Hv * Dv, n_embd)
-        // FFN
+        // FFN, dense
         Tensor* ffn_gate;        // (n_embd, n_ff)
         Tensor* ffn_up;          // (n_embd, n_ff)
         Tensor* ffn_down;        // (n_ff, n_embd)
+        // FFN, mixture of experts (ffn_gate_inp set)
+        Tensor* ffn_gate_inp;    // (n_embd, n_expert): router
+        Tensor* ffn_gate_exps;   // (n_embd, n_ff_exp, n_expert), or null when fused:
+        Tensor* ffn_up_exps;     // (n_embd, n_ff_exp, n_expert)
+        Tensor* ffn_gate_up_exps;  // (n_embd, 2 * n_ff_exp, n_expert): gate rows, then up rows
+        Tensor* ffn_down_exps;   // (n_ff_exp, n_embd, n_expert)
+        Tensor* ffn_gate_inp_shexp;  // (n_embd): shared expert's gate, or null without one
+        Tensor* ffn_gate_shexp;  // (n_embd, n_ff_shexp)
+        Tensor* ffn_up_shexp;    // (n_embd, n_ff_shexp)
+        Tensor* ffn_down_shexp;  // (n_ff_shexp, n_embd)
     };
+    Tensor* moe_ffn(Graph& g, const Layer& w, Tensor* h) const;
+    int64_t n_expert_ = 0, n_expert_used_ = 0, n_ff_exp_ = 0, n_ff_shexp_ = 0;
     int32_t head_map_ = HEADS_TILED;  // DeltaHeadMap
     int64_t d_conv_ = 0, n_k_heads_ = 0, d_k_ = 0, n_v_heads_ = 0, d_v_ = 0, n_rot_ = 0;
     Tensor* tok_embd_ = nullptr;     // (n_embd, n_vocab)

@@ -17,7 +17,12 @@ split into attn_qkv [all q, all k, all v] and attn_gate [z], value heads stay gr
 head, in_proj_ba is kept as ssm_ba (per key head [b, a]). Its FFN here is dense (mlp_only_layers
 = every layer): the MoE FFN of the real models is not supported by lockstep yet.
 
-Usage: tools/oracle/qwen3_hybrid_tiny.py OUT_DIR [qwen35|qwen3next] [tiny|bench]   (needs torch, transformers, gguf)
+qwen35moe is qwen35 with the mixture-of-experts FFN of Qwen3.5-MoE (router softmax, top-k
+renormalised, SwiGLU experts, a sigmoid-gated shared expert); the converter splits the fused
+experts.gate_up_proj into ffn_gate_exps and ffn_up_exps and stores the shared expert's gate
+as a vector (ffn_gate_inp_shexp).
+
+Usage: tools/oracle/qwen3_hybrid_tiny.py OUT_DIR [qwen35|qwen35moe|qwen3next] [tiny|bench]   (needs torch, transformers, gguf)
 """
 import struct
 import sys
@@ -25,7 +30,8 @@ import sys
 import numpy as np
 import torch
 import gguf
-from transformers import Qwen3_5TextConfig, Qwen3_5ForCausalLM, Qwen3NextConfig, Qwen3NextForCausalLM
+from transformers import (Qwen3_5TextConfig, Qwen3_5ForCausalLM, Qwen3NextConfig, Qwen3NextForCausalLM,
+                          Qwen3_5MoeTextConfig, Qwen3_5MoeForCausalLM)
 
 SEED = 1234
 N_PROMPT = 100
@@ -52,16 +58,25 @@ def make_model(arch):
         cfg = Qwen3_5TextConfig(**common, rope_parameters={
             "rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25,
             "mrope_section": [2, 1, 1], "mrope_interleaved": True})
+    elif arch == "qwen35moe":
+        moe = dict(common)
+        moe.pop("intermediate_size")
+        cfg = Qwen3_5MoeTextConfig(**moe, num_experts=8, num_experts_per_tok=3, moe_intermediate_size=32,
+                                   shared_expert_intermediate_size=48, rope_parameters={
+            "rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25,
+            "mrope_section": [2, 1, 1], "mrope_interleaved": True})
     else:
         cfg = Qwen3NextConfig(**common, num_experts=0, mlp_only_layers=[0, 1, 2, 3], rope_parameters={
             "rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25})
     cfg._attn_implementation = "eager"
     torch.manual_seed(SEED)
-    m = (Qwen3_5ForCausalLM if arch == "qwen35" else Qwen3NextForCausalLM)(cfg).float().eval()
+    m = {"qwen35": Qwen3_5ForCausalLM, "qwen35moe": Qwen3_5MoeForCausalLM, "qwen3next": Qwen3NextForCausalLM}[arch](cfg).float().eval()
     g = torch.Generator().manual_seed(SEED)
     with torch.no_grad():
         for name, p in m.named_parameters():
-            if p.dim() == 2:  # linear weights and embeddings: unit-variance outputs
+            if p.dim() == 3:  # experts [E, out, in]: unit-variance outputs
+                p.copy_(torch.randn(p.shape, generator=g) / np.sqrt(p.shape[2]))
+            elif p.dim() == 2:  # linear weights and embeddings: unit-variance outputs
                 fan_in = p.shape[1]
                 p.copy_(torch.randn(p.shape, generator=g) / np.sqrt(fan_in) * (1.0 if "embed" not in name else np.sqrt(fan_in)))
             elif "conv1d" in name:
@@ -93,7 +108,13 @@ def export(cfg, m, path, A):
     w.add_block_count(cfg.num_hidden_layers)
     w.add_context_length(cfg.max_position_embeddings)
     w.add_embedding_length(cfg.hidden_size)
-    w.add_feed_forward_length(cfg.intermediate_size)
+    if A == "qwen35moe":
+        w.add_expert_count(cfg.num_experts)
+        w.add_expert_used_count(cfg.num_experts_per_tok)
+        w.add_expert_feed_forward_length(cfg.moe_intermediate_size)
+        w.add_expert_shared_feed_forward_length(cfg.shared_expert_intermediate_size)
+    else:
+        w.add_feed_forward_length(cfg.intermediate_size)
     w.add_head_count(cfg.num_attention_heads)
     w.add_head_count_kv(cfg.num_key_value_heads)
     w.add_key_length(cfg.head_dim)
@@ -101,7 +122,7 @@ def export(cfg, m, path, A):
     w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
     w.add_rope_freq_base(cfg.rope_parameters["rope_theta"])
     w.add_rope_dimension_count(int(cfg.head_dim * cfg.rope_parameters["partial_rotary_factor"]))
-    if A == "qwen35":
+    if A in ("qwen35", "qwen35moe"):
         w.add_array(f"{A}.rope.dimension_sections", list(cfg.rope_parameters["mrope_section"]) + [0])
     w.add_uint32(f"{A}.ssm.conv_kernel", cfg.linear_conv_kernel_dim)
     w.add_uint32(f"{A}.ssm.state_size", dk)
@@ -128,9 +149,21 @@ def export(cfg, m, path, A):
         b = f"blk.{i}."
         put(b + "attn_norm.weight", sd[p + "input_layernorm.weight"] + 1)
         put(b + "post_attention_norm.weight", sd[p + "post_attention_layernorm.weight"] + 1)
-        put(b + "ffn_gate.weight", sd[p + "mlp.gate_proj.weight"])
-        put(b + "ffn_up.weight", sd[p + "mlp.up_proj.weight"])
-        put(b + "ffn_down.weight", sd[p + "mlp.down_proj.weight"])
+        if A == "qwen35moe":
+            mp = p + "mlp."
+            put(b + "ffn_gate_inp.weight", sd[mp + "gate.weight"])
+            gate, up = sd[mp + "experts.gate_up_proj"].chunk(2, dim=1)
+            put(b + "ffn_gate_exps.weight", gate)
+            put(b + "ffn_up_exps.weight", up)
+            put(b + "ffn_down_exps.weight", sd[mp + "experts.down_proj"])
+            put(b + "ffn_gate_inp_shexp.weight", sd[mp + "shared_expert_gate.weight"].squeeze(0))
+            put(b + "ffn_gate_shexp.weight", sd[mp + "shared_expert.gate_proj.weight"])
+            put(b + "ffn_up_shexp.weight", sd[mp + "shared_expert.up_proj.weight"])
+            put(b + "ffn_down_shexp.weight", sd[mp + "shared_expert.down_proj.weight"])
+        else:
+            put(b + "ffn_gate.weight", sd[p + "mlp.gate_proj.weight"])
+            put(b + "ffn_up.weight", sd[p + "mlp.up_proj.weight"])
+            put(b + "ffn_down.weight", sd[p + "mlp.down_proj.weight"])
         if cfg.layer_types[i] == "full_attention":
             put(b + "attn_q.weight", sd[p + "self_attn.q_proj.weight"])  # per head: q rows then gate rows
             put(b + "attn_k.weight", sd[p + "self_attn.k_proj.weight"])
