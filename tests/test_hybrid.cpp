@@ -91,9 +91,11 @@ std::vector<std::vector<float>> decode_together(Session& s, const std::vector<st
 }  // namespace
 
 // qwen35: value heads tiled, ssm_beta/ssm_alpha; qwen3next: value heads grouped, ssm_ba;
-// qwen35moe: qwen35 with a mixture-of-experts FFN (8 experts, 3 per token, a shared expert).
-TEST_CASE("qwen35, qwen35moe, qwen3next: tiny model logits match transformers for a 100-token prompt", "[hybrid][golden]") {
-  for (const std::string arch : {"qwen35", "qwen35moe", "qwen3next"}) {
+// qwen35moe: qwen35 with a mixture-of-experts FFN (8 experts, 3 per token, a shared expert);
+// qwen3nextmoe: a qwen3next file with that FFN (the published Qwen3-Next layout).
+TEST_CASE("qwen35, qwen35moe, qwen3next, qwen3next MoE: tiny model logits match transformers for a 100-token prompt",
+          "[hybrid][golden]") {
+  for (const std::string arch : {"qwen35", "qwen35moe", "qwen3next", "qwen3nextmoe"}) {
     const Golden gold = read_golden(arch);
     for (const std::string& name : test::all_backend_names()) {
         INFO(arch << " on backend " << name);

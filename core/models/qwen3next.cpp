@@ -23,6 +23,7 @@ void Qwen3Hybrid::load_arch() {
     n_expert_used_ = f.get_int(a + "expert_used_count", 0);
     n_ff_exp_ = f.get_int(a + "expert_feed_forward_length", 0);
     n_ff_shexp_ = f.get_int(a + "expert_shared_feed_forward_length", 0);
+    expert_norm_ = f.get_bool(a + "expert_weights_norm", true);
     hp_.n_ctx_train = f.get_int(a + "context_length", 0);
     hp_.rms_eps = float(f.get_float(a + "attention.layer_norm_rms_epsilon", 1e-6));
     const int64_t n_head = f.get_int(a + "attention.head_count");
@@ -283,14 +284,15 @@ Tensor* Qwen3Hybrid::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, Recurr
 }
 
 // The mixture-of-experts FFN of h [n_embd, T]: router probabilities softmax(W_r h), the
-// n_used most probable experts renormalised to sum 1, each a SwiGLU MLP; their outputs
+// n_used most probable experts (renormalised to sum 1 unless expert_weights_norm is false),
+// each a SwiGLU MLP; their outputs
 // weighted and summed in selection order; plus the shared expert times sigmoid(w_s . h).
 Tensor* Qwen3Hybrid::moe_ffn(Graph& g, const Layer& w, Tensor* h) const {
     using namespace ops;
     const int64_t E = hp_.n_embd, T = h->ne[1], k = n_expert_used_, F = n_ff_exp_;
     Tensor* probs = softmax(g, mul_mat(g, w.ffn_gate_inp, h), 1.0f);  // [n_expert, T]
     Tensor* ids = topk_ids(g, probs, int(k));                         // [k, T]
-    Tensor* wts = topk_weights(g, probs, int(k), true);                // [k, T]
+    Tensor* wts = topk_weights(g, probs, int(k), expert_norm_);        // [k, T]
     Tensor* hx = reshape(g, h, {E, 1, T});
     Tensor* act;
     if (w.ffn_gate_up_exps) {

@@ -61,6 +61,7 @@ private:
     };
     Tensor* moe_ffn(Graph& g, const Layer& w, Tensor* h) const;
     int64_t n_expert_ = 0, n_expert_used_ = 0, n_ff_exp_ = 0, n_ff_shexp_ = 0;
+    bool expert_norm_ = true;  // expert_weights_norm: the selected weights divided by their sum
     int32_t head_map_ = HEADS_TILED;  // DeltaHeadMap
     int64_t d_conv_ = 0, n_k_heads_ = 0, d_k_ = 0, n_v_heads_ = 0, d_v_ = 0, n_rot_ = 0;
     Tensor* tok_embd_ = nullptr;     // (n_embd, n_vocab)

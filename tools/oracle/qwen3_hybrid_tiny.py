@@ -22,7 +22,10 @@ renormalised, SwiGLU experts, a sigmoid-gated shared expert); the converter spli
 experts.gate_up_proj into ffn_gate_exps and ffn_up_exps and stores the shared expert's gate
 as a vector (ffn_gate_inp_shexp).
 
-Usage: tools/oracle/qwen3_hybrid_tiny.py OUT_DIR [qwen35|qwen35moe|qwen3next] [tiny|bench]   (needs torch, transformers, gguf)
+qwen3nextmoe writes a qwen3next GGUF with that MoE FFN (the published Qwen3-Next layout),
+expert weights renormalised (norm_topk_prob, `expert_weights_norm`).
+
+Usage: tools/oracle/qwen3_hybrid_tiny.py OUT_DIR [qwen35|qwen35moe|qwen3next|qwen3nextmoe] [tiny|bench]   (needs torch, transformers, gguf)
 """
 import struct
 import sys
@@ -65,12 +68,20 @@ def make_model(arch):
                                    shared_expert_intermediate_size=48, rope_parameters={
             "rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25,
             "mrope_section": [2, 1, 1], "mrope_interleaved": True})
+    elif arch == "qwen3nextmoe":
+        moe = dict(common)
+        moe.pop("intermediate_size")
+        cfg = Qwen3NextConfig(**moe, num_experts=8, num_experts_per_tok=3, moe_intermediate_size=32,
+                              shared_expert_intermediate_size=48, mlp_only_layers=[], decoder_sparse_step=1,
+                              norm_topk_prob=True, rope_parameters={
+            "rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25})
     else:
         cfg = Qwen3NextConfig(**common, num_experts=0, mlp_only_layers=[0, 1, 2, 3], rope_parameters={
             "rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25})
     cfg._attn_implementation = "eager"
     torch.manual_seed(SEED)
-    m = {"qwen35": Qwen3_5ForCausalLM, "qwen35moe": Qwen3_5MoeForCausalLM, "qwen3next": Qwen3NextForCausalLM}[arch](cfg).float().eval()
+    m = {"qwen35": Qwen3_5ForCausalLM, "qwen35moe": Qwen3_5MoeForCausalLM, "qwen3next": Qwen3NextForCausalLM,
+         "qwen3nextmoe": Qwen3NextForCausalLM}[arch](cfg).float().eval()
     g = torch.Generator().manual_seed(SEED)
     with torch.no_grad():
         for name, p in m.named_parameters():
@@ -108,7 +119,9 @@ def export(cfg, m, path, A):
     w.add_block_count(cfg.num_hidden_layers)
     w.add_context_length(cfg.max_position_embeddings)
     w.add_embedding_length(cfg.hidden_size)
-    if A == "qwen35moe":
+    MOE = getattr(cfg, "num_experts", 0) > 0
+    if MOE:
+        w.add_bool(f"{A}.expert_weights_norm", bool(getattr(cfg, "norm_topk_prob", True)))
         w.add_expert_count(cfg.num_experts)
         w.add_expert_used_count(cfg.num_experts_per_tok)
         w.add_expert_feed_forward_length(cfg.moe_intermediate_size)
@@ -149,7 +162,7 @@ def export(cfg, m, path, A):
         b = f"blk.{i}."
         put(b + "attn_norm.weight", sd[p + "input_layernorm.weight"] + 1)
         put(b + "post_attention_norm.weight", sd[p + "post_attention_layernorm.weight"] + 1)
-        if A == "qwen35moe":
+        if MOE:
             mp = p + "mlp."
             put(b + "ffn_gate_inp.weight", sd[mp + "gate.weight"])
             gate, up = sd[mp + "experts.gate_up_proj"].chunk(2, dim=1)
@@ -227,7 +240,7 @@ def main():
     global SIZE
     SIZE = sys.argv[3] if len(sys.argv) > 3 else "tiny"
     cfg, m = make_model(arch)
-    export(cfg, m, f"{out}/{arch}_{SIZE}.gguf", arch)
+    export(cfg, m, f"{out}/{arch}_{SIZE}.gguf", "qwen3next" if arch == "qwen3nextmoe" else arch)
     if SIZE != "tiny":
         return
     rng = np.random.default_rng(SEED)
