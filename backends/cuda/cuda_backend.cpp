@@ -112,6 +112,7 @@ public:
         if (workspace_) cudaFree(workspace_);
         if (act_) cudaFree(act_);
         for (auto& c : pinned_) cudaFreeHost(c.p);
+        if (dl_) cudaFreeHost(dl_);
         for (auto& c : arena_) cudaFree(c.p);
         if (graph_done_) cudaEventDestroy(graph_done_);
         if (exec_) cudaGraphExecDestroy(exec_);
@@ -136,11 +137,25 @@ public:
         // Pageable source: the call returns once the bytes are staged, so src may go away.
         if (n) LS_CUDA_CHECK(cudaMemcpyAsync(static_cast<uint8_t*>(dst.impl) + off, src, n, cudaMemcpyHostToDevice, stream_));
     }
+    // Through a pinned staging buffer (grown to the largest read, kept): every decode step
+    // reads its logits back (1 MB for a 262k vocabulary), and a copy into pageable memory
+    // goes through the driver's own staging in small synchronous pieces.
     void download(const Buffer& src, size_t off, void* dst, size_t n) override {
         check_range(src, off, n, "download");
         LS_CUDA_CHECK(cudaSetDevice(device_));
-        if (n) LS_CUDA_CHECK(cudaMemcpyAsync(dst, static_cast<const uint8_t*>(src.impl) + off, n, cudaMemcpyDeviceToHost, stream_));
+        if (n > dl_size_) {
+            LS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+            if (dl_) LS_CUDA_CHECK(cudaFreeHost(dl_));
+            dl_ = nullptr;
+            dl_size_ = 0;
+            void* p = nullptr;
+            LS_CUDA_CHECK(cudaMallocHost(&p, n));
+            dl_ = static_cast<uint8_t*>(p);
+            dl_size_ = n;
+        }
+        if (n) LS_CUDA_CHECK(cudaMemcpyAsync(dl_, static_cast<const uint8_t*>(src.impl) + off, n, cudaMemcpyDeviceToHost, stream_));
         LS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        if (n) std::memcpy(dst, dl_, n);
     }
     void fill(Buffer& dst, size_t off, size_t n, uint8_t v) override {
         check_range(dst, off, n, "fill");
@@ -380,6 +395,8 @@ private:
     void* act_ = nullptr;
     size_t act_size_ = 0;
     std::vector<PinnedChunk> pinned_, arena_;
+    uint8_t* dl_ = nullptr;  // pinned staging of download()
+    size_t dl_size_ = 0;
     cudaEvent_t graph_done_ = nullptr;
     cudaGraphExec_t exec_ = nullptr;  // the last graph launched (updated in place step by step)
     // LOCKSTEP_CUDA_GRAPHS=0 launches op by op (for comparisons and debugging).
