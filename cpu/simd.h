@@ -52,6 +52,24 @@ inline double dot_f64(const float* a, const float* b, int64_t n) {
 #endif
 }
 
+// det_dot4 (core/detmath.h) bit for bit: its four partial sums s[j mod 4] are the four lanes
+// of one double vector (each lane adds exact products in the same order), combined as
+// (s0 + s1) + (s2 + s3). The delta-rule scan's row dots (cpu/ops/delta_scan.cpp).
+inline float dot4(const float* a, const float* b, int64_t n) {
+#if defined(__AVX__)
+    __m256d acc = _mm256_setzero_pd();
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        acc = _mm256_add_pd(acc, _mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(a + i)), _mm256_cvtps_pd(_mm_loadu_ps(b + i))));
+    alignas(32) double s[4];
+    _mm256_store_pd(s, acc);
+    for (int l = 0; i < n; ++i, ++l) s[l] += double(a[i]) * double(b[i]);
+    return float((s[0] + s[1]) + (s[2] + s[3]));
+#else
+    return det_dot4(a, b, n);
+#endif
+}
+
 // det_exp / det_gelu / det_silu (core/detmath.h) on batches: the same IEEE operations in
 // the same order, so each lane equals the scalar definition bit for bit.
 inline fbatch det_exp(fbatch x) {

@@ -12,6 +12,7 @@
 #include "core/scan_runs.h"
 #include "cpu/ops/cpu_ops.h"
 #include "cpu/scan_single.h"
+#include "cpu/simd.h"
 
 namespace ls::cpu {
 namespace {
@@ -42,8 +43,8 @@ template <bool kSingle> void scan(const Tensor& dst) {
             const float* q = row + hk * Dk;
             const float* k = row + Hk * Dk + hk * Dk;
             const float* v = row + 2 * Hk * Dk + h * Dv;
-            const float rq = 1.0f / std::sqrt(det_dot4(q, q, Dk) + p.eps);
-            const float rk = 1.0f / std::sqrt(det_dot4(k, k, Dk) + p.eps);
+            const float rq = 1.0f / std::sqrt(simd::dot4(q, q, Dk) + p.eps);
+            const float rk = 1.0f / std::sqrt(simd::dot4(k, k, Dk) + p.eps);
             for (int64_t j = 0; j < Dk; ++j) {
                 qn[size_t(j)] = q[j] * rq * p.scale;
                 kn[size_t(j)] = k[j] * rk;
@@ -51,12 +52,20 @@ template <bool kSingle> void scan(const Tensor& dst) {
             const float decay = det_exp(reinterpret_cast<const float*>(g.row(tok))[h]);
             const float b = reinterpret_cast<const float*>(beta.row(tok))[h];
             float* out = reinterpret_cast<float*>(dst.row(h, tok));
+            // Elementwise float steps in xsimd batches (each lane the scalar operation: a
+            // product rounded, then a sum rounded; no fused multiply-add), dots by simd::dot4.
+            const simd::fbatch vdecay(decay);
             for (int64_t i = 0; i < Dv; ++i) {
                 float* Si = S + i * Dk;
-                for (int64_t j = 0; j < Dk; ++j) Si[j] = Si[j] * decay;
-                const float u = (v[i] - det_dot4(Si, kn.data(), Dk)) * b;
-                for (int64_t j = 0; j < Dk; ++j) Si[j] = Si[j] + u * kn[size_t(j)];
-                out[i] = det_dot4(Si, qn.data(), Dk);
+                int64_t j = 0;
+                for (; j + simd::W <= Dk; j += simd::W) (simd::fbatch::load_unaligned(Si + j) * vdecay).store_unaligned(Si + j);
+                for (; j < Dk; ++j) Si[j] = Si[j] * decay;
+                const float u = (v[i] - simd::dot4(Si, kn.data(), Dk)) * b;
+                const simd::fbatch vu(u);
+                for (j = 0; j + simd::W <= Dk; j += simd::W)
+                    (simd::fbatch::load_unaligned(Si + j) + vu * simd::fbatch::load_unaligned(kn.data() + j)).store_unaligned(Si + j);
+                for (; j < Dk; ++j) Si[j] = Si[j] + u * kn[size_t(j)];
+                out[i] = simd::dot4(Si, qn.data(), Dk);
             }
         }
     });
