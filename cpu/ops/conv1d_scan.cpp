@@ -3,6 +3,8 @@
 // tokens, and its K-1 state values are read at the start and written at the end, in place.
 #include <tbb/parallel_for.h>
 
+#include <algorithm>
+
 #include "core/op_params.h"
 #include "core/scan_runs.h"
 #include "cpu/ops/cpu_ops.h"
@@ -16,8 +18,14 @@ void conv1d_scan(const Tensor& dst) {
     const int64_t C = x.ne[0], T = x.ne[1], K = dst.get_params<Conv1dScanParams>().d_conv;
     const int32_t* order = dst.src[4]->data_as<const int32_t>();
     const auto runs = read_scan_runs(dst.src[3]->data_as<const int32_t>(), dst.src[3]->ne[1], order, T, state.ne[1], "conv1d_scan");
-    constexpr int64_t kBlock = 64, kMaxK = 16;
+    constexpr int64_t kMaxK = 16;
     if (K > kMaxK) throw std::invalid_argument("conv1d_scan: the CPU kernel handles kernels up to 16 wide");
+    // Channels per task: about 16k multiply-adds of work each. A decode step (runs of one
+    // token) in blocks of 64 channels was hundreds of tasks too small to pay for their
+    // scheduling (4 sequences: 3.7x one sequence's time).
+    int64_t longest = 1;
+    for (const ScanRun& r : runs) longest = std::max<int64_t>(longest, r.n);
+    const int64_t kBlock = std::clamp<int64_t>((int64_t(16384) / (longest * K)) / 64 * 64, 64, std::max<int64_t>(C, 64));
     const int64_t n_blocks = (C + kBlock - 1) / kBlock;
     tbb::parallel_for(int64_t(0), int64_t(runs.size()) * n_blocks, [&](int64_t job) {
         const ScanRun& r = runs[size_t(job / n_blocks)];
