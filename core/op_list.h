@@ -23,4 +23,5 @@
     X(CONV1D_SCAN, conv1d_scan) \
     X(DELTA_SCAN, delta_scan)   \
     X(TOPK, topk)               \
-    X(MUL_MAT_ID, mul_mat_id)
+    X(MUL_MAT_ID, mul_mat_id)   \
+    X(SOFTCAP, softcap)

@@ -14,6 +14,12 @@ struct ScaleParams {
     float s;
 };
 
+// softcap: y = cap * tanh(x / cap) (det_tanh), attention's score cap as an op of its own
+// (Gemma's final logit soft-capping).
+struct SoftcapParams {
+    float cap;
+};
+
 struct RmsNormParams {
     float eps;
 };
@@ -46,7 +52,7 @@ struct AttentionParams {
 };
 
 #ifdef __cplusplus
-static_assert(sizeof(ScaleParams) == 4 && sizeof(RmsNormParams) == 4 && sizeof(RopeParams) == 16 &&
+static_assert(sizeof(ScaleParams) == 4 && sizeof(SoftcapParams) == 4 && sizeof(RmsNormParams) == 4 && sizeof(RopeParams) == 16 &&
               sizeof(SoftmaxParams) == 4 && sizeof(AttentionParams) == 20);
 #endif
 

@@ -2,6 +2,7 @@
 
 #include "core/topk_rule.h"
 
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -121,6 +122,13 @@ Tensor* silu(Graph& g, Tensor* x) { return unary(g, OpId::SILU, x); }
 
 Tensor* sigmoid(Graph& g, Tensor* x) { return unary(g, OpId::SIGMOID, x); }
 Tensor* softplus(Graph& g, Tensor* x) { return unary(g, OpId::SOFTPLUS, x); }
+
+Tensor* softcap(Graph& g, Tensor* x, float cap) {
+    if (!(cap > 0.f) || !std::isfinite(cap)) fail("softcap", "cap must be a positive finite number");
+    Tensor* t = unary(g, OpId::SOFTCAP, x);
+    t->set_params(SoftcapParams{cap});
+    return t;
+}
 
 namespace {
 // The run table of the recurrent ops: shapes only (values are checked by the kernels'

@@ -30,6 +30,8 @@ Tensor* softmax(Graph& g, Tensor* x, float scale);
 Tensor* attention(Graph& g, Tensor* q, Tensor* k, Tensor* v, Tensor* pos, Tensor* seq, const AttentionParams& p);
 Tensor* sigmoid(Graph& g, Tensor* x);
 Tensor* softplus(Graph& g, Tensor* x);  // log(1 + e^x)
+// cap * tanh(x / cap), elementwise (cap > 0): the attention op's softcap, as an op.
+Tensor* softcap(Graph& g, Tensor* x, float cap);
 
 // Causal depthwise conv1d over the runs of a ubatch, SEMANTICS.md section 2.
 // x F32 [C, T] (ubatch order); w F32 [K, C]; state F32 [(K-1)*C, n_slots], persistent: per slot

@@ -26,7 +26,8 @@ struct PcBinary {
     uint32_t anb1, anb2, anb3, bnb1, bnb2, bnb3;
 };
 
-// scale / gelu / silu over n contiguous floats.
+// scale / gelu / silu / sigmoid / softplus / softcap over n contiguous floats (s: scale's
+// factor, softcap's cap).
 struct PcUnary {
     uint64_t x, dst;
     uint32_t n;

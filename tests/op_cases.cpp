@@ -73,12 +73,13 @@ std::vector<OpCase> op_cases() {
                          Tensor* b = in_f32(g, r, {n[0], n[1], n.size() > 2 ? n[2] : 1});
                          return std::vector<Tensor*>{mul(g, a, b)};
                      }, kFloat});
-        c.push_back({"scale/gelu/silu " + s, [=](Graph& g, Backend&, Keep&, std::mt19937& r) {
+        c.push_back({"scale/gelu/silu/sigmoid/softplus/softcap " + s, [=](Graph& g, Backend&, Keep&, std::mt19937& r) {
                          auto n = ne(r);
                          Tensor* a = in_f32(g, r, {n[0], n[1]}, 3.0f);
                          Tensor* wide = in_f32(g, r, {n[0], n[1]}, 40.0f);  // reaches exp's clamps
                          return std::vector<Tensor*>{scale(g, a, 0.37f), gelu(g, a), silu(g, a), gelu(g, wide), silu(g, wide),
-                                                     sigmoid(g, a), sigmoid(g, wide), softplus(g, a), softplus(g, wide)};
+                                                     sigmoid(g, a), sigmoid(g, wide), softplus(g, a), softplus(g, wide),
+                                                     softcap(g, wide, 30.f), softcap(g, a, 0.5f)};
                      }, 0.0});  // det_exp on batches is the scalar definition, lane by lane
         c.push_back({"rms_norm " + s, [=](Graph& g, Backend&, Keep& k, std::mt19937& r) {
                          auto n = ne(r);

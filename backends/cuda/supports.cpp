@@ -24,7 +24,7 @@ bool supports_node(const Tensor& n) {
             return a && cudaq::mul_mat_supported(a->type) && f32_elems(b) && f32_elems(&n);
         case OpId::ADD: case OpId::MUL:
             return f32_elems(a) && f32_elems(b) && f32_elems(&n);
-        case OpId::SCALE: case OpId::GELU: case OpId::SILU: case OpId::SOFTMAX: case OpId::SIGMOID: case OpId::SOFTPLUS:
+        case OpId::SCALE: case OpId::GELU: case OpId::SILU: case OpId::SOFTMAX: case OpId::SIGMOID: case OpId::SOFTPLUS: case OpId::SOFTCAP:
             return f32_elems(a) && a->is_contiguous() && f32_elems(&n) && n.is_contiguous();
         case OpId::RMS_NORM:
             return f32_elems(a) && (!b || (f32_elems(b) && b->is_contiguous())) && f32_elems(&n);

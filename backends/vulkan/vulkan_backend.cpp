@@ -112,7 +112,7 @@ public:
             case OpId::SET_ROWS: return cache_type(n.src[2]->type) && host_readable(n.src[1]) && s0->nb[0] == 4;
             case OpId::MUL_MAT: return weight_type(s0->type) && n.src[1]->nb[0] == 4 && s0->ne[1] <= 65535 * 64;
             case OpId::ADD: case OpId::MUL: return s0->nb[0] == 4 && n.src[1]->nb[0] == 4;
-            case OpId::SCALE: case OpId::GELU: case OpId::SILU: case OpId::SIGMOID: case OpId::SOFTPLUS: case OpId::SOFTMAX:
+            case OpId::SCALE: case OpId::GELU: case OpId::SILU: case OpId::SIGMOID: case OpId::SOFTPLUS: case OpId::SOFTCAP: case OpId::SOFTMAX:
                 return s0->is_contiguous();
             case OpId::TOPK: return s0->type == DType::F32 && s0->nb[0] == 4 && n.is_contiguous();
             case OpId::MUL_MAT_ID:
@@ -432,8 +432,11 @@ void VulkanBackend::compute(const Graph& g) {
                              {range(n), range(st)});
                     break;
                 }
-                case OpId::SCALE: case OpId::GELU: case OpId::SILU: case OpId::SIGMOID: case OpId::SOFTPLUS: {
-                    PcUnary pc{addr(a), addr(n), uint32_t(n->nelements()), n->op == OpId::SCALE ? n->get_params<ScaleParams>().s : 0.f};
+                case OpId::SCALE: case OpId::GELU: case OpId::SILU: case OpId::SIGMOID: case OpId::SOFTPLUS: case OpId::SOFTCAP: {
+                    const float s = n->op == OpId::SCALE     ? n->get_params<ScaleParams>().s
+                                    : n->op == OpId::SOFTCAP ? n->get_params<SoftcapParams>().cap
+                                                             : 0.f;
+                    PcUnary pc{addr(a), addr(n), uint32_t(n->nelements()), s};
                     dispatch1d(op_name(n->op), pc, uint64_t(n->nelements()), {range(a)}, {range(n)});
                     break;
                 }
