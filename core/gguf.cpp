@@ -460,4 +460,10 @@ std::vector<int64_t> GgufFile::get_int_array(const std::string& key) const {
     wrong_type(key, v, "an integer array");
 }
 
+std::vector<bool> GgufFile::get_bool_array(const std::string& key) const {
+    const GgufValue& v = require(*this, key);
+    if (v.type != GgufType::ARRAY || v.elem_type != GgufType::BOOL) wrong_type(key, v, "a bool array");
+    return std::vector<bool>(v.ints.begin(), v.ints.end());
+}
+
 }  // namespace ls

@@ -76,6 +76,7 @@ public:
     const std::vector<std::string>& get_string_array(const std::string& key) const;
     std::vector<double> get_float_array(const std::string& key) const;  // F32/F64/int arrays
     std::vector<int64_t> get_int_array(const std::string& key) const;   // any int array
+    std::vector<bool> get_bool_array(const std::string& key) const;
 
     const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
     const GgufTensorInfo* find_tensor(const std::string& name) const;

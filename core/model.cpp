@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "core/models/gemma3.h"
+#include "core/models/gemma4.h"
 #include "core/models/qwen3next.h"
 #include "core/quant.h"
 
@@ -15,9 +16,10 @@ std::unique_ptr<Model> Model::load(const std::string& path, Backend& be) {
     const std::string arch = file->get_string("general.architecture");
     std::unique_ptr<Model> m;
     if (arch == "gemma3") m = std::make_unique<Gemma3>();
+    else if (arch == "gemma4") m = std::make_unique<Gemma4>();
     else if (arch == "qwen35" || arch == "qwen35moe" || arch == "qwen3next") m = std::make_unique<Qwen3Hybrid>();
     else throw std::runtime_error(path + ": architecture '" + arch +
-                                  "' is not supported (supported: gemma3, qwen3next, qwen35; qwen35moe not yet)");
+                                  "' is not supported (supported: gemma3, gemma4, qwen3next, qwen35, qwen35moe)");
     m->file_ = std::move(file);
     m->be_ = &be;
     // One buffer over the whole file: host backends use the mapping in place.
@@ -29,7 +31,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, Backend& be) {
 std::vector<KvLayerSpec> Model::kv_layout() const {
     std::vector<KvLayerSpec> v;
     for (const LayerParams& L : hp_.layers)
-        if (L.recurrent) v.push_back({0, 0, 0});  // no KV rows (KvCache skips the layer)
+        if (L.recurrent || L.kv_source >= 0) v.push_back({0, 0, 0});  // no KV rows (KvCache skips the layer)
         else v.push_back({int64_t(L.n_head_kv) * L.head_dim_k, int64_t(L.n_head_kv) * L.head_dim_v, L.window});
     return v;
 }
@@ -97,12 +99,14 @@ Tensor* Model::expert_weight(const std::string& name, int64_t k, int64_t n, int6
     return t;
 }
 
-Tensor* Model::output_head(Graph& g, const Ubatch& ub, Tensor* x, Tensor* norm, Tensor* out) const {
+Tensor* Model::output_head(Graph& g, const Ubatch& ub, Tensor* x, Tensor* norm, Tensor* out, float softcap,
+                           bool all_rows) const {
     const int64_t T = int64_t(ub.tokens.size()), n_out = int64_t(ub.out_idx.size());
     if (n_out == 0) return nullptr;
-    if (n_out < T) x = ops::get_rows(g, x, g.input(DType::I32, {n_out}, ub.out_idx.data(), "out_idx"));
+    if (n_out < T && !all_rows) x = ops::get_rows(g, x, g.input(DType::I32, {n_out}, ub.out_idx.data(), "out_idx"));
     x = ops::rms_norm(g, x, norm, hp_.rms_eps);
     Tensor* logits = ops::mul_mat(g, out, x);  // (n_vocab, n_out)
+    if (softcap > 0) logits = ops::softcap(g, logits, softcap);
     g.mark_output(logits);
     return logits;
 }

@@ -23,6 +23,9 @@ struct LayerParams {
     // Hybrid models: a recurrent (gated delta net) layer keeps no KV rows; its state lives in
     // RecurrentMemory (recurrent_layout()).
     bool recurrent = false;
+    // Gemma 4's KV-shared layers: >= 0 names the earlier layer (of the same window) whose
+    // cache this layer attends over; it stores no rows of its own. -1: its own cache.
+    int32_t kv_source = -1;
 };
 
 struct Hparams {
@@ -73,8 +76,10 @@ protected:
     // The matrices of n_expert experts, [k, n, n_expert] (mul_mat_id's w).
     Tensor* expert_weight(const std::string& name, int64_t k, int64_t n, int64_t n_expert);
     // The logits of the rows ub.out_idx asks for (only those go through the large output
-    // projection): RMS norm with `norm`, then `out`. nullptr when none is wanted.
-    Tensor* output_head(Graph& g, const Ubatch& ub, Tensor* x, Tensor* norm, Tensor* out) const;
+    // projection): RMS norm with `norm`, then `out`, then soft-capped when softcap > 0.
+    // nullptr when none is wanted. `all_rows`: x holds exactly the wanted rows already.
+    Tensor* output_head(Graph& g, const Ubatch& ub, Tensor* x, Tensor* norm, Tensor* out, float softcap = 0.f,
+                        bool all_rows = false) const;
 
     std::unique_ptr<GgufFile> file_;
     Backend* be_ = nullptr;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "core/models/moe.h"
 #include "core/ops.h"
 #include "core/topk_rule.h"
 
@@ -289,26 +290,12 @@ Tensor* Qwen3Hybrid::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, Recurr
 // weighted and summed in selection order; plus the shared expert times sigmoid(w_s . h).
 Tensor* Qwen3Hybrid::moe_ffn(Graph& g, const Layer& w, Tensor* h) const {
     using namespace ops;
-    const int64_t E = hp_.n_embd, T = h->ne[1], k = n_expert_used_, F = n_ff_exp_;
+    const int64_t k = n_expert_used_, F = n_ff_exp_;
     Tensor* probs = softmax(g, mul_mat(g, w.ffn_gate_inp, h), 1.0f);  // [n_expert, T]
     Tensor* ids = topk_ids(g, probs, int(k));                         // [k, T]
     Tensor* wts = topk_weights(g, probs, int(k), expert_norm_);        // [k, T]
-    Tensor* hx = reshape(g, h, {E, 1, T});
-    Tensor* act;
-    if (w.ffn_gate_up_exps) {
-        // Fused [gate; up] rows: silu over both halves (unary ops take whole tensors), then
-        // the gate half of that times the up half, as strided views.
-        Tensor* gu = mul_mat_id(g, w.ffn_gate_up_exps, hx, ids);  // [2F, k, T]
-        const size_t rs = size_t(2 * F) * 4;
-        act = mul(g, view_2d(g, silu(g, gu), F, k * T, rs, 0), view_2d(g, gu, F, k * T, rs, size_t(F) * 4));
-    } else {
-        act = mul(g, silu(g, mul_mat_id(g, w.ffn_gate_exps, hx, ids)), mul_mat_id(g, w.ffn_up_exps, hx, ids));
-    }
-    act = reshape(g, act, {F, k, T});
-    Tensor* down = mul_mat_id(g, w.ffn_down_exps, act, ids);               // [E, k, T]
-    Tensor* weighted = mul(g, down, reshape(g, wts, {1, k, T}));           // each expert's share
-    Tensor* out = view_2d(g, weighted, E, T, size_t(E * k) * 4, 0);
-    for (int64_t j = 1; j < k; ++j) out = add(g, out, view_2d(g, weighted, E, T, size_t(E * k) * 4, size_t(j * E) * 4));
+    const MoeExperts ex{w.ffn_gate_exps, w.ffn_up_exps, w.ffn_gate_up_exps, w.ffn_down_exps, F, MoeAct::Silu};
+    Tensor* out = moe_experts(g, ex, h, ids, wts);
     if (w.ffn_gate_inp_shexp) {
         Tensor* sh = mul_mat(g, w.ffn_down_shexp, mul(g, silu(g, mul_mat(g, w.ffn_gate_shexp, h)), mul_mat(g, w.ffn_up_shexp, h)));
         out = add(g, out, mul(g, sh, sigmoid(g, mul_mat(g, w.ffn_gate_inp_shexp, h))));  // [E, T] x [1, T]

@@ -1,0 +1,273 @@
+#include "core/models/gemma4.h"
+
+#include <cmath>
+#include <optional>
+#include <stdexcept>
+
+#include "core/ops.h"
+#include "core/topk_rule.h"
+
+namespace ls {
+
+namespace {
+[[noreturn]] void bad(const std::string& what) { throw std::runtime_error("gemma4: " + what); }
+}  // namespace
+
+void Gemma4::load_arch() {
+    const GgufFile& f = *file_;
+    const std::string a = "gemma4.";
+    hp_.arch = "gemma4";
+    hp_.n_embd = f.get_int(a + "embedding_length");
+    hp_.n_layer = f.get_int(a + "block_count");
+    hp_.n_ctx_train = f.get_int(a + "context_length");
+    hp_.rms_eps = float(f.get_float(a + "attention.layer_norm_rms_epsilon", 1e-6));
+    hp_.attn_scale = 1.0f;  // the q/k RMS norms replace the 1/sqrt(head_dim) scale
+    const int64_t L = hp_.n_layer, E = hp_.n_embd;
+    if (E <= 0 || L <= 0 || L > 4096) bad("inconsistent embedding_length / block_count in the GGUF metadata");
+
+    // A per-layer value: a scalar for every layer or an array of one entry per layer.
+    auto per_layer = [&](const std::string& key, std::optional<int64_t> def) {
+        const GgufValue* v = f.find(a + key);
+        if (!v) {
+            if (!def) bad("missing key '" + a + key + "'");
+            return std::vector<int64_t>(size_t(L), *def);
+        }
+        if (v->type != GgufType::ARRAY) return std::vector<int64_t>(size_t(L), f.get_int(a + key));
+        std::vector<int64_t> arr = f.get_int_array(a + key);
+        if (int64_t(arr.size()) != L)
+            bad("'" + a + key + "' has " + std::to_string(arr.size()) + " entries for " + std::to_string(L) + " layers");
+        return arr;
+    };
+    const int64_t n_head = f.get_int(a + "attention.head_count");
+    const std::vector<int64_t> n_head_kv = per_layer("attention.head_count_kv", n_head);
+    const std::vector<int64_t> n_ff = per_layer("feed_forward_length", std::nullopt);
+    const int64_t hd_k = f.get_int(a + "attention.key_length");
+    const int64_t hd_v = f.get_int(a + "attention.value_length", hd_k);
+    const int64_t hd_k_swa = f.get_int(a + "attention.key_length_swa", hd_k);
+    const int64_t hd_v_swa = f.get_int(a + "attention.value_length_swa", hd_k_swa);
+    const int64_t window = f.get_int(a + "attention.sliding_window");
+    const int64_t n_shared = f.get_int(a + "attention.shared_kv_layers", 0);
+    const double base = f.get_float(a + "rope.freq_base", 1e6);
+    const double base_swa = f.get_float(a + "rope.freq_base_swa", 1e4);
+    const int64_t rot = f.get_int(a + "rope.dimension_count", hd_k);
+    const int64_t rot_swa = f.get_int(a + "rope.dimension_count_swa", hd_k_swa);
+    n_embd_per_layer_ = f.get_int(a + "embedding_length_per_layer_input", 0);
+    final_softcap_ = float(f.get_float(a + "final_logit_softcapping", 30.0));
+    n_expert_ = f.get_int(a + "expert_count", 0);
+    n_expert_used_ = f.get_int(a + "expert_used_count", 0);
+    const int64_t n_ff_exp = f.get_int(a + "expert_feed_forward_length", 0);
+
+    std::vector<bool> swa;
+    if (f.find(a + "attention.sliding_window_pattern")) {
+        swa = f.get_bool_array(a + "attention.sliding_window_pattern");
+        if (int64_t(swa.size()) != L)
+            bad("attention.sliding_window_pattern has " + std::to_string(swa.size()) + " entries for " + std::to_string(L) +
+                " layers");
+    } else {
+        for (int64_t il = 0; il < L; ++il) swa.push_back(il % 6 < 5);  // the family's default 5:1
+    }
+    if (n_head <= 0 || hd_k <= 0 || hd_v <= 0 || hd_k_swa <= 0 || hd_v_swa <= 0 || window <= 0 || n_shared < 0 ||
+        n_shared >= L || rot <= 0 || rot > hd_k || rot % 2 || rot_swa <= 0 || rot_swa > hd_k_swa || rot_swa % 2 ||
+        n_embd_per_layer_ < 0 || !(final_softcap_ >= 0.f) || !std::isfinite(final_softcap_))
+        bad("inconsistent attention / rope / softcap hyperparameters in the GGUF metadata");
+    if (hp_.n_ctx_train > 0 && window > hp_.n_ctx_train)
+        bad("sliding window of " + std::to_string(window) + " tokens is larger than the model's context of " +
+            std::to_string(hp_.n_ctx_train) + " (broken metadata)");
+    if (n_expert_ > 0 && (n_expert_used_ < 1 || n_expert_used_ > n_expert_ || n_expert_used_ > kTopkMax || n_ff_exp <= 0))
+        bad("inconsistent expert counts (expert_count " + std::to_string(n_expert_) + ", expert_used_count " +
+            std::to_string(n_expert_used_) + ", expert_feed_forward_length " + std::to_string(n_ff_exp) + ")");
+
+    const int64_t first_shared = L - n_shared;
+    for (int64_t il = 0; il < L; ++il) {
+        LayerParams P;
+        const bool local = swa[size_t(il)];
+        P.window = local ? int32_t(window) : 0;
+        P.rope_base = float(local ? base_swa : base);
+        P.n_head = int32_t(n_head);
+        P.n_head_kv = int32_t(n_head_kv[size_t(il)]);
+        P.head_dim_k = int32_t(local ? hd_k_swa : hd_k);
+        P.head_dim_v = int32_t(local ? hd_v_swa : hd_v);
+        if (P.n_head_kv <= 0 || n_head % P.n_head_kv || n_ff[size_t(il)] <= 0)
+            bad("layer " + std::to_string(il) + ": inconsistent head_count_kv / feed_forward_length");
+        if (il >= first_shared) {
+            // The last earlier layer of the same kind owns the cache this layer reads.
+            for (int64_t src = first_shared - 1; src >= 0; --src)
+                if (swa[size_t(src)] == local) { P.kv_source = int32_t(src); break; }
+            if (P.kv_source < 0)
+                bad("layer " + std::to_string(il) + " shares the KV cache of an earlier " +
+                    (local ? "sliding" : "global") + " layer, but there is none");
+            const LayerParams& S = hp_.layers[size_t(P.kv_source)];
+            if (S.n_head_kv != P.n_head_kv || S.head_dim_k != P.head_dim_k || S.head_dim_v != P.head_dim_v)
+                bad("layer " + std::to_string(il) + " has another KV geometry than layer " + std::to_string(P.kv_source) +
+                    ", whose cache it shares");
+        }
+        hp_.layers.push_back(P);
+    }
+    hp_.n_ff = n_ff[0];
+
+    const GgufTensorInfo* te = f.find_tensor("token_embd.weight");
+    if (!te) throw std::runtime_error("model is missing tensor 'token_embd.weight'");
+    hp_.n_vocab = te->ne[1];
+    tok_embd_ = matmul_weight("token_embd.weight", E, hp_.n_vocab);
+    output_norm_ = norm_weight("output_norm.weight", E);
+    output_ = f.find_tensor("output.weight") ? matmul_weight("output.weight", E, hp_.n_vocab) : tok_embd_;
+    bool any_global = false;
+    for (const LayerParams& P : hp_.layers) any_global = any_global || P.window == 0;
+    if (any_global && f.find_tensor("rope_freqs.weight")) {
+        rope_freqs_ = weight("rope_freqs.weight", {rot / 2});
+        if (rope_freqs_->type != DType::F32) bad("rope_freqs.weight must be f32");
+    }
+    const int64_t P = n_embd_per_layer_;
+    if (P > 0) {
+        ple_tok_embd_ = matmul_weight("per_layer_token_embd.weight", L * P, hp_.n_vocab);
+        ple_proj_ = matmul_weight("per_layer_model_proj.weight", E, L * P);
+        ple_proj_norm_ = norm_weight("per_layer_proj_norm.weight", P);
+    }
+    for (int64_t il = 0; il < L; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        const LayerParams& Lp = hp_.layers[size_t(il)];
+        const int64_t kd = Lp.head_dim_k, vd = Lp.head_dim_v, hkv = Lp.n_head_kv, F = n_ff[size_t(il)];
+        Layer l{};
+        l.attn_norm = norm_weight(p + "attn_norm.weight", E);
+        l.wq = matmul_weight(p + "attn_q.weight", E, n_head * kd);
+        l.q_norm = norm_weight(p + "attn_q_norm.weight", kd);
+        if (Lp.kv_source < 0) {
+            l.wk = matmul_weight(p + "attn_k.weight", E, hkv * kd);
+            l.k_norm = norm_weight(p + "attn_k_norm.weight", kd);
+            if (f.find_tensor(p + "attn_v.weight")) l.wv = matmul_weight(p + "attn_v.weight", E, hkv * vd);
+            else if (vd != kd) bad("layer " + std::to_string(il) + " has no attn_v but value_length != key_length");
+        }
+        l.wo = matmul_weight(p + "attn_output.weight", n_head * vd, E);
+        l.post_attn_norm = norm_weight(p + "post_attention_norm.weight", E);
+        l.ffn_norm = norm_weight(p + "ffn_norm.weight", E);
+        l.ffn_gate = matmul_weight(p + "ffn_gate.weight", E, F);
+        l.ffn_up = matmul_weight(p + "ffn_up.weight", E, F);
+        l.ffn_down = matmul_weight(p + "ffn_down.weight", F, E);
+        l.post_ffw_norm = norm_weight(p + "post_ffw_norm.weight", E);
+        if (n_expert_ > 0) {
+            l.ffn_gate_inp = matmul_weight(p + "ffn_gate_inp.weight", E, n_expert_);
+            l.router_scale = norm_weight(p + "ffn_gate_inp.scale", E);
+            l.expert_scale = norm_weight(p + "ffn_down_exps.scale", n_expert_);
+            l.experts.gate_up = expert_weight(p + "ffn_gate_up_exps.weight", E, 2 * n_ff_exp, n_expert_);
+            l.experts.down = expert_weight(p + "ffn_down_exps.weight", n_ff_exp, E, n_expert_);
+            l.experts.n_ff = n_ff_exp;
+            l.experts.act = MoeAct::Gelu;
+            l.pre_ffw_norm_2 = norm_weight(p + "pre_ffw_norm_2.weight", E);
+            l.post_ffw_norm_1 = norm_weight(p + "post_ffw_norm_1.weight", E);
+            l.post_ffw_norm_2 = norm_weight(p + "post_ffw_norm_2.weight", E);
+        }
+        if (P > 0) {
+            l.inp_gate = matmul_weight(p + "inp_gate.weight", E, P);
+            l.proj = matmul_weight(p + "proj.weight", P, E);
+            l.post_norm = norm_weight(p + "post_norm.weight", E);
+        }
+        if (f.find_tensor(p + "layer_output_scale.weight")) l.out_scale = norm_weight(p + "layer_output_scale.weight", 1);
+        l.rope_dims = int32_t(Lp.window > 0 ? rot_swa : rot);
+        l.freq_factors = Lp.window == 0 && rope_freqs_ != nullptr;
+        layers_.push_back(l);
+    }
+}
+
+Tensor* Gemma4::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
+    using namespace ops;
+    const int64_t E = hp_.n_embd, L = hp_.n_layer, P = n_embd_per_layer_;
+    const float eps = hp_.rms_eps;
+    int64_t T = int64_t(ub.tokens.size());
+    const int64_t n_out = int64_t(ub.out_idx.size());
+    Tensor* tokens = g.input(DType::I32, {T}, ub.tokens.data(), "tokens");
+    Tensor* pos = g.input(DType::I32, {T}, ub.pos.data(), "pos");
+    Tensor* seq = g.input(DType::I32, {T}, ub.seq.data(), "seq");
+
+    // Cache row of each token, per distinct ring size: row = s * R + pos mod R.
+    std::vector<std::pair<int64_t, Tensor*>> rows_by_R;
+    auto cache_rows = [&](int64_t R) {
+        for (auto& [r, t] : rows_by_R)
+            if (r == R) return t;
+        const int64_t n = int64_t(ub.tokens.size());  // cache rows are written before any narrowing
+        std::vector<int64_t> rows(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) rows[size_t(i)] = int64_t(ub.seq[size_t(i)]) * R + ub.pos[size_t(i)] % R;
+        Tensor* t = g.input(DType::I64, {n}, rows.data(), "cache_rows");
+        rows_by_R.emplace_back(R, t);
+        return t;
+    };
+
+    Tensor* x = scale(g, get_rows(g, tok_embd_, tokens), std::sqrt(float(E)));  // (E, T)
+    // Per-layer inputs (P, L, T): (norm(W_ple x / sqrt(E)) + embd_ple(token) sqrt(P)) / sqrt(2).
+    Tensor* pli = nullptr;
+    if (P > 0) {
+        Tensor* tok = scale(g, get_rows(g, ple_tok_embd_, tokens), std::sqrt(float(P)));
+        Tensor* proj = scale(g, mul_mat(g, ple_proj_, x), 1.0f / std::sqrt(float(E)));
+        proj = rms_norm(g, reshape(g, proj, {P, L, T}), ple_proj_norm_, eps);
+        pli = scale(g, add(g, proj, reshape(g, tok, {P, L, T})), 1.0f / std::sqrt(2.0f));
+    }
+
+    // From the first KV-shared layer on nothing is written to the cache, so only the tokens
+    // whose logits are wanted need to go on (their queries still read every cached key).
+    bool narrowed = false;
+    for (int64_t il = 0; il < L; ++il) {
+        const Layer& w = layers_[size_t(il)];
+        const LayerParams& Lp = hp_.layers[size_t(il)];
+        if (Lp.kv_source >= 0 && !narrowed && n_out < T) {
+            if (n_out == 0) return nullptr;  // the layers left write nothing
+            narrowed = true;
+            std::vector<int32_t> p_out, s_out;
+            for (int32_t i : ub.out_idx) p_out.push_back(ub.pos[size_t(i)]), s_out.push_back(ub.seq[size_t(i)]);
+            Tensor* idx = g.input(DType::I32, {n_out}, ub.out_idx.data(), "out_idx");
+            x = get_rows(g, x, idx);
+            if (pli) pli = reshape(g, get_rows(g, reshape(g, pli, {P * L, T}), idx), {P, L, n_out});
+            pos = g.input(DType::I32, {n_out}, p_out.data(), "pos_out");
+            seq = g.input(DType::I32, {n_out}, s_out.data(), "seq_out");
+            T = n_out;
+        }
+        const int src = Lp.kv_source >= 0 ? Lp.kv_source : int(il);
+        const int64_t Dk = Lp.head_dim_k, Dv = Lp.head_dim_v, H = Lp.n_head, Hkv = Lp.n_head_kv;
+        const RopeParams rp{w.rope_dims, ROPE_NEOX, Lp.rope_base, 1.0f};
+        Tensor* ff = w.freq_factors ? rope_freqs_ : nullptr;
+
+        Tensor* h = rms_norm(g, x, w.attn_norm, eps);
+        Tensor* q = reshape(g, mul_mat(g, w.wq, h), {Dk, H, T});
+        q = rope(g, rms_norm(g, q, w.q_norm, eps), pos, ff, rp);
+        Tensor *kc = kv.k(src), *vc = kv.v(src);
+        if (Lp.kv_source < 0) {
+            Tensor* k_raw = mul_mat(g, w.wk, h);  // (Hkv * Dk, T)
+            Tensor* v = w.wv ? mul_mat(g, w.wv, h) : k_raw;
+            Tensor* k = rope(g, rms_norm(g, reshape(g, k_raw, {Dk, Hkv, T}), w.k_norm, eps), pos, ff, rp);
+            v = rms_norm(g, reshape(g, v, {Dv, Hkv, T}), nullptr, eps);
+            Tensor* rows = cache_rows(kv.ring_rows(src));
+            kc = set_rows(g, kc, reshape(g, k, {Dk * Hkv, T}), rows);
+            vc = set_rows(g, vc, reshape(g, v, {Dv * Hkv, T}), rows);
+        }
+        const AttentionParams ap{Lp.window, int32_t(kv.ring_rows(src)), int32_t(Hkv), hp_.attn_scale, 0.f};
+        Tensor* att = attention(g, q, kc, vc, pos, seq, ap);  // (Dv, H, T)
+        Tensor* o = mul_mat(g, w.wo, reshape(g, att, {Dv * H, T}));
+        x = add(g, x, rms_norm(g, o, w.post_attn_norm, eps));
+
+        Tensor* res = x;
+        h = rms_norm(g, x, w.ffn_norm, eps);
+        Tensor* f = mul_mat(g, w.ffn_down, mul(g, gelu(g, mul_mat(g, w.ffn_gate, h)), mul_mat(g, w.ffn_up, h)));
+        if (w.ffn_gate_inp) {
+            // Router: softmax(W_r (norm(res) * scale / sqrt(E))), top k renormalised, each
+            // weight times its expert's scale; the experts read their own norm of res.
+            Tensor* r = scale(g, mul(g, rms_norm(g, res, nullptr, eps), w.router_scale), 1.0f / std::sqrt(float(E)));
+            Tensor* probs = softmax(g, mul_mat(g, w.ffn_gate_inp, r), 1.0f);  // (n_expert, T)
+            const int k = int(n_expert_used_);
+            Tensor* ids = topk_ids(g, probs, k);
+            Tensor* wts = topk_weights(g, probs, k, true);
+            Tensor* es = get_rows(g, reshape(g, w.expert_scale, {1, n_expert_}), reshape(g, ids, {k * T}));
+            wts = mul(g, wts, reshape(g, es, {k, T}));
+            Tensor* moe = moe_experts(g, w.experts, rms_norm(g, res, w.pre_ffw_norm_2, eps), ids, wts);
+            f = add(g, rms_norm(g, f, w.post_ffw_norm_1, eps), rms_norm(g, moe, w.post_ffw_norm_2, eps));
+        }
+        x = add(g, res, rms_norm(g, f, w.post_ffw_norm, eps));
+
+        if (pli) {
+            Tensor* in = view_2d(g, pli, P, T, size_t(P * L) * 4, size_t(il * P) * 4);  // layer il's (P, T)
+            Tensor* gt = mul(g, gelu(g, mul_mat(g, w.inp_gate, x)), in);
+            x = add(g, x, rms_norm(g, mul_mat(g, w.proj, gt), w.post_norm, eps));
+        }
+        if (w.out_scale) x = mul(g, x, w.out_scale);
+    }
+    return output_head(g, ub, x, output_norm_, output_, final_softcap_, narrowed);
+}
+
+}  // namespace ls

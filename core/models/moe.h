@@ -1,0 +1,23 @@
+// The routed-experts part of a mixture-of-experts FFN, shared by the models that have one.
+#pragma once
+#include "core/graph.h"
+
+namespace ls {
+
+enum class MoeAct { Silu, Gelu };  // the experts' gate activation: SwiGLU or GeGLU
+
+struct MoeExperts {
+    Tensor* gate = nullptr;     // (n_embd, F, n_expert), or null when fused:
+    Tensor* up = nullptr;       // (n_embd, F, n_expert)
+    Tensor* gate_up = nullptr;  // (n_embd, 2F, n_expert): gate rows, then up rows
+    Tensor* down = nullptr;     // (F, n_embd, n_expert)
+    int64_t n_ff = 0;           // F
+    MoeAct act = MoeAct::Silu;
+};
+
+// sum_j wts[j, t] * down_e(act(gate_e x_t) * up_e x_t) over the k experts e = ids[j, t] chosen
+// for token t, summed in selection order. x F32 [n_embd, T], ids I32 [k, T], wts F32 [k, T]
+// -> F32 [n_embd, T].
+Tensor* moe_experts(Graph& g, const MoeExperts& w, Tensor* x, Tensor* ids, Tensor* wts);
+
+}  // namespace ls

@@ -1,0 +1,220 @@
+// Gemma 4 (arch gemma4) on tiny random-weight models from tools/oracle/gemma4_tiny.py:
+//   gemma4_tiny     6 layers S S G S S G, per-layer embeddings, the last two layers sharing the
+//                   KV of layers 3 (sliding) and 2 (global), global heads of 64 vs sliding 32,
+//                   proportional RoPE, double-wide MLP on the shared layers, softcap 30;
+//   gemma4moe_tiny  4 layers S G S G, global layers without v_proj (V = raw K) and 1 KV head
+//                   vs 2, 8 experts / 2 per token beside the dense MLP.
+// Golden logits against transformers (a 100-token prompt, window 8: every ring wraps), and the
+// KV contract of SEMANTICS.md section 1 on both models, every backend, f16 and q8_0 caches.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <fstream>
+
+#include "core/session.h"
+#include "tests/logits_util.h"
+#include "tests/test_util.h"
+
+using namespace ls;
+using namespace ls::test;
+
+namespace {
+
+constexpr int kWindow = 8;
+
+struct Golden {
+    int32_t n = 0, n_vocab = 0;
+    std::vector<int32_t> tokens;
+    std::vector<float> logits;  // [n][n_vocab]
+};
+
+Golden read_golden(const std::string& kind) {
+    std::ifstream f(test_data(kind + "_tiny.golden"), std::ios::binary);
+    REQUIRE(f.good());
+    Golden g;
+    f.read(reinterpret_cast<char*>(&g.n), 4);
+    f.read(reinterpret_cast<char*>(&g.n_vocab), 4);
+    g.tokens.resize(size_t(g.n));
+    g.logits.resize(size_t(g.n) * size_t(g.n_vocab));
+    f.read(reinterpret_cast<char*>(g.tokens.data()), std::streamsize(g.tokens.size() * 4));
+    f.read(reinterpret_cast<char*>(g.logits.data()), std::streamsize(g.logits.size() * 4));
+    REQUIRE(f.good());
+    return g;
+}
+
+int32_t argmax(const float* l, int64_t n) { return int32_t(std::max_element(l, l + n) - l); }
+
+struct Loaded {
+    std::unique_ptr<Backend> be;
+    std::unique_ptr<Model> model;
+};
+
+Loaded load(const std::string& backend, const std::string& kind) {
+    Loaded l;
+    l.be = make_backend(backend);
+    l.model = Model::load(test_data(kind + "_tiny.gguf"), *l.be);
+    return l;
+}
+
+std::unique_ptr<Session> session(const Loaded& l, int64_t n_ctx, int64_t n_ubatch, DType kv, int32_t n_seq = 1) {
+    SessionParams p;
+    p.n_ctx = n_ctx;
+    p.n_ubatch = n_ubatch;
+    p.n_seq = n_seq;
+    p.type_k = p.type_v = kv;
+    return std::make_unique<Session>(*l.model, *l.be, p);
+}
+
+}  // namespace
+
+TEST_CASE("gemma4: per-layer geometry, shared KV layers and ring sizes come from the metadata", "[gemma4][kv]") {
+    Loaded l = load("reference", "gemma4");
+    const Hparams& hp = l.model->hparams();
+    REQUIRE(hp.n_layer == 6);
+    for (int il = 0; il < 6; ++il) {
+        const LayerParams& L = hp.layers[size_t(il)];
+        const bool global = il % 3 == 2;
+        INFO("layer " << il);
+        CHECK(L.window == (global ? 0 : kWindow));
+        CHECK(L.head_dim_k == (global ? 64 : 32));
+        CHECK(L.head_dim_v == (global ? 64 : 32));
+        CHECK(L.rope_base == (global ? 1e6f : 1e4f));
+        CHECK(L.kv_source == (il == 4 ? 3 : il == 5 ? 2 : -1));
+    }
+    auto s = session(l, 64, 4, DType::F16);
+    // Shared layers own no rows; the others: R = min(n_ctx, W + B) when windowed, n_ctx global.
+    for (int il = 0; il < 6; ++il) {
+        INFO("layer " << il);
+        const int64_t want = il >= 4 ? 0 : il == 2 ? 64 : kWindow + 4;
+        CHECK(s->kv().ring_rows(il) == want);
+    }
+    CHECK(s->kv().k(4)->nelements() == 0);
+    CHECK(s->kv().k(5)->nelements() == 0);
+
+    Loaded m = load("reference", "gemma4moe");
+    CHECK(m.model->hparams().layers[1].n_head_kv == 1);
+    CHECK(m.model->hparams().layers[0].n_head_kv == 2);
+}
+
+TEST_CASE("gemma4: tiny model logits match transformers, whole and chunked, on every backend", "[gemma4][golden]") {
+    for (const std::string kind : {"gemma4", "gemma4moe"}) {
+        const Golden gold = read_golden(kind);
+        for (const std::string& bk : all_backend_names()) {
+            Loaded l = load(bk, kind);
+            REQUIRE(l.model->hparams().n_vocab == gold.n_vocab);
+            // One ubatch of the whole prompt, and ubatches of 16 in rings of 24 rows that wrap.
+            for (int64_t ub : {int64_t(128), int64_t(16)}) {
+                INFO(kind << " on backend " << bk << ", ubatch " << ub);
+                auto s = session(l, 128, ub, DType::F32);
+                const std::vector<float> got = s->eval(gold.tokens, 0);
+                REQUIRE(got.size() == gold.logits.size());
+                double worst = 0;
+                int flipped = 0;
+                for (int32_t t = 0; t < gold.n; ++t) {
+                    const float* a = got.data() + size_t(t) * size_t(gold.n_vocab);
+                    const float* g = gold.logits.data() + size_t(t) * size_t(gold.n_vocab);
+                    for (int32_t v = 0; v < gold.n_vocab; ++v) worst = std::max(worst, double(std::fabs(a[v] - g[v])));
+                    flipped += argmax(a, gold.n_vocab) != argmax(g, gold.n_vocab);
+                }
+                // transformers computes in float32 torch with its own matmul order (its whole-prompt
+                // and token-at-a-time paths differ by 4.5e-5 / 6.4e-5 on these logits); lockstep
+                // sums in its own fixed order: a few float ulps per op over 4-6 layers.
+                INFO("largest |logit - transformers| = " << worst);
+                CHECK(worst <= 2e-4);
+                CHECK(flipped == 0);
+            }
+        }
+    }
+}
+
+TEST_CASE("gemma4: one ubatch, chunks across ring wraps and uneven calls all equal token at a time", "[gemma4][kv]") {
+    const std::string bk = GENERATE(from_range(all_backend_names()));
+    const std::string kind = GENERATE(std::string("gemma4"), std::string("gemma4moe"));
+    const DType kv = GENERATE(DType::F16, DType::Q8_0);
+    INFO(kind << " on backend " << bk << ", kv cache " << dtype_name(kv));
+    Loaded l = load(bk, kind);
+    const int32_t nv = int32_t(l.model->hparams().n_vocab);
+    const std::vector<int32_t> prompt = random_tokens(61, 5, nv);  // last chunk of 5 < W
+    const std::vector<float> want = one_by_one(*session(l, 128, 1, kv), prompt);
+
+    REQUIRE_BIT_IDENTICAL(session(l, 128, 64, kv)->eval(prompt, 0), want, nv);  // one ubatch
+    auto chunked = session(l, 128, 8, kv);  // windowed rings of 16 rows wrap every 16 tokens
+    REQUIRE(chunked->kv().ring_rows(0) == kWindow + 8);
+    REQUIRE_BIT_IDENTICAL(chunked->eval(prompt, 0), want, nv);
+    auto uneven = session(l, 128, 8, kv);
+    std::vector<float> got;
+    for (size_t i0 = 0, step = 3; i0 < prompt.size(); i0 += step, step = step * 2 + 1) {
+        const size_t i1 = std::min(prompt.size(), i0 + step);
+        std::vector<float> part = uneven->eval({prompt.begin() + int64_t(i0), prompt.begin() + int64_t(i1)}, 0);
+        got.insert(got.end(), part.begin(), part.end());
+    }
+    REQUIRE_BIT_IDENTICAL(got, want, nv);
+    // Only the last token's logits: the KV-shared layers then run for that token alone.
+    const std::vector<float> last = session(l, 128, 64, kv)->eval(prompt, -1);
+    REQUIRE_BIT_IDENTICAL(last, std::vector<float>(want.end() - nv, want.end()), nv);
+}
+
+TEST_CASE("gemma4: sequences of different lengths in one ubatch with sparse logits equal each alone", "[gemma4][kv]") {
+    const std::string bk = GENERATE(from_range(all_backend_names()));
+    const std::string kind = GENERATE(std::string("gemma4"), std::string("gemma4moe"));
+    const DType kv = GENERATE(DType::F16, DType::Q8_0);
+    INFO(kind << " on backend " << bk << ", kv cache " << dtype_name(kv));
+    Loaded l = load(bk, kind);
+    const int32_t nv = int32_t(l.model->hparams().n_vocab);
+    const std::vector<size_t> lens = {13, 3, 9, 11};
+    std::vector<std::vector<int32_t>> prompts;
+    std::vector<std::vector<float>> want;
+    for (size_t q = 0; q < lens.size(); ++q) {
+        prompts.push_back(random_tokens(lens[q], uint32_t(40 + q), nv));
+        want.push_back(one_by_one(*session(l, 64, 1, kv), prompts.back()));
+    }
+    // Interleaved token by token in one batch, logits wanted for every third token and each
+    // sequence's last one; ubatches of 12 split the batch mid-sequence.
+    auto s = session(l, 64, 12, kv, int32_t(lens.size()));
+    Batch b;
+    for (size_t i = 0; i < 13; ++i)
+        for (size_t q = 0; q < lens.size(); ++q)
+            if (i < lens[q]) b.add(prompts[q][i], int32_t(q), int32_t(i), i % 3 == 0 || i + 1 == lens[q]);
+    const std::vector<float> got = s->decode(b);
+    size_t row = 0;
+    for (size_t r = 0; r < b.size(); ++r) {
+        if (!b.logits[r]) continue;
+        const size_t q = size_t(b.seq[r]), p = size_t(b.pos[r]);
+        INFO("sequence " << q << " position " << p);
+        const std::vector<float> a(got.begin() + int64_t(row * nv), got.begin() + int64_t((row + 1) * nv));
+        const std::vector<float> w(want[q].begin() + int64_t(p * nv), want[q].begin() + int64_t((p + 1) * nv));
+        REQUIRE_BIT_IDENTICAL(a, w, nv);
+        ++row;
+    }
+    REQUIRE(row * size_t(nv) == got.size());
+}
+
+TEST_CASE("gemma4: multi-turn chat with prefix reuse equals a fresh evaluation of the transcript", "[gemma4][kv]") {
+    const std::string bk = GENERATE(from_range(all_backend_names()));
+    const DType kv = GENERATE(DType::F16, DType::Q8_0);
+    INFO("backend " << bk << ", kv cache " << dtype_name(kv));
+    Loaded l = load(bk, "gemma4");
+    const int32_t nv = int32_t(l.model->hparams().n_vocab);
+    const int64_t n_ctx = 128, B = 4;  // windowed rings of 12 rows
+    auto s = session(l, n_ctx, B, kv);
+    std::vector<int32_t> transcript;
+    for (int turn = 0; turn < 5; ++turn) {
+        INFO("turn " << turn);
+        // The user's turn, then a greedy reply of 6 tokens, as a chat loop feeds them.
+        const std::vector<int32_t> user = random_tokens(size_t(7 + 3 * turn), uint32_t(60 + turn), nv);
+        const size_t at = transcript.size();
+        transcript = concat(transcript, user);
+        std::vector<float> got = s->eval(user, 0);
+        for (int r = 0; r < 6; ++r) {
+            const int32_t next = argmax(got.data() + got.size() - size_t(nv), nv);
+            transcript.push_back(next);
+            std::vector<float> step = s->eval({next}, 0);
+            got.insert(got.end(), step.begin(), step.end());
+        }
+        REQUIRE_BIT_IDENTICAL(got, session(l, n_ctx, B, kv)->eval(transcript, int64_t(at)), nv);
+        // A rollback of the last reply token (a chat front end re-rendering its template), then
+        // the same token again: the next turn must not notice.
+        REQUIRE(s->seq_rm(0, int64_t(transcript.size()) - 1));
+        s->eval({transcript.back()}, 0);
+    }
+}
