@@ -247,20 +247,21 @@ TEST_CASE("cuda: the registry reports the backend built and its devices", "[cuda
     REQUIRE_THROWS_WITH(create_backend(o), Catch::Contains("--device must be >= 0"));
 }
 
-TEST_CASE("cuda: supports() accepts every node of the hybrid models' graphs", "[cuda][hybrid]") {
-    // No GPU here to run them: at least every node the qwen35 / qwen3next graphs build (a
-    // mixed ubatch: a prompt beside a decode token) must be one the CUDA kernels accept.
+TEST_CASE("cuda: supports() accepts every node of the hybrid and Gemma 4 models' graphs", "[cuda][hybrid]") {
+    // No GPU here to run them: at least every node the qwen35 / qwen3next / MoE / gemma4 graphs
+    // build (a mixed ubatch: a prompt beside a decode token) must be one the CUDA kernels accept.
     auto ref = make_reference_backend();
-    for (const std::string arch : {"qwen35", "qwen3next"}) {
+    for (const std::string arch : {"qwen35", "qwen3next", "qwen35moe", "qwen3nextmoe", "gemma4", "gemma4moe"}) {
         auto m = Model::load(test::test_data(arch + "_tiny.gguf"), *ref);
         KvCache kv(*ref, m->kv_layout(), KvCacheConfig{64, 2, 16, DType::F16, DType::F16});
-        RecurrentMemory rs(*ref, m->recurrent_layout(), 2);
+        std::unique_ptr<RecurrentMemory> rs;
+        if (!m->recurrent_layout().empty()) rs = std::make_unique<RecurrentMemory>(*ref, m->recurrent_layout(), 2);
         Ubatch ub;
         for (int i = 0; i < 5; ++i) ub.tokens.push_back(i + 1), ub.pos.push_back(i), ub.seq.push_back(0);
         ub.tokens.push_back(9), ub.pos.push_back(7), ub.seq.push_back(1);
         ub.out_idx = {4, 5};
         Graph g;
-        m->build_graph(g, ub, kv, &rs);
+        m->build_graph(g, ub, kv, rs.get());
         for (const Tensor* n : g.nodes()) {
             INFO(arch << ": " << op_name(n->op) << " " << shape_str(*n));
             CHECK(cuda::supports_node(*n));

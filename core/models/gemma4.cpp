@@ -253,8 +253,10 @@ Tensor* Gemma4::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
             const int k = int(n_expert_used_);
             Tensor* ids = topk_ids(g, probs, k);
             Tensor* wts = topk_weights(g, probs, k, true);
-            Tensor* es = get_rows(g, reshape(g, w.expert_scale, {1, n_expert_}), reshape(g, ids, {k * T}));
-            wts = mul(g, wts, reshape(g, es, {k, T}));
+            // wts[j, t] * scale[ids[j, t]]: the scales as one 1x1 matrix per expert, so that
+            // mul_mat_id gathers them by the ids computed on the device (one product each).
+            Tensor* es = reshape(g, w.expert_scale, {1, 1, n_expert_});
+            wts = reshape(g, mul_mat_id(g, es, reshape(g, wts, {1, k, T}), ids), {k, T});
             Tensor* moe = moe_experts(g, w.experts, rms_norm(g, res, w.pre_ffw_norm_2, eps), ids, wts);
             f = add(g, rms_norm(g, f, w.post_ffw_norm_1, eps), rms_norm(g, moe, w.post_ffw_norm_2, eps));
         }
