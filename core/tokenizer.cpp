@@ -136,7 +136,8 @@ Tokenizer::Tokenizer(Vocab vocab) {
         if ((ty == TokenType::Control || ty == TokenType::UserDefined) && !t.empty()) {
             if (m.special.emplace(t, int32_t(i)).second)
                 m.special_lens[uint8_t(t[0])].push_back(uint32_t(t.size()));
-        } else if (ty == TokenType::Byte) {
+        } else if (ty == TokenType::Byte || (v.kind == TokenizerKind::BpeSentencePiece && ty == TokenType::Normal)) {
+            // (gemma4 vocabularies may type their <0xXX> pieces as normal ones)
             int b = parse_byte_piece(t);
             if (b >= 0 && m.byte_token[size_t(b)] < 0) m.byte_token[size_t(b)] = int32_t(i);
         }
@@ -150,19 +151,19 @@ Tokenizer::Tokenizer(Vocab vocab) {
     auto find = [&](std::string_view t) { return m.pieces.find(t); };
     m.eot_id = v.eot_id;
     if (m.eot_id < 0) {
-        for (const char* t : {"<end_of_turn>", "<|eot_id|>", "<|im_end|>", "<|end|>"})
+        for (const char* t : {"<end_of_turn>", "<turn|>", "<|eot_id|>", "<|im_end|>", "<|end|>"})
             if ((m.eot_id = find(t)) >= 0) break;
     }
     if (v.eos_id >= 0) m.eog_ids.push_back(v.eos_id);
     if (m.eot_id >= 0) m.eog_ids.push_back(m.eot_id);
-    for (const char* t : {"<end_of_turn>", "<|eot_id|>", "<|im_end|>", "<|end|>", "<|endoftext|>", "<|eom_id|>"}) {
+    for (const char* t : {"<end_of_turn>", "<turn|>", "<|eot_id|>", "<|im_end|>", "<|end|>", "<|endoftext|>", "<|eom_id|>"}) {
         int32_t id = find(t);
         if (id >= 0 && (m.type(id) == TokenType::Control || id == m.eot_id)) m.eog_ids.push_back(id);
     }
     std::sort(m.eog_ids.begin(), m.eog_ids.end());
     m.eog_ids.erase(std::unique(m.eog_ids.begin(), m.eog_ids.end()), m.eog_ids.end());
 
-    if (v.kind == TokenizerKind::BytePairGpt2) m.build_bpe();
+    if (v.kind == TokenizerKind::BytePairGpt2 || v.kind == TokenizerKind::BpeSentencePiece) m.build_bpe();
     impl_ = std::move(impl);
 }
 
@@ -177,6 +178,8 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool
         if (frag.empty()) return;
         if (m.v.kind == TokenizerKind::SentencePiece)
             m.encode_spm(frag, first_fragment && m.v.add_space_prefix, out);
+        else if (m.v.kind == TokenizerKind::BpeSentencePiece)
+            m.encode_bpe_spm(frag, out);
         else
             m.encode_bpe(frag, out);
         first_fragment = false;
@@ -250,7 +253,7 @@ std::string Tokenizer::token_to_piece(int32_t id, bool render_special) const {
     TokenType ty = m.type(id);
     if (ty == TokenType::Control || ty == TokenType::Unknown) return render_special ? t : std::string();
     if (ty == TokenType::UserDefined) return t;
-    if (m.v.kind == TokenizerKind::SentencePiece) {
+    if (m.v.kind != TokenizerKind::BytePairGpt2) {  // "▁" for spaces, <0xXX> byte pieces
         if (ty == TokenType::Byte) {
             int b = parse_byte_piece(t);
             if (b >= 0) return std::string(1, char(b));

@@ -23,7 +23,9 @@ enum class TokenType : int32_t {
     Byte = 6,         // <0xXX> byte-fallback pieces
 };
 
-enum class TokenizerKind { SentencePiece, BytePairGpt2 };
+// SentencePiece: merges by score ("llama"); BytePairGpt2: byte-level BPE ("gpt2");
+// BpeSentencePiece: BPE merges by rank over "▁"-escaped text with byte fallback ("gemma4").
+enum class TokenizerKind { SentencePiece, BytePairGpt2, BpeSentencePiece };
 
 struct Vocab {
     TokenizerKind kind = TokenizerKind::SentencePiece;

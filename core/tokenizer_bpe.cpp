@@ -199,6 +199,43 @@ struct CandGreater {
     }
 };
 
+// Applies the merges to the symbols lowest rank first (ties: leftmost), as HF tokenizers'
+// BPE does, and appends the resulting ids (unk, when the vocab has one, for a symbol without).
+void merge_and_emit(const std::unordered_map<uint64_t, Tokenizer::Impl::Merge>& merges, std::vector<Sym>& sym, int32_t unk,
+                    std::vector<int32_t>& out) {
+    std::priority_queue<Cand, std::vector<Cand>, CandGreater> queue;
+    auto try_pair = [&](int32_t l, int32_t r) {
+        if (l < 0 || r < 0) return;
+        int32_t a = sym[size_t(l)].id, b = sym[size_t(r)].id;
+        if (a < 0 || b < 0) return;
+        auto it = merges.find((uint64_t(uint32_t(a)) << 32) | uint32_t(b));
+        if (it == merges.end()) return;
+        queue.push({it->second.rank, l, r, it->second.result, a, b});
+    };
+    for (size_t i = 1; i < sym.size(); ++i) try_pair(int32_t(i - 1), int32_t(i));
+    while (!queue.empty()) {
+        Cand c = queue.top();
+        queue.pop();
+        Sym& L = sym[size_t(c.left)];
+        Sym& R = sym[size_t(c.right)];
+        if (L.len == 0 || R.len == 0 || L.next != c.right || L.id != c.lid || R.id != c.rid) continue;
+        L.id = c.result;
+        L.len += R.len;
+        R.len = 0;
+        L.next = R.next;
+        if (R.next >= 0) sym[size_t(R.next)].prev = c.left;
+        try_pair(L.prev, c.left);
+        try_pair(c.left, L.next);
+    }
+    for (int32_t i = sym.empty() ? -1 : 0; i >= 0; i = sym[size_t(i)].next) {
+        int32_t id = sym[size_t(i)].id;
+        if (id >= 0)
+            out.push_back(id);
+        else if (unk >= 0)
+            out.push_back(unk);
+    }
+}
+
 }  // namespace
 
 void Tokenizer::Impl::build_bpe() {
@@ -233,7 +270,6 @@ void Tokenizer::Impl::encode_bpe(std::string_view frag, std::vector<int32_t>& ou
     std::vector<Cp> cps = decode_cps(frag);
     std::string word;
     std::vector<Sym> sym;
-    std::priority_queue<Cand, std::vector<Cand>, CandGreater> queue;
 
     auto encode_word = [&](std::string_view w) {
         word.clear();
@@ -253,36 +289,7 @@ void Tokenizer::Impl::encode_bpe(std::string_view frag, std::vector<int32_t>& ou
             if (idx > 0) sym[size_t(idx - 1)].next = idx;
             i += len;
         }
-        auto try_pair = [&](int32_t l, int32_t r) {
-            if (l < 0 || r < 0) return;
-            int32_t a = sym[size_t(l)].id, b = sym[size_t(r)].id;
-            if (a < 0 || b < 0) return;
-            auto it = merges.find((uint64_t(uint32_t(a)) << 32) | uint32_t(b));
-            if (it == merges.end()) return;
-            queue.push({it->second.rank, l, r, it->second.result, a, b});
-        };
-        for (size_t i = 1; i < sym.size(); ++i) try_pair(int32_t(i - 1), int32_t(i));
-        while (!queue.empty()) {
-            Cand c = queue.top();
-            queue.pop();
-            Sym& L = sym[size_t(c.left)];
-            Sym& R = sym[size_t(c.right)];
-            if (L.len == 0 || R.len == 0 || L.next != c.right || L.id != c.lid || R.id != c.rid) continue;
-            L.id = c.result;
-            L.len += R.len;
-            R.len = 0;
-            L.next = R.next;
-            if (R.next >= 0) sym[size_t(R.next)].prev = c.left;
-            try_pair(L.prev, c.left);
-            try_pair(c.left, L.next);
-        }
-        for (int32_t i = sym.empty() ? -1 : 0; i >= 0; i = sym[size_t(i)].next) {
-            int32_t id = sym[size_t(i)].id;
-            if (id >= 0)
-                out.push_back(id);
-            else if (v.unk_id >= 0)
-                out.push_back(v.unk_id);
-        }
+        merge_and_emit(merges, sym, v.unk_id, out);
     };
 
     for (size_t i = 0; i < cps.size();) {
@@ -293,6 +300,47 @@ void Tokenizer::Impl::encode_bpe(std::string_view frag, std::vector<int32_t>& ou
         encode_word(frag.substr(b0, b1 - b0));
         i += k;
     }
+}
+
+}  // namespace ls
+
+namespace ls {
+
+// SentencePiece-style BPE with merges (tokenizer.ggml.model "gemma4", HF's BPE with
+// byte_fallback behind a Replace(" ", "▁") normalizer): the whole fragment is one word; its
+// symbols are its characters, a character missing from the vocabulary becomes the <0xXX>
+// pieces of its bytes (unk if one of those is missing too), then the merges apply.
+void Tokenizer::Impl::encode_bpe_spm(std::string_view frag, std::vector<int32_t>& out) const {
+    std::string word;
+    word.reserve(frag.size() + frag.size() / 2);
+    for (char c : frag) {
+        if (c == ' ') word += "\xE2\x96\x81";  // U+2581 "▁"
+        else word += c;
+    }
+    std::vector<Sym> sym;
+    sym.reserve(word.size());
+    auto push = [&](int32_t id, size_t at, size_t len) {
+        const int32_t idx = int32_t(sym.size());
+        sym.push_back({id, uint32_t(at), uint32_t(len), idx - 1, -1});
+        if (idx > 0) sym[size_t(idx - 1)].next = idx;
+    };
+    for (size_t i = 0; i < word.size();) {
+        size_t len = utf8_valid_len(word, i);
+        if (len == 0) len = 1;  // a stray byte: its own symbol, found only through byte fallback
+        const int32_t id = pieces.find(std::string_view(word.data() + i, len));
+        if (id >= 0) {
+            push(id, i, len);
+        } else {
+            bool all = true;
+            for (size_t k = 0; k < len; ++k) all = all && byte_token[uint8_t(word[i + k])] >= 0;
+            if (all)
+                for (size_t k = 0; k < len; ++k) push(byte_token[uint8_t(word[i + k])], i + k, 1);
+            else
+                push(-1, i, len);  // unk
+        }
+        i += len;
+    }
+    merge_and_emit(merges, sym, v.unk_id, out);
 }
 
 }  // namespace ls

@@ -13,6 +13,8 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& f) {
         v.kind = TokenizerKind::SentencePiece;
     } else if (model == "gpt2") {
         v.kind = TokenizerKind::BytePairGpt2;
+    } else if (model == "gemma4") {
+        v.kind = TokenizerKind::BpeSentencePiece;
     } else {
         throw std::runtime_error("tokenizer: unsupported tokenizer.ggml.model '" + model + "'");
     }
@@ -37,7 +39,7 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& f) {
     v.pad_id = id("tokenizer.ggml.padding_token_id");
     v.eot_id = id("tokenizer.ggml.eot_token_id");
     const bool spm = v.kind == TokenizerKind::SentencePiece;
-    v.add_bos = f.get_bool("tokenizer.ggml.add_bos_token", spm);
+    v.add_bos = f.get_bool("tokenizer.ggml.add_bos_token", spm || v.kind == TokenizerKind::BpeSentencePiece);
     v.add_eos = f.get_bool("tokenizer.ggml.add_eos_token", false);
     v.add_space_prefix = f.get_bool("tokenizer.ggml.add_space_prefix", spm);
     v.pre = f.get_string("tokenizer.ggml.pre", "default");

@@ -181,6 +181,47 @@ TEST_CASE("bpe: tiny byte-level vocab matches HF tokenizers (gpt2, llama3, qwen2
     CHECK(checked == int(golden.size()));
 }
 
+TEST_CASE("gemma4 bpe: merges over escaped text with byte fallback match HF tokenizers", "[tokenizer]") {
+    // tokenizer.ggml.model "gemma4": tools/make_bpe_spm_golden.py, HF tokenizers configured as
+    // transformers' GemmaTokenizer (BPE, byte_fallback, spaces -> "▁"); CJK, Greek, Cyrillic and
+    // emoji are outside its vocabulary and come out as <0xXX> pieces.
+    Vocab v;
+    v.kind = TokenizerKind::BpeSentencePiece;
+    std::vector<std::pair<std::string, std::vector<int32_t>>> golden;
+    for (const std::string& line : read_lines(test::test_data("bpe_spm_tiny.txt"))) {
+        auto f = split(line, '\t');
+        if (f[0] == "T") {
+            v.tokens.push_back(unhex(f[1]));
+            v.types.push_back(std::stoi(f[2]));
+        } else if (f[0] == "M") {
+            v.merges.push_back(unhex(f[1]) + " " + unhex(f[2]));
+        } else if (f[0] == "G") {
+            golden.emplace_back(unhex(f[1]), parse_ids(f.size() > 2 ? f[2] : ""));
+        }
+    }
+    v.eos_id = 1, v.bos_id = 2, v.unk_id = 3;
+    REQUIRE(golden.size() >= 10);
+    const Tokenizer t(std::move(v));
+    for (auto& [text, ids] : golden) {
+        INFO("'" << text << "'");
+        CHECK(t.encode(text, false, false) == ids);
+        if (text.find("\xE2\x96\x81") == std::string::npos) CHECK(t.decode(ids) == text);  // a literal ▁ reads back as ' '
+    }
+    // Specials: matched in the text only with parse_special; <turn|> ends generation.
+    const int32_t turn = t.find_token("<|turn>"), end = t.find_token("<turn|>");
+    REQUIRE(turn >= 0);
+    REQUIRE(end >= 0);
+    const std::vector<int32_t> ids = t.encode("<|turn>user\nhi<turn|>", true, true);
+    REQUIRE(ids.size() >= 4);
+    CHECK(ids[0] == 2);
+    CHECK(ids[1] == turn);
+    CHECK(ids.back() == end);
+    CHECK(t.is_eog(end));
+    CHECK(t.is_eog(1));
+    CHECK_FALSE(t.is_eog(turn));
+    CHECK(t.decode(ids, false) == "user\nhi");
+}
+
 TEST_CASE("bpe: specials are split out, unmapped pieces decode to bytes", "[tokenizer]") {
     Vocab v;
     v.kind = TokenizerKind::BytePairGpt2;
