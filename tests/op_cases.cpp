@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "core/ops.h"
 #include "core/quant.h"
@@ -160,6 +161,8 @@ std::vector<OpCase> op_cases() {
         {8, 12, 3, 2, 1, 64, 0.f, {5, 30, 31, 2, 100, 11}, {0, 1, 1, 2, 2, 0}},  // several sequences in one ubatch
         {16, 16, 2, 4, 4, 32, 30.f, {15, 16, 200, 3}, {1, 1, 0, 0}},            // R = W (n_ctx-capped), softcap
         {512, 24, 1, 2, 1, 32, 0.f, {0, 5, 23}, {0, 0, 0}},                     // W > R = n_ctx: a short context
+        {0, 40, 1, 4, 1, 512, 0.f, {0, 1, 2, 3, 30, 39}, {0, 0, 0, 0, 0, 0}},    // Gemma 4 global heads of 512
+        {0, 40, 2, 4, 2, 512, 0.f, {33}, {1}},                                  // ... a decode step
     };
     for (size_t ai = 0; ai < att.size(); ++ai)
         for (DType t : kCacheTypes) {
@@ -238,6 +241,17 @@ std::vector<OpCase> op_cases() {
                              return std::vector<Tensor*>{mul_mat_id(g, w, in_f32(g, r, {K, X, T}), ids)};
                          }, 0.0});
         }
+    // Gemma 4's per-expert scales: an f32 [1, 1, E] "matrix" per expert gathered by the ids
+    // computed on the device, times each token's weight (one product each).
+    c.push_back({"mul_mat_id f32 K=1 N=1 (per-expert scale)", [=](Graph& g, Backend& be, Keep& k, std::mt19937& r) {
+                     const int64_t E = 7, T = 5, kk = 3;
+                     std::vector<float> sv = randn(r, size_t(E));
+                     std::vector<uint8_t> sb(sv.size() * 4);
+                     std::memcpy(sb.data(), sv.data(), sb.size());
+                     Tensor* w = k.persistent(be, DType::F32, {1, 1, E}, sb);
+                     Tensor* ids = topk_ids(g, in_f32(g, r, {E, T}), int(kk));
+                     return std::vector<Tensor*>{mul_mat_id(g, w, in_f32(g, r, {1, kk, T}), ids)};
+                 }, 0.0});
     return c;
 }
 
