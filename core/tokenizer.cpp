@@ -381,6 +381,18 @@ std::string trim(const std::string& s) {
 
 std::string format_chat(const std::vector<ChatMsg>& msgs, bool add_generation_prompt, const std::string& arch) {
     std::string out;
+    if (arch == "gemma4") {
+        // Gemma 4: <|turn>role\n content <turn|>\n, with a system role of its own; the
+        // assistant is "model". Contents are trimmed like the HF template.
+        for (const ChatMsg& m : msgs) {
+            const std::string role = (m.role == "assistant" || m.role == "model") ? "model"
+                                     : m.role == "system"                          ? "system"
+                                                                                   : "user";
+            out += "<|turn>" + role + "\n" + trim(m.content) + "<turn|>\n";
+        }
+        if (add_generation_prompt) out += "<|turn>model\n";
+        return out;
+    }
     if (arch.rfind("gemma", 0) == 0) {
         // Gemma: only user/model turns; a leading system message is prepended to the first
         // user turn, separated by a blank line. Contents are trimmed like the HF template.

@@ -94,8 +94,9 @@ private:
 };
 
 // Renders a conversation in the model's chat format, without the BOS token (encode with
-// add_bos=true, parse_special=true). arch "gemma*": Gemma turns (system merged into the
-// first user turn, assistant printed as "model"); anything else: ChatML.
+// add_bos=true, parse_special=true). arch "gemma4": <|turn>role ... <turn|> turns with a
+// system role; other "gemma*": Gemma turns (system merged into the first user turn, assistant
+// printed as "model"); anything else: ChatML.
 std::string format_chat(const std::vector<ChatMsg>& msgs, bool add_generation_prompt, const std::string& arch);
 
 }  // namespace ls

@@ -116,9 +116,10 @@ TEST_CASE("gemma4: tiny model logits match transformers, whole and chunked, on e
                     for (int32_t v = 0; v < gold.n_vocab; ++v) worst = std::max(worst, double(std::fabs(a[v] - g[v])));
                     flipped += argmax(a, gold.n_vocab) != argmax(g, gold.n_vocab);
                 }
-                // transformers computes in float32 torch with its own matmul order (its whole-prompt
-                // and token-at-a-time paths differ by 4.5e-5 / 6.4e-5 on these logits); lockstep
-                // sums in its own fixed order: a few float ulps per op over 4-6 layers.
+                // transformers computes in float32 torch with its own matmul order: its whole-prompt
+                // and token-at-a-time paths differ by 5.5e-4 (gemma4) and 1.4e-4 (gemma4moe) on these
+                // logits (|logit| <= 15 and 19, soft-capped at 30). lockstep sums in its own fixed
+                // order; measured 1.1e-4 from transformers' whole-prompt logits, both models.
                 INFO("largest |logit - transformers| = " << worst);
                 CHECK(worst <= 2e-4);
                 CHECK(flipped == 0);

@@ -264,7 +264,7 @@ TEST_CASE("Utf8Stream: only complete UTF-8 comes out", "[tokenizer]") {
     CHECK(s2.flush() == "");
 }
 
-TEST_CASE("format_chat: Gemma and ChatML", "[tokenizer]") {
+TEST_CASE("format_chat: Gemma, Gemma 4 and ChatML", "[tokenizer]") {
     std::vector<ChatMsg> msgs = {{"system", "Be brief."}, {"user", "Hi there "}, {"assistant", "Hello!"}, {"user", "Bye"}};
     CHECK(format_chat(msgs, true, "gemma3") ==
           "<start_of_turn>user\nBe brief.\n\nHi there<end_of_turn>\n"
@@ -272,6 +272,12 @@ TEST_CASE("format_chat: Gemma and ChatML", "[tokenizer]") {
           "<start_of_turn>user\nBye<end_of_turn>\n"
           "<start_of_turn>model\n");
     CHECK(format_chat({{"user", "hi"}}, false, "gemma") == "<start_of_turn>user\nhi<end_of_turn>\n");
+    CHECK(format_chat(msgs, true, "gemma4") ==
+          "<|turn>system\nBe brief.<turn|>\n"
+          "<|turn>user\nHi there<turn|>\n"
+          "<|turn>model\nHello!<turn|>\n"
+          "<|turn>user\nBye<turn|>\n"
+          "<|turn>model\n");
     CHECK(format_chat({{"user", "hi"}}, true, "llama") ==
           "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
 }

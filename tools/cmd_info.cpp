@@ -18,8 +18,13 @@ int cmd_info(const Options& o) {
                 L0.head_dim_v, hp.attn_scale);
     for (size_t il = 0; il < hp.layers.size(); ++il) {
         const LayerParams& L = hp.layers[il];
-        std::printf("  layer %2zu: %s, rope base %g scale %g\n", il,
-                    L.window ? ("window " + std::to_string(L.window)).c_str() : "global", L.rope_base, L.rope_scale);
+        std::string kind = L.recurrent ? "recurrent" : L.window ? "window " + std::to_string(L.window) : "global";
+        // Per-layer head geometry where it differs from layer 0 (Gemma 4's global layers).
+        if (L.n_head_kv != L0.n_head_kv || L.head_dim_k != L0.head_dim_k || L.head_dim_v != L0.head_dim_v)
+            kind += ", " + std::to_string(L.n_head_kv) + " kv heads, head dim " + std::to_string(L.head_dim_k) + "/" +
+                    std::to_string(L.head_dim_v);
+        if (L.kv_source >= 0) kind += ", reads layer " + std::to_string(L.kv_source) + "'s KV cache";
+        std::printf("  layer %2zu: %s, rope base %g scale %g\n", il, kind.c_str(), L.rope_base, L.rope_scale);
     }
     std::map<std::string, std::pair<int, size_t>> types;
     int64_t params = 0;

@@ -37,16 +37,17 @@ from transformers import Gemma4TextConfig, Gemma4ForCausalLM
 SEED = 4321
 N_PROMPT = 100
 WINDOW = 8
+VOCAB = 320
 
 
 def make_model(kind):
-    common = dict(vocab_size=256, hidden_size=64, num_attention_heads=2, head_dim=32, global_head_dim=64,
+    common = dict(vocab_size=VOCAB, hidden_size=64, num_attention_heads=2, head_dim=32, global_head_dim=64,
                   sliding_window=WINDOW, max_position_embeddings=256, rms_norm_eps=1e-6, final_logit_softcapping=30.0,
                   rope_parameters={
                       "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
                       "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
                                          "rope_theta": 1000000.0}},
-                  vocab_size_per_layer_input=256, tie_word_embeddings=True)
+                  vocab_size_per_layer_input=VOCAB, tie_word_embeddings=True)
     if kind == "gemma4":
         cfg = Gemma4TextConfig(**common, num_hidden_layers=6, intermediate_size=96, num_key_value_heads=1,
                                layer_types=["sliding_attention", "sliding_attention", "full_attention"] * 2,
@@ -73,6 +74,8 @@ def make_model(kind):
                 p.copy_(1.0 + 0.3 * torch.randn(p.shape, generator=g))
             elif "norm" in name:
                 p.copy_(1.0 + 0.2 * torch.randn(p.shape, generator=g))
+        # logits up to ~15, so that the final soft-cap (30) bends them (by ~8% there)
+        m.model.norm.weight.mul_(4.0)
         for name, b in m.named_buffers():
             if name.endswith("layer_scalar"):
                 b.copy_(0.6 + 0.8 * torch.rand(b.shape, generator=g))
@@ -161,10 +164,36 @@ def export(cfg, m, path):
             put(b + "proj.weight", sd[p + "per_layer_projection.weight"])
             put(b + "post_norm.weight", sd[p + "post_per_layer_input_norm.weight"])
         put(b + "layer_output_scale.weight", bufs[p + "layer_scalar"])
+    write_tokenizer(w)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+
+
+def write_tokenizer(w):
+    """A small gemma4-style vocabulary (tokenizer.ggml.model "gemma4": BPE merges over
+    "▁"-escaped text, byte fallback), so that the CLI can run the tiny models: the control
+    tokens, the 256 <0xXX> pieces, ASCII characters and a few merges; the rest unused."""
+    specials = ["<pad>", "<eos>", "<bos>", "<unk>", "<mask>", "<|turn>", "<turn|>"]
+    toks = specials + [f"<0x{b:02X}>" for b in range(256)]
+    types = [3] * len(specials) + [6] * 256
+    chars = ["▁"] + [chr(c) for c in range(ord("a"), ord("z") + 1)] + list("\n.,!?")
+    merges = [("▁", "t"), ("h", "e"), ("▁t", "he"), ("▁", "a"), ("i", "n"), ("e", "r")]
+    toks += chars + ["".join(m) for m in merges]
+    types += [1] * (len(chars) + len(merges))
+    toks += [f"<unused{i}>" for i in range(VOCAB - len(toks))]
+    types += [5] * (VOCAB - len(types))
+    assert len(toks) == VOCAB
+    w.add_string("tokenizer.ggml.model", "gemma4")
+    w.add_array("tokenizer.ggml.tokens", toks)
+    w.add_array("tokenizer.ggml.token_type", types)
+    w.add_array("tokenizer.ggml.merges", [f"{a} {b}" for a, b in merges])
+    w.add_uint32("tokenizer.ggml.bos_token_id", 2)
+    w.add_uint32("tokenizer.ggml.eos_token_id", 1)
+    w.add_uint32("tokenizer.ggml.unknown_token_id", 3)
+    w.add_uint32("tokenizer.ggml.padding_token_id", 0)
+    w.add_bool("tokenizer.ggml.add_bos_token", True)
 
 
 def main():
