@@ -9,9 +9,13 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <functional>
+#include <set>
 
 #include "core/session.h"
+#include "tests/gguf_edit.h"
 #include "tests/logits_util.h"
 #include "tests/test_util.h"
 
@@ -218,4 +222,50 @@ TEST_CASE("gemma4: multi-turn chat with prefix reuse equals a fresh evaluation o
         REQUIRE(s->seq_rm(0, int64_t(transcript.size()) - 1));
         s->eval({transcript.back()}, 0);
     }
+}
+
+TEST_CASE("gemma4: broken metadata and missing tensors are load errors naming the problem", "[gemma4]") {
+    const std::string src = test_data("gemma4_tiny.gguf");
+    const std::string out = (std::filesystem::temp_directory_path() / "lockstep_gemma4_broken.gguf").string();
+    auto ref = make_backend("reference");
+    auto load_error = [&](const std::set<std::string>& keys, const std::set<std::string>& tensors,
+                          const std::function<void(GgufWriter&)>& edit) {
+        rewrite_gguf(src, out, keys, tensors, edit);
+        try {
+            Model::load(out, *ref);
+        } catch (const std::exception& e) {
+            std::filesystem::remove(out);
+            return std::string(e.what());
+        }
+        std::filesystem::remove(out);
+        return std::string("(loaded)");
+    };
+    // The unchanged copy loads: the rewriting itself is faithful.
+    CHECK(load_error({}, {}, {}) == "(loaded)");
+    const std::string pat = "gemma4.attention.sliding_window_pattern", shared = "gemma4.attention.shared_kv_layers";
+    auto set_pattern = [&](std::vector<uint8_t> p) {
+        return [=](GgufWriter& w) { w.set_array_raw(pat, GgufType::BOOL, p.size(), p); };
+    };
+    CHECK_THAT(load_error({pat}, {}, set_pattern({1, 1, 0, 1, 1})),
+               Catch::Contains("sliding_window_pattern has 5 entries for 6 layers"));
+    CHECK_THAT(load_error({shared}, {}, [&](GgufWriter& w) { w.set_u32(shared, 6); }),
+               Catch::Contains("inconsistent"));
+    // Layers 2..5 shared: global layer 2 has no earlier global layer to read from.
+    CHECK_THAT(load_error({shared}, {}, [&](GgufWriter& w) { w.set_u32(shared, 4); }),
+               Catch::Contains("layer 2 shares the KV cache of an earlier global layer, but there is none"));
+    // Layer 4 made global: its query weight is the 32-wide sliding heads', not 64-wide ones.
+    CHECK_THAT(load_error({pat}, {}, set_pattern({1, 1, 0, 1, 0, 0})),
+               Catch::Contains("tensor 'blk.4.attn_q.weight' has shape [64, 64, 1, 1] f32, gemma4 expects [64 128]"));
+    CHECK_THAT(load_error({"gemma4.attention.head_count_kv"}, {},
+                          [&](GgufWriter& w) { w.set_i32_array("gemma4.attention.head_count_kv", {1, 1, 1}); }),
+               Catch::Contains("'gemma4.attention.head_count_kv' has 3 entries for 6 layers"));
+    CHECK_THAT(load_error({"gemma4.feed_forward_length"}, {}, {}), Catch::Contains("gemma4.feed_forward_length"));
+    CHECK_THAT(load_error({}, {"blk.1.attn_k.weight"}, {}), Catch::Contains("blk.1.attn_k.weight"));
+    CHECK_THAT(load_error({}, {"per_layer_model_proj.weight"}, {}), Catch::Contains("per_layer_model_proj.weight"));
+    CHECK_THAT(load_error({"gemma4.rope.dimension_count"}, {},
+                          [&](GgufWriter& w) { w.set_u32("gemma4.rope.dimension_count", 32); }),
+               Catch::Contains("rope_freqs.weight"));
+    CHECK_THAT(load_error({"gemma4.final_logit_softcapping"}, {},
+                          [&](GgufWriter& w) { w.set_f32("gemma4.final_logit_softcapping", -1.f); }),
+               Catch::Contains("softcap"));
 }
