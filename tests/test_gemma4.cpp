@@ -269,3 +269,25 @@ TEST_CASE("gemma4: broken metadata and missing tensors are load errors naming th
                           [&](GgufWriter& w) { w.set_f32("gemma4.final_logit_softcapping", -1.f); }),
                Catch::Contains("softcap"));
 }
+
+TEST_CASE("gemma4: seq_cp forks a sequence, whole or a prefix, and both branches equal fresh evaluations", "[gemma4][kv]") {
+    const std::string bk = GENERATE(from_range(all_backend_names()));
+    const DType kv = GENERATE(DType::F16, DType::Q8_0);
+    INFO("backend " << bk << ", kv cache " << dtype_name(kv));
+    Loaded l = load(bk, "gemma4");
+    const int32_t nv = int32_t(l.model->hparams().n_vocab);
+    const std::vector<int32_t> a = random_tokens(30, 71, nv), b = random_tokens(9, 72, nv), c = random_tokens(7, 73, nv);
+    auto s = session(l, 96, 16, kv, 3);  // windowed rings of 24 rows
+    s->eval(a, -1, 0);
+    REQUIRE(s->seq_cp(0, 1));      // the whole sequence
+    REQUIRE(s->seq_cp(0, 2, 25));  // a prefix: positions 18..24 are still in the ring
+    REQUIRE_FALSE(s->seq_cp(0, 2, 3));  // position 3 needs keys long overwritten: refused
+    REQUIRE(s->seq_len(2) == 25);
+    const std::vector<float> got0 = s->eval(b, 0, 0), got1 = s->eval(c, 0, 1), got2 = s->eval(c, 0, 2);
+    REQUIRE_BIT_IDENTICAL(got0, session(l, 96, 16, kv)->eval(concat(a, b), 30), nv);
+    REQUIRE_BIT_IDENTICAL(got1, session(l, 96, 16, kv)->eval(concat(a, c), 30), nv);
+    REQUIRE_BIT_IDENTICAL(got2, session(l, 96, 16, kv)->eval(concat(head(a, 25), c), 25), nv);
+    s->seq_keep(2);
+    REQUIRE(s->seq_len(0) == 0);
+    REQUIRE_BIT_IDENTICAL(s->eval(b, 0, 0), session(l, 96, 16, kv)->eval(b, 0), nv);
+}
