@@ -156,9 +156,15 @@ Tokenizer::Tokenizer(Vocab vocab) {
     }
     if (v.eos_id >= 0) m.eog_ids.push_back(v.eos_id);
     if (m.eot_id >= 0) m.eog_ids.push_back(m.eot_id);
-    for (const char* t : {"<end_of_turn>", "<turn|>", "<|eot_id|>", "<|im_end|>", "<|end|>", "<|endoftext|>", "<|eom_id|>"}) {
+    // (<|tool_response>: Gemma 4 stops for the caller to run the tool.)
+    for (const char* t : {"<end_of_turn>", "<turn|>", "<|tool_response>", "<|eot_id|>", "<|im_end|>", "<|end|>", "<|endoftext|>",
+                          "<|eom_id|>"}) {
         int32_t id = find(t);
-        if (id >= 0 && (m.type(id) == TokenType::Control || id == m.eot_id)) m.eog_ids.push_back(id);
+        // gemma4 files type <|tool_response> user-defined (rendered in the text), yet it ends
+        // generation as llama.cpp treats it.
+        const bool gemma4_marker = v.kind == TokenizerKind::BpeSentencePiece &&
+                                   (std::string_view(t) == "<turn|>" || std::string_view(t) == "<|tool_response>");
+        if (id >= 0 && (m.type(id) == TokenType::Control || id == m.eot_id || gemma4_marker)) m.eog_ids.push_back(id);
     }
     std::sort(m.eog_ids.begin(), m.eog_ids.end());
     m.eog_ids.erase(std::unique(m.eog_ids.begin(), m.eog_ids.end()), m.eog_ids.end());
@@ -382,15 +388,21 @@ std::string trim(const std::string& s) {
 std::string format_chat(const std::vector<ChatMsg>& msgs, bool add_generation_prompt, const std::string& arch) {
     std::string out;
     if (arch == "gemma4") {
-        // Gemma 4: <|turn>role\n content <turn|>\n, with a system role of its own; the
-        // assistant is "model". Contents are trimmed like the HF template.
+        // Gemma 4 (its published template, thinking off): <|turn>role\n content <turn|>\n with
+        // a system role of its own and the assistant as "model"; contents trimmed, a model
+        // turn's thinking (<|channel> .. <channel|>) dropped; the generation prompt opens a
+        // model turn with an empty thought channel.
         for (const ChatMsg& m : msgs) {
-            const std::string role = (m.role == "assistant" || m.role == "model") ? "model"
-                                     : m.role == "system"                          ? "system"
-                                                                                   : "user";
-            out += "<|turn>" + role + "\n" + trim(m.content) + "<turn|>\n";
+            const bool model = m.role == "assistant" || m.role == "model";
+            const std::string role = model ? "model" : m.role == "system" ? "system" : "user";
+            std::string content = m.content;
+            for (size_t a; model && (a = content.find("<|channel>")) != std::string::npos;) {
+                const size_t b = content.find("<channel|>", a);
+                content.erase(a, b == std::string::npos ? std::string::npos : b + 10 - a);
+            }
+            out += "<|turn>" + role + "\n" + trim(content) + "<turn|>\n";
         }
-        if (add_generation_prompt) out += "<|turn>model\n";
+        if (add_generation_prompt) out += "<|turn>model\n<|channel>thought\n<channel|>";
         return out;
     }
     if (arch.rfind("gemma", 0) == 0) {

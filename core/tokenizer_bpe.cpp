@@ -306,17 +306,32 @@ void Tokenizer::Impl::encode_bpe(std::string_view frag, std::vector<int32_t>& ou
 
 namespace ls {
 
-// SentencePiece-style BPE with merges (tokenizer.ggml.model "gemma4", HF's BPE with
-// byte_fallback behind a Replace(" ", "▁") normalizer): the whole fragment is one word; its
-// symbols are its characters, a character missing from the vocabulary becomes the <0xXX>
-// pieces of its bytes (unk if one of those is missing too), then the merges apply.
+// SentencePiece-style BPE with merges (tokenizer.ggml.model "gemma4": HF's BPE with
+// byte_fallback behind a Replace(" ", "▁") normalizer, pre-split like llama.cpp's gemma4
+// pre-tokenizer into runs of newlines and runs of anything else). A newline run that is a
+// token of its own is taken whole; otherwise a chunk's symbols are its characters, a
+// character missing from the vocabulary becomes the <0xXX> pieces of its bytes (unk if one of
+// those is missing too), then the merges apply.
 void Tokenizer::Impl::encode_bpe_spm(std::string_view frag, std::vector<int32_t>& out) const {
-    std::string word;
-    word.reserve(frag.size() + frag.size() / 2);
+    std::string escaped;
+    escaped.reserve(frag.size() + frag.size() / 2);
     for (char c : frag) {
-        if (c == ' ') word += "\xE2\x96\x81";  // U+2581 "▁"
-        else word += c;
+        if (c == ' ') escaped += "\xE2\x96\x81";  // U+2581 "▁"
+        else escaped += c;
     }
+    for (size_t i = 0; i < escaped.size();) {
+        const bool nl = escaped[i] == '\n';
+        size_t j = i;
+        while (j < escaped.size() && (escaped[j] == '\n') == nl) ++j;
+        const std::string_view chunk(escaped.data() + i, j - i);
+        const int32_t whole = nl ? pieces.find(chunk) : -1;
+        if (whole >= 0) out.push_back(whole);
+        else encode_bpe_spm_chunk(chunk, out);
+        i = j;
+    }
+}
+
+void Tokenizer::Impl::encode_bpe_spm_chunk(std::string_view word, std::vector<int32_t>& out) const {
     std::vector<Sym> sym;
     sym.reserve(word.size());
     auto push = [&](int32_t id, size_t at, size_t len) {

@@ -39,7 +39,9 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& f) {
     v.pad_id = id("tokenizer.ggml.padding_token_id");
     v.eot_id = id("tokenizer.ggml.eot_token_id");
     const bool spm = v.kind == TokenizerKind::SentencePiece;
-    v.add_bos = f.get_bool("tokenizer.ggml.add_bos_token", spm || v.kind == TokenizerKind::BpeSentencePiece);
+    v.add_bos = f.get_bool("tokenizer.ggml.add_bos_token", spm);
+    // Gemma 4 always starts with <bos> (its template writes it); llama.cpp forces this too.
+    if (v.kind == TokenizerKind::BpeSentencePiece) v.add_bos = true;
     v.add_eos = f.get_bool("tokenizer.ggml.add_eos_token", false);
     v.add_space_prefix = f.get_bool("tokenizer.ggml.add_space_prefix", spm);
     v.pre = f.get_string("tokenizer.ggml.pre", "default");

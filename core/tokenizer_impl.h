@@ -64,6 +64,7 @@ struct Tokenizer::Impl {
     void encode_spm(std::string_view frag, bool prefix_space, std::vector<int32_t>& out) const;
     void encode_bpe(std::string_view frag, std::vector<int32_t>& out) const;
     void encode_bpe_spm(std::string_view frag, std::vector<int32_t>& out) const;
+    void encode_bpe_spm_chunk(std::string_view word, std::vector<int32_t>& out) const;
     void build_bpe();
 };
 

@@ -14,7 +14,9 @@
 #include <functional>
 #include <set>
 
+#include "core/gguf.h"
 #include "core/session.h"
+#include "core/tokenizer.h"
 #include "tests/gguf_edit.h"
 #include "tests/logits_util.h"
 #include "tests/test_util.h"
@@ -290,4 +292,32 @@ TEST_CASE("gemma4: seq_cp forks a sequence, whole or a prefix, and both branches
     s->seq_keep(2);
     REQUIRE(s->seq_len(0) == 0);
     REQUIRE_BIT_IDENTICAL(s->eval(b, 0, 0), session(l, 96, 16, kv)->eval(b, 0), nv);
+}
+
+TEST_CASE("gemma4: the tiny file tokenizer, end-of-generation tokens and chat prompt", "[gemma4][tokenizer]") {
+    auto f = GgufFile::open(test_data("gemma4_tiny.gguf"));
+    const Tokenizer t = Tokenizer::from_gguf(*f);
+    CHECK(t.kind() == TokenizerKind::BpeSentencePiece);
+    CHECK(t.add_bos_default());
+    const int32_t turn = t.find_token("<|turn>"), end = t.find_token("<turn|>"), tool = t.find_token("<|tool_response>"),
+                  chan = t.find_token("<|channel>"), chan_end = t.find_token("<channel|>");
+    REQUIRE(turn >= 0);
+    REQUIRE(tool >= 0);
+    REQUIRE(chan >= 0);
+    CHECK(t.is_eog(t.eos()));
+    CHECK(t.is_eog(end));
+    CHECK(t.is_eog(tool));  // user-defined in the file, yet it ends generation (the caller runs the tool)
+    CHECK_FALSE(t.is_eog(turn));
+    CHECK_FALSE(t.is_eog(chan));
+    const std::string text = format_chat({{"system", "be brief"}, {"user", "the cat"}}, true, "gemma4");
+    const std::vector<int32_t> ids = t.encode(text, t.add_bos_default(), true);
+    REQUIRE(ids.size() > 8);
+    CHECK(ids[0] == t.bos());
+    CHECK(ids[1] == turn);
+    // The generation prompt ends with the empty thought channel: <|channel> "thought\n" <channel|>.
+    CHECK(ids.back() == chan_end);
+    CHECK(t.decode(ids, false) == "system\nbe brief\nuser\nthe cat\nmodel\n<|channel>thought\n<channel|>");
+    // User-defined pieces are matched in raw text even without parse_special; control ones not.
+    CHECK(t.encode("<|channel>", false, false) == std::vector<int32_t>{chan});
+    CHECK(t.encode("<|turn>", false, false) != std::vector<int32_t>{turn});
 }

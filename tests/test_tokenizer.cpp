@@ -277,7 +277,10 @@ TEST_CASE("format_chat: Gemma, Gemma 4 and ChatML", "[tokenizer]") {
           "<|turn>user\nHi there<turn|>\n"
           "<|turn>model\nHello!<turn|>\n"
           "<|turn>user\nBye<turn|>\n"
-          "<|turn>model\n");
+          "<|turn>model\n<|channel>thought\n<channel|>");
+    // A model turn's thinking is not part of the history.
+    CHECK(format_chat({{"user", "q"}, {"assistant", "<|channel>thought\nhmm<channel|>A."}}, false, "gemma4") ==
+          "<|turn>user\nq<turn|>\n<|turn>model\nA.<turn|>\n");
     CHECK(format_chat({{"user", "hi"}}, true, "llama") ==
           "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
 }

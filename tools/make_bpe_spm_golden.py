@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Tiny SentencePiece-style BPE vocabulary (tokenizer.ggml.model "gemma4": merges by rank over
 "▁"-escaped text, byte fallback) and reference encodings for tests/test_tokenizer.cpp, made with
-the HF `tokenizers` library configured as transformers' GemmaTokenizer (BPE with
-byte_fallback, a Replace(" ", "▁") normalizer, Split(" ", merged_with_previous)) —
-independent of our implementation.
+the HF `tokenizers` library — independent of our implementation — configured as transformers'
+GemmaTokenizer (BPE with byte_fallback behind a Replace(" ", "▁") normalizer) with the
+pre-split of llama.cpp's gemma4 pre-tokenizer: runs of newlines and runs of anything else
+(Split on [^\n]+|[\n]+, isolated), so that no merge crosses a newline boundary.
 
 The trainer's alphabet is limited, so CJK, emoji and rare accented characters are missing
 from the vocabulary and go through the <0xXX> byte pieces.
@@ -16,7 +17,7 @@ Usage: tools/make_bpe_spm_golden.py > tests/data/bpe_spm_tiny.txt   (pip install
 """
 import json
 
-from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
 CORPUS = [
     "The quick brown fox jumps over the lazy dog. " * 3,
@@ -33,6 +34,9 @@ TEXTS = [
     "The quick brown fox jumps over the lazy dog.",
     "multiple     spaces\tand\t\ttabs\n\nnewlines\r\n",
     "def main():\n    print(i ** 2)\n",
+    "one\ntwo\n\n\nthree\n\n",
+    "\n",
+    ":\n    for i in range(10):\n",
     "Über café déjà vu — naïve façade.",
     "日本語のテキスト 🙂🙃 emoji!! 👍🏽",
     "Ελληνικά и русский текст",
@@ -63,7 +67,7 @@ def main():
     tok = Tokenizer(models.BPE(vocab=ids, merges=[tuple(m) for m in merges], byte_fallback=True, unk_token="<unk>",
                                fuse_unk=True))
     tok.normalizer = norm
-    tok.pre_tokenizer = pre_tokenizers.Split(pattern=" ", behavior="merged_with_previous", invert=False)
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex(r"[^\n]+|[\n]+"), behavior="isolated", invert=False)
     tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()])
     for text in TEXTS:
         out = tok.encode(text, add_special_tokens=False).ids

@@ -24,7 +24,11 @@ tests/test_gemma4.cpp). The window is 8 tokens, so the prompt wraps every ring m
   gemma4moe_tiny: 4 layers (S G S G), attention_k_eq_v (global layers: no v_proj, 1 KV head),
                   8 experts, 2 per token, beside the dense MLP
 
-Usage: tools/oracle/gemma4_tiny.py OUT_DIR [gemma4|gemma4moe]   (needs torch, transformers, gguf)
+  gemma4 bench:   (for `lockstep bench` only, not committed, no golden) E2B-like layer sizes
+                  (hidden 1536, 8 heads / 1 KV head of 256, global heads of 512, FFN 6144,
+                  PLE 256), 8 layers of which the last 2 share KV, vocabulary 4096, Q8_0 matrices
+
+Usage: tools/oracle/gemma4_tiny.py OUT_DIR [gemma4|gemma4moe] [bench]   (needs torch, transformers, gguf)
 """
 import struct
 import sys
@@ -40,7 +44,21 @@ WINDOW = 8
 VOCAB = 320
 
 
+BENCH = False
+
+
 def make_model(kind):
+    if BENCH:
+        cfg = Gemma4TextConfig(vocab_size=4096, hidden_size=1536, num_attention_heads=8, head_dim=256, global_head_dim=512,
+                               sliding_window=512, max_position_embeddings=32768, rms_norm_eps=1e-6,
+                               final_logit_softcapping=30.0, vocab_size_per_layer_input=4096, tie_word_embeddings=True,
+                               num_hidden_layers=8, intermediate_size=6144, num_key_value_heads=1,
+                               layer_types=["sliding_attention"] * 4 + ["full_attention"] + ["sliding_attention"] * 2 +
+                               ["full_attention"], hidden_size_per_layer_input=256, num_kv_shared_layers=2)
+        cfg._attn_implementation = "eager"
+        torch.manual_seed(SEED)
+        m = Gemma4ForCausalLM(cfg).float().eval()
+        return cfg, m
     common = dict(vocab_size=VOCAB, hidden_size=64, num_attention_heads=2, head_dim=32, global_head_dim=64,
                   sliding_window=WINDOW, max_position_embeddings=256, rms_norm_eps=1e-6, final_logit_softcapping=30.0,
                   rope_parameters={
@@ -119,7 +137,12 @@ def export(cfg, m, path):
         w.add_expert_feed_forward_length(cfg.moe_intermediate_size)
 
     def put(name, t):
-        w.add_tensor(name, t.detach().float().contiguous().numpy().astype(np.float32))
+        a = t.detach().float().contiguous().numpy().astype(np.float32)
+        if BENCH and a.ndim == 2 and a.shape[1] % 32 == 0 and a.shape[0] > 1:  # matrices in Q8_0, as users run them
+            q = gguf.quants.quantize(a, gguf.GGMLQuantizationType.Q8_0)
+            w.add_tensor(name, q, raw_shape=q.shape, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+            return
+        w.add_tensor(name, a)
 
     sd = dict(m.named_parameters())
     bufs = dict(m.named_buffers())
@@ -164,14 +187,14 @@ def export(cfg, m, path):
             put(b + "proj.weight", sd[p + "per_layer_projection.weight"])
             put(b + "post_norm.weight", sd[p + "post_per_layer_input_norm.weight"])
         put(b + "layer_output_scale.weight", bufs[p + "layer_scalar"])
-    write_tokenizer(w)
+    write_tokenizer(w, cfg.vocab_size)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
 
 
-def write_tokenizer(w):
+def write_tokenizer(w, V):
     """A small gemma4-style vocabulary (tokenizer.ggml.model "gemma4": BPE merges over
     "▁"-escaped text, byte fallback), so that the CLI can run the tiny models: the control
     tokens, the 256 <0xXX> pieces, ASCII characters and a few merges; the rest unused."""
@@ -182,9 +205,13 @@ def write_tokenizer(w):
     merges = [("▁", "t"), ("h", "e"), ("▁t", "he"), ("▁", "a"), ("i", "n"), ("e", "r")]
     toks += chars + ["".join(m) for m in merges]
     types += [1] * (len(chars) + len(merges))
-    toks += [f"<unused{i}>" for i in range(VOCAB - len(toks))]
-    types += [5] * (VOCAB - len(types))
-    assert len(toks) == VOCAB
+    # rendered in the text, as llama.cpp's converter types them (user-defined)
+    visible = ["<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>", "<|tool_response>", "<tool_response|>"]
+    toks += visible
+    types += [4] * len(visible)
+    toks += [f"<unused{i}>" for i in range(V - len(toks))]
+    types += [5] * (V - len(types))
+    assert len(toks) == V
     w.add_string("tokenizer.ggml.model", "gemma4")
     w.add_array("tokenizer.ggml.tokens", toks)
     w.add_array("tokenizer.ggml.token_type", types)
@@ -199,8 +226,12 @@ def write_tokenizer(w):
 def main():
     out = sys.argv[1]
     kind = sys.argv[2] if len(sys.argv) > 2 else "gemma4"
+    global BENCH
+    BENCH = len(sys.argv) > 3 and sys.argv[3] == "bench"
     cfg, m = make_model(kind)
-    export(cfg, m, f"{out}/{kind}_tiny.gguf")
+    export(cfg, m, f"{out}/{kind}_{'bench' if BENCH else 'tiny'}.gguf")
+    if BENCH:
+        return
     rng = np.random.default_rng(SEED)
     tokens = rng.integers(0, cfg.vocab_size, N_PROMPT).astype(np.int32)
     with torch.no_grad():
