@@ -18,6 +18,9 @@ GenerateResult generate(Session& s, const Tokenizer& tok, Sampler& sampler, cons
     const std::vector<int32_t> rest(prompt.begin() + r.n_reused, prompt.end());
     r.n_evaluated = int64_t(rest.size());
     std::vector<float> logits = s.eval(rest, -1, seq);
+    // Recurrent models: the next turn of a chat can resume from here (its transcript starts
+    // with this prompt) even when the reply does not re-tokenize to the generated tokens.
+    s.checkpoint(seq);
     r.prompt_s = std::chrono::duration<double>(clock::now() - t0).count();
     Utf8Stream utf8;
     t0 = clock::now();

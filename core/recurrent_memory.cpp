@@ -28,6 +28,16 @@ RecurrentMemory::RecurrentMemory(Backend& be, const std::vector<RecurrentLayerSp
             total += (t->nbytes() + 255) / 256 * 256;
         }
     }
+    // The checkpoints: the same columns again, after every live tensor.
+    conv_ckpt_.assign(layers.size(), 0);
+    state_ckpt_.assign(layers.size(), 0);
+    for (size_t il = 0; il < layers.size(); ++il) {
+        if (conv_[il].ne[0] == 0) continue;
+        for (auto [t, off] : {std::pair{&conv_[il], &conv_ckpt_[il]}, std::pair{&state_[il], &state_ckpt_[il]}}) {
+            *off = total;
+            total += (t->nbytes() + 255) / 256 * 256;
+        }
+    }
     buffer_ = be.alloc(std::max<size_t>(total, 256));
     for (size_t il = 0; il < layers.size(); ++il) conv_[il].buffer = state_[il].buffer = buffer_.get();
     clear();
@@ -43,6 +53,24 @@ void RecurrentMemory::copy_slot(int src, int dst) {
         for (Tensor* t : {&conv_[il], &state_[il]}) {
             if (t->ne[0] == 0) continue;
             be_.copy(*buffer_, t->offset + size_t(dst) * t->nb[1], t->offset + size_t(src) * t->nb[1], t->nb[1]);
+        }
+}
+
+void RecurrentMemory::save_checkpoint(int slot) {
+    if (slot < 0 || slot >= n_seq_) throw std::out_of_range("recurrent memory: slot outside [0, " + std::to_string(n_seq_) + ")");
+    for (size_t il = 0; il < conv_.size(); ++il)
+        for (auto [t, off] : {std::pair{&conv_[il], conv_ckpt_[il]}, std::pair{&state_[il], state_ckpt_[il]}}) {
+            if (t->ne[0] == 0) continue;
+            be_.copy(*buffer_, off + size_t(slot) * t->nb[1], t->offset + size_t(slot) * t->nb[1], t->nb[1]);
+        }
+}
+
+void RecurrentMemory::restore_checkpoint(int slot) {
+    if (slot < 0 || slot >= n_seq_) throw std::out_of_range("recurrent memory: slot outside [0, " + std::to_string(n_seq_) + ")");
+    for (size_t il = 0; il < conv_.size(); ++il)
+        for (auto [t, off] : {std::pair{&conv_[il], conv_ckpt_[il]}, std::pair{&state_[il], state_ckpt_[il]}}) {
+            if (t->ne[0] == 0) continue;
+            be_.copy(*buffer_, t->offset + size_t(slot) * t->nb[1], off + size_t(slot) * t->nb[1], t->nb[1]);
         }
 }
 

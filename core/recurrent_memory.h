@@ -25,11 +25,16 @@ public:
     void clear();
     // Slot dst becomes a copy of slot src (every layer).
     void copy_slot(int src, int dst);
+    // Each slot has one checkpoint: a copy of its whole state (every layer) kept beside it,
+    // so that a caller can return the sequence to an earlier point (chat prefix reuse).
+    void save_checkpoint(int slot);
+    void restore_checkpoint(int slot);
 
 private:
     Backend& be_;
     int32_t n_seq_;
     std::vector<Tensor> conv_, state_;
+    std::vector<size_t> conv_ckpt_, state_ckpt_;  // offsets of each layer's checkpoint columns
     std::unique_ptr<Buffer> buffer_;
 };
 

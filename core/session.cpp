@@ -17,6 +17,7 @@ Session::Session(const Model& m, Backend& be, const SessionParams& p) : m_(m), b
     kv_ = std::make_unique<KvCache>(be, m.kv_layout(), kc);
     if (const auto rl = m.recurrent_layout(); !rl.empty()) rs_ = std::make_unique<RecurrentMemory>(be, rl, p_.n_seq);
     cached_.resize(size_t(p_.n_seq));
+    ckpt_pos_.assign(size_t(p_.n_seq), -1);
 }
 
 void Session::check_batch(const Batch& b) const {
@@ -89,10 +90,26 @@ std::vector<float> Session::eval(const std::vector<int32_t>& tokens, int64_t fir
 
 bool Session::seq_rm(int s, int64_t p0) {
     // Dropping everything is exact for the recurrent state too: a run at position 0 starts
-    // from zeros (its reset flag), whatever the slot holds.
-    if (rs_ && p0 > 0 && s >= 0 && s < p_.n_seq && p0 < kv_->seq_len(s)) return false;
+    // from zeros (its reset flag), whatever the slot holds. Any other point inside the
+    // sequence needs the state there: its checkpoint, if it was taken at exactly p0.
+    bool restore = false;
+    if (rs_ && p0 > 0 && s >= 0 && s < p_.n_seq && p0 < kv_->seq_len(s)) {
+        if (ckpt_pos_[size_t(s)] != p0 || !kv_->can_rm(s, p0)) return false;
+        restore = true;
+    }
     if (!kv_->seq_rm(s, p0)) return false;
+    if (restore) rs_->restore_checkpoint(s);
+    if (s >= 0 && s < p_.n_seq && p0 < ckpt_pos_[size_t(s)]) ckpt_pos_[size_t(s)] = -1;
     cached_[size_t(s)].resize(size_t(kv_->seq_len(s)));
+    return true;
+}
+
+bool Session::checkpoint(int s) {
+    if (s < 0 || s >= p_.n_seq)
+        throw std::out_of_range("checkpoint: sequence " + std::to_string(s) + " outside [0, " + std::to_string(p_.n_seq) + ")");
+    if (!rs_) return false;
+    rs_->save_checkpoint(s);
+    ckpt_pos_[size_t(s)] = kv_->seq_len(s);
     return true;
 }
 
@@ -103,6 +120,7 @@ bool Session::seq_cp(int src, int dst, int64_t p1) {
         if (!kv_->seq_cp(src, dst, p1)) return false;
         rs_->copy_slot(src, dst);
     } else if (!kv_->seq_cp(src, dst, p1)) return false;
+    if (src != dst) ckpt_pos_[size_t(dst)] = -1;
     std::vector<int32_t> t(cached_.at(size_t(src)).begin(), cached_.at(size_t(src)).begin() + kv_->seq_len(dst));
     cached_[size_t(dst)] = std::move(t);
     return true;
@@ -111,13 +129,14 @@ bool Session::seq_cp(int src, int dst, int64_t p1) {
 void Session::seq_keep(int s) {
     kv_->seq_keep(s);
     for (int i = 0; i < p_.n_seq; ++i)
-        if (i != s) cached_[size_t(i)].clear();
+        if (i != s) cached_[size_t(i)].clear(), ckpt_pos_[size_t(i)] = -1;
 }
 
 void Session::reset() {
     kv_->clear();
     if (rs_) rs_->clear();
     for (auto& c : cached_) c.clear();
+    std::fill(ckpt_pos_.begin(), ckpt_pos_.end(), int64_t(-1));
 }
 
 int64_t Session::reuse_prefix(int s, const std::vector<int32_t>& prompt) {
@@ -128,8 +147,15 @@ int64_t Session::reuse_prefix(int s, const std::vector<int32_t>& prompt) {
     while (common < have.size() && common < prompt.size() && have[common] == prompt[common]) ++common;
     if (common > 0 && common == prompt.size()) --common;
     if (!seq_rm(s, int64_t(common))) {
-        seq_rm(s, 0);  // the ring no longer holds what that point needs: start over
-        common = 0;
+        // Recurrent models keep one earlier point, their checkpoint; otherwise (or if the
+        // ring no longer holds what that point needs) start over.
+        const int64_t c = ckpt_pos_[size_t(s)];
+        if (c > 0 && size_t(c) <= common && seq_rm(s, c)) {
+            common = size_t(c);
+        } else {
+            seq_rm(s, 0);
+            common = 0;
+        }
     }
     return int64_t(common);
 }

@@ -48,12 +48,22 @@ public:
     std::vector<float> eval(const std::vector<int32_t>& tokens, int64_t first_logit = -1, int seq = 0);
 
     // Sequence edits (SEMANTICS.md section 1); the cached token lists follow. On a model with
-    // recurrent layers seq_rm(s, p0) returns false (changing nothing) unless 0 == p0 or
-    // p0 >= seq_len(s), and seq_cp copies the whole sequence only (p1 < 0 or p1 = seq_len).
+    // recurrent layers seq_rm(s, p0) returns false (changing nothing) unless 0 == p0,
+    // p0 >= seq_len(s) or p0 is the sequence's checkpoint (checkpoint()), and seq_cp copies
+    // the whole sequence only (p1 < 0 or p1 = seq_len).
     int64_t seq_len(int s) const { return kv_->seq_len(s); }
     const std::vector<int32_t>& seq_tokens(int s) const { return cached_.at(size_t(s)); }
     bool seq_rm(int s, int64_t p0);
     bool seq_cp(int src, int dst, int64_t p1 = -1);
+    // Models with recurrent layers: remembers sequence s's state at its current length (one
+    // checkpoint per sequence, replacing the last), so that a later seq_rm(s, p0) to exactly
+    // that point succeeds (generate() sets one after each prompt: the next chat turn resumes
+    // from there instead of evaluating the whole transcript again). A seq_rm below the point,
+    // seq_cp into s, seq_keep of another sequence and reset() drop it. Returns false (and does
+    // nothing) for models without recurrent layers, which need none.
+    bool checkpoint(int s);
+    // The position of sequence s's checkpoint, or -1.
+    int64_t checkpoint_pos(int s) const { return ckpt_pos_.at(size_t(s)); }
     void seq_keep(int s);
     // Empties every sequence (one buffer fill of the KV memory).
     void reset();
@@ -81,6 +91,7 @@ private:
     std::unique_ptr<RecurrentMemory> rs_;
     std::unique_ptr<Buffer> scratch_;
     std::vector<std::vector<int32_t>> cached_;  // per sequence: the tokens its KV rows hold
+    std::vector<int64_t> ckpt_pos_;             // per sequence: its recurrent checkpoint's length, or -1
 
     void check_batch(const Batch& b) const;
 };

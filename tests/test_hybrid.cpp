@@ -258,6 +258,50 @@ TEST_CASE("qwen35: sequence edits on recurrent state: seq_rm only whole, seq_cp 
     }
 }
 
+TEST_CASE("qwen35: a state checkpoint lets a chat turn resume from the previous prompt", "[hybrid][seq]") {
+    for (const std::string& name : test::all_backend_names()) {
+        INFO("backend " << name);
+        auto be = test::make_backend(name);
+        auto m = Model::load(tiny_path(), *be);
+        const auto prompt = test::random_tokens(30, 5, 256), reply = test::random_tokens(8, 6, 256),
+                   other = test::random_tokens(8, 7, 256), next = test::random_tokens(12, 8, 256);
+        auto fresh = [&](const std::vector<int32_t>& t, int64_t from) {
+            Session f(*m, *be, params(1));
+            return f.eval(t, from);
+        };
+        Session s(*m, *be, params(2));
+        s.eval(prompt, -1, 0);
+        REQUIRE(s.checkpoint(0));
+        CHECK(s.checkpoint_pos(0) == 30);
+        s.eval(reply, -1, 0);
+        // Only the checkpoint's point can be returned to (and 0, and the end).
+        CHECK_FALSE(s.seq_rm(0, 31));
+        CHECK_FALSE(s.seq_rm(0, 29));
+        CHECK(s.seq_len(0) == 38);
+        // The next turn's transcript: the prompt, a reply that re-tokenized differently, more.
+        const auto transcript = test::concat(test::concat(prompt, other), next);
+        CHECK(s.reuse_prefix(0, transcript) == 30);
+        CHECK(s.seq_len(0) == 30);
+        const auto got = s.eval({transcript.begin() + 30, transcript.end()}, 0, 0);
+        CHECK(test::first_difference(got, fresh(transcript, 30), 256) == "");
+        // The checkpoint stays at 30: the same point can be returned to again.
+        REQUIRE(s.seq_rm(0, 30));
+        CHECK(test::first_difference(s.eval(reply, 0, 0), fresh(test::concat(prompt, reply), 30), 256) == "");
+        // Dropping below it, copying over it or keeping another sequence forgets it.
+        REQUIRE(s.seq_cp(0, 1));
+        CHECK(s.checkpoint_pos(1) == -1);
+        REQUIRE(s.seq_rm(0, 0));
+        CHECK(s.checkpoint_pos(0) == -1);
+        s.eval(prompt, -1, 0);
+        CHECK_FALSE(s.seq_rm(0, 10));
+    }
+    // Attention-only models need no checkpoint: any point in the ring can be returned to.
+    auto be = test::make_backend("reference");
+    auto g4 = Model::load(test::test_data("gemma4_tiny.gguf"), *be);
+    Session s(*g4, *be, params(1));
+    CHECK_FALSE(s.checkpoint(0));
+}
+
 TEST_CASE("qwen35: a prompt evaluated beside another sequence's decode steps equals each alone", "[hybrid][seq]") {
     for (const std::string& name : test::all_backend_names()) {
         INFO("backend " << name);
