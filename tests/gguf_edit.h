@@ -67,16 +67,18 @@ inline void put_value(GgufWriter& w, const std::string& key, const GgufValue& v)
 }  // namespace detail
 
 // Copies `src` to `out`: metadata keys in `drop_keys` and tensors in `drop_tensors` are left
-// out, and `edit` (if given) writes extra or replacement metadata after the copied keys.
+// out, `edit` (if given) writes extra or replacement metadata after the copied keys, and
+// `tensor_edit` (if given) may write a tensor in its own way (returning true) instead of the copy.
 inline void rewrite_gguf(const std::string& src, const std::string& out, const std::set<std::string>& drop_keys,
-                         const std::set<std::string>& drop_tensors, const std::function<void(GgufWriter&)>& edit = {}) {
+                         const std::set<std::string>& drop_tensors, const std::function<void(GgufWriter&)>& edit = {},
+                         const std::function<bool(const GgufTensorInfo&, GgufWriter&)>& tensor_edit = {}) {
     auto f = GgufFile::open(src);
     GgufWriter w;
     for (const auto& [key, v] : f->metadata())
         if (!drop_keys.count(key) && key != "general.alignment") detail::put_value(w, key, v);
     if (edit) edit(w);
     for (const GgufTensorInfo& t : f->tensors()) {
-        if (drop_tensors.count(t.name)) continue;
+        if (drop_tensors.count(t.name) || (tensor_edit && tensor_edit(t, w))) continue;
         std::vector<int64_t> ne(t.ne, t.ne + std::max(t.n_dims, 1));
         w.add_tensor(t.name, t.type, ne, std::vector<uint8_t>(t.data, t.data + t.nbytes));
     }

@@ -321,3 +321,35 @@ TEST_CASE("gemma4: the tiny file tokenizer, end-of-generation tokens and chat pr
     CHECK(t.encode("<|channel>", false, false) == std::vector<int32_t>{chan});
     CHECK(t.encode("<|turn>", false, false) != std::vector<int32_t>{turn});
 }
+
+TEST_CASE("gemma4: a per-layer embedding table longer than the trimmed vocabulary loads", "[gemma4]") {
+    // llama.cpp's converter trims token_embd to the tokenizer's vocabulary but keeps
+    // per_layer_token_embd at vocab_size_per_layer_input rows: extra rows are never read.
+    const std::string src = test_data("gemma4_tiny.gguf");
+    const std::string out = (std::filesystem::temp_directory_path() / "lockstep_gemma4_ple_rows.gguf").string();
+    auto with_rows = [&](int64_t extra) {
+        rewrite_gguf(src, out, {}, {}, {}, [&](const GgufTensorInfo& t, GgufWriter& w) {
+            if (t.name != "per_layer_token_embd.weight") return false;
+            std::vector<uint8_t> bytes(t.data, t.data + t.nbytes);
+            const size_t row = size_t(t.ne[0]) * 4;
+            if (extra >= 0) bytes.resize(bytes.size() + size_t(extra) * row, 0x7f);  // large values: reading one shows
+            else bytes.resize(bytes.size() - size_t(-extra) * row);
+            w.add_tensor(t.name, t.type, {t.ne[0], t.ne[1] + extra}, bytes);
+            return true;
+        });
+    };
+    auto be = make_backend("reference");
+    const std::vector<int32_t> prompt = random_tokens(20, 9, 320);
+    SessionParams p;
+    p.n_ctx = 64;
+    auto m0 = Model::load(src, *be);
+    const std::vector<float> want = Session(*m0, *be, p).eval(prompt, 0);
+    with_rows(64);
+    {
+        auto m = Model::load(out, *be);
+        REQUIRE_BIT_IDENTICAL(Session(*m, *be, p).eval(prompt, 0), want, 320);
+    }
+    with_rows(-1);
+    CHECK_THROWS_WITH(Model::load(out, *be), Catch::Contains("per_layer_token_embd.weight has 319 rows for a vocabulary of 320"));
+    std::filesystem::remove(out);
+}

@@ -119,7 +119,14 @@ void Gemma4::load_arch() {
     }
     const int64_t P = n_embd_per_layer_;
     if (P > 0) {
-        ple_tok_embd_ = matmul_weight("per_layer_token_embd.weight", L * P, hp_.n_vocab);
+        // The converter trims token_embd to the tokenizer's vocabulary but not this table
+        // (vocab_size_per_layer_input): any row count that covers every token id will do.
+        const GgufTensorInfo* pt = f.find_tensor("per_layer_token_embd.weight");
+        if (!pt) throw std::runtime_error("model is missing tensor 'per_layer_token_embd.weight'");
+        if (pt->ne[1] < hp_.n_vocab)
+            bad("per_layer_token_embd.weight has " + std::to_string(pt->ne[1]) + " rows for a vocabulary of " +
+                std::to_string(hp_.n_vocab));
+        ple_tok_embd_ = matmul_weight("per_layer_token_embd.weight", L * P, pt->ne[1]);
         ple_proj_ = matmul_weight("per_layer_model_proj.weight", E, L * P);
         ple_proj_norm_ = norm_weight("per_layer_proj_norm.weight", P);
     }
