@@ -2,6 +2,7 @@
 
 #include "core/topk_rule.h"
 
+#include <cfloat>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -124,7 +125,8 @@ Tensor* sigmoid(Graph& g, Tensor* x) { return unary(g, OpId::SIGMOID, x); }
 Tensor* softplus(Graph& g, Tensor* x) { return unary(g, OpId::SOFTPLUS, x); }
 
 Tensor* softcap(Graph& g, Tensor* x, float cap) {
-    if (!(cap > 0.f) || !std::isfinite(cap)) fail("softcap", "cap must be a positive finite number");
+    // A subnormal cap could be flushed to zero by a GPU (0/0): refuse it with the rest.
+    if (!(cap >= FLT_MIN) || !std::isfinite(cap)) fail("softcap", "cap must be a positive, normal, finite number");
     Tensor* t = unary(g, OpId::SOFTCAP, x);
     t->set_params(SoftcapParams{cap});
     return t;

@@ -260,9 +260,10 @@ std::string Tokenizer::token_to_piece(int32_t id, bool render_special) const {
     if (ty == TokenType::Control || ty == TokenType::Unknown) return render_special ? t : std::string();
     if (ty == TokenType::UserDefined) return t;
     if (m.v.kind != TokenizerKind::BytePairGpt2) {  // "▁" for spaces, <0xXX> byte pieces
-        if (ty == TokenType::Byte) {
-            int b = parse_byte_piece(t);
-            if (b >= 0) return std::string(1, char(b));
+        // (a gemma4 vocabulary's byte pieces may be typed normal: those the constructor took)
+        if (ty == TokenType::Byte || (m.v.kind == TokenizerKind::BpeSentencePiece && ty == TokenType::Normal)) {
+            const int b = parse_byte_piece(t);
+            if (b >= 0 && (ty == TokenType::Byte || m.byte_token[size_t(b)] == id)) return std::string(1, char(b));
         }
         std::string out;
         out.reserve(t.size());
@@ -394,11 +395,12 @@ std::string format_chat(const std::vector<ChatMsg>& msgs, bool add_generation_pr
         // model turn with an empty thought channel.
         for (const ChatMsg& m : msgs) {
             const bool model = m.role == "assistant" || m.role == "model";
-            const std::string role = model ? "model" : m.role == "system" ? "system" : "user";
+            const std::string role = model ? "model" : (m.role == "system" || m.role == "developer") ? "system" : "user";
             std::string content = m.content;
-            for (size_t a; model && (a = content.find("<|channel>")) != std::string::npos;) {
-                const size_t b = content.find("<channel|>", a);
-                content.erase(a, b == std::string::npos ? std::string::npos : b + 10 - a);
+            static const std::string open = "<|channel>", close = "<channel|>";
+            for (size_t a; model && (a = content.find(open)) != std::string::npos;) {
+                const size_t b = content.find(close, a);
+                content.erase(a, b == std::string::npos ? std::string::npos : b + close.size() - a);
             }
             out += "<|turn>" + role + "\n" + trim(content) + "<turn|>\n";
         }

@@ -302,10 +302,6 @@ void Tokenizer::Impl::encode_bpe(std::string_view frag, std::vector<int32_t>& ou
     }
 }
 
-}  // namespace ls
-
-namespace ls {
-
 // SentencePiece-style BPE with merges (tokenizer.ggml.model "gemma4": HF's BPE with
 // byte_fallback behind a Replace(" ", "▁") normalizer, pre-split like llama.cpp's gemma4
 // pre-tokenizer into runs of newlines and runs of anything else). A newline run that is a

@@ -262,6 +262,10 @@ TEST_CASE("gemma4: broken metadata and missing tensors are load errors naming th
                           [&](GgufWriter& w) { w.set_i32_array("gemma4.attention.head_count_kv", {1, 1, 1}); }),
                Catch::Contains("'gemma4.attention.head_count_kv' has 3 entries for 6 layers"));
     CHECK_THAT(load_error({"gemma4.feed_forward_length"}, {}, {}), Catch::Contains("gemma4.feed_forward_length"));
+    CHECK_THAT(load_error({pat}, {}, {}), Catch::Contains("missing key 'gemma4.attention.sliding_window_pattern'"));
+    CHECK_THAT(load_error({}, {"rope_freqs.weight"}, {}), Catch::Contains("rope_freqs.weight"));
+    CHECK_THAT(load_error({"gemma4.attention.head_count"}, {}, [&](GgufWriter& w) { w.set_u64("gemma4.attention.head_count", uint64_t(1) << 33); }),
+               Catch::Contains("out of range"));
     CHECK_THAT(load_error({}, {"blk.1.attn_k.weight"}, {}), Catch::Contains("blk.1.attn_k.weight"));
     CHECK_THAT(load_error({}, {"per_layer_model_proj.weight"}, {}), Catch::Contains("per_layer_model_proj.weight"));
     CHECK_THAT(load_error({"gemma4.rope.dimension_count"}, {},

@@ -201,11 +201,19 @@ TEST_CASE("gemma4 bpe: merges over escaped text with byte fallback match HF toke
     }
     v.eos_id = 1, v.bos_id = 2, v.unk_id = 3;
     REQUIRE(golden.size() >= 10);
-    const Tokenizer t(std::move(v));
+    // The same vocabulary with its <0xXX> pieces typed normal (as some gemma4 files have them).
+    Vocab vn = v;
+    for (size_t i = 0; i < vn.types.size(); ++i)
+        if (vn.types[i] == 6) vn.types[i] = 1;
+    const Tokenizer t(std::move(v)), tn(std::move(vn));
     for (auto& [text, ids] : golden) {
         INFO("'" << text << "'");
         CHECK(t.encode(text, false, false) == ids);
-        if (text.find("\xE2\x96\x81") == std::string::npos) CHECK(t.decode(ids) == text);  // a literal ▁ reads back as ' '
+        CHECK(tn.encode(text, false, false) == ids);
+        if (text.find("\xE2\x96\x81") == std::string::npos) {  // a literal ▁ reads back as ' '
+            CHECK(t.decode(ids) == text);
+            CHECK(tn.decode(ids) == text);
+        }
     }
     // Specials: matched in the text only with parse_special; <turn|> ends generation.
     const int32_t turn = t.find_token("<|turn>"), end = t.find_token("<turn|>");

@@ -1,5 +1,6 @@
 #include "core/models/gemma4.h"
 
+#include <cfloat>
 #include <cmath>
 #include <optional>
 #include <stdexcept>
@@ -57,18 +58,25 @@ void Gemma4::load_arch() {
     n_expert_used_ = f.get_int(a + "expert_used_count", 0);
     const int64_t n_ff_exp = f.get_int(a + "expert_feed_forward_length", 0);
 
-    std::vector<bool> swa;
-    if (f.find(a + "attention.sliding_window_pattern")) {
-        swa = f.get_bool_array(a + "attention.sliding_window_pattern");
-        if (int64_t(swa.size()) != L)
-            bad("attention.sliding_window_pattern has " + std::to_string(swa.size()) + " entries for " + std::to_string(L) +
-                " layers");
-    } else {
-        for (int64_t il = 0; il < L; ++il) swa.push_back(il % 6 < 5);  // the family's default 5:1
-    }
+    // Required, as llama.cpp requires it: the family's patterns differ (4:1 in E2B, 5:1 in
+    // others), so no default would be right.
+    if (!f.find(a + "attention.sliding_window_pattern")) bad("missing key '" + a + "attention.sliding_window_pattern'");
+    const std::vector<bool> swa = f.get_bool_array(a + "attention.sliding_window_pattern");
+    if (int64_t(swa.size()) != L)
+        bad("attention.sliding_window_pattern has " + std::to_string(swa.size()) + " entries for " + std::to_string(L) +
+            " layers");
+    // Everything below is stored in 32-bit fields: refuse what would not fit rather than wrap.
+    constexpr int64_t kMax = int64_t(1) << 30;
+    for (int64_t v : {n_head, hd_k, hd_v, hd_k_swa, hd_v_swa, window, rot, rot_swa, n_embd_per_layer_, n_expert_,
+                      n_expert_used_, n_ff_exp, hp_.n_embd})
+        if (v > kMax) bad("a hyperparameter of " + std::to_string(v) + " is out of range (broken metadata)");
+    for (const std::vector<int64_t>* arr : {&n_head_kv, &n_ff})
+        for (int64_t v : *arr)
+            if (v > kMax) bad("a per-layer hyperparameter of " + std::to_string(v) + " is out of range (broken metadata)");
+    if (n_embd_per_layer_ * L > kMax) bad("embedding_length_per_layer_input x block_count is out of range (broken metadata)");
     if (n_head <= 0 || hd_k <= 0 || hd_v <= 0 || hd_k_swa <= 0 || hd_v_swa <= 0 || window <= 0 || n_shared < 0 ||
         n_shared >= L || rot <= 0 || rot > hd_k || rot % 2 || rot_swa <= 0 || rot_swa > hd_k_swa || rot_swa % 2 ||
-        n_embd_per_layer_ < 0 || !(final_softcap_ >= 0.f) || !std::isfinite(final_softcap_))
+        n_embd_per_layer_ < 0 || !std::isfinite(final_softcap_) || (final_softcap_ != 0.f && !(final_softcap_ >= FLT_MIN)))
         bad("inconsistent attention / rope / softcap hyperparameters in the GGUF metadata");
     if (hp_.n_ctx_train > 0 && window > hp_.n_ctx_train)
         bad("sliding window of " + std::to_string(window) + " tokens is larger than the model's context of " +
@@ -79,29 +87,29 @@ void Gemma4::load_arch() {
 
     const int64_t first_shared = L - n_shared;
     for (int64_t il = 0; il < L; ++il) {
-        LayerParams P;
+        LayerParams lp;
         const bool local = swa[size_t(il)];
-        P.window = local ? int32_t(window) : 0;
-        P.rope_base = float(local ? base_swa : base);
-        P.n_head = int32_t(n_head);
-        P.n_head_kv = int32_t(n_head_kv[size_t(il)]);
-        P.head_dim_k = int32_t(local ? hd_k_swa : hd_k);
-        P.head_dim_v = int32_t(local ? hd_v_swa : hd_v);
-        if (P.n_head_kv <= 0 || n_head % P.n_head_kv || n_ff[size_t(il)] <= 0)
+        lp.window = local ? int32_t(window) : 0;
+        lp.rope_base = float(local ? base_swa : base);
+        lp.n_head = int32_t(n_head);
+        lp.n_head_kv = int32_t(n_head_kv[size_t(il)]);
+        lp.head_dim_k = int32_t(local ? hd_k_swa : hd_k);
+        lp.head_dim_v = int32_t(local ? hd_v_swa : hd_v);
+        if (lp.n_head_kv <= 0 || n_head % lp.n_head_kv || n_ff[size_t(il)] <= 0)
             bad("layer " + std::to_string(il) + ": inconsistent head_count_kv / feed_forward_length");
         if (il >= first_shared) {
             // The last earlier layer of the same kind owns the cache this layer reads.
             for (int64_t src = first_shared - 1; src >= 0; --src)
-                if (swa[size_t(src)] == local) { P.kv_source = int32_t(src); break; }
-            if (P.kv_source < 0)
+                if (swa[size_t(src)] == local) { lp.kv_source = int32_t(src); break; }
+            if (lp.kv_source < 0)
                 bad("layer " + std::to_string(il) + " shares the KV cache of an earlier " +
                     (local ? "sliding" : "global") + " layer, but there is none");
-            const LayerParams& S = hp_.layers[size_t(P.kv_source)];
-            if (S.n_head_kv != P.n_head_kv || S.head_dim_k != P.head_dim_k || S.head_dim_v != P.head_dim_v)
-                bad("layer " + std::to_string(il) + " has another KV geometry than layer " + std::to_string(P.kv_source) +
+            const LayerParams& S = hp_.layers[size_t(lp.kv_source)];
+            if (S.n_head_kv != lp.n_head_kv || S.head_dim_k != lp.head_dim_k || S.head_dim_v != lp.head_dim_v)
+                bad("layer " + std::to_string(il) + " has another KV geometry than layer " + std::to_string(lp.kv_source) +
                     ", whose cache it shares");
         }
-        hp_.layers.push_back(P);
+        hp_.layers.push_back(lp);
     }
     hp_.n_ff = n_ff[0];
 
@@ -112,8 +120,8 @@ void Gemma4::load_arch() {
     output_norm_ = norm_weight("output_norm.weight", E);
     output_ = f.find_tensor("output.weight") ? matmul_weight("output.weight", E, hp_.n_vocab) : tok_embd_;
     bool any_global = false;
-    for (const LayerParams& P : hp_.layers) any_global = any_global || P.window == 0;
-    if (any_global && f.find_tensor("rope_freqs.weight")) {
+    for (const LayerParams& lp : hp_.layers) any_global = any_global || lp.window == 0;
+    if (any_global) {  // proportional RoPE needs its factors (the converter always writes them)
         rope_freqs_ = weight("rope_freqs.weight", {rot / 2});
         if (rope_freqs_->type != DType::F32) bad("rope_freqs.weight must be f32");
     }
@@ -151,10 +159,10 @@ void Gemma4::load_arch() {
         l.ffn_up = matmul_weight(p + "ffn_up.weight", E, F);
         l.ffn_down = matmul_weight(p + "ffn_down.weight", F, E);
         l.post_ffw_norm = norm_weight(p + "post_ffw_norm.weight", E);
-        if (n_expert_ > 0) {
+        if (n_expert_ > 0 && f.find_tensor(p + "ffn_gate_inp.weight")) {  // MoE layers: those with a router
             l.ffn_gate_inp = matmul_weight(p + "ffn_gate_inp.weight", E, n_expert_);
             l.router_scale = norm_weight(p + "ffn_gate_inp.scale", E);
-            l.expert_scale = norm_weight(p + "ffn_down_exps.scale", n_expert_);
+            if (f.find_tensor(p + "ffn_down_exps.scale")) l.expert_scale = norm_weight(p + "ffn_down_exps.scale", n_expert_);
             l.experts.gate_up = expert_weight(p + "ffn_gate_up_exps.weight", E, 2 * n_ff_exp, n_expert_);
             l.experts.down = expert_weight(p + "ffn_down_exps.weight", n_ff_exp, E, n_expert_);
             l.experts.n_ff = n_ff_exp;
@@ -262,8 +270,10 @@ Tensor* Gemma4::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
             Tensor* wts = topk_weights(g, probs, k, true);
             // wts[j, t] * scale[ids[j, t]]: the scales as one 1x1 matrix per expert, so that
             // mul_mat_id gathers them by the ids computed on the device (one product each).
-            Tensor* es = reshape(g, w.expert_scale, {1, 1, n_expert_});
-            wts = reshape(g, mul_mat_id(g, es, reshape(g, wts, {1, k, T}), ids), {k, T});
+            if (w.expert_scale) {
+                Tensor* es = reshape(g, w.expert_scale, {1, 1, n_expert_});
+                wts = reshape(g, mul_mat_id(g, es, reshape(g, wts, {1, k, T}), ids), {k, T});
+            }
             Tensor* moe = moe_experts(g, w.experts, rms_norm(g, res, w.pre_ffw_norm_2, eps), ids, wts);
             f = add(g, rms_norm(g, f, w.post_ffw_norm_1, eps), rms_norm(g, moe, w.post_ffw_norm_2, eps));
         }

@@ -34,9 +34,9 @@ private:
         Tensor* ffn_down;        // (n_ff, n_embd)
         Tensor* post_ffw_norm;   // (n_embd)
         // mixture of experts (26B-A4B), beside the dense FFN above
-        Tensor* ffn_gate_inp;    // (n_embd, n_expert): router, or null without experts
+        Tensor* ffn_gate_inp;    // (n_embd, n_expert): router, or null (no experts in this layer)
         Tensor* router_scale;    // (n_embd): the router input's per-channel scale
-        Tensor* expert_scale;    // (n_expert): each chosen expert's weight is multiplied by it
+        Tensor* expert_scale;    // (n_expert): each chosen expert's weight is multiplied by it, or null
         MoeExperts experts;
         Tensor* pre_ffw_norm_2;  // (n_embd): the experts' input norm
         Tensor* post_ffw_norm_1; // (n_embd): the dense FFN's output norm
