@@ -99,13 +99,32 @@ Tensor* Model::expert_weight(const std::string& name, int64_t k, int64_t n, int6
     return t;
 }
 
-Tensor* Model::output_head(Graph& g, const Ubatch& ub, Tensor* x, Tensor* norm, Tensor* out, float softcap,
-                           bool all_rows) const {
+Tensor* CacheRows::operator()(int64_t R) {
+    for (auto& [r, t] : by_ring_)
+        if (r == R) return t;
+    const size_t n = ub_.tokens.size();
+    std::vector<int64_t> rows(n);
+    for (size_t i = 0; i < n; ++i) rows[i] = int64_t(ub_.seq[i]) * R + ub_.pos[i] % R;
+    Tensor* t = g_.input(DType::I64, {int64_t(n)}, rows.data(), "cache_rows");
+    by_ring_.emplace_back(R, t);
+    return t;
+}
+
+void Model::bind_embeddings() {
+    const GgufTensorInfo* te = file_->find_tensor("token_embd.weight");
+    if (!te) throw std::runtime_error("model is missing tensor 'token_embd.weight'");
+    hp_.n_vocab = te->ne[1];
+    tok_embd_ = matmul_weight("token_embd.weight", hp_.n_embd, hp_.n_vocab);
+    output_norm_ = norm_weight("output_norm.weight", hp_.n_embd);
+    output_ = file_->find_tensor("output.weight") ? matmul_weight("output.weight", hp_.n_embd, hp_.n_vocab) : tok_embd_;
+}
+
+Tensor* Model::output_head(Graph& g, const Ubatch& ub, Tensor* x, float softcap, bool all_rows) const {
     const int64_t T = int64_t(ub.tokens.size()), n_out = int64_t(ub.out_idx.size());
     if (n_out == 0) return nullptr;
     if (n_out < T && !all_rows) x = ops::get_rows(g, x, g.input(DType::I32, {n_out}, ub.out_idx.data(), "out_idx"));
-    x = ops::rms_norm(g, x, norm, hp_.rms_eps);
-    Tensor* logits = ops::mul_mat(g, out, x);  // (n_vocab, n_out)
+    x = ops::rms_norm(g, x, output_norm_, hp_.rms_eps);
+    Tensor* logits = ops::mul_mat(g, output_, x);  // (n_vocab, n_out)
     if (softcap > 0) logits = ops::softcap(g, logits, softcap);
     g.mark_output(logits);
     return logits;

@@ -42,6 +42,19 @@ struct Ubatch {
     std::vector<int32_t> out_idx;  // indices (into tokens) whose logits are wanted, in order
 };
 
+// The KV-cache row of every token of a ubatch in a ring of R rows per sequence slot,
+// seq * R + pos mod R (SEMANTICS.md section 1): one I64 graph input per distinct R.
+class CacheRows {
+public:
+    CacheRows(Graph& g, const Ubatch& ub) : g_(g), ub_(ub) {}
+    Tensor* operator()(int64_t R);
+
+private:
+    Graph& g_;
+    const Ubatch& ub_;
+    std::vector<std::pair<int64_t, Tensor*>> by_ring_;
+};
+
 class Model {
 public:
     // Opens the GGUF, reads hyperparameters and binds every weight (zero-copy where the
@@ -75,11 +88,17 @@ protected:
     Tensor* matmul_weight(const std::string& name, int64_t k, int64_t n);
     // The matrices of n_expert experts, [k, n, n_expert] (mul_mat_id's w).
     Tensor* expert_weight(const std::string& name, int64_t k, int64_t n, int64_t n_expert);
+    // Binds token_embd (which sets hp_.n_vocab), output_norm and output (token_embd when the
+    // file ties them): every architecture here has these three.
+    void bind_embeddings();
     // The logits of the rows ub.out_idx asks for (only those go through the large output
-    // projection): RMS norm with `norm`, then `out`, then soft-capped when softcap > 0.
+    // projection): RMS norm with output_norm, then output, then soft-capped when softcap > 0.
     // nullptr when none is wanted. `all_rows`: x holds exactly the wanted rows already.
-    Tensor* output_head(Graph& g, const Ubatch& ub, Tensor* x, Tensor* norm, Tensor* out, float softcap = 0.f,
-                        bool all_rows = false) const;
+    Tensor* output_head(Graph& g, const Ubatch& ub, Tensor* x, float softcap = 0.f, bool all_rows = false) const;
+
+    Tensor* tok_embd_ = nullptr;     // (n_embd, n_vocab)
+    Tensor* output_norm_ = nullptr;  // (n_embd)
+    Tensor* output_ = nullptr;       // (n_embd, n_vocab): tok_embd_ unless the file has its own
 
     std::unique_ptr<GgufFile> file_;
     Backend* be_ = nullptr;

@@ -8,12 +8,12 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "core/gguf.h"
 #include "core/ops.h"
 #include "core/quant.h"
 #include "core/session.h"
+#include "tests/golden.h"
 #include "tests/op_cases.h"
 #include "tests/logits_util.h"
 #include "tests/test_util.h"
@@ -23,26 +23,6 @@ using namespace ls;
 namespace {
 
 std::string tiny_path() { return test::test_data("qwen35_tiny.gguf"); }  // the contract tests run on qwen35
-
-struct Golden {
-    int32_t n = 0, n_vocab = 0;
-    std::vector<int32_t> tokens;
-    std::vector<float> logits;  // [n][n_vocab]
-};
-
-Golden read_golden(const std::string& arch) {
-    std::ifstream f(test::test_data(arch + "_tiny.golden"), std::ios::binary);
-    REQUIRE(f.good());
-    Golden g;
-    f.read(reinterpret_cast<char*>(&g.n), 4);
-    f.read(reinterpret_cast<char*>(&g.n_vocab), 4);
-    g.tokens.resize(size_t(g.n));
-    g.logits.resize(size_t(g.n) * size_t(g.n_vocab));
-    f.read(reinterpret_cast<char*>(g.tokens.data()), std::streamsize(g.tokens.size() * 4));
-    f.read(reinterpret_cast<char*>(g.logits.data()), std::streamsize(g.logits.size() * 4));
-    REQUIRE(f.good());
-    return g;
-}
 
 SessionParams params(int32_t n_seq, int64_t n_ubatch = 512) {
     SessionParams p;
@@ -96,7 +76,7 @@ std::vector<std::vector<float>> decode_together(Session& s, const std::vector<st
 TEST_CASE("qwen35, qwen35moe, qwen3next, qwen3next MoE: tiny model logits match transformers for a 100-token prompt",
           "[hybrid][golden]") {
   for (const std::string arch : {"qwen35", "qwen35moe", "qwen3next", "qwen3nextmoe"}) {
-    const Golden gold = read_golden(arch);
+    const test::Golden gold = test::read_golden(arch + "_tiny");
     for (const std::string& name : test::all_backend_names()) {
         INFO(arch << " on backend " << name);
         auto be = test::make_backend(name);
@@ -104,23 +84,15 @@ TEST_CASE("qwen35, qwen35moe, qwen3next, qwen3next MoE: tiny model logits match 
         REQUIRE(m->hparams().n_vocab == gold.n_vocab);
         Session s(*m, *be, params(1));
         const std::vector<float> l = s.eval(gold.tokens, 0);
-        REQUIRE(l.size() == gold.logits.size());
-        double worst = 0;
-        int flipped = 0;
-        for (int32_t t = 0; t < gold.n; ++t) {
-            const float* a = l.data() + size_t(t) * size_t(gold.n_vocab);
-            const float* g = gold.logits.data() + size_t(t) * size_t(gold.n_vocab);
-            for (int32_t v = 0; v < gold.n_vocab; ++v) worst = std::max(worst, double(std::fabs(a[v] - g[v])));
-            flipped += argmax(a, gold.n_vocab) != argmax(g, gold.n_vocab);
-        }
+        const test::GoldenDiff d = test::compare_golden(l, gold);
         // transformers runs its chunked delta rule in float32 torch (its own recurrent form
         // differs from it by 3e-5 on these logits, |logit| <= 4); lockstep sums dot products in
         // double and uses its own exp: differences of a few float ulps per op, over 4 layers.
-        INFO("largest |logit - transformers| = " << worst);
+        INFO("largest |logit - transformers| = " << d.worst);
         // Measured: 3.0e-5 (qwen35) and 2.8e-5 (qwen3next) on reference and CPU, the same as
         // transformers' own chunked vs recurrent difference.
-        CHECK(worst <= 2e-4);
-        CHECK(flipped == 0);  // the goldens' smallest top-1 margins: 7.9e-3 and 5.2e-4
+        CHECK(d.worst <= 2e-4);
+        CHECK(d.flipped == 0);  // the goldens' smallest top-1 margins: 7.9e-3 and 5.2e-4
     }
   }
 }

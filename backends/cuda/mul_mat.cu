@@ -157,22 +157,10 @@ void mul_mat(const Tensor& dst, Ctx& ctx) {
     const int warps = int(n_mrows < kWarps ? n_mrows : kWarps);
     const dim3 grid{unsigned(N), unsigned(gy)}, block{32u, unsigned(warps)};
     // With fewer than kWarps rows the block has fewer warps; blockIdx.y is then 0 and m = threadIdx.y.
-    switch (w.type) {
-        case DType::F32: case DType::F16: case DType::BF16:
-            dot_f_kernel<<<grid, block, 0, ctx.stream>>>(w.type, dptr(w), int64_t(w.nb[1]), act, arb, n_mrows, K, dptr(dst), shape_of(dst));
-            break;
-        case DType::Q4_0: launch_q<DType::Q4_0>(grid, block, ctx.stream, w, act, arb, n_mrows, dst); break;
-        case DType::Q4_1: launch_q<DType::Q4_1>(grid, block, ctx.stream, w, act, arb, n_mrows, dst); break;
-        case DType::Q5_0: launch_q<DType::Q5_0>(grid, block, ctx.stream, w, act, arb, n_mrows, dst); break;
-        case DType::Q5_1: launch_q<DType::Q5_1>(grid, block, ctx.stream, w, act, arb, n_mrows, dst); break;
-        case DType::Q8_0: launch_q<DType::Q8_0>(grid, block, ctx.stream, w, act, arb, n_mrows, dst); break;
-        case DType::Q2_K: launch_q<DType::Q2_K>(grid, block, ctx.stream, w, act, arb, n_mrows, dst); break;
-        case DType::Q3_K: launch_q<DType::Q3_K>(grid, block, ctx.stream, w, act, arb, n_mrows, dst); break;
-        case DType::Q4_K: launch_q<DType::Q4_K>(grid, block, ctx.stream, w, act, arb, n_mrows, dst); break;
-        case DType::Q5_K: launch_q<DType::Q5_K>(grid, block, ctx.stream, w, act, arb, n_mrows, dst); break;
-        case DType::Q6_K: launch_q<DType::Q6_K>(grid, block, ctx.stream, w, act, arb, n_mrows, dst); break;
-        default: throw std::logic_error(std::string("cuda mul_mat: weight type ") + dtype_name(w.type) + " reached the kernel");
-    }
+    if (w.type == DType::F32 || w.type == DType::F16 || w.type == DType::BF16)
+        dot_f_kernel<<<grid, block, 0, ctx.stream>>>(w.type, dptr(w), int64_t(w.nb[1]), act, arb, n_mrows, K, dptr(dst), shape_of(dst));
+    else if (!with_quant_weight(w.type, [&](auto wt) { launch_q<decltype(wt)::value>(grid, block, ctx.stream, w, act, arb, n_mrows, dst); }))
+        throw std::logic_error(std::string("cuda mul_mat: weight type ") + dtype_name(w.type) + " reached the kernel");
     LS_CUDA_CHECK_LAUNCH("mul_mat dot kernel");
 }
 

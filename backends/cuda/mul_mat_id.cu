@@ -102,22 +102,10 @@ void mul_mat_id(const Tensor& dst, Ctx& ctx) {
     const dim3 grid{unsigned(N), unsigned(gy)}, block{32u, unsigned(warps)};
     const auto* id = reinterpret_cast<const int32_t*>(dptr(ids));
     float* out = reinterpret_cast<float*>(dptr(dst));
-    switch (w.type) {
-        case DType::F32: case DType::F16: case DType::BF16:
-            dot_f_id_kernel<<<grid, block, 0, ctx.stream>>>(w.type, dptr(w), id, act, g, K, out, N);
-            break;
-        case DType::Q4_0: launch_q<DType::Q4_0>(grid, block, ctx.stream, w, id, act, g, out); break;
-        case DType::Q4_1: launch_q<DType::Q4_1>(grid, block, ctx.stream, w, id, act, g, out); break;
-        case DType::Q5_0: launch_q<DType::Q5_0>(grid, block, ctx.stream, w, id, act, g, out); break;
-        case DType::Q5_1: launch_q<DType::Q5_1>(grid, block, ctx.stream, w, id, act, g, out); break;
-        case DType::Q8_0: launch_q<DType::Q8_0>(grid, block, ctx.stream, w, id, act, g, out); break;
-        case DType::Q2_K: launch_q<DType::Q2_K>(grid, block, ctx.stream, w, id, act, g, out); break;
-        case DType::Q3_K: launch_q<DType::Q3_K>(grid, block, ctx.stream, w, id, act, g, out); break;
-        case DType::Q4_K: launch_q<DType::Q4_K>(grid, block, ctx.stream, w, id, act, g, out); break;
-        case DType::Q5_K: launch_q<DType::Q5_K>(grid, block, ctx.stream, w, id, act, g, out); break;
-        case DType::Q6_K: launch_q<DType::Q6_K>(grid, block, ctx.stream, w, id, act, g, out); break;
-        default: throw std::logic_error(std::string("cuda mul_mat_id: weight type ") + dtype_name(w.type) + " reached the kernel");
-    }
+    if (w.type == DType::F32 || w.type == DType::F16 || w.type == DType::BF16)
+        dot_f_id_kernel<<<grid, block, 0, ctx.stream>>>(w.type, dptr(w), id, act, g, K, out, N);
+    else if (!with_quant_weight(w.type, [&](auto wt) { launch_q<decltype(wt)::value>(grid, block, ctx.stream, w, id, act, g, out); }))
+        throw std::logic_error(std::string("cuda mul_mat_id: weight type ") + dtype_name(w.type) + " reached the kernel");
     LS_CUDA_CHECK_LAUNCH("mul_mat_id dot kernel");
 }
 

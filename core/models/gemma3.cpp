@@ -48,12 +48,7 @@ void Gemma3::load_arch() {
     }
 
     const int64_t E = hp_.n_embd;
-    const GgufTensorInfo* te = f.find_tensor("token_embd.weight");
-    if (!te) throw std::runtime_error("model is missing tensor 'token_embd.weight'");
-    hp_.n_vocab = te->ne[1];
-    tok_embd_ = matmul_weight("token_embd.weight", E, hp_.n_vocab);
-    output_norm_ = norm_weight("output_norm.weight", E);
-    output_ = f.find_tensor("output.weight") ? matmul_weight("output.weight", E, hp_.n_vocab) : tok_embd_;
+    bind_embeddings();
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
         Layer l;
@@ -82,17 +77,7 @@ Tensor* Gemma3::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
     Tensor* pos = g.input(DType::I32, {T}, ub.pos.data(), "pos");
     Tensor* seq = g.input(DType::I32, {T}, ub.seq.data(), "seq");
 
-    // Cache row of each token, per distinct ring size: row = s * R + pos mod R.
-    std::vector<std::pair<int64_t, Tensor*>> rows_by_R;
-    auto cache_rows = [&](int64_t R) {
-        for (auto& [r, t] : rows_by_R)
-            if (r == R) return t;
-        std::vector<int64_t> rows(T);
-        for (int64_t i = 0; i < T; ++i) rows[i] = int64_t(ub.seq[i]) * R + ub.pos[i] % R;
-        Tensor* t = g.input(DType::I64, {T}, rows.data(), "cache_rows");
-        rows_by_R.emplace_back(R, t);
-        return t;
-    };
+    CacheRows cache_rows(g, ub);
 
     Tensor* x = scale(g, get_rows(g, tok_embd_, tokens), std::sqrt(float(E)));  // (E, T)
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
@@ -120,7 +105,7 @@ Tensor* Gemma3::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
         f = mul_mat(g, w.ffn_down, f);
         x = add(g, x, rms_norm(g, f, w.post_ffw_norm, eps));
     }
-    return output_head(g, ub, x, output_norm_, output_);
+    return output_head(g, ub, x);
 }
 
 }  // namespace ls

@@ -26,9 +26,6 @@ private:
         Tensor* ffn_down;        // (n_ff, n_embd)
         Tensor* post_ffw_norm;   // (n_embd)
     };
-    Tensor* tok_embd_ = nullptr;     // (n_embd, n_vocab), also the output projection
-    Tensor* output_norm_ = nullptr;  // (n_embd)
-    Tensor* output_ = nullptr;       // (n_embd, n_vocab): tok_embd_ unless the file has its own
     std::vector<Layer> layers_;
 };
 

@@ -113,12 +113,7 @@ void Gemma4::load_arch() {
     }
     hp_.n_ff = n_ff[0];
 
-    const GgufTensorInfo* te = f.find_tensor("token_embd.weight");
-    if (!te) throw std::runtime_error("model is missing tensor 'token_embd.weight'");
-    hp_.n_vocab = te->ne[1];
-    tok_embd_ = matmul_weight("token_embd.weight", E, hp_.n_vocab);
-    output_norm_ = norm_weight("output_norm.weight", E);
-    output_ = f.find_tensor("output.weight") ? matmul_weight("output.weight", E, hp_.n_vocab) : tok_embd_;
+    bind_embeddings();
     bool any_global = false;
     for (const LayerParams& lp : hp_.layers) any_global = any_global || lp.window == 0;
     if (any_global) {  // proportional RoPE needs its factors (the converter always writes them)
@@ -193,18 +188,7 @@ Tensor* Gemma4::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
     Tensor* pos = g.input(DType::I32, {T}, ub.pos.data(), "pos");
     Tensor* seq = g.input(DType::I32, {T}, ub.seq.data(), "seq");
 
-    // Cache row of each token, per distinct ring size: row = s * R + pos mod R.
-    std::vector<std::pair<int64_t, Tensor*>> rows_by_R;
-    auto cache_rows = [&](int64_t R) {
-        for (auto& [r, t] : rows_by_R)
-            if (r == R) return t;
-        const int64_t n = int64_t(ub.tokens.size());  // cache rows are written before any narrowing
-        std::vector<int64_t> rows(static_cast<size_t>(n));
-        for (int64_t i = 0; i < n; ++i) rows[size_t(i)] = int64_t(ub.seq[size_t(i)]) * R + ub.pos[size_t(i)] % R;
-        Tensor* t = g.input(DType::I64, {n}, rows.data(), "cache_rows");
-        rows_by_R.emplace_back(R, t);
-        return t;
-    };
+    CacheRows cache_rows(g, ub);  // over the whole ubatch: rows are written before any narrowing
 
     Tensor* x = scale(g, get_rows(g, tok_embd_, tokens), std::sqrt(float(E)));  // (E, T)
     // Per-layer inputs (P, L, T): (norm(W_ple x / sqrt(E)) + embd_ple(token) sqrt(P)) / sqrt(2).
@@ -286,7 +270,7 @@ Tensor* Gemma4::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
         }
         if (w.out_scale) x = mul(g, x, w.out_scale);
     }
-    return output_head(g, ub, x, output_norm_, output_, final_softcap_, narrowed);
+    return output_head(g, ub, x, final_softcap_, narrowed);
 }
 
 }  // namespace ls

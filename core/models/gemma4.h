@@ -49,9 +49,6 @@ private:
         int32_t rope_dims;       // rotated dims per head (NEOX)
         bool freq_factors;       // global layers: rope_freqs divides the frequencies
     };
-    Tensor* tok_embd_ = nullptr;     // (n_embd, n_vocab), also the output projection
-    Tensor* output_norm_ = nullptr;  // (n_embd)
-    Tensor* output_ = nullptr;       // (n_embd, n_vocab): tok_embd_ unless the file has its own
     Tensor* rope_freqs_ = nullptr;   // (rope_dims_global / 2): proportional RoPE's factors
     Tensor* ple_tok_embd_ = nullptr; // (n_layer * n_embd_per_layer, n_vocab)
     Tensor* ple_proj_ = nullptr;     // (n_embd, n_layer * n_embd_per_layer)

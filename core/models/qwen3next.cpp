@@ -64,12 +64,7 @@ void Qwen3Hybrid::load_arch() {
     }
 
     const int64_t E = hp_.n_embd, C = 2 * n_k_heads_ * d_k_ + n_v_heads_ * d_v_, V = n_v_heads_ * d_v_;
-    const GgufTensorInfo* te = f.find_tensor("token_embd.weight");
-    if (!te) throw std::runtime_error("model is missing tensor 'token_embd.weight'");
-    hp_.n_vocab = te->ne[1];
-    tok_embd_ = matmul_weight("token_embd.weight", E, hp_.n_vocab);
-    output_norm_ = norm_weight("output_norm.weight", E);
-    output_ = f.find_tensor("output.weight") ? matmul_weight("output.weight", E, hp_.n_vocab) : tok_embd_;
+    bind_embeddings();
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
         Layer l{};
@@ -180,8 +175,7 @@ Tensor* Qwen3Hybrid::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, Recurr
     Tensor* runs_t = g.input(DType::I32, {4, int64_t(runs.size() / 4)}, runs.data(), "scan_runs");
     Tensor* order_t = g.input(DType::I32, {T}, order.data(), "scan_order");
 
-    // Cache row of each token in full-attention layers (R = n_ctx: row = s * R + pos).
-    Tensor* cache_rows = nullptr;
+    CacheRows cache_rows(g, ub);  // full-attention layers: R = n_ctx
     // Query and gate rows of the joint projection: per head [q (hd), gate (hd)].
     Tensor* q_idx = nullptr;
     Tensor* gate_idx = nullptr;
@@ -251,10 +245,6 @@ Tensor* Qwen3Hybrid::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, Recurr
                     }
                 q_idx = g.input(DType::I32, {T * H}, qi.data(), "q_rows");
                 gate_idx = g.input(DType::I32, {T * H}, gi.data(), "gate_rows");
-                std::vector<int64_t> rows(static_cast<size_t>(T));
-                const int64_t R = kv.ring_rows(int(il));
-                for (int64_t i = 0; i < T; ++i) rows[size_t(i)] = int64_t(ub.seq[size_t(i)]) * R + ub.pos[size_t(i)] % R;
-                cache_rows = g.input(DType::I64, {T}, rows.data(), "cache_rows");
             }
             Tensor* qg = reshape(g, mul_mat(g, w.wq, h), {hd, 2 * H * T});
             Tensor* q = reshape(g, get_rows(g, qg, q_idx), {hd, H, T});
@@ -266,8 +256,9 @@ Tensor* Qwen3Hybrid::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, Recurr
             const RopeParams rp{int32_t(n_rot_), ROPE_NEOX, L.rope_base, 1.0f};
             q = rope(g, q, pos, nullptr, rp);
             k = rope(g, k, pos, nullptr, rp);
-            Tensor* kc = set_rows(g, kv.k(int(il)), reshape(g, k, {hd * L.n_head_kv, T}), cache_rows);
-            Tensor* vc = set_rows(g, kv.v(int(il)), v, cache_rows);
+            Tensor* rows = cache_rows(kv.ring_rows(int(il)));
+            Tensor* kc = set_rows(g, kv.k(int(il)), reshape(g, k, {hd * L.n_head_kv, T}), rows);
+            Tensor* vc = set_rows(g, kv.v(int(il)), v, rows);
             const AttentionParams ap{0, int32_t(kv.ring_rows(int(il))), L.n_head_kv, hp_.attn_scale, 0.f};
             Tensor* att = reshape(g, attention(g, q, kc, vc, pos, seq, ap), {hd * H, T});
             o = mul_mat(g, w.wo, mul(g, att, sigmoid(g, gt)));
@@ -281,7 +272,7 @@ Tensor* Qwen3Hybrid::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, Recurr
             x = add(g, x, mul_mat(g, w.ffn_down, f));
         }
     }
-    return output_head(g, ub, x, output_norm_, output_);
+    return output_head(g, ub, x);
 }
 
 // The mixture-of-experts FFN of h [n_embd, T]: router probabilities softmax(W_r h), the

@@ -64,9 +64,6 @@ private:
     bool expert_norm_ = true;  // expert_weights_norm: the selected weights divided by their sum
     int32_t head_map_ = HEADS_TILED;  // DeltaHeadMap
     int64_t d_conv_ = 0, n_k_heads_ = 0, d_k_ = 0, n_v_heads_ = 0, d_v_ = 0, n_rot_ = 0;
-    Tensor* tok_embd_ = nullptr;     // (n_embd, n_vocab)
-    Tensor* output_norm_ = nullptr;  // (n_embd)
-    Tensor* output_ = nullptr;       // (n_embd, n_vocab): tok_embd_ unless the file has its own
     std::vector<Layer> layers_;
 };
 

@@ -30,13 +30,14 @@ tests/test_gemma4.cpp). The window is 8 tokens, so the prompt wraps every ring m
 
 Usage: tools/oracle/gemma4_tiny.py OUT_DIR [gemma4|gemma4moe] [bench]   (needs torch, transformers, gguf)
 """
-import struct
 import sys
 
 import numpy as np
 import torch
 import gguf
 from transformers import Gemma4TextConfig, Gemma4ForCausalLM
+
+from golden import write_golden
 
 SEED = 4321
 N_PROMPT = 100
@@ -232,27 +233,7 @@ def main():
     export(cfg, m, f"{out}/{kind}_{'bench' if BENCH else 'tiny'}.gguf")
     if BENCH:
         return
-    rng = np.random.default_rng(SEED)
-    tokens = rng.integers(0, cfg.vocab_size, N_PROMPT).astype(np.int32)
-    with torch.no_grad():
-        logits = m(torch.tensor(tokens[None].astype(np.int64))).logits[0].float().numpy()
-        # The same prompt token at a time through transformers' cache: how far its own two
-        # paths disagree (the tolerance the C++ test can hope for is of that order).
-        out_ = m(torch.tensor(tokens[None, :1].astype(np.int64)), use_cache=True)
-        cache = out_.past_key_values
-        step = [out_.logits[0, -1]]
-        for t in range(1, N_PROMPT):
-            out_ = m(torch.tensor(tokens[None, t:t + 1].astype(np.int64)), past_key_values=cache, use_cache=True)
-            cache = out_.past_key_values
-            step.append(out_.logits[0, -1])
-        step = torch.stack(step).numpy()
-    print("max |whole - token at a time| logits:", np.abs(step - logits).max(), " max |logit|:", np.abs(logits).max())
-    top2 = np.sort(logits, axis=1)[:, -2:]
-    print("smallest top-1 margin:", (top2[:, 1] - top2[:, 0]).min())
-    with open(f"{out}/{kind}_tiny.golden", "wb") as f:
-        f.write(struct.pack("<ii", N_PROMPT, cfg.vocab_size))
-        f.write(tokens.astype("<i4").tobytes())
-        f.write(logits.astype("<f4").tobytes())
+    write_golden(m, cfg.vocab_size, N_PROMPT, SEED, f"{out}/{kind}_tiny.golden")
 
 
 if __name__ == "__main__":

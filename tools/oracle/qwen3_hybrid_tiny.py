@@ -27,7 +27,6 @@ expert weights renormalised (norm_topk_prob, `expert_weights_norm`).
 
 Usage: tools/oracle/qwen3_hybrid_tiny.py OUT_DIR [qwen35|qwen35moe|qwen3next|qwen3nextmoe] [tiny|bench]   (needs torch, transformers, gguf)
 """
-import struct
 import sys
 
 import numpy as np
@@ -35,6 +34,8 @@ import torch
 import gguf
 from transformers import (Qwen3_5TextConfig, Qwen3_5ForCausalLM, Qwen3NextConfig, Qwen3NextForCausalLM,
                           Qwen3_5MoeTextConfig, Qwen3_5MoeForCausalLM)
+
+from golden import write_golden
 
 SEED = 1234
 N_PROMPT = 100
@@ -243,30 +244,7 @@ def main():
     export(cfg, m, f"{out}/{arch}_{SIZE}.gguf", "qwen3next" if arch == "qwen3nextmoe" else arch)
     if SIZE != "tiny":
         return
-    rng = np.random.default_rng(SEED)
-    tokens = rng.integers(0, cfg.vocab_size, N_PROMPT).astype(np.int32)
-    with torch.no_grad():
-        logits = m(torch.tensor(tokens[None].astype(np.int64))).logits[0].float().numpy()
-        # The same prompt token at a time through the cache (the recurrent form of the scan):
-        # how far transformers' own chunked and recurrent algorithms disagree.
-        from transformers import DynamicCache
-        cache = None
-        step = []
-        out_ = m(torch.tensor(tokens[None, :1].astype(np.int64)), use_cache=True)
-        cache = out_.past_key_values
-        step.append(out_.logits[0, -1])
-        for t in range(1, N_PROMPT):
-            out_ = m(torch.tensor(tokens[None, t:t + 1].astype(np.int64)), past_key_values=cache, use_cache=True)
-            cache = out_.past_key_values
-            step.append(out_.logits[0, -1])
-        step = torch.stack(step).numpy()
-    print("max |chunked - recurrent| logits:", np.abs(step - logits).max(), " max |logit|:", np.abs(logits).max())
-    top2 = np.sort(logits, axis=1)[:, -2:]
-    print("smallest top-1 margin:", (top2[:, 1] - top2[:, 0]).min())
-    with open(f"{out}/{arch}_tiny.golden", "wb") as f:
-        f.write(struct.pack("<ii", N_PROMPT, cfg.vocab_size))
-        f.write(tokens.astype("<i4").tobytes())
-        f.write(logits.astype("<f4").tobytes())
+    write_golden(m, cfg.vocab_size, N_PROMPT, SEED, f"{out}/{arch}_tiny.golden")
 
 
 if __name__ == "__main__":
