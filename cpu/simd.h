@@ -3,7 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <xsimd/xsimd.hpp>
-#if defined(__AVX__)
+#if defined(__AVX__) || defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 
@@ -14,14 +14,24 @@ namespace ls::cpu::simd {
 using fbatch = xsimd::batch<float>;
 constexpr int64_t W = int64_t(fbatch::size);
 
+// a * b + c rounded once. xsimd 8.1 (Debian 12's libxsimd-dev) has no AVX-512 fma: batches of
+// 16 floats fall back to its generic x * y + z, which rounds twice and broke the kernels'
+// bit-for-bit match with the reference (det_exp, attention's accumulation) on AVX-512 CPUs.
+inline fbatch fma(const fbatch& a, const fbatch& b, const fbatch& c) {
+#if defined(__AVX512F__)
+    if constexpr (fbatch::size == 16) return fbatch(_mm512_fmadd_ps(a, b, c));
+#endif
+    return xsimd::fma(a, b, c);
+}
+
 inline float dot(const float* a, const float* b, int64_t n) {
     fbatch acc0(0.f), acc1(0.f);
     int64_t i = 0;
     for (; i + 2 * W <= n; i += 2 * W) {
-        acc0 = xsimd::fma(fbatch::load_unaligned(a + i), fbatch::load_unaligned(b + i), acc0);
-        acc1 = xsimd::fma(fbatch::load_unaligned(a + i + W), fbatch::load_unaligned(b + i + W), acc1);
+        acc0 = simd::fma(fbatch::load_unaligned(a + i), fbatch::load_unaligned(b + i), acc0);
+        acc1 = simd::fma(fbatch::load_unaligned(a + i + W), fbatch::load_unaligned(b + i + W), acc1);
     }
-    for (; i + W <= n; i += W) acc0 = xsimd::fma(fbatch::load_unaligned(a + i), fbatch::load_unaligned(b + i), acc0);
+    for (; i + W <= n; i += W) acc0 = simd::fma(fbatch::load_unaligned(a + i), fbatch::load_unaligned(b + i), acc0);
     float s = xsimd::hadd(acc0 + acc1);
     for (; i < n; ++i) s += a[i] * b[i];
     return s;
@@ -78,10 +88,10 @@ inline fbatch det_exp(fbatch x) {
     const fbatch xc = xsimd::min(xsimd::max(x, fbatch(kLo)), fbatch(kHi));
     const fbatch t = xc * fbatch(kLog2e) + fbatch(kMagic);
     const fbatch n = t - fbatch(kMagic);
-    fbatch r = xsimd::fma(-n, fbatch(kLn2Hi), xc);
-    r = xsimd::fma(-n, fbatch(kLn2Lo), r);
+    fbatch r = simd::fma(-n, fbatch(kLn2Hi), xc);
+    r = simd::fma(-n, fbatch(kLn2Lo), r);
     fbatch p(kP[0]);
-    for (int i = 1; i < 8; ++i) p = xsimd::fma(p, r, fbatch(kP[i]));
+    for (int i = 1; i < 8; ++i) p = simd::fma(p, r, fbatch(kP[i]));
     const ibatch bits = (xsimd::bitwise_cast<ibatch>(t) - xsimd::bitwise_cast<ibatch>(fbatch(kMagic)) + ibatch(127)) << 23;
     fbatch y = p * xsimd::bitwise_cast<fbatch>(bits);
     y = xsimd::select(x < fbatch(kLo), fbatch(0.0f), y);
@@ -125,7 +135,7 @@ inline double dot_f64(const double* a, const double* b, int64_t n) {
 inline void fma_axpy(float a, const float* x, float* y, int64_t n) {
     const fbatch va(a);
     int64_t i = 0;
-    for (; i + W <= n; i += W) xsimd::fma(va, fbatch::load_unaligned(x + i), fbatch::load_unaligned(y + i)).store_unaligned(y + i);
+    for (; i + W <= n; i += W) simd::fma(va, fbatch::load_unaligned(x + i), fbatch::load_unaligned(y + i)).store_unaligned(y + i);
     for (; i < n; ++i) y[i] += a * x[i];
 }
 
