@@ -200,7 +200,7 @@ TEST_CASE("gemma4: multi-turn chat with prefix reuse equals a fresh evaluation o
 
 TEST_CASE("gemma4: broken metadata and missing tensors are load errors naming the problem", "[gemma4]") {
     const std::string src = test_data("gemma4_tiny.gguf");
-    const std::string out = (std::filesystem::temp_directory_path() / "lockstep_gemma4_broken.gguf").string();
+    const std::string out = test::temp_path("gemma4_broken.gguf");
     auto ref = make_backend("reference");
     auto load_error = [&](const std::set<std::string>& keys, const std::set<std::string>& tensors,
                           const std::function<void(GgufWriter&)>& edit) {
@@ -302,7 +302,7 @@ TEST_CASE("gemma4: a per-layer embedding table longer than the trimmed vocabular
     // llama.cpp's converter trims token_embd to the tokenizer's vocabulary but keeps
     // per_layer_token_embd at vocab_size_per_layer_input rows: extra rows are never read.
     const std::string src = test_data("gemma4_tiny.gguf");
-    const std::string out = (std::filesystem::temp_directory_path() / "lockstep_gemma4_ple_rows.gguf").string();
+    const std::string out = test::temp_path("gemma4_ple_rows.gguf");
     auto with_rows = [&](int64_t extra) {
         rewrite_gguf(src, out, {}, {}, {}, [&](const GgufTensorInfo& t, GgufWriter& w) {
             if (t.name != "per_layer_token_embd.weight") return false;

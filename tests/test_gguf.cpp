@@ -8,7 +8,6 @@
 #include <iterator>
 #include <limits>
 #include <sstream>
-#include <unistd.h>
 
 #include "core/gguf.h"
 #include "tests/test_util.h"
@@ -221,8 +220,7 @@ TEST_CASE("gguf: writer honours general.alignment and files open via mmap", "[gg
     w.set_u32("general.alignment", 64);
     w.add_tensor("a", DType::F32, {3}, pattern(12, 1));
     w.add_tensor("b", DType::F16, {5}, pattern(10, 2));
-    const std::string path = (std::filesystem::temp_directory_path() /
-                              ("lockstep_gguf_test_" + std::to_string(::getpid()) + ".gguf")).string();
+    const std::string path = ls::test::temp_path("gguf_test.gguf");
     w.write(path);
     const auto f = GgufFile::open(path);
     std::filesystem::remove(path);

@@ -378,8 +378,8 @@ TEST_CASE("qwen35: a conv kernel stored as f16 loads and equals its f32 values r
         }
         w.write(out);
     };
-    const std::string p16 = std::filesystem::temp_directory_path() / "lockstep_qwen35_conv_f16.gguf";
-    const std::string p32 = std::filesystem::temp_directory_path() / "lockstep_qwen35_conv_f32r.gguf";
+    const std::string p16 = test::temp_path("qwen35_conv_f16.gguf");
+    const std::string p32 = test::temp_path("qwen35_conv_f32r.gguf");
     rewrite(true, p16);
     rewrite(false, p32);
     const auto prompt = test::random_tokens(40, 31, 256);

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
+#include <unistd.h>
 #include <sstream>
 
 #include "backends/registry.h"
@@ -66,5 +67,9 @@ bool runs_all(const Backend& be, const Graph& g) {
 
 std::string source_dir() { return LOCKSTEP_SOURCE_DIR; }
 std::string test_data(const std::string& rel) { return std::string(LOCKSTEP_TEST_DATA) + "/" + rel; }
+
+std::string temp_path(const std::string& name) {
+    return (std::filesystem::temp_directory_path() / ("lockstep_" + std::to_string(::getpid()) + "_" + name)).string();
+}
 
 }  // namespace ls::test

@@ -14,6 +14,10 @@ std::string default_model_path();
 // Root of the source tree (for files under tests/data).
 std::string source_dir();
 std::string test_data(const std::string& rel);
+// A scratch file path of this process: temp dir / "lockstep_<pid>_<name>". CTest runs the
+// suites in parallel processes over the same cases, and a file rewritten by one while
+// another has it mapped is a SIGBUS (seen as "Bus error" in vulkan_suite).
+std::string temp_path(const std::string& name);
 // Names (as --backend takes them) of the backends that op, contract and model tests compare
 // with the reference: $LOCKSTEP_TEST_BACKENDS (comma-separated; "all" = every backend this
 // build has and this machine can run), "cpu" when unset. Each GPU backend's suite is its own

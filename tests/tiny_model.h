@@ -1,6 +1,5 @@
 // Tiny Gemma 3 models for tests: written once per test run to the temp directory, removed at exit.
 #pragma once
-#include <unistd.h>
 
 #include <filesystem>
 #include <map>
@@ -26,8 +25,7 @@ inline const std::string& tiny_model_path(const std::string& name, const TinyGem
     static Files files;
     auto it = files.paths.find(name);
     if (it == files.paths.end()) {
-        const std::string p = (std::filesystem::temp_directory_path() /
-                               ("lockstep_tiny_" + std::to_string(::getpid()) + "_" + name + ".gguf")).string();
+        const std::string p = temp_path("tiny_" + name + ".gguf");
         write_tiny_gemma3(p, spec);
         it = files.paths.emplace(name, p).first;
     }
