@@ -9,6 +9,8 @@
 // super-block and row, the unpacked values and scale vectors are reused by every token; the 8
 // rows' 8-lane partial sums go through one hadd tree per super-block. The float part is
 // lane-wise, so the value of a lane is the same whatever G is (G = 1 is the generation path).
+// With VNNI the legacy block sums come from dpbusd (Q8_0 weights offset to unsigned, like
+// Q4_0/Q5_0): the same exact integers, so results do not depend on the instruction set.
 #include "cpu/quant_gemm.h"
 
 #include <algorithm>
@@ -25,14 +27,24 @@
 #include "cpu/avx2_bits.h"
 #endif
 
+// VNNI (AVX512-VNNI with VL, or AVX-VNNI): one dpbusd sums four unsigned x signed byte
+// products into each 32-bit lane, exactly, with no int16 saturation; it replaces the
+// maddubs + madd pairs of the legacy blocks (same exact integer block sums, half the uops).
+#if defined(LS_GEMM_AVX2) && ((defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__))
+#define LS_GEMM_VNNI 1
+#else
+#define LS_GEMM_VNNI 0
+#endif
+
 namespace ls::cpu {
 using namespace ls::qb;
 
 namespace {
 bool is_legacy(DType t) { return t == DType::Q4_0 || t == DType::Q5_0 || t == DType::Q8_0; }
 // Legacy types: after the Q8_0 blocks (from a 4-byte aligned offset), the block scales as
-// floats, then per block off * (sum of the block's quants), off = 8 (Q4_0), 16 (Q5_0), 0 (Q8_0).
-int legacy_off(DType t) { return t == DType::Q4_0 ? 8 : t == DType::Q5_0 ? 16 : 0; }
+// floats, then per block off * (sum of the block's quants), off = 8 (Q4_0), 16 (Q5_0), and for
+// Q8_0 0, or 128 with VNNI (its weights are then taken as unsigned x + 128, as dpbusd wants).
+int legacy_off(DType t) { return t == DType::Q4_0 ? 8 : t == DType::Q5_0 ? 16 : LS_GEMM_VNNI ? 128 : 0; }
 size_t legacy_extra_off(int64_t k) { return (static_cast<size_t>(k / QK) * sizeof(BlockQ8_0) + 3) / 4 * 4; }
 size_t act_bytes(DType t, int64_t k) {
     if (is_legacy(t)) return legacy_extra_off(k) + 2 * sizeof(float) * static_cast<size_t>(k / QK);
@@ -115,19 +127,35 @@ struct LQ5_0 {
 };
 struct LQ8_0 {
     using Block = BlockQ8_0;
+#if LS_GEMM_VNNI
+    static constexpr int kOff = 128;  // x + 128 = x with the sign bit flipped
+    static __m256i dec(const Block& b) { return _mm256_xor_si256(loadu(b.qs), _mm256_set1_epi8(static_cast<char>(0x80))); }
+#else
     static constexpr int kOff = 0;
     static __m256i dec(const Block& b) { return loadu(b.qs); }
+#endif
 };
+
+#if LS_GEMM_VNNI
+inline __m256i dpbusd(__m256i acc, __m256i u, __m256i s) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return _mm256_dpbusd_epi32(acc, u, s);
+#else
+    return _mm256_dpbusd_avx_epi32(acc, u, s);
+#endif
+}
+#endif
 
 template <class D, int G>
 void legacy_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, size_t extra_off, int64_t nb,
                  float* const* out, int nr, size_t pf) {
     using Block = typename D::Block;
-    const __m256i ones = _mm256_set1_epi16(1);
+    [[maybe_unused]] const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc[G];
     for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; ++i) {
-        __m256i q[8], s8[8];
+        __m256i q[8];
+        [[maybe_unused]] __m256i s8[8];
         alignas(16) uint16_t dh[8];
         for (int r = 0; r < 8; ++r) {
             const Block& b = reinterpret_cast<const Block*>(wr[r])[i];
@@ -142,31 +170,61 @@ void legacy_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, siz
                 s8[j] = q[j];
                 q[j] = _mm256_sign_epi8(q[j], q[j]);  // |x| (as unsigned: -128 -> 128)
             }
-        for (int g = 0; g < G; ++g) {
-            const uint8_t* ag = a + astride * static_cast<size_t>(g);
-            const BlockQ8_0& y = reinterpret_cast<const BlockQ8_0*>(ag)[i];
-            const float* yd = reinterpret_cast<const float*>(ag + extra_off);
-            const int32_t* ybias = reinterpret_cast<const int32_t*>(yd + nb);
-            __m256i s;
+        // Tokens in sub-groups of up to 4, the block's 8 vectors in the outer loop: 4 token
+        // sums + the two weight vectors of step j stay in registers (16 ymm on AVX2).
+        constexpr int S = G < 4 ? G : 4;
+        for (int g0 = 0; g0 < G; g0 += S) {
+            const int8_t* yq[S];
+            __m256i s[S];
+            for (int g = 0; g < S; ++g) {
+                const uint8_t* ag = a + astride * static_cast<size_t>(g0 + g);
+                yq[g] = reinterpret_cast<const BlockQ8_0*>(ag)[i].qs;
+            }
+#if LS_GEMM_VNNI
+            // u in [0, 255], y in [-127, 127]: each lane sums 4 products exactly, from
+            // -off * (sum of the block's activation quants) on, so that s = sum (u - off) * y.
+            // Fewer than 4 tokens: two chains per token, so that dpbusd's latency overlaps.
+            constexpr int C = S == 1 ? 4 : S < 4 ? 2 : 1;
+            __m256i c[C][S];
+            for (int h = 0; h < C; ++h)
+                for (int g = 0; g < S; ++g) c[h][g] = _mm256_setzero_si256();
+            for (int j = 0; j < 8; j += C)
+                for (int h = 0; h < C; ++h)
+                    for (int g = 0; g < S; ++g) c[h][g] = dpbusd(c[h][g], q[j + h], bcast4(yq[g] + 4 * (j + h)));
+            for (int g = 0; g < S; ++g) {
+                s[g] = c[0][g];
+                for (int h = 1; h < C; ++h) s[g] = _mm256_add_epi32(s[g], c[h][g]);
+            }
+#else
             if constexpr (D::kOff == 0) {
                 // Signed: |x| * (y * sign x); a pair reaches 2*128*127, so widen each product.
-                s = _mm256_madd_epi16(_mm256_maddubs_epi16(q[0], _mm256_sign_epi8(bcast4(y.qs), s8[0])), ones);
-                for (int j = 1; j < 8; ++j)
-                    s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(q[j], _mm256_sign_epi8(bcast4(y.qs + 4 * j), s8[j])), ones));
+                for (int g = 0; g < S; ++g) s[g] = _mm256_setzero_si256();
+                for (int j = 0; j < 8; ++j)
+                    for (int g = 0; g < S; ++g)
+                        s[g] = _mm256_add_epi32(s[g], _mm256_madd_epi16(_mm256_maddubs_epi16(q[j], _mm256_sign_epi8(bcast4(yq[g] + 4 * j), s8[j])), ones));
             } else {
                 // Rows are lanes: q[j] times 4 activation bytes broadcast. u <= 31, so a maddubs
                 // pair is at most 2*31*127 = 7874 in magnitude and four of them fit int16.
-                __m256i h[2];
+                for (int g = 0; g < S; ++g) s[g] = _mm256_setzero_si256();
                 for (int k = 0; k < 2; ++k) {
-                    __m256i t = _mm256_maddubs_epi16(q[4 * k], bcast4(y.qs + 16 * k));
-                    for (int j = 1; j < 4; ++j) t = _mm256_add_epi16(t, _mm256_maddubs_epi16(q[4 * k + j], bcast4(y.qs + 16 * k + 4 * j)));
-                    h[k] = _mm256_madd_epi16(t, ones);
+                    __m256i t[S];
+                    for (int g = 0; g < S; ++g) t[g] = _mm256_maddubs_epi16(q[4 * k], bcast4(yq[g] + 16 * k));
+                    for (int j = 1; j < 4; ++j)
+                        for (int g = 0; g < S; ++g)
+                            t[g] = _mm256_add_epi16(t[g], _mm256_maddubs_epi16(q[4 * k + j], bcast4(yq[g] + 16 * k + 4 * j)));
+                    for (int g = 0; g < S; ++g) s[g] = _mm256_add_epi32(s[g], _mm256_madd_epi16(t[g], ones));
                 }
-                // x = u - off: subtract off * (sum of the block's activation quants).
-                s = _mm256_sub_epi32(_mm256_add_epi32(h[0], h[1]), _mm256_set1_epi32(ybias[i]));
             }
-            const __m256 sc = _mm256_mul_ps(dw, _mm256_set1_ps(yd[i]));
-            acc[g] = _mm256_fmadd_ps(sc, _mm256_cvtepi32_ps(s), acc[g]);
+#endif
+            for (int g = 0; g < S; ++g) {
+                const uint8_t* ag = a + astride * static_cast<size_t>(g0 + g);
+                const float* yd = reinterpret_cast<const float*>(ag + extra_off);
+                const int32_t* ybias = reinterpret_cast<const int32_t*>(yd + nb);
+                // x = u - off: subtract off * (sum of the block's activation quants).
+                if constexpr (D::kOff != 0) s[g] = _mm256_sub_epi32(s[g], _mm256_set1_epi32(ybias[i]));
+                const __m256 sc = _mm256_mul_ps(dw, _mm256_set1_ps(yd[i]));
+                acc[g0 + g] = _mm256_fmadd_ps(sc, _mm256_cvtepi32_ps(s[g]), acc[g0 + g]);
+            }
         }
     }
     for (int g = 0; g < G; ++g) store_out(acc[g], out[g], nr);

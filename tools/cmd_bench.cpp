@@ -1,4 +1,6 @@
+#include <algorithm>
 #include <chrono>
+#include <memory>
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -134,33 +136,49 @@ int cmd_bench(const Options& o) {
     }
     // Several sequences decoding together, one token of each per batch (np-way decode): the
     // aggregate throughput and its ratio to the first count given (usually 1). Hybrid models
-    // run their recurrent scan over all sequences of a ubatch in one op.
-    double base = 0;
-    for (int64_t n_seq : o.bench_tg_seqs) {
-        SessionParams p = sp;
-        p.n_seq = int32_t(n_seq);
-        Session ms(*app.model, *app.backend, p);
-        constexpr int kPrompt = 16, kSteps = 64;
-        std::vector<double> tps;
-        for (int r = -1; r < o.reps; ++r) {
-            ms.reset();
-            Batch b;
-            for (int64_t q = 0; q < n_seq; ++q)
-                for (int i = 0; i < kPrompt; ++i) b.add(dist(rng), int32_t(q), i, i + 1 == kPrompt);
-            ms.decode(b);
-            auto t0 = std::chrono::steady_clock::now();
-            for (int st = 0; st < kSteps; ++st) {
-                b.clear();
-                for (int64_t q = 0; q < n_seq; ++q) b.add(dist(rng), int32_t(q), kPrompt + st, true);
-                ms.decode(b);
-            }
-            const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            if (r >= 0) tps.push_back(double(kSteps * n_seq) / sec);
+    // run their recurrent scan over all sequences of a ubatch in one op. The counts take turns
+    // within each repetition, and the ratio is the median of the per-repetition ratios, so
+    // that both sides of a ratio see the same machine noise.
+    if (!o.bench_tg_seqs.empty()) {
+        struct SeqRun {
+            int64_t n_seq;
+            std::unique_ptr<Session> s;
+            std::vector<double> tps;
+        };
+        std::vector<SeqRun> runs;
+        for (int64_t n_seq : o.bench_tg_seqs) {
+            SessionParams p = sp;
+            p.n_seq = int32_t(n_seq);
+            runs.push_back({n_seq, std::make_unique<Session>(*app.model, *app.backend, p), {}});
         }
-        const Result res = stats(tps);
-        row("tg" + std::to_string(kSteps) + " x " + std::to_string(n_seq) + " seqs", res);
-        if (base == 0) base = res.mean;
-        else std::printf("\n%lld sequences together: %.2fx the throughput of the first row\n", (long long)n_seq, res.mean / base);
+        constexpr int kPrompt = 16, kSteps = 64;
+        for (int r = -1; r < o.reps; ++r)
+            for (SeqRun& run : runs) {
+                Session& ms = *run.s;
+                ms.reset();
+                Batch b;
+                for (int64_t q = 0; q < run.n_seq; ++q)
+                    for (int i = 0; i < kPrompt; ++i) b.add(dist(rng), int32_t(q), i, i + 1 == kPrompt);
+                ms.decode(b);
+                auto t0 = std::chrono::steady_clock::now();
+                for (int st = 0; st < kSteps; ++st) {
+                    b.clear();
+                    for (int64_t q = 0; q < run.n_seq; ++q) b.add(dist(rng), int32_t(q), kPrompt + st, true);
+                    ms.decode(b);
+                }
+                const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                if (r >= 0) run.tps.push_back(double(kSteps * run.n_seq) / sec);
+            }
+        for (const SeqRun& run : runs) row("tg" + std::to_string(kSteps) + " x " + std::to_string(run.n_seq) + " seqs", stats(run.tps));
+        for (size_t k = 1; k < runs.size(); ++k) {
+            std::vector<double> ratio;
+            for (size_t r = 0; r < runs[k].tps.size(); ++r) ratio.push_back(runs[k].tps[r] / runs[0].tps[r]);
+            std::sort(ratio.begin(), ratio.end());
+            const size_t n = ratio.size();
+            const double med = n % 2 ? ratio[n / 2] : 0.5 * (ratio[n / 2 - 1] + ratio[n / 2]);
+            std::printf("\n%lld sequences together: %.2fx the throughput of %lld (median of %zu alternating repetitions, %.2f-%.2f)\n",
+                        (long long)runs[k].n_seq, med, (long long)runs[0].n_seq, n, ratio.front(), ratio.back());
+        }
     }
     return 0;
 }
