@@ -1,5 +1,5 @@
 // conv1d_scan on the CPU: the reference arithmetic (core/ref/conv1d_scan.cpp), parallel over
-// (run, channel block). Each channel of a run is independent: its window slides over the run's
+// (run, channel block), vectorized across channels. Each channel of a run is independent: its window slides over the run's
 // tokens, and its K-1 state values are read at the start and written at the end, in place.
 #include <tbb/parallel_for.h>
 
@@ -8,6 +8,7 @@
 #include "core/op_params.h"
 #include "core/scan_runs.h"
 #include "cpu/ops/cpu_ops.h"
+#include "cpu/simd.h"
 
 namespace ls::cpu {
 
@@ -31,7 +32,27 @@ void conv1d_scan(const Tensor& dst) {
         const ScanRun& r = runs[size_t(job / n_blocks)];
         const int64_t c0 = (job % n_blocks) * kBlock, c1 = std::min(C, c0 + kBlock);
         float* st = reinterpret_cast<float*>(state.row(r.slot));
-        for (int64_t c = c0; c < c1; ++c) {
+        int64_t c = c0;
+        // simd::W channels at a time, lane l = channel c + l, each lane the scalar chain below.
+        for (; c + simd::W <= c1; c += simd::W) {
+            using B = simd::fbatch;
+            alignas(64) float wt[kMaxK][simd::W];  // tap k of the W channels
+            for (int64_t l = 0; l < simd::W; ++l)
+                for (int64_t k = 0; k < K; ++k) wt[k][l] = w[(c + l) * K + k];
+            B win[kMaxK], wk[kMaxK];
+            for (int64_t k = 0; k < K; ++k) wk[k] = B::load_aligned(wt[k]);
+            for (int64_t k = 0; k < K - 1; ++k) win[k] = r.reset ? B(0.0f) : B::load_unaligned(st + k * C + c);
+            for (int64_t t = 0; t < r.n; ++t) {
+                const int64_t tok = order[r.first + t];
+                win[K - 1] = B::load_unaligned(reinterpret_cast<const float*>(x.row(tok)) + c);
+                B acc(0.0f);
+                for (int64_t k = 0; k < K; ++k) acc = acc + wk[k] * win[k];
+                acc.store_unaligned(reinterpret_cast<float*>(dst.row(tok)) + c);
+                for (int64_t k = 0; k < K - 1; ++k) win[k] = win[k + 1];
+            }
+            for (int64_t k = 0; k < K - 1; ++k) win[k].store_unaligned(st + k * C + c);
+        }
+        for (; c < c1; ++c) {
             float win[kMaxK];  // the last K inputs of channel c, oldest first
             for (int64_t k = 0; k < K - 1; ++k) win[k] = r.reset ? 0.0f : st[k * C + c];
             const float* wc = w + c * K;
