@@ -17,6 +17,50 @@
 namespace ls::cpu {
 namespace {
 
+#if defined(__AVX__)
+// Rows S_i (i = 0..R-1, Dk floats each, Dk % 4 == 0) of one head's state, one token: the
+// reference step for each row, with the R rows interleaved. Each row's det_dot4 is one chain
+// of dependent double adds per lane; one row at a time waits on the add latency at every
+// step, R rows side by side overlap. Per row and lane the operations and their order are
+// exactly simd::dot4's and the scalar loops', so the bits are the same.
+template <int R>
+void rows_step(float* S, int64_t Dk, const float* kn, const float* qn, const float* v, float decay, float b, float* out) {
+    __m256d acc[R];
+    alignas(32) double l[4];
+    auto reduce = [&](__m256d a) {  // det_dot4's (s0 + s1) + (s2 + s3)
+        _mm256_store_pd(l, a);
+        return float((l[0] + l[1]) + (l[2] + l[3]));
+    };
+    // S_i = S_i * decay, d_i = dot4(S_i, kn)
+    const __m128 vdec = _mm_set1_ps(decay);
+    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_pd();
+    for (int64_t j = 0; j < Dk; j += 4) {
+        const __m256d kd = _mm256_cvtps_pd(_mm_loadu_ps(kn + j));
+        for (int r = 0; r < R; ++r) {
+            float* Si = S + r * Dk + j;
+            const __m128 sv = _mm_mul_ps(_mm_loadu_ps(Si), vdec);
+            _mm_storeu_ps(Si, sv);
+            acc[r] = _mm256_add_pd(acc[r], _mm256_mul_pd(_mm256_cvtps_pd(sv), kd));
+        }
+    }
+    __m128 vu[R];
+    for (int r = 0; r < R; ++r) vu[r] = _mm_set1_ps((v[r] - reduce(acc[r])) * b);
+    // S_i = S_i + u_i * kn (product rounded, then the sum), out_i = dot4(S_i, qn)
+    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_pd();
+    for (int64_t j = 0; j < Dk; j += 4) {
+        const __m128 kv = _mm_loadu_ps(kn + j);
+        const __m256d qd = _mm256_cvtps_pd(_mm_loadu_ps(qn + j));
+        for (int r = 0; r < R; ++r) {
+            float* Si = S + r * Dk + j;
+            const __m128 sv = _mm_add_ps(_mm_loadu_ps(Si), _mm_mul_ps(vu[r], kv));
+            _mm_storeu_ps(Si, sv);
+            acc[r] = _mm256_add_pd(acc[r], _mm256_mul_pd(_mm256_cvtps_pd(sv), qd));
+        }
+    }
+    for (int r = 0; r < R; ++r) out[r] = reduce(acc[r]);
+}
+#endif
+
 // kSingle: the single-sequence-only form (bench twin, cpu/scan_single.h): one run over the
 // ubatch's tokens in order, no run table walk and no token indirection.
 template <bool kSingle> void scan(const Tensor& dst) {
@@ -55,7 +99,13 @@ template <bool kSingle> void scan(const Tensor& dst) {
             // Elementwise float steps in xsimd batches (each lane the scalar operation: a
             // product rounded, then a sum rounded; no fused multiply-add), dots by simd::dot4.
             const simd::fbatch vdecay(decay);
-            for (int64_t i = 0; i < Dv; ++i) {
+            int64_t i0 = 0;
+#if defined(__AVX__)
+            constexpr int kRows = 4;
+            if (Dk % 4 == 0)
+                for (; i0 + kRows <= Dv; i0 += kRows) rows_step<kRows>(S + i0 * Dk, Dk, kn.data(), qn.data(), v + i0, decay, b, out + i0);
+#endif
+            for (int64_t i = i0; i < Dv; ++i) {
                 float* Si = S + i * Dk;
                 int64_t j = 0;
                 for (; j + simd::W <= Dk; j += simd::W) (simd::fbatch::load_unaligned(Si + j) * vdecay).store_unaligned(Si + j);
