@@ -181,9 +181,9 @@ void legacy_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, siz
                 yq[g] = reinterpret_cast<const BlockQ8_0*>(ag)[i].qs;
             }
 #if LS_GEMM_VNNI
-            // u in [0, 255], y in [-127, 127]: each lane sums 4 products exactly, from
-            // -off * (sum of the block's activation quants) on, so that s = sum (u - off) * y.
-            // Fewer than 4 tokens: two chains per token, so that dpbusd's latency overlaps.
+            // u in [0, 255], y in [-127, 127]: each lane sums 4 products exactly (the offset
+            // is taken off below). Fewer than 4 tokens: 2 or 4 chains per token, so that
+            // dpbusd's latency overlaps.
             constexpr int C = S == 1 ? 4 : S < 4 ? 2 : 1;
             __m256i c[C][S];
             for (int h = 0; h < C; ++h)
