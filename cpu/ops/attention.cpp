@@ -51,6 +51,34 @@ struct KeyBlock {
 // summed ((l0 + l1) + (l2 + l3)) at the end: the same operations whatever the tile's shape,
 // so a query's scores do not depend on which other queries share its tile.
 constexpr int kTq = 3, kTk = 4;
+// NI (<= kTq) queries x kTk keys: lanes[i][j] = the 4 lane sums of query i and key j. NI is a
+// compile-time count so that a decode step (one query) computes one row, not three copies.
+template <int NI>
+void qk_block(const double* const* qr, const double* const* kr, int64_t D, double (*lanes)[kTk][4]) {
+#if defined(__AVX2__) && defined(__FMA__)
+    __m256d acc[NI][kTk];
+    for (auto& row : acc)
+        for (auto& x : row) x = _mm256_setzero_pd();
+    for (int64_t d = 0; d < D; d += 4) {
+        __m256d kv[kTk];
+        for (int j = 0; j < kTk; ++j) kv[j] = _mm256_loadu_pd(kr[j] + d);
+        for (int i = 0; i < NI; ++i) {
+            const __m256d qv = _mm256_loadu_pd(qr[i] + d);
+            for (int j = 0; j < kTk; ++j) acc[i][j] = _mm256_fmadd_pd(qv, kv[j], acc[i][j]);  // exact product
+        }
+    }
+    for (int i = 0; i < NI; ++i)
+        for (int j = 0; j < kTk; ++j) _mm256_storeu_pd(lanes[i][j], acc[i][j]);
+#else
+    for (int i = 0; i < NI; ++i)
+        for (int j = 0; j < kTk; ++j) {
+            for (int l = 0; l < 4; ++l) lanes[i][j][l] = 0;
+            for (int64_t d = 0; d < D; d += 4)
+                for (int l = 0; l < 4; ++l) lanes[i][j][l] += qr[i][d + l] * kr[j][d + l];
+        }
+#endif
+}
+
 void qk_tile(const double* const* qs, int nq, const double* keys, int64_t nk, int64_t D, double* out, int64_t ld /* out: nq rows of stride ld */) {
     for (int64_t j0 = 0; j0 < nk; j0 += kTk) {
         const int64_t nj = std::min<int64_t>(kTk, nk - j0);
@@ -58,31 +86,10 @@ void qk_tile(const double* const* qs, int nq, const double* keys, int64_t nk, in
         for (int j = 0; j < kTk; ++j) kr[j] = keys + (j0 + std::min<int64_t>(j, nj - 1)) * D;
         for (int i0 = 0; i0 < nq; i0 += kTq) {
             const int ni = std::min(kTq, nq - i0);
-            const double* qr[kTq];
-            for (int i = 0; i < kTq; ++i) qr[i] = qs[i0 + std::min(i, ni - 1)];
             double lanes[kTq][kTk][4];
-#if defined(__AVX2__) && defined(__FMA__)
-            __m256d acc[kTq][kTk];
-            for (auto& row : acc)
-                for (auto& x : row) x = _mm256_setzero_pd();
-            for (int64_t d = 0; d < D; d += 4) {
-                __m256d kv[kTk];
-                for (int j = 0; j < kTk; ++j) kv[j] = _mm256_loadu_pd(kr[j] + d);
-                for (int i = 0; i < kTq; ++i) {
-                    const __m256d qv = _mm256_loadu_pd(qr[i] + d);
-                    for (int j = 0; j < kTk; ++j) acc[i][j] = _mm256_fmadd_pd(qv, kv[j], acc[i][j]);  // exact product
-                }
-            }
-            for (int i = 0; i < kTq; ++i)
-                for (int j = 0; j < kTk; ++j) _mm256_storeu_pd(lanes[i][j], acc[i][j]);
-#else
-            for (int i = 0; i < kTq; ++i)
-                for (int j = 0; j < kTk; ++j) {
-                    for (int l = 0; l < 4; ++l) lanes[i][j][l] = 0;
-                    for (int64_t d = 0; d < D; d += 4)
-                        for (int l = 0; l < 4; ++l) lanes[i][j][l] += qr[i][d + l] * kr[j][d + l];
-                }
-#endif
+            if (ni == 3) qk_block<3>(qs + i0, kr, D, lanes);
+            else if (ni == 2) qk_block<2>(qs + i0, kr, D, lanes);
+            else qk_block<1>(qs + i0, kr, D, lanes);
             for (int i = 0; i < ni; ++i)
                 for (int j = 0; j < nj; ++j)
                     out[(i0 + i) * ld + j0 + j] = (lanes[i][j][0] + lanes[i][j][1]) + (lanes[i][j][2] + lanes[i][j][3]);
@@ -122,7 +129,7 @@ void pv_tile(const float* const* ws, int nq, const float* vals, int64_t nk, int6
     // parallel without changing any element's order (this is what spreads a long-context
     // decode step over the cores).
     const int64_t n_slices = (D + 31) / 32;
-    tbb::parallel_for(int64_t(0), n_slices, [&](int64_t sl) {
+    auto slice = [&](int64_t sl) {
         const int64_t d0 = sl * 32, d1 = std::min(D, d0 + 32);
 #if defined(__AVX2__) && defined(__FMA__)
         if (d1 - d0 == 32) {
@@ -139,7 +146,14 @@ void pv_tile(const float* const* ws, int nq, const float* vals, int64_t nk, int6
             std::fill(outs[i] + d0, outs[i] + d1, 0.0f);
             for (int64_t j = 0; j < nk; ++j) simd::fma_axpy(ws[i][j], vals + j * D + d0, outs[i] + d0, d1 - d0);
         }
-    });
+    };
+    // Short key ranges (decode at short context): a few microseconds of work, less than
+    // waking the other worker costs; one thread does all slices.
+    if (int64_t(nq) * nk * D < (int64_t(1) << 18)) {
+        for (int64_t sl = 0; sl < n_slices; ++sl) slice(sl);
+        return;
+    }
+    tbb::parallel_for(int64_t(0), n_slices, slice);
 }
 
 }  // namespace
