@@ -1,5 +1,6 @@
 #include <tbb/parallel_for.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -7,24 +8,63 @@
 #include "cpu/ops/cpu_ops.h"
 
 namespace ls::cpu {
+namespace {
 
-// Angles as in ref::rope (double, same formula), computed once per token for all heads.
+// cos/sin of every (token, pair) angle, as in ref::rope (double, same formula). A graph
+// ropes q and k of every layer with the same positions and one or two frequency settings
+// (Gemma 3: local and global bases), so the last two tables are kept per thread and reused
+// when positions and settings are equal (the cache is checked by content, never trusted).
+struct RopeTable {
+    std::vector<int32_t> pos;
+    std::vector<float> ff;
+    float base = 0, scale = 0;
+    int64_t n_dims = 0;
+    std::vector<float> cs, sn;  // [token][pair]
+    bool matches(const int32_t* p, int64_t T, const float* f, const RopeParams& rp) const {
+        return n_dims == rp.n_dims && base == rp.freq_base && scale == rp.freq_scale && int64_t(pos.size()) == T &&
+               std::equal(pos.begin(), pos.end(), p) && (f ? ff.size() == size_t(n_dims / 2) && std::equal(ff.begin(), ff.end(), f) : ff.empty());
+    }
+};
+
+const RopeTable& rope_table(const int32_t* pos, int64_t T, const float* ff, const RopeParams& p) {
+    thread_local RopeTable tables[2];
+    thread_local int last = 0;
+    for (int k = 0; k < 2; ++k)
+        if (tables[k].matches(pos, T, ff, p)) return last = k, tables[k];
+    RopeTable& t = tables[last ^= 1];
+    const int64_t half = p.n_dims / 2;
+    t.pos.assign(pos, pos + T);
+    t.ff = ff ? std::vector<float>(ff, ff + half) : std::vector<float>();
+    t.base = p.freq_base;
+    t.scale = p.freq_scale;
+    t.n_dims = p.n_dims;
+    t.cs.resize(size_t(T * half));
+    t.sn.resize(size_t(T * half));
+    std::vector<double> inv_freq(static_cast<size_t>(half));  // the reference's pow(), once per table
+    for (int64_t i = 0; i < half; ++i) inv_freq[size_t(i)] = std::pow(double(p.freq_base), -2.0 * i / p.n_dims);
+    tbb::parallel_for(int64_t(0), T, [&](int64_t tk) {
+        for (int64_t i = 0; i < half; ++i) {
+            double theta = double(pos[tk]) * p.freq_scale * inv_freq[size_t(i)];
+            if (ff) theta /= ff[i];
+            t.cs[size_t(tk * half + i)] = float(std::cos(theta));
+            t.sn[size_t(tk * half + i)] = float(std::sin(theta));
+        }
+    });
+    return t;
+}
+
+}  // namespace
+
 void rope(const Tensor& dst) {
     const Tensor& x = *dst.src[0];
     const int32_t* pos = dst.src[1]->data_as<const int32_t>();
     const float* ff = dst.src[2] ? dst.src[2]->data_as<const float>() : nullptr;
     const RopeParams p = dst.get_params<RopeParams>();
     const int64_t half = p.n_dims / 2;
-    std::vector<double> inv_freq(half);  // the reference's pow(), once per op instead of per token
-    for (int64_t i = 0; i < half; ++i) inv_freq[i] = std::pow(double(p.freq_base), -2.0 * i / p.n_dims);
+    const RopeTable& tab = rope_table(pos, x.ne[2], ff, p);
     tbb::parallel_for(int64_t(0), x.ne[2], [&](int64_t t) {
-        std::vector<float> cs(half), sn(half);
-        for (int64_t i = 0; i < half; ++i) {
-            double theta = double(pos[t]) * p.freq_scale * inv_freq[i];
-            if (ff) theta /= ff[i];
-            cs[i] = float(std::cos(theta));
-            sn[i] = float(std::sin(theta));
-        }
+        const float* cs = tab.cs.data() + t * half;
+        const float* sn = tab.sn.data() + t * half;
         for (int64_t h = 0; h < x.ne[1]; ++h) {
             const float* px = reinterpret_cast<const float*>(x.row(h, t));
             float* py = reinterpret_cast<float*>(dst.row(h, t));
