@@ -15,12 +15,16 @@ namespace ls::cpu {
 
 // True if weight type t has a tiled kernel in this build (Q4_0, Q5_0, Q8_0, Q4_K, Q6_K on AVX2).
 bool gemm_supported(DType t);
+// Weight rows per gemm_tile call for type t and ntok tokens: 16 for the legacy types with
+// more than 8 tokens where the CPU has AVX-512 VNNI, else 8. (gemm_tile takes up to 16 rows
+// for any type and count; this is the grouping that runs fastest. Results do not depend on it.)
+int gemm_rows(DType t, int64_t ntok);
 // Bytes per token of the prepared activation row (quantized to vec_dot_type(t), plus per-block
 // integer sums for the legacy types), padded to a cache line.
 size_t gemm_act_stride(DType t, int64_t k);
 // Prepares one activation row of k floats for weight type t into dst (gemm_act_stride bytes).
 void gemm_prepare_act(DType t, const float* x, uint8_t* dst, int64_t k);
-// out[g][r] = row (n0 + r) . token g for r < nr (nr <= 8), g < ntok. Weight rows start at w
+// out[g][r] = row (n0 + r) . token g for r < nr (nr <= 16), g < ntok. Weight rows start at w
 // (stride wstride bytes); prepared tokens at a (stride astride); out[g] points at column n0
 // of token g's output row.
 void gemm_tile(DType t, const uint8_t* w, size_t wstride, int nr, const uint8_t* a, size_t astride, int ntok,

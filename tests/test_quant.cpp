@@ -238,9 +238,16 @@ TEST_CASE("GEMM tiles equal vec_dot_ref bit for bit", "[quant]") {
             for (int variant = 0; variant < 2; ++variant) {
                 INFO("type " << ls::dtype_name(w) << " n " << n << (variant ? " random bytes" : " quantized gaussian"));
                 const auto xa = gaussian(static_cast<size_t>(n), ++seed, 0.5f);
-                std::vector<uint8_t> act(ls::cpu::gemm_act_stride(w, n));
-                ls::cpu::gemm_prepare_act(w, xa.data(), act.data(), n);
-                const int nr = 7;
+                // Up to 12 tokens: tiles for 1, 2, 3 tokens at once (sub-groups of 4 and less)
+                // and for 12 (the many-token tiles, 16 rows on AVX-512 VNNI).
+                constexpr int kTok = 12;
+                const size_t astride = ls::cpu::gemm_act_stride(w, n);
+                std::vector<uint8_t> act(kTok * astride);
+                for (int g = 0; g < kTok; ++g) {
+                    const auto xg = g == 0 ? xa : gaussian(static_cast<size_t>(n), ++seed, 0.5f);
+                    ls::cpu::gemm_prepare_act(w, xg.data(), act.data() + g * astride, n);
+                }
+                const int nr = 16;  // the most gemm_tile takes
                 const size_t stride = ls::row_bytes(w, n);
                 std::vector<uint8_t> rows(stride * nr);
                 for (int r = 0; r < nr; ++r) {
@@ -248,17 +255,21 @@ TEST_CASE("GEMM tiles equal vec_dot_ref bit for bit", "[quant]") {
                                                  : random_blocks(w, n, ++seed);
                     std::memcpy(rows.data() + stride * r, rq.data(), stride);
                 }
-                for (int cnt = 1; cnt <= nr; cnt += 3) {
-                    std::vector<float> out(cnt, -1.0f);
-                    float* o = out.data();
-                    ls::cpu::gemm_tile(w, rows.data(), stride, cnt, act.data(), act.size(), 1, n, &o);
-                    for (int r = 0; r < cnt; ++r) {
-                        // The prepared row starts with the activation quantized to vec_dot_type.
-                        const float ref = ls::vec_dot_ref(w, rows.data() + stride * r, act.data(), n);
-                        INFO("rows " << cnt << " row " << r << " ref " << ref << " tile " << out[r]);
-                        REQUIRE(bits_of(out[r]) == bits_of(ref));
+                for (int cnt : {1, 4, 8, nr - 1, nr})
+                    for (int ntok : {1, 2, 3, kTok}) {
+                        std::vector<float> out(size_t(kTok * cnt), -1.0f);
+                        float* o[kTok];
+                        for (int g = 0; g < kTok; ++g) o[g] = out.data() + g * cnt;
+                        ls::cpu::gemm_tile(w, rows.data(), stride, cnt, act.data(), astride, ntok, n, o);
+                        for (int g = 0; g < ntok; ++g)
+                            for (int r = 0; r < cnt; ++r) {
+                                // The prepared row starts with the activation quantized to vec_dot_type.
+                                const float ref = ls::vec_dot_ref(w, rows.data() + stride * r, act.data() + g * astride, n);
+                                INFO("rows " << cnt << " tokens " << ntok << " token " << g << " row " << r << " ref " << ref
+                                             << " tile " << o[g][r]);
+                                REQUIRE(bits_of(o[g][r]) == bits_of(ref));
+                            }
                     }
-                }
             }
         }
     }

@@ -36,36 +36,38 @@ void mul_mat_tiled(const Tensor& w, int64_t M, const std::vector<const float*>& 
     tbb::parallel_for(tbb::blocked_range<int64_t>(0, M, 16), [&](const tbb::blocked_range<int64_t>& r) {
         for (int64_t m = r.begin(); m < r.end(); ++m) gemm_prepare_act(w.type, xr[m], aq.data() + m * astride, K);
     });
-    const int64_t groups = (N + 7) / 8;  // groups of 8 weight rows
+    const int64_t rows = gemm_rows(w.type, std::min<int64_t>(M, 64));  // weight rows per tile (8 or 16)
+    const int64_t groups = (N + rows - 1) / rows;
     if (M <= kFewTokens) {
         // Decode steps (one sequence, or a few decoding together): memory bound, every token
         // against each row group as it streams by (prefetched, gemm_tile); up to ~64 chunks
         // of at least 64 KiB of weights each, so both cores stay busy with little scheduling
         // overhead.
-        const int64_t group_bytes = 8 * int64_t(w.nb[1]);
+        const int64_t group_bytes = rows * int64_t(w.nb[1]);
         const int64_t grain = std::max<int64_t>({int64_t(1), groups / 64, (int64_t(64) << 10) / group_bytes});
         tbb::parallel_for(tbb::blocked_range<int64_t>(0, groups, grain), [&](const tbb::blocked_range<int64_t>& r) {
             float* outs[kFewTokens];
             for (int64_t gi = r.begin(); gi < r.end(); ++gi) {
-                const int64_t n0 = gi * 8;
+                const int64_t n0 = gi * rows;
                 for (int64_t j = 0; j < M; ++j) outs[j] = dr[size_t(j)] + n0;
-                gemm_tile(w.type, w.row(n0), w.nb[1], int(std::min<int64_t>(8, N - n0)), aq.data(), astride, int(M), K, outs);
+                gemm_tile(w.type, w.row(n0), w.nb[1], int(std::min<int64_t>(rows, N - n0)), aq.data(), astride, int(M), K, outs);
             }
         }, tbb::simple_partitioner());
         return;
     }
     // Tokens in chunks of 64 (their prepared rows stay in L2), weight rows in chunks of 32
     // (one row group stays in L1 while the chunk's tokens pass over it).
-    constexpr int64_t kTok = 64, kRowGroups = 4;
+    constexpr int64_t kTok = 64;
+    const int64_t row_groups = 32 / rows;
     tbb::parallel_for(
-        tbb::blocked_range2d<int64_t>(0, groups, kRowGroups, 0, M, kTok),
+        tbb::blocked_range2d<int64_t>(0, groups, row_groups, 0, M, kTok),
         [&](const tbb::blocked_range2d<int64_t>& r) {
             const int64_t m0 = r.cols().begin(), mn = r.cols().end() - m0;
             std::vector<float*> outs(static_cast<size_t>(mn));
             for (int64_t gi = r.rows().begin(); gi < r.rows().end(); ++gi) {
-                const int64_t n0 = gi * 8;
+                const int64_t n0 = gi * rows;
                 for (int64_t j = 0; j < mn; ++j) outs[size_t(j)] = dr[size_t(m0 + j)] + n0;
-                gemm_tile(w.type, w.row(n0), w.nb[1], int(std::min<int64_t>(8, N - n0)), aq.data() + m0 * astride, astride,
+                gemm_tile(w.type, w.row(n0), w.nb[1], int(std::min<int64_t>(rows, N - n0)), aq.data() + m0 * astride, astride,
                           int(mn), K, outs.data());
             }
         },

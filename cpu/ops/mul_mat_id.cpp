@@ -31,14 +31,15 @@ void mul_mat_id(const Tensor& dst) {
         if (tiled) gemm_prepare_act(w.type, src, aq.data() + size_t(r) * astride, K);
         else quantize_row_act(vec_dot_type(w.type), src, aq.data() + size_t(r) * astride, K);
     });
-    const int64_t groups = (N + 7) / 8;
+    const int64_t rows = tiled ? gemm_rows(w.type, 1) : 8;  // one token per call
+    const int64_t groups = (N + rows - 1) / rows;
     tbb::parallel_for(tbb::blocked_range2d<int64_t>(0, k * T, 1, 0, groups, 16), [&](const tbb::blocked_range2d<int64_t>& r) {
         for (int64_t p = r.rows().begin(); p < r.rows().end(); ++p) {
             const int64_t t = p / k, j = p % k, e = id[p];
             const uint8_t* a = aq.data() + size_t(t * X + (X == 1 ? 0 : j)) * astride;
             float* out = reinterpret_cast<float*>(dst.row(j, t));
             for (int64_t gi = r.cols().begin(); gi < r.cols().end(); ++gi) {
-                const int64_t n0 = gi * 8, nr = std::min<int64_t>(8, N - n0);
+                const int64_t n0 = gi * rows, nr = std::min<int64_t>(rows, N - n0);
                 if (tiled) {
                     float* o = out + n0;
                     gemm_tile(w.type, w.row(n0, e), w.nb[1], int(nr), a, astride, 1, K, &o);
