@@ -45,6 +45,14 @@
 #define LS_GEMM_V512 0
 #endif
 
+// AVX-512 BW: the K-quant tiles take a row's 256 unpacked values in four 512-bit vectors
+// (two sub-blocks each) instead of eight 256-bit ones; the exact integer sums are the same.
+#if defined(LS_GEMM_AVX2) && defined(__AVX512F__) && defined(__AVX512BW__)
+#define LS_GEMM_K512 1
+#else
+#define LS_GEMM_K512 0
+#endif
+
 namespace ls::cpu {
 using namespace ls::qb;
 
@@ -306,12 +314,31 @@ void run_tile16(DType t, const uint8_t* const* wr, const uint8_t* a, size_t astr
 }
 #endif
 
+#if LS_GEMM_K512
+// Row r's sum over a super-block: sum_m madd(maddubs(qb[64m..], y[64m..]), sc[m]) in 16
+// lanes, folded to 8 (exact int32 adds). sc[m] holds the int16 scales of 256-bit halves 2m
+// and 2m+1 (their ymm forms side by side).
+[[gnu::always_inline]] inline __m256i ksum512(const uint8_t* qb, const __m512i* y4, const __m512i* sc, __m512i s) {
+    for (int m = 0; m < 4; ++m) {
+        const __m512i p = _mm512_maddubs_epi16(_mm512_load_si512(qb + 64 * m), y4[m]);
+        s = _mm512_add_epi32(s, _mm512_madd_epi16(p, sc[m]));
+    }
+    return _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1));
+}
+[[gnu::always_inline]] inline void join_scales(const __m256i* scv, __m512i* scz) {
+    for (int m = 0; m < 4; ++m) scz[m] = _mm512_inserti64x4(_mm512_castsi256_si512(scv[2 * m]), scv[2 * m + 1], 1);
+}
+#endif
+
 // Q4_K / Q8_K. Per row and super-block: 256 unsigned nibbles in element order, 8 int16 scale
 // broadcasts, the mins duplicated per bsum pair.
 template <int G>
 void q4k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t nb, float* const* out, int nr, size_t pf) {
-    alignas(32) uint8_t qb[8][QK_K];
+    alignas(64) uint8_t qb[8][QK_K];
     __m256i scv[8][8], mnv[8];
+#if LS_GEMM_K512
+    __m512i scz[8][4];
+#endif
     __m256 acc[G], macc[G];
     for (int g = 0; g < G; ++g) acc[g] = macc[g] = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0F);
@@ -342,10 +369,21 @@ void q4k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_
         }
         if (pf) prefetch_group(wr[0] + pf, sizeof(BlockQ4_K), i);
         const __m256 dw = load_d8(dh), dm = load_d8(mh);
+#if LS_GEMM_K512
+        for (int r = 0; r < 8; ++r) join_scales(scv[r], scz[r]);
+#endif
         for (int g = 0; g < G; ++g) {
             const BlockQ8_K& y = reinterpret_cast<const BlockQ8_K*>(a + astride * static_cast<size_t>(g))[i];
             const __m256i bs = loadu(y.bsums);
             __m256i v[8], mv[8];
+#if LS_GEMM_K512
+            __m512i y4[4];
+            for (int m = 0; m < 4; ++m) y4[m] = _mm512_loadu_si512(y.qs + 64 * m);
+            for (int r = 0; r < 8; ++r) {
+                v[r] = ksum512(qb[r], y4, scz[r], _mm512_setzero_si512());
+                mv[r] = _mm256_madd_epi16(mnv[r], bs);
+            }
+#else
             for (int r = 0; r < 8; ++r) {
                 __m256i s = _mm256_setzero_si256();
                 for (int j = 0; j < 8; ++j) {
@@ -356,6 +394,7 @@ void q4k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_
                 v[r] = s;
                 mv[r] = _mm256_madd_epi16(mnv[r], bs);
             }
+#endif
             float yd;
             std::memcpy(&yd, &y.d, 4);
             const __m256 ydv = _mm256_set1_ps(yd);
@@ -369,8 +408,11 @@ void q4k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_
 // Q6_K / Q8_K. Values q in [0, 63] (x = q - 32): sum x*y = sum q*y - 32 * sum_s sc_s * bsum_s.
 template <int G>
 void q6k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t nb, float* const* out, int nr, size_t pf) {
-    alignas(32) uint8_t qb[8][QK_K];
+    alignas(64) uint8_t qb[8][QK_K];
     __m256i scv[8][8], sc32[8];
+#if LS_GEMM_K512
+    __m512i scz[8][4];
+#endif
     __m256 acc[G];
     for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(0x03);
@@ -406,10 +448,19 @@ void q6k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_
         }
         if (pf) prefetch_group(wr[0] + pf, sizeof(BlockQ6_K), i);
         const __m256 dw = load_d8(dh);
+#if LS_GEMM_K512
+        for (int r = 0; r < 8; ++r) join_scales(scv[r], scz[r]);
+#endif
         for (int g = 0; g < G; ++g) {
             const BlockQ8_K& y = reinterpret_cast<const BlockQ8_K*>(a + astride * static_cast<size_t>(g))[i];
             const __m256i bs = loadu(y.bsums);
             __m256i v[8];
+#if LS_GEMM_K512
+            __m512i y4[4];
+            for (int m = 0; m < 4; ++m) y4[m] = _mm512_loadu_si512(y.qs + 64 * m);
+            for (int r = 0; r < 8; ++r)
+                v[r] = _mm256_sub_epi32(ksum512(qb[r], y4, scz[r], _mm512_setzero_si512()), _mm256_madd_epi16(sc32[r], bs));
+#else
             for (int r = 0; r < 8; ++r) {
                 __m256i s = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_madd_epi16(sc32[r], bs));
                 for (int j = 0; j < 8; ++j) {
@@ -419,6 +470,7 @@ void q6k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_
                 }
                 v[r] = s;
             }
+#endif
             float yd;
             std::memcpy(&yd, &y.d, 4);
             acc[g] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(yd)), _mm256_cvtepi32_ps(hsum8(v)), acc[g]);
