@@ -79,13 +79,18 @@ void qk_block(const double* const* qr, const double* const* kr, int64_t D, doubl
 #endif
 }
 
-void qk_tile(const double* const* qs, int nq, const double* keys, int64_t nk, int64_t D, double* out, int64_t ld /* out: nq rows of stride ld */) {
+// Keys j0 + jbase .. are the block's keys from index jbase on; query i sees block keys
+// [a0[i], a1[i]) (non-decreasing in i): a tile of keys no query of a query tile sees is skipped
+// (the causal half of a prompt block; its scores would never be read).
+void qk_tile(const double* const* qs, int nq, const double* keys, int64_t nk, int64_t D, double* out, int64_t ld /* out: nq rows of stride ld */,
+             int64_t jbase, const int64_t* a0, const int64_t* a1) {
     for (int64_t j0 = 0; j0 < nk; j0 += kTk) {
         const int64_t nj = std::min<int64_t>(kTk, nk - j0);
         const double* kr[kTk];
         for (int j = 0; j < kTk; ++j) kr[j] = keys + (j0 + std::min<int64_t>(j, nj - 1)) * D;
         for (int i0 = 0; i0 < nq; i0 += kTq) {
             const int ni = std::min(kTq, nq - i0);
+            if (jbase + j0 >= a1[i0 + ni - 1] || jbase + j0 + nj <= a0[i0]) continue;
             double lanes[kTq][kTk][4];
             if (ni == 3) qk_block<3>(qs + i0, kr, D, lanes);
             else if (ni == 2) qk_block<2>(qs + i0, kr, D, lanes);
@@ -100,11 +105,11 @@ void qk_tile(const double* const* qs, int nq, const double* keys, int64_t nk, in
 #if defined(__AVX2__) && defined(__FMA__)
 // NI queries (a compile-time count, so the accumulators stay in registers) x 32 dims.
 template <int NI>
-void pv_rows(const float* const* ws, const float* vals, int64_t nk, int64_t D, int64_t d0, float* const* outs) {
+void pv_rows(const float* const* ws, const float* vals, int64_t jb, int64_t je, int64_t D, int64_t d0, float* const* outs) {
     __m256 acc[NI][4];
     for (auto& row : acc)
         for (auto& x : row) x = _mm256_setzero_ps();
-    for (int64_t j = 0; j < nk; ++j) {
+    for (int64_t j = jb; j < je; ++j) {
         const float* vr = vals + j * D + d0;
         const __m256 v0 = _mm256_loadu_ps(vr), v1 = _mm256_loadu_ps(vr + 8);
         const __m256 v2 = _mm256_loadu_ps(vr + 16), v3 = _mm256_loadu_ps(vr + 24);
@@ -122,9 +127,11 @@ void pv_rows(const float* const* ws, const float* vals, int64_t nk, int64_t D, i
 #endif
 
 // out_i[d] = fma(w_i[j], v_j[d], out_i[d]) for keys j in order (the reference's sequence;
-// a zero weight leaves out unchanged). Tiles of 3 queries x 32 dims stay in registers over
-// all keys instead of being loaded and stored per key.
-void pv_tile(const float* const* ws, int nq, const float* vals, int64_t nk, int64_t D, float* const* outs) {
+// a zero weight leaves out unchanged: out starts at +0 and a round-to-nearest sum is never
+// -0, so keys no query of a tile sees, [a0, a1) outside, are skipped). Tiles of 3 queries x
+// 32 dims stay in registers over the keys instead of being loaded and stored per key.
+void pv_tile(const float* const* ws, int nq, const float* vals, int64_t nk, int64_t D, float* const* outs, const int64_t* a0,
+             const int64_t* a1) {
     // Each output element is its own chain over the keys, so slices of 32 dims run in
     // parallel without changing any element's order (this is what spreads a long-context
     // decode step over the cores).
@@ -135,16 +142,17 @@ void pv_tile(const float* const* ws, int nq, const float* vals, int64_t nk, int6
         if (d1 - d0 == 32) {
             for (int i0 = 0; i0 < nq; i0 += kTq) {
                 const int ni = std::min(kTq, nq - i0);
-                if (ni == 3) pv_rows<3>(ws + i0, vals, nk, D, d0, outs + i0);
-                else if (ni == 2) pv_rows<2>(ws + i0, vals, nk, D, d0, outs + i0);
-                else pv_rows<1>(ws + i0, vals, nk, D, d0, outs + i0);
+                const int64_t jb = a0[i0], je = a1[i0 + ni - 1];
+                if (ni == 3) pv_rows<3>(ws + i0, vals, jb, je, D, d0, outs + i0);
+                else if (ni == 2) pv_rows<2>(ws + i0, vals, jb, je, D, d0, outs + i0);
+                else pv_rows<1>(ws + i0, vals, jb, je, D, d0, outs + i0);
             }
             return;
         }
 #endif
         for (int i = 0; i < nq; ++i) {
             std::fill(outs[i] + d0, outs[i] + d1, 0.0f);
-            for (int64_t j = 0; j < nk; ++j) simd::fma_axpy(ws[i][j], vals + j * D + d0, outs[i] + d0, d1 - d0);
+            for (int64_t j = a0[i]; j < a1[i]; ++j) simd::fma_axpy(ws[i][j], vals + j * D + d0, outs[i] + d0, d1 - d0);
         }
     };
     // Short key ranges (decode at short context): a few microseconds of work, less than
@@ -190,6 +198,11 @@ void attention(const Tensor& dst) {
             const int64_t nk = kb.hi - kb.lo + 1;
             sc.resize(size_t(nq * nk));
             w.resize(size_t(nq * nk));
+            int64_t a0[kQueryBlock], a1[kQueryBlock];  // keys of query i: block keys [a0, a1)
+            for (int64_t i = 0; i < nq; ++i) {
+                a0[i] = attn_first_key(pos[t + i], p.window) - kb.lo;
+                a1[i] = pos[t + i] - kb.lo + 1;
+            }
             for (int64_t g = 0; g < group; ++g) {
                 const int64_t h = hk * group + g;
                 const double* qp[kQueryBlock];
@@ -204,30 +217,30 @@ void attention(const Tensor& dst) {
                 }
                 // Scores are independent per (query, key): chunks of keys in parallel.
                 tbb::parallel_for(tbb::blocked_range<int64_t>(0, nk, 512), [&](const tbb::blocked_range<int64_t>& r) {
-                    qk_tile(qp, int(nq), kb.k.data() + r.begin() * Dk, r.end() - r.begin(), Dk, sc.data() + r.begin(), nk);
+                    qk_tile(qp, int(nq), kb.k.data() + r.begin() * Dk, r.end() - r.begin(), Dk, sc.data() + r.begin(), nk, r.begin(), a0, a1);
                 });
                 for (int64_t i = 0; i < nq; ++i) {
                     // Keys of query i: [k0, pt], as the reference; weights elsewhere are 0.
-                    const int64_t pt = pos[t + i], k0 = attn_first_key(pt, p.window);
-                    const int64_t a0 = k0 - kb.lo, a1 = pt - kb.lo + 1;
+                    const int64_t b0 = a0[i], b1 = a1[i];
                     float* e = w.data() + i * nk;
-                    std::fill(e, e + nk, 0.0f);
+                    std::fill(e, e + b0, 0.0f);
+                    std::fill(e + b1, e + nk, 0.0f);
                     float mx = -INFINITY;
-                    for (int64_t j = a0; j < a1; ++j) {
+                    for (int64_t j = b0; j < b1; ++j) {
                         float x = float(sc[size_t(i * nk + j)]) * p.scale;
                         if (p.softcap > 0) x = p.softcap * det_tanh(x / p.softcap);
                         e[j] = x;
                         mx = std::fmax(mx, x);
                     }
-                    int64_t j = a0;
-                    for (const simd::fbatch vmx(mx); j + simd::W <= a1; j += simd::W)
+                    int64_t j = b0;
+                    for (const simd::fbatch vmx(mx); j + simd::W <= b1; j += simd::W)
                         simd::det_exp(simd::fbatch::load_unaligned(e + j) - vmx).store_unaligned(e + j);
-                    for (; j < a1; ++j) e[j] = det_exp(e[j] - mx);
+                    for (; j < b1; ++j) e[j] = det_exp(e[j] - mx);
                     double sum = 0;
-                    for (j = a0; j < a1; ++j) sum += e[j];  // in order, as the reference
-                    for (j = a0; j < a1; ++j) e[j] = float(double(e[j]) / sum);
+                    for (j = b0; j < b1; ++j) sum += e[j];  // in order, as the reference
+                    for (j = b0; j < b1; ++j) e[j] = float(double(e[j]) / sum);
                 }
-                pv_tile(wp, int(nq), kb.v.data(), nk, Dv, op);
+                pv_tile(wp, int(nq), kb.v.data(), nk, Dv, op, a0, a1);
             }
             t += nq;
         }
