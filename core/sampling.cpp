@@ -46,16 +46,32 @@ int32_t Sampler::sample(float* logits, int n, const std::vector<int32_t>& histor
         for (int i = 1; i < n; ++i)
             if (logits[i] > logits[chosen]) chosen = i;
     } else {
-        // 3. top-k by partial selection (no full sort)
-        idx_.resize(size_t(n));
-        std::iota(idx_.begin(), idx_.end(), 0);
-        auto better = [logits](int32_t a, int32_t b) {
-            return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-        };
+        // 3. top-k: the k best under "larger logit first, NaN last, ties to the lower id", in
+        // that order. One pass with a heap of the k best so far (its front is the worst kept):
+        // almost every logit fails one comparison with the front's value. (nth_element over
+        // an index array took ~2.4 ms for 262144 logits, a third of a decode step.)
+        auto key = [logits](int32_t a) { return logits[a] != logits[a] ? -std::numeric_limits<float>::infinity() : logits[a]; };
+        auto better = [&key](int32_t a, int32_t b) { return key(a) > key(b) || (key(a) == key(b) && a < b); };
         size_t k = (p_.top_k <= 0 || p_.top_k >= n) ? size_t(n) : size_t(p_.top_k);
         if (k < size_t(n)) {
-            std::nth_element(idx_.begin(), idx_.begin() + std::ptrdiff_t(k), idx_.end(), better);
-            idx_.resize(k);
+            idx_.clear();
+            for (int32_t i = 0; i < int32_t(k); ++i) {
+                idx_.push_back(i);
+                std::push_heap(idx_.begin(), idx_.end(), better);
+            }
+            float thr = key(idx_.front());
+            for (int32_t i = int32_t(k); i < n; ++i) {
+                // A later id wins only with a strictly larger value (ties go to the lower id).
+                if (!(logits[i] > thr)) continue;
+                std::pop_heap(idx_.begin(), idx_.end(), better);
+                idx_.back() = i;
+                std::push_heap(idx_.begin(), idx_.end(), better);
+                thr = key(idx_.front());
+            }
+            std::sort(idx_.begin(), idx_.end(), better);
+        } else {
+            idx_.resize(size_t(n));
+            std::iota(idx_.begin(), idx_.end(), 0);
         }
         // 4. temperature + softmax
         float mx = -std::numeric_limits<float>::infinity();

@@ -233,3 +233,27 @@ TEST_CASE("sampling: top-k on a 262144 vocabulary", "[sampling]") {
     std::vector<float> l = logits;
     CHECK(s1.sample(l.data(), n, {}) == order[0]);
 }
+
+TEST_CASE("sampling: top-k keeps the k best, ties to the lower id, NaN last", "[sampling]") {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const std::vector<float> logits = {5, 1, 3, nan, 3, 3, 0, nan};
+    SamplerParams p = plain(1e6f);  // nearly uniform over the survivors
+    p.top_k = 3;
+    p.seed = 11;
+    Sampler s(p);
+    std::set<int32_t> seen;
+    for (int i = 0; i < 300; ++i) {
+        std::vector<float> l = logits;
+        seen.insert(s.sample(l.data(), int(l.size()), {}));
+    }
+    CHECK(seen == std::set<int32_t>{0, 2, 4});
+    // NaN ranks below every number: with k = 6 the survivors are exactly the six numbers.
+    p.top_k = 6;
+    Sampler s6(p);
+    seen.clear();
+    for (int i = 0; i < 600; ++i) {
+        std::vector<float> l = logits;
+        seen.insert(s6.sample(l.data(), int(l.size()), {}));
+    }
+    CHECK(seen == std::set<int32_t>{0, 1, 2, 4, 5, 6});
+}
