@@ -539,7 +539,8 @@ void gemm_tile(DType t, const uint8_t* w, size_t wstride, int nr, const uint8_t*
         for (int r = 0; r < 16; ++r) wr[r] = w + wstride * static_cast<size_t>(std::min(r, nr - 1));
         const size_t pf = 0;  // compute bound here: no prefetch
         int g = 0;
-        for (; g + 32 <= ntok; g += 32) run_tile16<32>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr, pf);
+        for (; g + 64 <= ntok; g += 64) run_tile16<64>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr, pf);
+        if (g + 32 <= ntok) run_tile16<32>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr, pf), g += 32;
         if (g + 16 <= ntok) run_tile16<16>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr, pf), g += 16;
         if (g + 8 <= ntok) run_tile16<8>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr, pf), g += 8;
         if (g + 4 <= ntok) run_tile16<4>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr, pf), g += 4;

@@ -238,9 +238,9 @@ TEST_CASE("GEMM tiles equal vec_dot_ref bit for bit", "[quant]") {
             for (int variant = 0; variant < 2; ++variant) {
                 INFO("type " << ls::dtype_name(w) << " n " << n << (variant ? " random bytes" : " quantized gaussian"));
                 const auto xa = gaussian(static_cast<size_t>(n), ++seed, 0.5f);
-                // Up to 12 tokens: tiles for 1, 2, 3 tokens at once (sub-groups of 4 and less)
-                // and for 12 (the many-token tiles, 16 rows on AVX-512 VNNI).
-                constexpr int kTok = 12;
+                // Up to 70 tokens: tiles for 1, 2, 3 tokens at once (sub-groups of 4 and less)
+                // and for 12 and 70 (the many-token tiles: 16 rows on AVX-512 VNNI, 64 at once).
+                constexpr int kTok = 70;
                 const size_t astride = ls::cpu::gemm_act_stride(w, n);
                 std::vector<uint8_t> act(kTok * astride);
                 for (int g = 0; g < kTok; ++g) {
@@ -256,7 +256,7 @@ TEST_CASE("GEMM tiles equal vec_dot_ref bit for bit", "[quant]") {
                     std::memcpy(rows.data() + stride * r, rq.data(), stride);
                 }
                 for (int cnt : {1, 4, 8, nr - 1, nr})
-                    for (int ntok : {1, 2, 3, kTok}) {
+                    for (int ntok : {1, 2, 3, 12, kTok}) {
                         std::vector<float> out(size_t(kTok * cnt), -1.0f);
                         float* o[kTok];
                         for (int g = 0; g < kTok; ++g) o[g] = out.data() + g * cnt;
