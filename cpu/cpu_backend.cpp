@@ -31,6 +31,7 @@ public:
         arena_ = std::make_unique<tbb::task_arena>(n_threads_);
     }
     void compute(const Graph& g) override {
+        const auto g0 = std::chrono::steady_clock::now();
         arena_->execute([&] {
             for (const Tensor* n : g.nodes()) {
                 if (!profile_) {
@@ -42,12 +43,17 @@ public:
                 op_seconds_[static_cast<int>(n->op)] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             }
         });
+        if (profile_) {
+            graph_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - g0).count();
+            ++graphs_;
+        }
     }
     ~CpuBackend() override {
         if (!profile_) return;
         std::fprintf(stderr, "cpu backend: time per op (LOCKSTEP_PROFILE)\n");
         for (int i = 0; i < static_cast<int>(OpId::COUNT); ++i)
             if (op_seconds_[i] > 0) std::fprintf(stderr, "  %-10s %8.3f s\n", op_name(static_cast<OpId>(i)), op_seconds_[i]);
+        std::fprintf(stderr, "  %lld graphs, %.3f s in compute()\n", graphs_, graph_seconds_);
     }
 
 private:
@@ -55,6 +61,8 @@ private:
     // LOCKSTEP_PROFILE=1: time each op kind, printed when the backend is destroyed.
     bool profile_ = std::getenv("LOCKSTEP_PROFILE") != nullptr;
     double op_seconds_[static_cast<int>(OpId::COUNT)] = {};
+    double graph_seconds_ = 0;
+    long long graphs_ = 0;
     std::unique_ptr<tbb::task_arena> arena_;
 };
 
