@@ -7,7 +7,7 @@
 
 namespace ls {
 
-// 64-byte aligned, owned host memory.
+// 64-byte aligned, owned host memory (large buffers: huge-page backed where the OS allows).
 std::unique_ptr<Buffer> make_host_buffer(Backend* owner, size_t bytes);
 // Wraps memory the caller keeps alive (an mmap'd model); never written through.
 std::unique_ptr<Buffer> wrap_host_memory(Backend* owner, const void* p, size_t bytes);

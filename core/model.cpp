@@ -1,5 +1,7 @@
 #include "core/model.h"
 
+#include <fstream>
+
 #include "core/ops.h"
 
 #include <stdexcept>
@@ -11,7 +13,20 @@
 
 namespace ls {
 
-std::unique_ptr<Model> Model::load(const std::string& path, Backend& be) {
+namespace {
+// MemAvailable from /proc/meminfo in bytes; 0 where unknown.
+uint64_t mem_available() {
+    std::ifstream f("/proc/meminfo");
+    std::string key;
+    uint64_t kb = 0;
+    std::string unit;
+    while (f >> key >> kb >> unit)
+        if (key == "MemAvailable:") return kb * 1024;
+    return 0;
+}
+}  // namespace
+
+std::unique_ptr<Model> Model::load(const std::string& path, Backend& be, WeightMemory mem) {
     auto file = GgufFile::open(path);
     const std::string arch = file->get_string("general.architecture");
     std::unique_ptr<Model> m;
@@ -22,8 +37,15 @@ std::unique_ptr<Model> Model::load(const std::string& path, Backend& be) {
                                   "' is not supported (supported: gemma3, gemma4, qwen3next, qwen35, qwen35moe)");
     m->file_ = std::move(file);
     m->be_ = &be;
-    // One buffer over the whole file: host backends use the mapping in place.
-    m->weights_buffer_ = be.wrap_host(m->file_->base(), m->file_->size());
+    // One buffer over the whole file: mapped in place, or copied (see WeightMemory).
+    const size_t size = m->file_->size();
+    if (mem == WeightMemory::Auto) mem = size <= mem_available() / 2 ? WeightMemory::Copy : WeightMemory::Map;
+    if (mem == WeightMemory::Map) {
+        m->weights_buffer_ = be.wrap_host(m->file_->base(), size);
+    } else {
+        m->weights_buffer_ = be.alloc(size);
+        be.upload(*m->weights_buffer_, 0, m->file_->base(), size);
+    }
     m->load_arch();
     return m;
 }

@@ -57,9 +57,14 @@ private:
 
 class Model {
 public:
-    // Opens the GGUF, reads hyperparameters and binds every weight (zero-copy where the
-    // backend can address host memory). Throws naming the tensor, type or key at fault.
-    static std::unique_ptr<Model> load(const std::string& path, Backend& be);
+    // How a host backend (CPU) holds the weights: mapped from the file in place, or copied
+    // into its own (huge-page) memory, which decodes faster; Auto copies when the file takes
+    // at most half of the memory available (llama.cpp's --mmap / --no-mmap pick one).
+    // Backends with their own memory (GPUs) always copy.
+    enum class WeightMemory { Auto, Map, Copy };
+    // Opens the GGUF, reads hyperparameters and binds every weight. Throws naming the
+    // tensor, type or key at fault.
+    static std::unique_ptr<Model> load(const std::string& path, Backend& be, WeightMemory mem = WeightMemory::Auto);
     virtual ~Model() = default;
 
     const Hparams& hparams() const { return hp_; }

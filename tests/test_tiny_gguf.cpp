@@ -102,3 +102,22 @@ TEST_CASE("tiny gemma3: K-quant and legacy-quant variants load and run on both b
         for (size_t i = 0; i < logits[0].size(); ++i) REQUIRE(std::fabs(logits[0][i] - logits[1][i]) <= 1e-3);
     }
 }
+
+TEST_CASE("tiny gemma3: weights mapped in place and copied into owned memory give the same logits", "[tiny]") {
+    TinyGemma3Spec spec;
+    const std::string path = test::tiny_model_path("default", spec);
+    for (const std::string& bk : test::all_backend_names()) {
+        INFO(bk);
+        std::vector<std::vector<float>> logits;
+        for (Model::WeightMemory mem : {Model::WeightMemory::Map, Model::WeightMemory::Copy, Model::WeightMemory::Auto}) {
+            auto be = test::make_backend(bk);
+            auto m = Model::load(path, *be, mem);
+            SessionParams p;
+            p.n_ctx = 32;
+            Session s(*m, *be, p);
+            logits.push_back(s.eval({tiny_vocab::kBos, 299, 270, 17}));
+        }
+        CHECK(logits[0] == logits[1]);
+        CHECK(logits[0] == logits[2]);
+    }
+}

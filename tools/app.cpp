@@ -18,7 +18,8 @@ App open_app(const Options& o) {
         throw std::runtime_error("model file not found: " + a.model_path);
     }
     a.backend = create_backend({o.backend, o.device, o.threads});
-    a.model = Model::load(a.model_path, *a.backend);
+    const auto mem = o.mmap < 0 ? Model::WeightMemory::Auto : o.mmap ? Model::WeightMemory::Map : Model::WeightMemory::Copy;
+    a.model = Model::load(a.model_path, *a.backend, mem);
     a.tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_gguf(a.model->gguf()));
     return a;
 }

@@ -101,6 +101,8 @@ Options parse_args(int argc, char** argv) {
                 throw UsageError("--backend must be cpu, vulkan or cuda; got '" + o.backend + "'");
         }
         else if (a == "--device") o.device = int(parse_number<int64_t>(a, value()));
+        else if (a == "--mmap") o.mmap = 1;
+        else if (a == "--no-mmap") o.mmap = 0;
         else if (a == "-r" || a == "--repetitions") o.reps = int(positive(parse_number<int64_t>(a, value())));
         else if (a == "--system") o.system = value();
         else throw UsageError("unknown option '" + a + "' for '" + o.command + "'");
@@ -122,7 +124,10 @@ std::string usage(const std::string& command) {
         "  -ctk, --cache-type-k T  K cache type: f32, f16, q8_0, q4_0 (default f16)\n"
         "  -ctv, --cache-type-v T  V cache type (default f16)\n"
         "  --backend NAME          cpu | vulkan | cuda (default cpu)\n"
-        "  --device N              device index for GPU backends (default 0)\n";
+        "  --device N              device index for GPU backends (default 0)\n"
+        "  --mmap, --no-mmap       CPU: use the file's mapping in place, or copy the weights into\n"
+        "                          huge-page memory (faster decode); default: copy if the file\n"
+        "                          takes at most half of the available memory\n";
     std::string sampling =
         "  -n, --n-predict N       tokens to generate (default 128; -1: until end of generation)\n"
         "  --temp T                temperature, 0 = greedy (default 0.8)\n"

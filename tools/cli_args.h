@@ -33,6 +33,7 @@ struct Options {
     DType type_k = DType::F16, type_v = DType::F16;
     std::string backend = "cpu";  // --backend
     int device = 0;               // --device
+    int mmap = -1;                // --mmap (1) / --no-mmap (0); -1: copy if it fits in half the free memory
     // bench: -p and -n take comma-separated lists; -r repetitions
     std::vector<int64_t> bench_pp{512}, bench_tg{128};
     std::vector<int64_t> bench_prefill_vs_single;  // prompt sizes timed chunked and token by token
