@@ -6,7 +6,9 @@
 namespace ls::cli {
 
 int cmd_info(const Options& o) {
-    App app = open_app(o);
+    Options mapped = o;
+    if (mapped.mmap < 0) mapped.mmap = 1;  // only metadata is read: no copy of the weights
+    App app = open_app(mapped);
     const Hparams& hp = app.model->hparams();
     const GgufFile& f = app.model->gguf();
     std::printf("file:        %s (GGUF v%u, %.1f MiB)\n", app.model_path.c_str(), f.version(), f.size() / 1048576.0);
