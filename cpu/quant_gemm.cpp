@@ -494,6 +494,25 @@ void run_tile(DType t, const uint8_t* const* wr, const uint8_t* a, size_t astrid
 }  // namespace
 #endif  // LS_GEMM_AVX2
 
+#if LS_GEMM_AVX2
+namespace {
+// Calls run.template operator()<G>(first) over the ntok tokens: groups of Max, then at most
+// one group each of Max/2, ..., 1 (the tile sizes the kernels are instantiated for).
+template <int G, class Run> void token_groups_tail(int& g, int ntok, Run& run) {
+    if (g + G <= ntok) {
+        run.template operator()<G>(g);
+        g += G;
+    }
+    if constexpr (G > 1) token_groups_tail<G / 2>(g, ntok, run);
+}
+template <int Max, class Run> void by_token_groups(int ntok, Run run) {
+    int g = 0;
+    for (; g + Max <= ntok; g += Max) run.template operator()<Max>(g);
+    token_groups_tail<Max / 2>(g, ntok, run);
+}
+}  // namespace
+#endif
+
 bool gemm_supported(DType t) {
 #if LS_GEMM_AVX2
     return is_legacy(t) || t == DType::Q4_K || t == DType::Q6_K;
@@ -537,15 +556,10 @@ void gemm_tile(DType t, const uint8_t* w, size_t wstride, int nr, const uint8_t*
     if (is_legacy(t) && nr >= 1 && nr <= 16 && ntok > 8) {
         const uint8_t* wr[16];
         for (int r = 0; r < 16; ++r) wr[r] = w + wstride * static_cast<size_t>(std::min(r, nr - 1));
-        const size_t pf = 0;  // compute bound here: no prefetch
-        int g = 0;
-        for (; g + 64 <= ntok; g += 64) run_tile16<64>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr, pf);
-        if (g + 32 <= ntok) run_tile16<32>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr, pf), g += 32;
-        if (g + 16 <= ntok) run_tile16<16>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr, pf), g += 16;
-        if (g + 8 <= ntok) run_tile16<8>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr, pf), g += 8;
-        if (g + 4 <= ntok) run_tile16<4>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr, pf), g += 4;
-        if (g + 2 <= ntok) run_tile16<2>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr, pf), g += 2;
-        if (g < ntok) run_tile16<1>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr, pf);
+        // Compute bound here (more than 8 tokens): no prefetch.
+        by_token_groups<64>(ntok, [&]<int G>(int g) {
+            run_tile16<G>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr, 0);
+        });
         return;
     }
 #endif
@@ -564,13 +578,9 @@ void gemm_tile(DType t, const uint8_t* w, size_t wstride, int nr, const uint8_t*
         // Up to 8 tokens (decode steps): memory bound; prefetch the row group 16 rows further
         // on (callers walk row groups in memory order), a slice per block (prefetch_group).
         const size_t pf = ntok <= 8 ? 16 * wstride : 0;
-        int g = 0;
-        for (; g + 32 <= ntok; g += 32) run_tile<32>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr, pf);
-        if (g + 16 <= ntok) run_tile<16>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr, pf), g += 16;
-        if (g + 8 <= ntok) run_tile<8>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr, pf), g += 8;
-        if (g + 4 <= ntok) run_tile<4>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr, pf), g += 4;
-        if (g + 2 <= ntok) run_tile<2>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr, pf), g += 2;
-        if (g < ntok) run_tile<1>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr, pf);
+        by_token_groups<32>(ntok, [&]<int G>(int g) {
+            run_tile<G>(t, wr, a + astride * static_cast<size_t>(g), astride, k, out + g, nr, pf);
+        });
         return;
     }
 #endif
