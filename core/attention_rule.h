@@ -6,12 +6,15 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/hd.h"
+
 namespace ls {
 
 // First key position a query at position p sees with window W (0 = full attention).
-inline int64_t attn_first_key(int64_t p, int64_t W) { return W > 0 ? std::max<int64_t>(0, p - W + 1) : 0; }
+// (LS_HD: the CUDA kernels index with these same two functions.)
+LS_HD inline int64_t attn_first_key(int64_t p, int64_t W) { return W > 0 && p - W + 1 > 0 ? p - W + 1 : 0; }
 // Cache row of key position k of sequence slot s in a ring of R rows per slot.
-inline int64_t ring_row(int64_t s, int64_t k, int64_t R) { return s * R + k % R; }
+LS_HD inline int64_t ring_row(int64_t s, int64_t k, int64_t R) { return s * R + k % R; }
 // Checks that a query (s, p) can be answered from a cache of n_seq slots of R rows.
 inline void check_attention_query(int64_t s, int64_t p, int64_t W, int64_t R, int64_t n_seq) {
     if (s < 0 || s >= n_seq)

@@ -163,10 +163,17 @@ std::vector<OpCase> op_cases() {
         {512, 24, 1, 2, 1, 32, 0.f, {0, 5, 23}, {0, 0, 0}},                     // W > R = n_ctx: a short context
         {0, 40, 1, 4, 1, 512, 0.f, {0, 1, 2, 3, 30, 39}, {0, 0, 0, 0, 0, 0}},    // Gemma 4 global heads of 512
         {0, 40, 2, 4, 2, 512, 0.f, {33}, {1}},                                  // ... a decode step
+        {0, 160, 2, 4, 1, 256, 0.f, {150, 70, 159}, {0, 1, 0}},                 // Gemma 3 heads, long key ranges
+        {24, 40, 1, 2, 1, 64, 0.f, {}, {}},                                     // a 40-query prefill chunk, windowed, wrapped
     };
     for (size_t ai = 0; ai < att.size(); ++ai)
         for (DType t : kCacheTypes) {
-            const A a = att[ai];
+            A a = att[ai];
+            if (a.pos.empty())  // positions 60..99 of sequence 0
+                for (int32_t i = 0; i < 40; ++i) {
+                    a.pos.push_back(60 + i);
+                    a.seq.push_back(0);
+                }
             // Cache rows are dequantized the same way; softmax and dot orders differ.
             c.push_back({"attention case " + std::to_string(ai) + " " + dtype_name(t),
                          [=](Graph& g, Backend& be, Keep& k, std::mt19937& r) {

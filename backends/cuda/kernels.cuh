@@ -1,22 +1,19 @@
-// Device helpers shared by the op kernels: tensor shapes as kernel arguments, block-wide
-// reductions, and the elementwise launch patterns. Reductions here are only used where
-// the order does not change the result (max of floats, integer sums) or where the
-// definition allows any order (double sums of exact products, core/detmath.h).
+// What the op launchers share: shapes of tensors as kernel arguments, and the elementwise
+// launch patterns. The device-side helpers (reductions) are in device.cuh.
 #pragma once
 #include <cuda_runtime.h>
 
 #include <stdexcept>
 
 #include "backends/cuda/cuda_common.h"
+#include "backends/cuda/device.cuh"
 #include "core/detmath.h"
 
 namespace ls::cuda {
 
-// ne and nb (bytes) of a tensor, by value.
-struct Shape {
-    int64_t ne[4];
-    int64_t nb[4];
-};
+constexpr int kThreads = 256;
+
+// ne and nb (bytes) of a tensor, as a kernel argument.
 inline Shape shape_of(const Tensor& t) {
     Shape s;
     for (int i = 0; i < 4; ++i) {
@@ -24,47 +21,6 @@ inline Shape shape_of(const Tensor& t) {
         s.nb[i] = int64_t(t.nb[i]);
     }
     return s;
-}
-
-constexpr int kThreads = 256;
-
-// Sum over the block (blockDim.x a multiple of 32, at most 1024), result in every thread.
-// shared: 32 doubles. Fixed tree: the same bits on every run.
-__device__ inline double block_sum(double v, double* shared) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nw = blockDim.x / 32;
-    __syncthreads();  // shared may still be read by a previous call
-    if (lane == 0) shared[warp] = v;
-    __syncthreads();
-    if (warp == 0) {
-        v = lane < nw ? shared[lane] : 0.0;
-        for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-        if (lane == 0) shared[0] = v;
-    }
-    __syncthreads();
-    return shared[0];
-}
-
-// Max over the block (exact in any order), result in every thread. shared: 32 floats.
-__device__ inline float block_max(float v, float* shared) {
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_down_sync(0xffffffffu, v, o));
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nw = blockDim.x / 32;
-    __syncthreads();
-    if (lane == 0) shared[warp] = v;
-    __syncthreads();
-    if (warp == 0) {
-        v = lane < nw ? shared[lane] : -INFINITY;
-        for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_down_sync(0xffffffffu, v, o));
-        if (lane == 0) shared[0] = v;
-    }
-    __syncthreads();
-    return shared[0];
-}
-
-// Warp sum of doubles (fixed tree), result in lane 0.
-__device__ inline double warp_sum(double v) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-    return v;
 }
 
 // y[i] = f(x[i]) over n contiguous floats.

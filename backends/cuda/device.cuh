@@ -1,0 +1,67 @@
+// Device-side helpers shared by the op kernels: tensor shapes as kernel arguments and
+// block-wide reductions. Reductions here are only used where the order does not change the
+// result (max of floats, integer sums) or where the definition allows any order (double sums
+// of exact products, core/detmath.h).
+//
+// Kernels in headers that include this one compile under nvcc, or on the host under
+// tests/cuda_emu.h, which runs them thread by thread without a GPU (tests/test_cuda_emu.cpp).
+#pragma once
+#if defined(__CUDACC__)
+#include <cuda_runtime.h>
+#elif !defined(LS_CUDA_EMU)
+#error "CUDA device code: compile with nvcc, or include tests/cuda_emu.h first"
+#endif
+
+#include <cmath>
+#include <cstdint>
+
+#include "core/detmath.h"
+
+namespace ls::cuda {
+
+// ne and nb (bytes) of a tensor, by value.
+struct Shape {
+    int64_t ne[4];
+    int64_t nb[4];
+};
+
+// Sum over the block (blockDim.x a multiple of 32, at most 1024), result in every thread.
+// shared: 32 doubles. Fixed tree: the same bits on every run.
+__device__ inline double block_sum(double v, double* shared) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nw = blockDim.x / 32;
+    __syncthreads();  // shared may still be read by a previous call
+    if (lane == 0) shared[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = lane < nw ? shared[lane] : 0.0;
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+        if (lane == 0) shared[0] = v;
+    }
+    __syncthreads();
+    return shared[0];
+}
+
+// Max over the block (exact in any order), result in every thread. shared: 32 floats.
+__device__ inline float block_max(float v, float* shared) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_down_sync(0xffffffffu, v, o));
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nw = blockDim.x / 32;
+    __syncthreads();
+    if (lane == 0) shared[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = lane < nw ? shared[lane] : -INFINITY;
+        for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_down_sync(0xffffffffu, v, o));
+        if (lane == 0) shared[0] = v;
+    }
+    __syncthreads();
+    return shared[0];
+}
+
+// Warp sum of doubles (fixed tree), result in lane 0.
+__device__ inline double warp_sum(double v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    return v;
+}
+
+}  // namespace ls::cuda
