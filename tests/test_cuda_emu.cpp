@@ -5,7 +5,7 @@
 // synchronization and the order of every float chain. On a GPU, cuda_suite runs the same
 // cases through the real launcher. Built without the CUDA toolkit, and under ASan, which
 // then checks each kernel's memory accesses.
-#include "tests/cuda_emu.h"  // first: the CUDA builtins for the kernel header
+#include "backends/cuda/emu/cuda_emu.h"  // first: the CUDA builtins for the kernel header
 
 #include "backends/cuda/attention.cuh"
 

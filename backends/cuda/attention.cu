@@ -38,7 +38,7 @@ void attention(const Tensor& dst, Ctx& ctx) {
     for (int64_t t = 1; one_run && t < T; ++t) one_run = seq[t] == seq[0] && pos[t] == pos[0] + t;
     if (one_run && T * H * n_max <= int64_t(kMaxScratchFloats) && (T + kTQ - 1) / kTQ <= 65535) {
         auto* scratch = static_cast<float*>(ctx.temp(size_t(T * H * n_max) * sizeof(float)));
-        attention_tiled_kernel<<<dim3(unsigned(H), unsigned((T + kTQ - 1) / kTQ)), kTileThreads, 0, ctx.stream>>>(
+        LS_LAUNCH(attention_tiled_kernel, dim3(unsigned(H), unsigned((T + kTQ - 1) / kTQ)), kTileThreads, ctx.stream)(
             reinterpret_cast<const float*>(dptr(q)), shape_of(q), dptr(k), k.type, int64_t(k.nb[1]), dptr(v), v.type,
             int64_t(v.nb[1]), seq[0], pos[0], T, p.window, R, group, p.scale, p.softcap, Dv, dptr(dst), shape_of(dst), scratch,
             n_max);
@@ -57,11 +57,11 @@ void attention(const Tensor& dst, Ctx& ctx) {
     const auto* seq_d = reinterpret_cast<const int32_t*>(dptr(*dst.src[4]));
     for (int64_t t0 = 0; t0 < T; t0 += tq) {
         const int64_t nt = std::min(tq, T - t0);
-        attention_scores_kernel<<<dim3(unsigned(H), unsigned(nt), unsigned(score_blocks)), kScoreWarps * 32, 0, ctx.stream>>>(
+        LS_LAUNCH(attention_scores_kernel, dim3(unsigned(H), unsigned(nt), unsigned(score_blocks)), kScoreWarps * 32, ctx.stream)(
             reinterpret_cast<const float*>(dptr(q)), shape_of(q), dptr(k), k.type, int64_t(k.nb[1]), pos_d, seq_d, t0, p.window, R,
             group, p.scale, p.softcap, scratch, n_max);
         LS_CUDA_CHECK_LAUNCH("attention_scores_kernel");
-        attention_pv_kernel<<<dim3(unsigned(H), unsigned(nt), unsigned((Dv + kPvCols - 1) / kPvCols)), kPvThreads, 0, ctx.stream>>>(
+        LS_LAUNCH(attention_pv_kernel, dim3(unsigned(H), unsigned(nt), unsigned((Dv + kPvCols - 1) / kPvCols)), kPvThreads, ctx.stream)(
             scratch, n_max, dptr(v), v.type, int64_t(v.nb[1]), pos_d, seq_d, t0, p.window, R, group, Dv, dptr(dst), shape_of(dst));
         LS_CUDA_CHECK_LAUNCH("attention_pv_kernel");
     }

@@ -48,7 +48,7 @@ void conv1d_scan(const Tensor& dst, Ctx& ctx) {
                    state.ne[1], "conv1d_scan");
     const int64_t n = runs.ne[1] * C;
     if (n == 0) return;
-    conv1d_scan_kernel<<<blocks_for(n, kThreads), kThreads, 0, ctx.stream>>>(
+    LS_LAUNCH(conv1d_scan_kernel, blocks_for(n, kThreads), kThreads, ctx.stream)(
         dptr(x), int64_t(x.nb[1]), reinterpret_cast<const float*>(dptr(*dst.src[1])), reinterpret_cast<float*>(dptr(state)),
         int64_t(state.nb[1]), reinterpret_cast<const int32_t*>(dptr(runs)), reinterpret_cast<const int32_t*>(dptr(order)),
         dptr(dst), int64_t(dst.nb[1]), C, K, runs.ne[1]);

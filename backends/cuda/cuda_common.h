@@ -23,6 +23,13 @@ void check(cudaError_t e, const char* call, const char* file, int line);
 // After a kernel launch: a bad configuration is reported here, naming the kernel.
 #define LS_CUDA_CHECK_LAUNCH(kernel) ::ls::cuda::check(cudaGetLastError(), "launch of " kernel, __FILE__, __LINE__)
 
+#if defined(__CUDACC__)
+// A kernel launch: LS_LAUNCH(kernel, grid, block, stream)(args...) is
+// kernel<<<grid, block, 0, stream>>>(args...) under nvcc; the LOCKSTEP_CUDA_EMU build runs
+// the kernel on the host instead (backends/cuda/emu/cuda_runtime.h).
+#define LS_LAUNCH(kernel, grid, block, stream) kernel<<<(grid), (block), 0, (stream)>>>
+#endif
+
 // "CUDA device 0 (NAME): out of memory allocating X MiB for WHAT (Y MiB free of Z MiB)".
 std::string oom_message(int device, const std::string& device_name, size_t needed, size_t free_bytes,
                         size_t total_bytes, const std::string& what);

@@ -58,7 +58,7 @@ void delta_scan(const Tensor& dst, Ctx& ctx) {
     if (p.d_v > 1024) throw std::invalid_argument("delta_scan: the CUDA kernel handles value heads up to 1024 wide");
     const unsigned blocks = unsigned(runs.ne[1] * p.n_v_heads), threads = unsigned((p.d_v + 31) / 32 * 32);
     if (blocks == 0) return;
-    delta_scan_kernel<<<blocks, threads, 0, ctx.stream>>>(
+    LS_LAUNCH(delta_scan_kernel, blocks, threads, ctx.stream)(
         dptr(qkv), int64_t(qkv.nb[1]), reinterpret_cast<const float*>(dptr(*dst.src[1])),
         reinterpret_cast<const float*>(dptr(*dst.src[2])), reinterpret_cast<float*>(dptr(state)), int64_t(state.nb[1]),
         reinterpret_cast<const int32_t*>(dptr(runs)), reinterpret_cast<const int32_t*>(dptr(order)),

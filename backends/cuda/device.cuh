@@ -3,13 +3,15 @@
 // result (max of floats, integer sums) or where the definition allows any order (double sums
 // of exact products, core/detmath.h).
 //
-// Kernels in headers that include this one compile under nvcc, or on the host under
-// tests/cuda_emu.h, which runs them thread by thread without a GPU (tests/test_cuda_emu.cpp).
+// Kernels over this header compile under nvcc, or with the host compiler over
+// backends/cuda/emu/cuda_emu.h, which runs them thread by thread without a GPU.
 #pragma once
 #if defined(__CUDACC__)
 #include <cuda_runtime.h>
-#elif !defined(LS_CUDA_EMU)
-#error "CUDA device code: compile with nvcc, or include tests/cuda_emu.h first"
+#elif defined(LS_CUDA_EMU)
+#include "backends/cuda/emu/cuda_emu.h"
+#else
+#error "CUDA device code: compile with nvcc, or with backends/cuda/emu/cuda_emu.h"
 #endif
 
 #include <cmath>

@@ -29,7 +29,7 @@ void get_rows(const Tensor& dst, Ctx& ctx) {
     if (idx.ne[0] == 0 || src.ne[0] == 0) return;
     if (idx.ne[0] > 65535) throw std::runtime_error("cuda get_rows: more than 65535 rows in one node");
     const dim3 grid(blocks_for(src.ne[0], kThreads), unsigned(idx.ne[0]));
-    get_rows_kernel<<<grid, kThreads, 0, ctx.stream>>>(src.type, dptr(src), int64_t(src.nb[1]), dptr(idx), int64_t(idx.nb[0]),
+    LS_LAUNCH(get_rows_kernel, grid, kThreads, ctx.stream)(src.type, dptr(src), int64_t(src.nb[1]), dptr(idx), int64_t(idx.nb[0]),
                                                       idx.type == DType::I64, dptr(dst), int64_t(dst.nb[1]), src.ne[0]);
     LS_CUDA_CHECK_LAUNCH("get_rows_kernel");
 }

@@ -31,7 +31,7 @@ template <class F> __global__ void unary_kernel(const float* x, float* y, int64_
 template <class F> void launch_unary(const Tensor& dst, Ctx& ctx, F f, const char* name) {
     const int64_t n = dst.nelements();
     if (n == 0) return;
-    unary_kernel<<<blocks_for(n, kThreads), kThreads, 0, ctx.stream>>>(
+    LS_LAUNCH(unary_kernel, blocks_for(n, kThreads), kThreads, ctx.stream)(
         reinterpret_cast<const float*>(dptr(*dst.src[0])), reinterpret_cast<float*>(dptr(dst)), n, f);
     check(cudaGetLastError(), name, __FILE__, __LINE__);
 }
@@ -53,7 +53,7 @@ template <class F> void launch_binary(const Tensor& dst, Ctx& ctx, F f, const ch
     const Tensor& b = *dst.src[1];
     const int64_t n = a.nelements();
     if (n == 0) return;
-    binary_kernel<<<blocks_for(n, kThreads), kThreads, 0, ctx.stream>>>(dptr(a), shape_of(a), dptr(b), shape_of(b), dptr(dst),
+    LS_LAUNCH(binary_kernel, blocks_for(n, kThreads), kThreads, ctx.stream)(dptr(a), shape_of(a), dptr(b), shape_of(b), dptr(dst),
                                                                          shape_of(dst), f);
     check(cudaGetLastError(), name, __FILE__, __LINE__);
 }

@@ -4,40 +4,34 @@
 #include "backends/cuda/act_rows.cuh"
 #include "backends/cuda/kernels.cuh"
 #include "backends/cuda/qdev.h"
+#include "backends/cuda/warp_dot.cuh"
 #include "core/quant.h"
 
 namespace ls::cuda {
 namespace {
 
-constexpr int kWarps = 4;  // activation rows per thread block (one warp each)
+// Below the tiled kernel: a block takes kWarps weight rows (one warp each) and kMRows
+// activation rows (each warp goes through them in turn, the weight row's blocks staying in
+// L1). A block of one warp would cap an SM at 32 warps.
+constexpr int kWarps = 4, kMRows = 4;
 
-// Step 2, quantized weights: one warp per (weight row n, activation row m). Lane l computes
-// the exact integer sums of blocks l, l+32, ...; then every lane runs the float chain over
-// the blocks in order with those sums (identical values in every lane), exactly
-// cudaq::row_dot, which tests/test_cuda_host.cpp holds bit-identical to vec_dot_ref.
+// Step 2, quantized weights, few activation rows (decode): one warp per (weight row n,
+// activation row m), warp_row_dot.
 template <DType W>
-__global__ void dot_q_kernel(const uint8_t* w, int64_t w_nb1, const uint8_t* act, int64_t act_row_bytes, int64_t n_mrows,
-                             int64_t nb, uint8_t* dst, Shape sd) {
+__global__ void __launch_bounds__(32 * kWarps) dot_q_kernel(const uint8_t* w, int64_t w_nb1, int64_t N, const uint8_t* act,
+                                                            int64_t act_row_bytes, int64_t n_mrows, int64_t nb, uint8_t* dst,
+                                                            Shape sd) {
     using D = cudaq::WDot<W>;
-    const int64_t n = blockIdx.x;
-    const int64_t m = int64_t(blockIdx.y) * kWarps + threadIdx.y;
-    if (m >= n_mrows) return;  // the whole warp
+    const int64_t n = int64_t(blockIdx.x) * kWarps + threadIdx.y;
+    if (n >= N) return;  // the whole warp
     const int lane = threadIdx.x;
     const auto* x = reinterpret_cast<const typename D::WB*>(w + n * w_nb1);
-    const auto* y = reinterpret_cast<const typename D::AB*>(act + m * act_row_bytes);
-    float sum = 0, msum = 0;
-    for (int64_t b0 = 0; b0 < nb; b0 += 32) {
-        cudaq::Isum mine;
-        if (b0 + lane < nb) mine = D::isum(x[b0 + lane], y[b0 + lane]);
-        const int cnt = int(nb - b0 < 32 ? nb - b0 : 32);
-        for (int j = 0; j < cnt; ++j) {
-            cudaq::Isum s;
-            s.i = __shfl_sync(0xffffffffu, mine.i, j);
-            s.m = __shfl_sync(0xffffffffu, mine.m, j);
-            D::step(x[b0 + j], y[b0 + j], s, sum, msum);
-        }
+    const int64_t m0 = int64_t(blockIdx.y) * kMRows, m1 = m0 + kMRows < n_mrows ? m0 + kMRows : n_mrows;
+    for (int64_t m = m0; m < m1; ++m) {
+        const auto* y = reinterpret_cast<const typename D::AB*>(act + m * act_row_bytes);
+        const float r = warp_row_dot<W>(x, y, nb, lane);
+        if (lane == 0) *reinterpret_cast<float*>(dst + row_offset(sd, m) + n * 4) = r;
     }
-    if (lane == 0) *reinterpret_cast<float*>(dst + row_offset(sd, m) + n * 4) = cudaq::finish<W>(sum, msum);
 }
 
 // Step 2, quantized weights, many activation rows (prefill): a tile of kTN weight rows x
@@ -101,34 +95,38 @@ __global__ void __launch_bounds__(kTileThreads) dot_q_tiled_kernel(const uint8_t
     }
 }
 
-// Step 2, float weights: exact products summed in double (any order), rounded once.
-__global__ void dot_f_kernel(DType wt, const uint8_t* w, int64_t w_nb1, const uint8_t* act, int64_t act_row_bytes, int64_t n_mrows,
-                             int64_t K, uint8_t* dst, Shape sd) {
-    const int64_t n = blockIdx.x;
-    const int64_t m = int64_t(blockIdx.y) * kWarps + threadIdx.y;
-    if (m >= n_mrows) return;
+// Step 2, float weights: exact products summed in double (any order), rounded once. The
+// blocks and warps of dot_q_kernel.
+__global__ void __launch_bounds__(32 * kWarps) dot_f_kernel(DType wt, const uint8_t* w, int64_t w_nb1, int64_t N, const uint8_t* act,
+                                                            int64_t act_row_bytes, int64_t n_mrows, int64_t K, uint8_t* dst, Shape sd) {
+    const int64_t n = int64_t(blockIdx.x) * kWarps + threadIdx.y;
+    if (n >= N) return;
     const uint8_t* wrow = w + n * w_nb1;
-    const uint8_t* arow = act + m * act_row_bytes;
-    double s = 0;
-    for (int64_t e = threadIdx.x; e < K; e += 32) s += cudaq::prod_f(wt, wrow, arow, e);
-    s = warp_sum(s);
-    if (threadIdx.x == 0) *reinterpret_cast<float*>(dst + row_offset(sd, m) + n * 4) = float(s);
+    const int64_t m0 = int64_t(blockIdx.y) * kMRows, m1 = m0 + kMRows < n_mrows ? m0 + kMRows : n_mrows;
+    for (int64_t m = m0; m < m1; ++m) {
+        const uint8_t* arow = act + m * act_row_bytes;
+        double s = 0;
+        for (int64_t e = threadIdx.x; e < K; e += 32) s += cudaq::prod_f(wt, wrow, arow, e);
+        s = warp_sum(s);
+        if (threadIdx.x == 0) *reinterpret_cast<float*>(dst + row_offset(sd, m) + n * 4) = float(s);
+    }
 }
 
-// From this many activation rows on, the tiled kernel (below, one warp per output).
+// From this many activation rows on, the tiled kernel (below it, one warp per weight row).
 constexpr int64_t kTiledMinRows = 32;
 
-template <DType W> void launch_q(dim3 grid, dim3 block, cudaStream_t st, const Tensor& w, const uint8_t* act, int64_t arb,
+template <DType W> void launch_q(dim3 grid, cudaStream_t st, const Tensor& w, const uint8_t* act, int64_t arb,
                                  int64_t n_mrows, const Tensor& dst) {
     const int64_t nb = w.ne[0] / block_size(W);
     if (n_mrows >= kTiledMinRows) {
         const int64_t N = w.ne[1], gy = (n_mrows + kTM - 1) / kTM;
         if (gy > 65535) throw std::runtime_error("cuda mul_mat: " + std::to_string(n_mrows) + " activation rows exceed one launch");
-        dot_q_tiled_kernel<W><<<dim3(unsigned((N + kTN - 1) / kTN), unsigned(gy)), kTileThreads, 0, st>>>(
+        LS_LAUNCH(dot_q_tiled_kernel<W>, dim3(unsigned((N + kTN - 1) / kTN), unsigned(gy)), kTileThreads, st)(
             dptr(w), int64_t(w.nb[1]), N, act, arb, n_mrows, nb, dptr(dst), shape_of(dst));
         return;
     }
-    dot_q_kernel<W><<<grid, block, 0, st>>>(dptr(w), int64_t(w.nb[1]), act, arb, n_mrows, nb, dptr(dst), shape_of(dst));
+    LS_LAUNCH(dot_q_kernel<W>, grid, dim3(32, kWarps), st)(dptr(w), int64_t(w.nb[1]), w.ne[1], act, arb, n_mrows, nb, dptr(dst),
+                                                         shape_of(dst));
 }
 
 }  // namespace
@@ -146,20 +144,19 @@ void mul_mat(const Tensor& dst, Ctx& ctx) {
     auto* act = static_cast<uint8_t*>(ctx.act_buffer(size_t(arb * n_mrows)));
     if (!same) {
         const int be = cudaq::quant_block_elems(at);
-        quantize_act_kernel<<<unsigned(n_mrows), 128, 0, ctx.stream>>>(at, be, dptr(x), shape_of(x), act, arb, K / be);
+        LS_LAUNCH(quantize_act_kernel, unsigned(n_mrows), 128, ctx.stream)(at, be, dptr(x), shape_of(x), act, arb, K / be);
         LS_CUDA_CHECK_LAUNCH("quantize_act_kernel");
         ctx.act_rows.src = &x;
         ctx.act_rows.type = int(at);
     }
 
-    const int64_t gy = (n_mrows + kWarps - 1) / kWarps;
+    const int64_t gy = (n_mrows + kMRows - 1) / kMRows;
     if (gy > 65535) throw std::runtime_error("cuda mul_mat: " + std::to_string(n_mrows) + " activation rows exceed one launch");
-    const int warps = int(n_mrows < kWarps ? n_mrows : kWarps);
-    const dim3 grid{unsigned(N), unsigned(gy)}, block{32u, unsigned(warps)};
-    // With fewer than kWarps rows the block has fewer warps; blockIdx.y is then 0 and m = threadIdx.y.
+    const dim3 grid(blocks_for(N, kWarps), unsigned(gy));
     if (w.type == DType::F32 || w.type == DType::F16 || w.type == DType::BF16)
-        dot_f_kernel<<<grid, block, 0, ctx.stream>>>(w.type, dptr(w), int64_t(w.nb[1]), act, arb, n_mrows, K, dptr(dst), shape_of(dst));
-    else if (!with_quant_weight(w.type, [&](auto wt) { launch_q<decltype(wt)::value>(grid, block, ctx.stream, w, act, arb, n_mrows, dst); }))
+        LS_LAUNCH(dot_f_kernel, grid, dim3(32, kWarps), ctx.stream)(w.type, dptr(w), int64_t(w.nb[1]), N, act, arb, n_mrows, K, dptr(dst),
+                                                                    shape_of(dst));
+    else if (!with_quant_weight(w.type, [&](auto wt) { launch_q<decltype(wt)::value>(grid, ctx.stream, w, act, arb, n_mrows, dst); }))
         throw std::logic_error(std::string("cuda mul_mat: weight type ") + dtype_name(w.type) + " reached the kernel");
     LS_CUDA_CHECK_LAUNCH("mul_mat dot kernel");
 }

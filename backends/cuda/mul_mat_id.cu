@@ -1,14 +1,15 @@
 // mul_mat_id (core/ref/mul_mat_id.cpp): mul_mat's arithmetic with the weight matrix chosen
 // per (token, selected expert) by an id read on the device. One warp per (weight row n,
-// pair p = t * k + j), as mul_mat's dot_q_kernel: lanes take blocks l, l + 32, ..., every
-// lane runs the float chain in block order. The ids are not read on the host (they are
-// usually computed by the topk node just before): an id outside [0, E) yields NaN outputs.
+// pair p = t * k + j), computing warp_row_dot as mul_mat's dot_q_kernel does. The ids are
+// not read on the host (they are usually computed by the topk node just before): an id
+// outside [0, E) yields NaN outputs.
 #include <stdexcept>
 #include <string>
 
 #include "backends/cuda/act_rows.cuh"
 #include "backends/cuda/kernels.cuh"
 #include "backends/cuda/qdev.h"
+#include "backends/cuda/warp_dot.cuh"
 #include "core/quant.h"
 
 namespace ls::cuda {
@@ -43,19 +44,8 @@ __global__ void dot_q_id_kernel(const uint8_t* w, const int32_t* ids, const uint
     }
     const auto* x = reinterpret_cast<const typename D::WB*>(wbase + n * g.w_nb1);
     const auto* y = reinterpret_cast<const typename D::AB*>(act + ar * g.act_row_bytes);
-    float sum = 0, msum = 0;
-    for (int64_t b0 = 0; b0 < nb; b0 += 32) {
-        cudaq::Isum mine;
-        if (b0 + lane < nb) mine = D::isum(x[b0 + lane], y[b0 + lane]);
-        const int cnt = int(nb - b0 < 32 ? nb - b0 : 32);
-        for (int j = 0; j < cnt; ++j) {
-            cudaq::Isum s;
-            s.i = __shfl_sync(0xffffffffu, mine.i, j);
-            s.m = __shfl_sync(0xffffffffu, mine.m, j);
-            D::step(x[b0 + j], y[b0 + j], s, sum, msum);
-        }
-    }
-    if (lane == 0) dst[p * N + n] = cudaq::finish<W>(sum, msum);
+    const float r = warp_row_dot<W>(x, y, nb, lane);
+    if (lane == 0) dst[p * N + n] = r;
 }
 
 __global__ void dot_f_id_kernel(DType wt, const uint8_t* w, const int32_t* ids, const uint8_t* act, IdGeom g, int64_t K, float* dst,
@@ -77,7 +67,7 @@ __global__ void dot_f_id_kernel(DType wt, const uint8_t* w, const int32_t* ids, 
 
 template <DType W> void launch_q(dim3 grid, dim3 block, cudaStream_t st, const Tensor& w, const int32_t* ids, const uint8_t* act,
                                  const IdGeom& g, float* dst) {
-    dot_q_id_kernel<W><<<grid, block, 0, st>>>(dptr(w), ids, act, g, w.ne[0] / block_size(W), dst, w.ne[1]);
+    LS_LAUNCH(dot_q_id_kernel<W>, grid, block, st)(dptr(w), ids, act, g, w.ne[0] / block_size(W), dst, w.ne[1]);
 }
 
 }  // namespace
@@ -93,7 +83,7 @@ void mul_mat_id(const Tensor& dst, Ctx& ctx) {
     auto* act = static_cast<uint8_t*>(ctx.act_buffer(size_t(arb * n_arows)));
     ctx.act_rows.src = nullptr;  // the buffer now holds this node's rows, not a mul_mat's
     const int be = cudaq::quant_block_elems(at);
-    quantize_act_kernel<<<unsigned(n_arows), 128, 0, ctx.stream>>>(at, be, dptr(x), shape_of(x), act, arb, K / be);
+    LS_LAUNCH(quantize_act_kernel, unsigned(n_arows), 128, ctx.stream)(at, be, dptr(x), shape_of(x), act, arb, K / be);
     LS_CUDA_CHECK_LAUNCH("quantize_act_kernel");
     const IdGeom g{int64_t(w.nb[1]), int64_t(w.nb[2]), w.ne[2], k, X, k * T, arb};
     const int64_t gy = (g.n_pairs + kWarps - 1) / kWarps;
@@ -103,7 +93,7 @@ void mul_mat_id(const Tensor& dst, Ctx& ctx) {
     const auto* id = reinterpret_cast<const int32_t*>(dptr(ids));
     float* out = reinterpret_cast<float*>(dptr(dst));
     if (w.type == DType::F32 || w.type == DType::F16 || w.type == DType::BF16)
-        dot_f_id_kernel<<<grid, block, 0, ctx.stream>>>(w.type, dptr(w), id, act, g, K, out, N);
+        LS_LAUNCH(dot_f_id_kernel, grid, block, ctx.stream)(w.type, dptr(w), id, act, g, K, out, N);
     else if (!with_quant_weight(w.type, [&](auto wt) { launch_q<decltype(wt)::value>(grid, block, ctx.stream, w, id, act, g, out); }))
         throw std::logic_error(std::string("cuda mul_mat_id: weight type ") + dtype_name(w.type) + " reached the kernel");
     LS_CUDA_CHECK_LAUNCH("mul_mat_id dot kernel");

@@ -25,7 +25,7 @@ void rms_norm(const Tensor& dst, Ctx& ctx) {
     const Tensor& x = *dst.src[0];
     if (x.nelements() == 0) return;
     const float* w = dst.src[1] ? reinterpret_cast<const float*>(dptr(*dst.src[1])) : nullptr;
-    rms_norm_kernel<<<unsigned(x.nrows()), kThreads, 0, ctx.stream>>>(dptr(x), shape_of(x), w, dptr(dst), shape_of(dst),
+    LS_LAUNCH(rms_norm_kernel, unsigned(x.nrows()), kThreads, ctx.stream)(dptr(x), shape_of(x), w, dptr(dst), shape_of(dst),
                                                                        dst.get_params<RmsNormParams>().eps);
     LS_CUDA_CHECK_LAUNCH("rms_norm_kernel");
 }

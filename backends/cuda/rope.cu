@@ -61,7 +61,7 @@ void rope(const Tensor& dst, Ctx& ctx) {
         table = t;
     }
     if (T > 65535) throw std::runtime_error("cuda rope: more than 65535 tokens in one graph");
-    rope_kernel<<<dim3(unsigned(H), unsigned(T)), 64, 0, ctx.stream>>>(dptr(x), shape_of(x), dptr(dst), shape_of(dst), table, half,
+    LS_LAUNCH(rope_kernel, dim3(unsigned(H), unsigned(T)), 64, ctx.stream)(dptr(x), shape_of(x), dptr(dst), shape_of(dst), table, half,
                                                                       p.mode, p.n_dims);
     LS_CUDA_CHECK_LAUNCH("rope_kernel");
 }

@@ -36,7 +36,7 @@ void set_rows(const Tensor& dst, Ctx& ctx) {
     const int be = cudaq::quant_block_elems(dst.type);
     const int64_t n_blocks = dst.ne[0] / be;
     const dim3 grid(blocks_for(n_blocks, 128), unsigned(idx.ne[0]));
-    set_rows_kernel<<<grid, 128, 0, ctx.stream>>>(dst.type, be, dptr(src), int64_t(src.nb[1]), dptr(idx), int64_t(idx.nb[0]),
+    LS_LAUNCH(set_rows_kernel, grid, 128, ctx.stream)(dst.type, be, dptr(src), int64_t(src.nb[1]), dptr(idx), int64_t(idx.nb[0]),
                                                   idx.type == DType::I64, idx.ne[0], dptr(dst), int64_t(dst.nb[1]), n_blocks);
     LS_CUDA_CHECK_LAUNCH("set_rows_kernel");
 }

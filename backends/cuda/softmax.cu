@@ -29,7 +29,7 @@ __global__ void softmax_kernel(const float* x, float* y, int64_t K, float scale)
 void softmax(const Tensor& dst, Ctx& ctx) {
     const Tensor& x = *dst.src[0];
     if (x.nelements() == 0) return;
-    softmax_kernel<<<unsigned(x.nrows()), kThreads, 0, ctx.stream>>>(reinterpret_cast<const float*>(dptr(x)),
+    LS_LAUNCH(softmax_kernel, unsigned(x.nrows()), kThreads, ctx.stream)(reinterpret_cast<const float*>(dptr(x)),
                                                                       reinterpret_cast<float*>(dptr(dst)), x.ne[0],
                                                                       dst.get_params<SoftmaxParams>().scale);
     LS_CUDA_CHECK_LAUNCH("softmax_kernel");

@@ -23,7 +23,7 @@ void topk(const Tensor& dst, Ctx& ctx) {
     const Tensor& x = *dst.src[0];
     const int64_t T = x.ne[1];
     if (T == 0) return;
-    topk_kernel<<<blocks_for(T, 128), 128, 0, ctx.stream>>>(dptr(x), int64_t(x.nb[1]), int32_t(x.ne[0]), T,
+    LS_LAUNCH(topk_kernel, blocks_for(T, 128), 128, ctx.stream)(dptr(x), int64_t(x.nb[1]), int32_t(x.ne[0]), T,
                                                             dst.get_params<TopkParams>(), dptr(dst), int64_t(dst.nb[1]));
     LS_CUDA_CHECK_LAUNCH("topk_kernel");
 }

@@ -1,11 +1,13 @@
-#include "tests/cuda_emu.h"
-
-#include <ucontext.h>
+#include "backends/cuda/emu/cuda_emu.h"
 
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#if !defined(__x86_64__)
+#include <ucontext.h>
+#endif
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/common_interface_defs.h>
@@ -16,10 +18,75 @@ namespace ls::emu {
 
 Dim3 thread_idx, block_idx, block_dim, grid_dim;
 
-// The CUDA threads of a block are fibers on the calling thread (ucontext), switched only at
-// barriers: a block of 256 threads as OS threads spent its time waking threads in the
-// kernel (futexes), not running them.
+// The CUDA threads of a block are fibers on the calling thread, switched only at barriers
+// (as OS threads, a block of 256 spent its time in futex wake-ups, not in the kernel). On
+// x86-64 the switch is a few instructions (ls_emu_switch below): a decode step of a tiny
+// model makes millions of them (every warp shuffle is a barrier of 32 fibers), and
+// swapcontext makes two system calls per switch.
 namespace {
+
+#if defined(__x86_64__)
+// Saves the callee-saved registers, MXCSR and the x87 control word on the current stack,
+// stores the stack pointer in *from, and resumes the context whose stack pointer is `to`.
+extern "C" void ls_emu_switch(void** from, void* to);
+asm(R"(
+    .text
+    .globl ls_emu_switch
+    .type ls_emu_switch, @function
+ls_emu_switch:
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    subq $8, %rsp
+    stmxcsr (%rsp)
+    fnstcw 4(%rsp)
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    ldmxcsr (%rsp)
+    fldcw 4(%rsp)
+    addq $8, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+    .size ls_emu_switch, .-ls_emu_switch
+    .section .note.GNU-stack, "", @progbits
+    .text
+)");
+
+struct Context {
+    void* sp = nullptr;
+};
+// A fresh context on [stack, stack + bytes) that starts in entry() (which never returns).
+void make_context(Context& c, char* stack, size_t bytes, void (*entry)()) {
+    auto top = reinterpret_cast<uintptr_t>(stack + bytes) & ~uintptr_t(15);
+    auto* p = reinterpret_cast<uint64_t*>(top);
+    *--p = 0;                                     // entry()'s return address: never used
+    *--p = reinterpret_cast<uint64_t>(entry);     // where ls_emu_switch's ret goes
+    for (int i = 0; i < 6; ++i) *--p = 0;         // rbp rbx r12 r13 r14 r15
+    *--p = uint64_t(0x037F) << 32 | 0x1F80;       // x87 control word, MXCSR: the defaults
+    c.sp = p;
+}
+void switch_context(Context& from, Context& to) { ls_emu_switch(&from.sp, to.sp); }
+#else
+struct Context {
+    ucontext_t uc;
+};
+void make_context(Context& c, char* stack, size_t bytes, void (*entry)()) {
+    getcontext(&c.uc);
+    c.uc.uc_stack.ss_sp = stack;
+    c.uc.uc_stack.ss_size = bytes;
+    c.uc.uc_link = nullptr;
+    makecontext(&c.uc, entry, 0);
+}
+void switch_context(Context& from, Context& to) { swapcontext(&from.uc, &to.uc); }
+#endif
 
 struct Barrier {
     unsigned expected = 0, arrived = 0;
@@ -33,7 +100,7 @@ struct Barrier {
 };
 
 struct Fiber {
-    ucontext_t ctx;
+    Context ctx;
     Dim3 idx;
     bool done = false;
 #if LS_EMU_ASAN
@@ -48,7 +115,7 @@ struct Block {
     std::vector<uint64_t> warp_slots;  // 32 per warp
     Barrier block_bar;
     unsigned cur = 0, live = 0;
-    ucontext_t sched;
+    Context sched;
 #if LS_EMU_ASAN
     const void* sched_stack = nullptr;
     size_t sched_stack_size = 0;
@@ -62,18 +129,14 @@ std::vector<std::unique_ptr<char[]>> g_stacks;  // kept from launch to launch
 
 char* stack_of(unsigned i) { return g_stacks[i].get(); }
 
-// Back to the scheduler; returns when the scheduler resumes this fiber.
+// Back to the scheduler; returns when the scheduler resumes this fiber (never if exiting).
 void yield_to_scheduler(bool exiting) {
     Block& b = *g_block;
     Fiber& f = b.fibers[b.cur];
 #if LS_EMU_ASAN
     __sanitizer_start_switch_fiber(exiting ? nullptr : &f.fake_stack, b.sched_stack, b.sched_stack_size);
 #endif
-    if (exiting) {
-        setcontext(&b.sched);
-        return;  // not reached
-    }
-    swapcontext(&f.ctx, &b.sched);
+    switch_context(f.ctx, b.sched);
 #if LS_EMU_ASAN
     __sanitizer_finish_switch_fiber(f.fake_stack, nullptr, nullptr);
 #endif
@@ -102,6 +165,7 @@ void fiber_entry() {
     b.fibers[me].done = true;
     --b.live;
     yield_to_scheduler(true);
+    __builtin_trap();  // an exited fiber is never resumed
 }
 
 }  // namespace
@@ -128,35 +192,30 @@ void launch(Dim3 grid, Dim3 block, const std::function<void()>& body) {
     grid_dim = grid;
     while (g_stacks.size() < n) g_stacks.push_back(std::make_unique<char[]>(kStackBytes));
     const unsigned n_warps = (n + 31) / 32;
+    Block b;
+    b.body = &body;
     for (unsigned bz = 0; bz < grid.z; ++bz)
         for (unsigned by = 0; by < grid.y; ++by)
             for (unsigned bx = 0; bx < grid.x; ++bx) {
-                Block b;
-                b.body = &body;
-                b.fibers.resize(n);
-                b.warp_bars.resize(n_warps);
+                b.fibers.assign(n, Fiber{});
+                b.warp_bars.assign(n_warps, Barrier{});
                 for (unsigned w = 0; w < n_warps; ++w) b.warp_bars[w].expected = std::min(32u, n - w * 32);
                 b.warp_slots.assign(size_t(n_warps) * 32, 0);
+                b.block_bar = Barrier{};
                 b.block_bar.expected = n;
                 b.live = n;
                 for (unsigned i = 0; i < n; ++i) {
-                    Fiber& f = b.fibers[i];
-                    f.idx = {i % block.x, (i / block.x) % block.y, i / (block.x * block.y)};
-                    getcontext(&f.ctx);
-                    f.ctx.uc_stack.ss_sp = stack_of(i);
-                    f.ctx.uc_stack.ss_size = kStackBytes;
-                    f.ctx.uc_link = nullptr;
-                    makecontext(&f.ctx, fiber_entry, 0);
+                    b.fibers[i].idx = {i % block.x, (i / block.x) % block.y, i / (block.x * block.y)};
+                    make_context(b.fibers[i].ctx, stack_of(i), kStackBytes, fiber_entry);
                 }
                 block_idx = {bx, by, bz};
                 g_block = &b;
                 // Round robin over the live threads; a thread runs until it waits at a barrier
-                // or exits. A full round in which every live thread waits on an incomplete
-                // barrier is a deadlock (a barrier some thread never reaches).
+                // or exits. A full round in which no barrier completes and no thread exits is
+                // a deadlock (a barrier some thread never reaches).
                 while (b.live > 0) {
-                    const uint64_t before = b.block_bar.phase;
-                    uint64_t warp_before = 0;
-                    for (auto& wb : b.warp_bars) warp_before += wb.phase;
+                    uint64_t before = b.block_bar.phase;
+                    for (auto& wb : b.warp_bars) before += wb.phase;
                     const unsigned live_before = b.live;
                     for (unsigned i = 0; i < n; ++i) {
                         if (b.fibers[i].done) continue;
@@ -165,14 +224,14 @@ void launch(Dim3 grid, Dim3 block, const std::function<void()>& body) {
 #if LS_EMU_ASAN
                         __sanitizer_start_switch_fiber(&b.sched_fake_stack, stack_of(i), kStackBytes);
 #endif
-                        swapcontext(&b.sched, &b.fibers[i].ctx);
+                        switch_context(b.sched, b.fibers[i].ctx);
 #if LS_EMU_ASAN
                         __sanitizer_finish_switch_fiber(b.sched_fake_stack, nullptr, nullptr);
 #endif
                     }
-                    uint64_t warp_after = 0;
-                    for (auto& wb : b.warp_bars) warp_after += wb.phase;
-                    if (b.live == live_before && b.block_bar.phase == before && warp_after == warp_before) {
+                    uint64_t after = b.block_bar.phase;
+                    for (auto& wb : b.warp_bars) after += wb.phase;
+                    if (b.live == live_before && after == before) {
                         g_block = nullptr;
                         throw std::logic_error("cuda_emu: deadlock: threads wait at a barrier that others never reach");
                     }

@@ -1,8 +1,11 @@
 // Runs CUDA kernels on the host, for tests on machines without a GPU (and under ASan, which
-// then checks every kernel memory access the way compute-sanitizer's memcheck would).
+// then checks every kernel memory access the way compute-sanitizer's memcheck would). Used
+// two ways: tests/test_cuda_emu.cpp includes a kernel header after this one and launches
+// its kernels directly, and the LOCKSTEP_CUDA_EMU build compiles the whole CUDA backend
+// with the host compiler over backends/cuda/emu/cuda_runtime.h.
 //
-// A kernel header written for nvcc (backends/cuda/*.cuh, over backends/cuda/device.cuh)
-// compiles with the host compiler after this header: each CUDA thread of a block is a fiber
+// A kernel written for nvcc (over backends/cuda/device.cuh) compiles with the host
+// compiler after this header: each CUDA thread of a block is a fiber
 // on the calling thread, __syncthreads is a barrier of the block, warp shuffles exchange
 // values through a barrier of the warp, and __shared__ variables are function statics
 // (blocks run one after another, so one copy is the block's shared memory). A thread runs
@@ -16,7 +19,9 @@
 // What it cannot show: timing, memory coalescing, and behaviour that depends on warps
 // running in lockstep without synchronization (our kernels synchronize explicitly).
 #pragma once
+#ifndef LS_CUDA_EMU
 #define LS_CUDA_EMU 1
+#endif
 
 #include <cmath>
 #include <cstdint>

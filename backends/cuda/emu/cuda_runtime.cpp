@@ -1,0 +1,193 @@
+// The emulated CUDA runtime of cuda_runtime.h (LOCKSTEP_CUDA_EMU builds only).
+#include "backends/cuda/emu/cuda_runtime.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <vector>
+
+namespace ls::emu {
+
+struct Stream {
+    bool capturing = false;
+    std::vector<std::function<void()>> recorded;
+};
+struct GraphRec {
+    std::vector<std::function<void()>> work;
+};
+
+namespace {
+
+cudaError_t g_last = cudaSuccess;  // what cudaGetLastError returns (then clears)
+constexpr size_t kDeviceBytes = size_t(16) << 30;
+std::mutex g_mu;
+std::map<void*, size_t> g_allocs;  // device allocations: bytes in use
+size_t g_used = 0;
+
+cudaError_t fail(cudaError_t e) {
+    g_last = e;
+    return e;
+}
+
+}  // namespace
+
+void submit(cudaStream_t s, std::function<void()> work) {
+    if (s && s->capturing) s->recorded.push_back(std::move(work));
+    else work();
+}
+
+bool launch_config_ok(dim3 grid, dim3 block) {
+    const uint64_t threads = uint64_t(block.x) * block.y * block.z;
+    const bool ok = threads >= 1 && threads <= 1024 && block.x <= 1024 && block.y <= 1024 && block.z <= 64 && grid.x >= 1 &&
+                    grid.x <= 2147483647u && grid.y >= 1 && grid.y <= 65535 && grid.z >= 1 && grid.z <= 65535;
+    if (!ok) g_last = cudaErrorInvalidConfiguration;
+    return ok;
+}
+
+}  // namespace ls::emu
+
+using namespace ls::emu;
+
+const char* cudaGetErrorName(cudaError_t e) {
+    switch (e) {
+        case cudaSuccess: return "cudaSuccess";
+        case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+        case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+        case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+        case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
+        case cudaErrorNoDevice: return "cudaErrorNoDevice";
+        case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
+        case cudaErrorGraphExecUpdateFailure: return "cudaErrorGraphExecUpdateFailure";
+    }
+    return "cudaErrorUnknown";
+}
+const char* cudaGetErrorString(cudaError_t e) {
+    switch (e) {
+        case cudaSuccess: return "no error";
+        case cudaErrorMemoryAllocation: return "out of memory";
+        case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+        default: return "emulated CUDA error";
+    }
+}
+cudaError_t cudaGetLastError() {
+    const cudaError_t e = g_last;
+    g_last = cudaSuccess;
+    return e;
+}
+cudaError_t cudaGetDeviceCount(int* n) {
+    *n = 1;
+    return cudaSuccess;
+}
+cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : fail(cudaErrorInvalidDevice); }
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
+    if (device != 0) return fail(cudaErrorInvalidDevice);
+    std::memset(prop, 0, sizeof *prop);
+    std::strcpy(prop->name, "lockstep CUDA emulator (host)");
+    prop->totalGlobalMem = kDeviceBytes;
+    prop->major = 9;
+    prop->minor = 0;
+    prop->multiProcessorCount = 1;
+    return cudaSuccess;
+}
+cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
+    std::lock_guard<std::mutex> lk(g_mu);
+    *free_bytes = kDeviceBytes - g_used;
+    *total_bytes = kDeviceBytes;
+    return cudaSuccess;
+}
+cudaError_t cudaMalloc(void** p, size_t n) {
+    std::lock_guard<std::mutex> lk(g_mu);
+    if (n > kDeviceBytes - g_used) return fail(cudaErrorMemoryAllocation);
+    *p = std::aligned_alloc(256, (n + 255) / 256 * 256);
+    if (!*p) return fail(cudaErrorMemoryAllocation);
+    g_allocs[*p] = n;
+    g_used += n;
+    return cudaSuccess;
+}
+cudaError_t cudaFree(void* p) {
+    if (!p) return cudaSuccess;
+    std::lock_guard<std::mutex> lk(g_mu);
+    auto it = g_allocs.find(p);
+    if (it == g_allocs.end()) return fail(cudaErrorInvalidValue);
+    g_used -= it->second;
+    g_allocs.erase(it);
+    std::free(p);
+    return cudaSuccess;
+}
+cudaError_t cudaMallocHost(void** p, size_t n) {
+    *p = std::aligned_alloc(256, (n + 255) / 256 * 256 + 256);
+    return *p ? cudaSuccess : fail(cudaErrorMemoryAllocation);
+}
+cudaError_t cudaFreeHost(void* p) {
+    std::free(p);
+    return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind, cudaStream_t s) {
+    submit(s, [dst, src, n] { std::memcpy(dst, src, n); });
+    return cudaSuccess;
+}
+cudaError_t cudaMemsetAsync(void* dst, int v, size_t n, cudaStream_t s) {
+    submit(s, [dst, v, n] { std::memset(dst, v, n); });
+    return cudaSuccess;
+}
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) {
+    *s = new Stream;
+    return cudaSuccess;
+}
+cudaError_t cudaStreamDestroy(cudaStream_t s) {
+    delete s;
+    return cudaSuccess;
+}
+// Work ran when it was submitted; synchronizing a capturing stream is an error in CUDA,
+// and it invalidates the capture (the backend then runs the graph's launches directly).
+cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+    if (s && s->capturing) return fail(cudaErrorStreamCaptureInvalidated);
+    return cudaSuccess;
+}
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode) {
+    if (!s || s->capturing) return fail(cudaErrorInvalidValue);
+    s->capturing = true;
+    s->recorded.clear();
+    return cudaSuccess;
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* g) {
+    if (!s || !s->capturing) return fail(cudaErrorInvalidValue);
+    s->capturing = false;
+    *g = new GraphRec{std::move(s->recorded)};
+    s->recorded.clear();
+    return cudaSuccess;
+}
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* e, cudaGraph_t g, unsigned long long) {
+    *e = new GraphRec{g->work};
+    return cudaSuccess;
+}
+// As CUDA: the update succeeds when the graphs have the same nodes (here: the same count).
+cudaError_t cudaGraphExecUpdate(cudaGraphExec_t e, cudaGraph_t g, cudaGraphExecUpdateResultInfo* info) {
+    if (e->work.size() != g->work.size()) return fail(cudaErrorGraphExecUpdateFailure);
+    e->work = g->work;
+    if (info) info->result = 0;
+    return cudaSuccess;
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s) {
+    for (auto& w : e->work) submit(s, w);
+    return cudaSuccess;
+}
+cudaError_t cudaGraphDestroy(cudaGraph_t g) {
+    delete g;
+    return cudaSuccess;
+}
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e) {
+    delete e;
+    return cudaSuccess;
+}
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) {
+    *e = new int(0);
+    return cudaSuccess;
+}
+cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+    delete e;
+    return cudaSuccess;
+}

@@ -1,0 +1,117 @@
+// The part of the CUDA runtime API the CUDA backend uses, emulated on the host, for the
+// LOCKSTEP_CUDA_EMU build (the sanitizer build of tools/test.sh): the backend's own sources
+// compile with the host compiler against this header instead of the toolkit's, and its
+// kernels run through cuda_emu.h. One emulated device; device memory is host memory;
+// work runs when it is submitted (a stream is always idle); stream capture records the
+// submitted work, and a graph replays it. Launch configurations are checked as CUDA does
+// (threads per block, grid limits) and reported through cudaGetLastError.
+//
+// This finds what a GPU-less machine can find in the backend: wrong indexing, missing
+// synchronization inside a block, out-of-bounds accesses (under ASan), grid limits, host
+// logic. It cannot find races between blocks, timing, or hardware arithmetic differences.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <tuple>
+#include <utility>
+
+#include "backends/cuda/emu/cuda_emu.h"
+
+enum cudaError_t {
+    cudaSuccess = 0,
+    cudaErrorInvalidValue = 1,
+    cudaErrorMemoryAllocation = 2,
+    cudaErrorInvalidConfiguration = 9,
+    cudaErrorInvalidDevice = 101,
+    cudaErrorNoDevice = 100,
+    cudaErrorStreamCaptureInvalidated = 901,
+    cudaErrorGraphExecUpdateFailure = 910,
+};
+using cudaError = cudaError_t;
+enum cudaMemcpyKind { cudaMemcpyHostToHost, cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice };
+enum cudaStreamCaptureMode { cudaStreamCaptureModeGlobal, cudaStreamCaptureModeThreadLocal, cudaStreamCaptureModeRelaxed };
+constexpr unsigned cudaStreamNonBlocking = 1, cudaEventDisableTiming = 2;
+
+struct dim3 {
+    unsigned x = 1, y = 1, z = 1;
+    constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+
+struct cudaDeviceProp {
+    char name[256];
+    size_t totalGlobalMem;
+    int major, minor, multiProcessorCount;
+};
+struct cudaGraphExecUpdateResultInfo {
+    int result;
+};
+
+namespace ls::emu {
+struct Stream;
+struct GraphRec;
+}  // namespace ls::emu
+using cudaStream_t = ls::emu::Stream*;
+using cudaGraph_t = ls::emu::GraphRec*;
+using cudaGraphExec_t = ls::emu::GraphRec*;
+using cudaEvent_t = int*;
+
+const char* cudaGetErrorName(cudaError_t e);
+const char* cudaGetErrorString(cudaError_t e);
+cudaError_t cudaGetLastError();
+cudaError_t cudaGetDeviceCount(int* n);
+cudaError_t cudaSetDevice(int device);
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device);
+cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes);
+cudaError_t cudaMalloc(void** p, size_t n);
+cudaError_t cudaFree(void* p);
+cudaError_t cudaMallocHost(void** p, size_t n);
+cudaError_t cudaFreeHost(void* p);
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t s);
+cudaError_t cudaMemsetAsync(void* dst, int v, size_t n, cudaStream_t s);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned flags);
+cudaError_t cudaStreamDestroy(cudaStream_t s);
+cudaError_t cudaStreamSynchronize(cudaStream_t s);
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* g);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* e, cudaGraph_t g, unsigned long long flags);
+cudaError_t cudaGraphExecUpdate(cudaGraphExec_t e, cudaGraph_t g, cudaGraphExecUpdateResultInfo* info);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s);
+cudaError_t cudaGraphDestroy(cudaGraph_t g);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e);
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned flags);
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s);
+cudaError_t cudaEventSynchronize(cudaEvent_t e);
+cudaError_t cudaEventDestroy(cudaEvent_t e);
+
+namespace ls::emu {
+
+// Work on a stream: run now, or recorded while the stream is being captured.
+void submit(cudaStream_t s, std::function<void()> work);
+// A kernel launch: the configuration is checked (an invalid one sets the error that
+// cudaGetLastError returns and runs nothing), then the kernel runs on every thread.
+bool launch_config_ok(dim3 grid, dim3 block);
+
+template <class K> struct BoundLaunch {
+    dim3 grid, block;
+    cudaStream_t stream;
+    K kernel;
+    template <class... A> void operator()(A... args) const {
+        if (!launch_config_ok(grid, block)) return;
+        // By value: a captured launch runs when its graph is launched.
+        submit(stream, [g = grid, b = block, k = kernel, tup = std::make_tuple(args...)] {
+            launch(Dim3{g.x, g.y, g.z}, Dim3{b.x, b.y, b.z}, [&] { std::apply(k, tup); });
+        });
+    }
+};
+struct LaunchConfig {
+    dim3 grid, block;
+    cudaStream_t stream;
+    template <class K> BoundLaunch<K> operator+(K k) const { return {grid, block, stream, k}; }
+};
+
+}  // namespace ls::emu
+
+// The backend's kernel launch, LS_LAUNCH(kernel, grid, block, stream)(args...).
+#define LS_LAUNCH(kernel, grid, block, stream) \
+    (::ls::emu::LaunchConfig{dim3(grid), dim3(block), (stream)} + [](auto... a_) { kernel(a_...); })
