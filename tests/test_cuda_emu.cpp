@@ -8,6 +8,7 @@
 #include "backends/cuda/emu/cuda_emu.h"  // first: the CUDA builtins for the kernel header
 
 #include "backends/cuda/attention.cuh"
+#include "backends/cuda/mul_mat.cuh"
 
 #include <catch2/catch.hpp>
 
@@ -17,6 +18,7 @@
 
 #include "core/backend.h"
 #include "core/op_params.h"
+#include "core/quant.h"
 #include "tests/op_cases.h"
 #include "tests/test_util.h"
 
@@ -117,6 +119,73 @@ TEST_CASE("CUDA attention kernels, emulated on the host, equal the reference bit
     // The table's attention cases: 9 geometries x 5 cache types, 2 of them one-sequence runs.
     CHECK(n_cases == 45);
     CHECK(n_tiled == 10);
+}
+
+namespace {
+
+// mul_mat's three quantized-weight kernels on one op-table case: the activation rows are
+// quantized on the host (quantize_row, which the kernels' quantizer equals byte for byte:
+// tests/test_cuda_host.cpp), then each kernel writes its own output.
+template <DType W> void emu_mul_mat(const Tensor& w, const std::vector<uint8_t>& act, int64_t arb, int64_t n_mrows, const Tensor& dst,
+                                    std::vector<std::vector<uint8_t>>& outs) {
+    const int64_t N = w.ne[1], nb = w.ne[0] / block_size(W);
+    const auto* wp = w.data_as<const uint8_t>();
+    const cuda::Shape sd = shape_of(dst);
+    auto fresh = [&] { return std::vector<uint8_t>(dst.nbytes(), 0xEE); };
+    outs.push_back(fresh());
+    emu::launch(dim((N + cuda::kWarps - 1) / cuda::kWarps, (n_mrows + cuda::kMRows - 1) / cuda::kMRows), dim(32, cuda::kWarps), [&] {
+        cuda::dot_q_kernel<W>(wp, int64_t(w.nb[1]), N, act.data(), arb, n_mrows, nb, outs.back().data(), sd);
+    });
+    outs.push_back(fresh());
+    emu::launch(dim((N + cuda::kDpN - 1) / cuda::kDpN, (n_mrows + cuda::kDpM - 1) / cuda::kDpM), dim(cuda::kDpThreads), [&] {
+        cuda::dot_q_tiled_kernel<W>(wp, int64_t(w.nb[1]), N, act.data(), arb, n_mrows, nb, outs.back().data(), sd);
+    });
+    outs.push_back(fresh());
+    emu::launch(dim((N + cuda::kMmaN - 1) / cuda::kMmaN, (n_mrows + cuda::kMmaM - 1) / cuda::kMmaM), dim(32 * cuda::kMmaWarps), [&] {
+        cuda::dot_q_mma_kernel<W>(wp, int64_t(w.nb[1]), N, act.data(), arb, n_mrows, nb, outs.back().data(), sd);
+    });
+}
+
+}  // namespace
+
+TEST_CASE("CUDA mul_mat kernels (warp per row, dp4a tiles, tensor-core tiles), emulated, equal the reference bit for bit",
+          "[cuda_emu]") {
+    auto ref = make_reference_backend();
+    const auto cases = test::op_cases();
+    int n_cases = 0;
+    for (size_t i = 0; i < cases.size(); ++i) {
+        const auto& oc = cases[i];
+        if (oc.name.rfind("mul_mat ", 0) != 0) continue;
+        Graph g;
+        test::Keep keep;
+        std::mt19937 rng(uint32_t(2000 + i));
+        std::vector<Tensor*> outs = oc.build(g, *ref, keep, rng);
+        for (Tensor* o : outs) g.mark_output(o);
+        std::unique_ptr<Buffer> scratch;
+        run_graph(*ref, g, scratch);
+        const Tensor& node = *outs[0];
+        REQUIRE(node.op == OpId::MUL_MAT);
+        const Tensor &w = *node.src[0], &x = *node.src[1];
+        if (traits(w.type).block == 1) continue;  // float weights: dot_f_kernel, no tiles
+        const int64_t K = w.ne[0], n_mrows = x.ne[1] * x.ne[2] * x.ne[3];
+        REQUIRE(x.nb[1] == size_t(K) * 4);
+        const DType at = vec_dot_type(w.type);
+        const int64_t arb = int64_t(row_bytes(at, K));
+        std::vector<uint8_t> act(size_t(arb * n_mrows));
+        for (int64_t m = 0; m < n_mrows; ++m) quantize_row(at, x.data_as<const float>() + m * K, act.data() + m * arb, K);
+        std::vector<std::vector<uint8_t>> got;
+        const bool known = cudaq::with_quant_weight(w.type, [&](auto wt) { emu_mul_mat<decltype(wt)::value>(w, act, arb, n_mrows, node, got); });
+        REQUIRE(known);
+        INFO(oc.name);
+        const char* kernel[] = {"dot_q_kernel", "dot_q_tiled_kernel", "dot_q_mma_kernel"};
+        for (size_t k = 0; k < got.size(); ++k) {
+            INFO(kernel[k]);
+            CHECK(std::memcmp(got[k].data(), node.data_as<const uint8_t>(), got[k].size()) == 0);
+        }
+        ++n_cases;
+    }
+    // 10 quantized weight types x (M = 1, 5, 70), and K=1056 for the 5 types of 32-element blocks.
+    CHECK(n_cases == 35);
 }
 
 TEST_CASE("the CUDA emulator's warp shuffles and barriers follow CUDA", "[cuda_emu]") {

@@ -111,6 +111,41 @@ TEST_CASE("cuda: per-block dot products and float chains equal vec_dot_ref bit f
     }
 }
 
+// value4 packs four weights with bit tricks (no borrows between bytes); each byte must be the
+// element the per-element helpers (those dequantization uses) read, on blocks of random bytes,
+// so every bit pattern of the packed fields occurs.
+template <DType W> void check_value4(std::mt19937& rng, int (*elem)(const typename cudaq::WDot<W>::WB&, int)) {
+    using D = cudaq::WDot<W>;
+    constexpr int E = cudaq::kBlockElems<W>;
+    for (int rep = 0; rep < 64; ++rep) {
+        typename D::WB x;
+        auto* p = reinterpret_cast<uint8_t*>(&x);
+        for (size_t i = 0; i < sizeof(x); ++i) p[i] = uint8_t(rng());
+        for (int e = 0; e < E; e += 4) {
+            const uint32_t v = D::value4(x, e);
+            for (int i = 0; i < 4; ++i) {
+                INFO(dtype_name(W) << " element " << e + i);
+                CHECK(int(int8_t(uint8_t(v >> (8 * i)))) == elem(x, e + i));
+            }
+        }
+    }
+}
+
+TEST_CASE("cuda: weights packed four to a word equal the per-element values", "[cuda]") {
+    std::mt19937 rng(21);
+    using namespace cudaq;
+    check_value4<DType::Q4_0>(rng, [](const BlockQ4_0& x, int e) { return nib(x.qs, e) - 8; });
+    check_value4<DType::Q4_1>(rng, [](const BlockQ4_1& x, int e) { return nib(x.qs, e); });
+    check_value4<DType::Q5_0>(rng, [](const BlockQ5_0& x, int e) { return (nib(x.qs, e) | int((ld32(x.qh) >> e) & 1) << 4) - 16; });
+    check_value4<DType::Q5_1>(rng, [](const BlockQ5_1& x, int e) { return nib(x.qs, e) | int((ld32(x.qh) >> e) & 1) << 4; });
+    check_value4<DType::Q8_0>(rng, [](const BlockQ8_0& x, int e) { return int(x.qs[e]); });
+    check_value4<DType::Q2_K>(rng, [](const BlockQ2_K& x, int e) { return q2k_value(x, e); });
+    check_value4<DType::Q3_K>(rng, [](const BlockQ3_K& x, int e) { return q3k_value(x, e); });
+    check_value4<DType::Q4_K>(rng, [](const BlockQ4_K& x, int e) { return q4k_value(x.qs, e); });
+    check_value4<DType::Q5_K>(rng, [](const BlockQ5_K& x, int e) { return q5k_value(x, e); });
+    check_value4<DType::Q6_K>(rng, [](const BlockQ6_K& x, int e) { return q6k_value(x, e); });
+}
+
 TEST_CASE("cuda: float-weight products summed in order equal vec_dot_ref", "[cuda]") {
     std::mt19937 rng(13);
     for (DType w : {DType::F32, DType::F16, DType::BF16}) {

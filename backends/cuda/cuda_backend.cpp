@@ -94,6 +94,7 @@ public:
         cudaDeviceProp prop{};
         LS_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
         device_name_ = prop.name;
+        int8_mma_ = cuda::int8_mma_usable(prop.major);
         LS_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     }
     ~CudaBackend() override {
@@ -214,6 +215,7 @@ private:
         reset_staging();
         cuda::Ctx ctx;
         ctx.stream = stream_;
+        ctx.int8_mma = int8_mma_;
         ctx.host_bytes = [&](const Tensor& t) { return host_bytes(g, t); };
         ctx.temp = [&](size_t bytes) { return temp(bytes); };
         ctx.act_buffer = [&](size_t bytes) { return act_buffer(bytes); };
@@ -389,6 +391,7 @@ private:
 
     int device_ = 0;
     std::string device_name_;
+    bool int8_mma_ = false;  // cuda::int8_mma_usable for this device
     cudaStream_t stream_ = nullptr;
     void* workspace_ = nullptr;
     size_t workspace_size_ = 0;

@@ -37,6 +37,7 @@ std::string oom_message(int device, const std::string& device_name, size_t neede
 // What a kernel launcher gets besides its node.
 struct Ctx {
     cudaStream_t stream = nullptr;
+    bool int8_mma = false;  // mul_mat may use the tensor-core kernel (int8_mma_usable)
     // A small tensor's bytes on the host (index and position tensors, frequency factors):
     // graph inputs come from the graph's own copy; anything else is downloaded after the
     // stream has finished the nodes before (a synchronization, rare).
@@ -65,6 +66,11 @@ struct Ctx {
         int type = -1;                // DType the rows were quantized to
     } act_rows;         // what act_buffer holds now (reset per graph)
 };
+
+// Whether the tensor-core integer kernels can run on the current device: compute capability
+// 8.0 or later, and this build holds their sm_80+ code for it (a build for older
+// architectures compiles them to a trap). LOCKSTEP_CUDA_NO_MMA=1 turns them off, to compare.
+bool int8_mma_usable(int cc_major);
 
 // Device address of a tensor's first byte.
 inline uint8_t* dptr(const Tensor& t) { return static_cast<uint8_t*>(t.buffer->impl) + t.offset; }

@@ -27,6 +27,12 @@ struct Shape {
     int64_t nb[4];
 };
 
+// Row index m of the flattened activation rows (m over ne[1], ne[2], ne[3]) -> byte offset.
+__device__ inline int64_t row_offset(const Shape& s, int64_t m) {
+    const int64_t i1 = m % s.ne[1], i2 = (m / s.ne[1]) % s.ne[2], i3 = m / (s.ne[1] * s.ne[2]);
+    return i1 * s.nb[1] + i2 * s.nb[2] + i3 * s.nb[3];
+}
+
 // Sum over the block (blockDim.x a multiple of 32, at most 1024), result in every thread.
 // shared: 32 doubles. Fixed tree: the same bits on every run.
 __device__ inline double block_sum(double v, double* shared) {

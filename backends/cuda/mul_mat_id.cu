@@ -94,7 +94,7 @@ void mul_mat_id(const Tensor& dst, Ctx& ctx) {
     float* out = reinterpret_cast<float*>(dptr(dst));
     if (w.type == DType::F32 || w.type == DType::F16 || w.type == DType::BF16)
         LS_LAUNCH(dot_f_id_kernel, grid, block, ctx.stream)(w.type, dptr(w), id, act, g, K, out, N);
-    else if (!with_quant_weight(w.type, [&](auto wt) { launch_q<decltype(wt)::value>(grid, block, ctx.stream, w, id, act, g, out); }))
+    else if (!cudaq::with_quant_weight(w.type, [&](auto wt) { launch_q<decltype(wt)::value>(grid, block, ctx.stream, w, id, act, g, out); }))
         throw std::logic_error(std::string("cuda mul_mat_id: weight type ") + dtype_name(w.type) + " reached the kernel");
     LS_CUDA_CHECK_LAUNCH("mul_mat_id dot kernel");
 }

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "core/detmath.h"
 #include "core/dtype.h"
@@ -305,22 +306,73 @@ LS_HD inline int quant_block_elems(DType t) {
 // Dot of one weight block with one activation block: an exact integer part (any thread,
 // any order), then the block's step of the float chain(s), which must run in block order.
 // The float weight types have no chain: they sum exact products in double (dot_f below).
+//
+// The integer part is defined once, by isum() below, from what each type tells about its
+// block: the weights of a sub-block of kSub elements as signed bytes four at a time
+// (value4), the sub-block's integer scale (sub_scale) and, for the types with mins, the
+// min term (min_isum). The tensor-core kernel of mul_mat computes the same sub-block dot
+// products with mma instructions and combines them the same way.
 
 struct Isum {
     int i = 0;  // scale-weighted integer sum
     int m = 0;  // min term (K-quants with mins)
 };
 
+// Four bytes from p, the first in the low byte. p is always 2-byte aligned: every packed
+// field of every block starts at an even offset, block sizes and row strides are even, and
+// value4's e is a multiple of 4; so the device reads two 16-bit words, not four bytes. The
+// host checks the alignment, so that the emulated kernels would catch a call that breaks it.
+LS_HD inline uint32_t ld4(const void* p) {
+#if defined(__CUDA_ARCH__)
+    const auto* h = static_cast<const uint16_t*>(p);
+    return uint32_t(h[0]) | (uint32_t(h[1]) << 16);
+#else
+    if (reinterpret_cast<uintptr_t>(p) % 2 != 0) __builtin_trap();
+    return ld32(static_cast<const uint8_t*>(p));
+#endif
+}
+// Each byte of v (all <= 127) minus c (<= 128), as signed bytes, without borrows between
+// bytes: the high bit set first keeps every byte's difference non-negative.
+LS_HD inline uint32_t sub_bytes(uint32_t v, uint32_t c) { return ((v | 0x80808080u) - c * 0x01010101u) ^ 0x80808080u; }
+// Bits 0..3 of h, one to each byte's low bit.
+LS_HD inline uint32_t spread4(uint32_t h) { return (h & 1u) | ((h & 2u) << 7) | ((h & 4u) << 14) | ((h & 8u) << 21); }
+// Sum of the products of the signed bytes of a and b.
+LS_HD inline int dot4(uint32_t a, uint32_t b) {
+#if defined(__CUDA_ARCH__)
+    return __dp4a(int(a), int(b), 0);
+#else
+    int s = 0;
+    for (int i = 0; i < 4; ++i) s += int(int8_t(uint8_t(a >> (8 * i)))) * int(int8_t(uint8_t(b >> (8 * i))));
+    return s;
+#endif
+}
+
+// Q4_K/Q5_K: the scale of sub-block s, and the min term over the 8 sub-blocks of 32.
+LS_HD inline int k4_scale(const uint8_t* scales, int s) {
+    uint8_t sc, m;
+    k4_scale_min(scales, s, sc, m);
+    return sc;
+}
+LS_HD inline int k4_min_isum(const uint8_t* scales, const int16_t* bsums) {
+    int r = 0;
+    for (int s = 0; s < 8; ++s) {
+        uint8_t sc, m;
+        k4_scale_min(scales, s, sc, m);
+        r += m * (bsums[2 * s] + bsums[2 * s + 1]);
+    }
+    return r;
+}
+
 template <DType W> struct WDot;
 
+// value4(x, e): elements e..e+3 (e a multiple of 4) of the block as the integers its dot
+// product multiplies, one signed byte each.
 template <> struct WDot<DType::Q4_0> {
     using WB = BlockQ4_0;
     using AB = BlockQ8_0;
-    LS_HD static Isum isum(const WB& x, const AB& y) {
-        Isum r;
-        for (int j = 0; j < QK; ++j) r.i += (nib(x.qs, j) - 8) * y.qs[j];
-        return r;
-    }
+    static constexpr int kSub = QK;
+    LS_HD static uint32_t value4(const WB& x, int e) { return sub_bytes((ld4(x.qs + e % 16) >> (4 * (e / 16))) & 0x0F0F0F0Fu, 8); }
+    LS_HD static int sub_scale(const WB&, int) { return 1; }
     LS_HD static void step(const WB& x, const AB& y, Isum s, float& sum, float&) {
         sum = detp::fma(h2f(x.d) * h2f(y.d), static_cast<float>(s.i), sum);
     }
@@ -329,11 +381,9 @@ template <> struct WDot<DType::Q4_0> {
 template <> struct WDot<DType::Q4_1> {
     using WB = BlockQ4_1;
     using AB = BlockQ8_1;
-    LS_HD static Isum isum(const WB& x, const AB& y) {
-        Isum r;
-        for (int j = 0; j < QK; ++j) r.i += nib(x.qs, j) * y.qs[j];
-        return r;
-    }
+    static constexpr int kSub = QK;
+    LS_HD static uint32_t value4(const WB& x, int e) { return (ld4(x.qs + e % 16) >> (4 * (e / 16))) & 0x0F0F0F0Fu; }
+    LS_HD static int sub_scale(const WB&, int) { return 1; }
     LS_HD static void step(const WB& x, const AB& y, Isum s, float& sum, float&) {
         sum = detp::fma(h2f(x.d) * h2f(y.d), static_cast<float>(s.i), sum);
         sum = detp::fma(h2f(x.m), h2f(y.s), sum);
@@ -343,12 +393,12 @@ template <> struct WDot<DType::Q4_1> {
 template <> struct WDot<DType::Q5_0> {
     using WB = BlockQ5_0;
     using AB = BlockQ8_0;
-    LS_HD static Isum isum(const WB& x, const AB& y) {
-        const uint32_t qh = ld32(x.qh);
-        Isum r;
-        for (int j = 0; j < QK; ++j) r.i += ((nib(x.qs, j) | (int((qh >> j) & 1) << 4)) - 16) * y.qs[j];
-        return r;
+    static constexpr int kSub = QK;
+    LS_HD static uint32_t value4(const WB& x, int e) {
+        const uint32_t lo = (ld4(x.qs + e % 16) >> (4 * (e / 16))) & 0x0F0F0F0Fu;
+        return sub_bytes(lo | (spread4((ld4(x.qh) >> e) & 0xFu) << 4), 16);
     }
+    LS_HD static int sub_scale(const WB&, int) { return 1; }
     LS_HD static void step(const WB& x, const AB& y, Isum s, float& sum, float&) {
         sum = detp::fma(h2f(x.d) * h2f(y.d), static_cast<float>(s.i), sum);
     }
@@ -357,12 +407,12 @@ template <> struct WDot<DType::Q5_0> {
 template <> struct WDot<DType::Q5_1> {
     using WB = BlockQ5_1;
     using AB = BlockQ8_1;
-    LS_HD static Isum isum(const WB& x, const AB& y) {
-        const uint32_t qh = ld32(x.qh);
-        Isum r;
-        for (int j = 0; j < QK; ++j) r.i += (nib(x.qs, j) | (int((qh >> j) & 1) << 4)) * y.qs[j];
-        return r;
+    static constexpr int kSub = QK;
+    LS_HD static uint32_t value4(const WB& x, int e) {
+        const uint32_t lo = (ld4(x.qs + e % 16) >> (4 * (e / 16))) & 0x0F0F0F0Fu;
+        return lo | (spread4((ld4(x.qh) >> e) & 0xFu) << 4);
     }
+    LS_HD static int sub_scale(const WB&, int) { return 1; }
     LS_HD static void step(const WB& x, const AB& y, Isum s, float& sum, float&) {
         sum = detp::fma(h2f(x.d) * h2f(y.d), static_cast<float>(s.i), sum);
         sum = detp::fma(h2f(x.m), h2f(y.s), sum);
@@ -372,11 +422,9 @@ template <> struct WDot<DType::Q5_1> {
 template <> struct WDot<DType::Q8_0> {
     using WB = BlockQ8_0;
     using AB = BlockQ8_0;
-    LS_HD static Isum isum(const WB& x, const AB& y) {
-        Isum r;
-        for (int j = 0; j < QK; ++j) r.i += x.qs[j] * y.qs[j];
-        return r;
-    }
+    static constexpr int kSub = QK;
+    LS_HD static uint32_t value4(const WB& x, int e) { return ld4(x.qs + e); }
+    LS_HD static int sub_scale(const WB&, int) { return 1; }
     LS_HD static void step(const WB& x, const AB& y, Isum s, float& sum, float&) {
         sum = detp::fma(h2f(x.d) * h2f(y.d), static_cast<float>(s.i), sum);
     }
@@ -385,15 +433,15 @@ template <> struct WDot<DType::Q8_0> {
 template <> struct WDot<DType::Q2_K> {
     using WB = BlockQ2_K;
     using AB = BlockQ8_K;
-    LS_HD static Isum isum(const WB& x, const AB& y) {
-        Isum r;
-        for (int s = 0; s < 16; ++s) {
-            int si = 0;
-            for (int t = 0; t < 16; ++t) si += q2k_value(x, 16 * s + t) * y.qs[16 * s + t];
-            r.i += (x.scales[s] & 0x0F) * si;
-            r.m += (x.scales[s] >> 4) * y.bsums[s];
-        }
-        return r;
+    static constexpr int kSub = 16;
+    LS_HD static uint32_t value4(const WB& x, int e) {
+        return (ld4(x.qs + 32 * (e / 128) + e % 32) >> (2 * ((e % 128) / 32))) & 0x03030303u;
+    }
+    LS_HD static int sub_scale(const WB& x, int s) { return x.scales[s] & 0x0F; }
+    LS_HD static int min_isum(const WB& x, const AB& y) {
+        int m = 0;
+        for (int s = 0; s < 16; ++s) m += (x.scales[s] >> 4) * y.bsums[s];
+        return m;
     }
     LS_HD static void step(const WB& x, const AB& y, Isum s, float& sum, float& msum) {
         sum = detp::fma(y.d * h2f(x.d), static_cast<float>(s.i), sum);
@@ -404,15 +452,15 @@ template <> struct WDot<DType::Q2_K> {
 template <> struct WDot<DType::Q3_K> {
     using WB = BlockQ3_K;
     using AB = BlockQ8_K;
-    LS_HD static Isum isum(const WB& x, const AB& y) {
-        Isum r;
-        for (int s = 0; s < 16; ++s) {
-            int si = 0;
-            for (int t = 0; t < 16; ++t) si += q3k_value(x, 16 * s + t) * y.qs[16 * s + t];
-            r.i += q3k_scale(x.scales, s) * si;
-        }
-        return r;
+    static constexpr int kSub = 16;
+    // Two low bits, and 4 subtracted where the hmask bit is clear: lo + 4 * hi - 4.
+    LS_HD static uint32_t value4(const WB& x, int e) {
+        const int n = e / 128, j = (e % 128) / 32, l = e % 32;
+        const uint32_t lo = (ld4(x.qs + 32 * n + l) >> (2 * j)) & 0x03030303u;
+        const uint32_t hi = (ld4(x.hmask + l) >> (4 * n + j)) & 0x01010101u;
+        return sub_bytes(lo | (hi << 2), 4);
     }
+    LS_HD static int sub_scale(const WB& x, int s) { return q3k_scale(x.scales, s); }
     LS_HD static void step(const WB& x, const AB& y, Isum s, float& sum, float&) {
         sum = detp::fma(y.d * h2f(x.d), static_cast<float>(s.i), sum);
     }
@@ -421,18 +469,12 @@ template <> struct WDot<DType::Q3_K> {
 template <> struct WDot<DType::Q4_K> {
     using WB = BlockQ4_K;
     using AB = BlockQ8_K;
-    LS_HD static Isum isum(const WB& x, const AB& y) {
-        Isum r;
-        for (int s = 0; s < 8; ++s) {
-            uint8_t sc, m;
-            k4_scale_min(x.scales, s, sc, m);
-            int si = 0;
-            for (int t = 0; t < 32; ++t) si += q4k_value(x.qs, 32 * s + t) * y.qs[32 * s + t];
-            r.i += sc * si;
-            r.m += m * (y.bsums[2 * s] + y.bsums[2 * s + 1]);
-        }
-        return r;
+    static constexpr int kSub = 32;
+    LS_HD static uint32_t value4(const WB& x, int e) {
+        return (ld4(x.qs + 32 * (e / 64) + e % 32) >> (4 * ((e % 64) / 32))) & 0x0F0F0F0Fu;
     }
+    LS_HD static int sub_scale(const WB& x, int s) { return k4_scale(x.scales, s); }
+    LS_HD static int min_isum(const WB& x, const AB& y) { return k4_min_isum(x.scales, y.bsums); }
     LS_HD static void step(const WB& x, const AB& y, Isum s, float& sum, float& msum) {
         sum = detp::fma(y.d * h2f(x.d), static_cast<float>(s.i), sum);
         msum = detp::fma(y.d * h2f(x.dmin), static_cast<float>(s.m), msum);
@@ -442,18 +484,14 @@ template <> struct WDot<DType::Q4_K> {
 template <> struct WDot<DType::Q5_K> {
     using WB = BlockQ5_K;
     using AB = BlockQ8_K;
-    LS_HD static Isum isum(const WB& x, const AB& y) {
-        Isum r;
-        for (int s = 0; s < 8; ++s) {
-            uint8_t sc, m;
-            k4_scale_min(x.scales, s, sc, m);
-            int si = 0;
-            for (int t = 0; t < 32; ++t) si += q5k_value(x, 32 * s + t) * y.qs[32 * s + t];
-            r.i += sc * si;
-            r.m += m * (y.bsums[2 * s] + y.bsums[2 * s + 1]);
-        }
-        return r;
+    static constexpr int kSub = 32;
+    LS_HD static uint32_t value4(const WB& x, int e) {
+        const uint32_t lo = (ld4(x.qs + 32 * (e / 64) + e % 32) >> (4 * ((e % 64) / 32))) & 0x0F0F0F0Fu;
+        const uint32_t hi = (ld4(x.qh + e % 32) >> (e / 32)) & 0x01010101u;
+        return lo | (hi << 4);
     }
+    LS_HD static int sub_scale(const WB& x, int s) { return k4_scale(x.scales, s); }
+    LS_HD static int min_isum(const WB& x, const AB& y) { return k4_min_isum(x.scales, y.bsums); }
     LS_HD static void step(const WB& x, const AB& y, Isum s, float& sum, float& msum) {
         sum = detp::fma(y.d * h2f(x.d), static_cast<float>(s.i), sum);
         msum = detp::fma(y.d * h2f(x.dmin), static_cast<float>(s.m), msum);
@@ -463,20 +501,49 @@ template <> struct WDot<DType::Q5_K> {
 template <> struct WDot<DType::Q6_K> {
     using WB = BlockQ6_K;
     using AB = BlockQ8_K;
-    LS_HD static Isum isum(const WB& x, const AB& y) {
-        Isum r;
-        for (int s = 0; s < 16; ++s) {
-            int si = 0;
-            for (int t = 0; t < 16; ++t) si += q6k_value(x, 16 * s + t) * y.qs[16 * s + t];
-            r.i += x.scales[s] * si;
-        }
-        return r;
+    static constexpr int kSub = 16;
+    // Four low bits from ql, two high bits from qh, minus 32.
+    LS_HD static uint32_t value4(const WB& x, int e) {
+        const int n = e / 128, k = (e % 128) / 32, l = e % 32;
+        const uint32_t lo = (ld4(x.ql + 64 * n + 32 * (k % 2) + l) >> (4 * (k / 2))) & 0x0F0F0F0Fu;
+        const uint32_t hi = (ld4(x.qh + 32 * n + l) >> (2 * k)) & 0x03030303u;
+        return sub_bytes(lo | (hi << 4), 32);
     }
+    LS_HD static int sub_scale(const WB& x, int s) { return x.scales[s]; }
     LS_HD static void step(const WB& x, const AB& y, Isum s, float& sum, float&) {
         sum = detp::fma(y.d * h2f(x.d), static_cast<float>(s.i), sum);
     }
     static constexpr bool has_min = false;
 };
+
+// The quantized weight types of the integer path: calls f(std::integral_constant<DType, t>{})
+// so that a kernel template can be instantiated per type; false for any other type.
+template <class F>
+bool with_quant_weight(DType t, F&& f) {
+    switch (t) {
+#define LS_QW(T) \
+    case DType::T: f(std::integral_constant<DType, DType::T>{}); return true;
+        LS_QW(Q4_0) LS_QW(Q4_1) LS_QW(Q5_0) LS_QW(Q5_1) LS_QW(Q8_0) LS_QW(Q2_K) LS_QW(Q3_K) LS_QW(Q4_K) LS_QW(Q5_K) LS_QW(Q6_K)
+#undef LS_QW
+        default: return false;
+    }
+}
+
+template <DType W> constexpr int kBlockElems = sizeof(typename WDot<W>::AB) == sizeof(BlockQ8_K) ? QK_K : QK;
+
+// The integer part of one block's dot product: sub-block by sub-block, the byte dot products
+// times the sub-block's scale, plus the min term.
+template <DType W> LS_HD inline Isum isum(const typename WDot<W>::WB& x, const typename WDot<W>::AB& y) {
+    using D = WDot<W>;
+    Isum r;
+    for (int s = 0; s < kBlockElems<W> / D::kSub; ++s) {
+        int si = 0;
+        for (int e = s * D::kSub; e < (s + 1) * D::kSub; e += 4) si += dot4(D::value4(x, e), ld4(y.qs + e));
+        r.i += D::sub_scale(x, s) * si;
+    }
+    if constexpr (D::has_min) r.m = D::min_isum(x, y);
+    return r;
+}
 
 template <DType W> LS_HD inline float finish(float sum, float msum) {
     if constexpr (WDot<W>::has_min) return sum - msum;
@@ -490,7 +557,7 @@ template <DType W> LS_HD inline float row_dot(const uint8_t* wrow, const uint8_t
     const auto* x = reinterpret_cast<const typename D::WB*>(wrow);
     const auto* y = reinterpret_cast<const typename D::AB*>(arow);
     float sum = 0, msum = 0;
-    for (int64_t b = 0; b < nb; ++b) D::step(x[b], y[b], D::isum(x[b], y[b]), sum, msum);
+    for (int64_t b = 0; b < nb; ++b) D::step(x[b], y[b], isum<W>(x[b], y[b]), sum, msum);
     return finish<W>(sum, msum);
 }
 

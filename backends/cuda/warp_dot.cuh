@@ -17,7 +17,7 @@ __device__ inline float warp_row_dot(const typename cudaq::WDot<W>::WB* x, const
     float sum = 0, msum = 0;
     for (int64_t b0 = 0; b0 < nb; b0 += 32) {
         cudaq::Isum mine;
-        if (b0 + lane < nb) mine = D::isum(x[b0 + lane], y[b0 + lane]);
+        if (b0 + lane < nb) mine = cudaq::isum<W>(x[b0 + lane], y[b0 + lane]);
         const int cnt = int(nb - b0 < 32 ? nb - b0 : 32);
         for (int j = 0; j < cnt; ++j) {
             cudaq::Isum s;

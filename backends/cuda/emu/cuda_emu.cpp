@@ -113,6 +113,7 @@ struct Block {
     std::vector<Fiber> fibers;
     std::vector<Barrier> warp_bars;
     std::vector<uint64_t> warp_slots;  // 32 per warp
+    std::vector<unsigned char> gather_slots;  // 32 x kGatherBytes per warp
     Barrier block_bar;
     unsigned cur = 0, live = 0;
     Context sched;
@@ -183,6 +184,17 @@ uint64_t warp_exchange(uint64_t bits, unsigned src_lane) {
     return r;
 }
 
+void warp_gather(const void* mine, unsigned bytes, void* all) {
+    if (bytes > kGatherBytes) throw std::invalid_argument("cuda_emu: warp_gather of " + std::to_string(bytes) + " bytes");
+    Block& b = *g_block;
+    const unsigned me = b.cur, w = me / 32;
+    unsigned char* slots = &b.gather_slots[size_t(w) * 32 * kGatherBytes];
+    std::memcpy(slots + (me % 32) * kGatherBytes, mine, bytes);
+    wait(b.warp_bars[w]);  // every lane has written
+    for (unsigned l = 0; l < 32; ++l) std::memcpy(static_cast<unsigned char*>(all) + l * bytes, slots + l * kGatherBytes, bytes);
+    wait(b.warp_bars[w]);  // every lane has read
+}
+
 void launch(Dim3 grid, Dim3 block, const std::function<void()>& body) {
     const unsigned n = block.x * block.y * block.z;
     if (n == 0 || n > 1024) throw std::invalid_argument("cuda_emu: a block of " + std::to_string(n) + " threads");
@@ -201,6 +213,7 @@ void launch(Dim3 grid, Dim3 block, const std::function<void()>& body) {
                 b.warp_bars.assign(n_warps, Barrier{});
                 for (unsigned w = 0; w < n_warps; ++w) b.warp_bars[w].expected = std::min(32u, n - w * 32);
                 b.warp_slots.assign(size_t(n_warps) * 32, 0);
+                b.gather_slots.assign(size_t(n_warps) * 32 * kGatherBytes, 0);
                 b.block_bar = Barrier{};
                 b.block_bar.expected = n;
                 b.live = n;

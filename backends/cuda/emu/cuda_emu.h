@@ -41,6 +41,11 @@ void syncthreads();
 // The calling thread's warp: every live lane passes its value, gets lane src's.
 uint64_t warp_exchange(uint64_t bits, unsigned src_lane);
 
+// The calling thread's warp: every live lane passes `bytes` (at most kGatherBytes) bytes and
+// gets all 32 lanes' in lane order. What a warp-wide instruction (mma) sees of its operands.
+constexpr unsigned kGatherBytes = 32;
+void warp_gather(const void* mine, unsigned bytes, void* all);
+
 // Runs body in every thread of every block of the grid (blocks one at a time, the threads of
 // a block as fibers of the calling thread; not reentrant).
 void launch(Dim3 grid, Dim3 block, const std::function<void()>& body);

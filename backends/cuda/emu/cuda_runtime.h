@@ -43,6 +43,9 @@ struct cudaDeviceProp {
     size_t totalGlobalMem;
     int major, minor, multiProcessorCount;
 };
+struct cudaFuncAttributes {
+    int binaryVersion, ptxVersion;
+};
 struct cudaGraphExecUpdateResultInfo {
     int result;
 };
@@ -59,6 +62,11 @@ using cudaEvent_t = int*;
 const char* cudaGetErrorName(cudaError_t e);
 const char* cudaGetErrorString(cudaError_t e);
 cudaError_t cudaGetLastError();
+// The emulated device runs any kernel as if compiled for it (sm_90).
+template <class F> cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* a, F*) {
+    a->binaryVersion = a->ptxVersion = 90;
+    return cudaSuccess;
+}
 cudaError_t cudaGetDeviceCount(int* n);
 cudaError_t cudaSetDevice(int device);
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device);

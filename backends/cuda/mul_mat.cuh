@@ -1,0 +1,170 @@
+// The quantized-weight kernels of mul_mat (step 2 of core/ref/mul_mat.cpp: every output is
+// cudaq::row_dot of a weight row and a quantized activation row). A header so that
+// tests/test_cuda_emu.cpp runs each of them on the host, bit for bit against the reference.
+// Launched by mul_mat.cu:
+//   dot_q_kernel        fewer than kTiledMinRows activation rows (decode): a warp per row pair;
+//   dot_q_mma_kernel    more, on sm_80 and later: tiles on the tensor cores;
+//   dot_q_tiled_kernel  more, before sm_80: tiles on __dp4a.
+// All three produce the same bits: the integer parts of the block dot products are exact in
+// any order and any grouping, and each output's float chain runs over the blocks in order.
+#pragma once
+#include <cstdint>
+
+#include "backends/cuda/device.cuh"
+#include "backends/cuda/mma.cuh"
+#include "backends/cuda/qdev.h"
+#include "backends/cuda/warp_dot.cuh"
+
+namespace ls::cuda {
+
+// From this many activation rows on, a tiled kernel (below it, one warp per weight row).
+constexpr int64_t kTiledMinRows = 32;
+
+// Below the tiled kernels: a block takes kWarps weight rows (one warp each) and kMRows
+// activation rows (each warp goes through them in turn, the weight row's blocks staying in
+// L1). A block of one warp would cap an SM at 32 warps.
+constexpr int kWarps = 4, kMRows = 4;
+
+template <DType W>
+__global__ void __launch_bounds__(32 * kWarps) dot_q_kernel(const uint8_t* w, int64_t w_nb1, int64_t N, const uint8_t* act,
+                                                            int64_t act_row_bytes, int64_t n_mrows, int64_t nb, uint8_t* dst,
+                                                            Shape sd) {
+    using D = cudaq::WDot<W>;
+    const int64_t n = int64_t(blockIdx.x) * kWarps + threadIdx.y;
+    if (n >= N) return;  // the whole warp
+    const int lane = threadIdx.x;
+    const auto* x = reinterpret_cast<const typename D::WB*>(w + n * w_nb1);
+    const int64_t m0 = int64_t(blockIdx.y) * kMRows, m1 = m0 + kMRows < n_mrows ? m0 + kMRows : n_mrows;
+    for (int64_t m = m0; m < m1; ++m) {
+        const auto* y = reinterpret_cast<const typename D::AB*>(act + m * act_row_bytes);
+        const float r = warp_row_dot<W>(x, y, nb, lane);
+        if (lane == 0) *reinterpret_cast<float*>(dst + row_offset(sd, m) + n * 4) = r;
+    }
+}
+
+// Blocks per stage of the tiled kernels: 4 of the 32-element types, 1 of the 256-element K-quants.
+template <DType W> __host__ __device__ constexpr int tile_kb() {
+    return W == DType::Q4_0 || W == DType::Q4_1 || W == DType::Q5_0 || W == DType::Q5_1 || W == DType::Q8_0 ? 4 : 1;
+}
+
+// Copies blocks b0..b0+kb-1 of rows r0..r0+TR-1 (of n_rows) into s[TR][KB], as 16-bit words
+// (block sizes and row strides are even); rows past the matrix and blocks past the row are
+// zero (their results are never stored). Called by every thread of the block.
+template <class B, int TR, int KB>
+__device__ inline void stage_blocks(B (&s)[TR][KB], const uint8_t* base, int64_t row_bytes, int64_t r0, int64_t n_rows, int64_t b0,
+                                    int kb, int tid, int n_threads) {
+    static_assert(sizeof(B) % 2 == 0, "blocks are copied as 16-bit words");
+    constexpr int WW = int(sizeof(B) / 2);
+    for (int i = tid; i < TR * KB * WW; i += n_threads) {
+        const int r = i / (KB * WW), j = (i / WW) % KB, o = i % WW;
+        uint16_t v = 0;
+        if (r0 + r < n_rows && j < kb) v = reinterpret_cast<const uint16_t*>(base + (r0 + r) * row_bytes + (b0 + j) * int64_t(sizeof(B)))[o];
+        reinterpret_cast<uint16_t*>(&s[r][j])[o] = v;
+    }
+}
+
+// Tiled on __dp4a: a tile of kDpN weight rows x kDpM activation rows per thread block. Each
+// stage copies kKB consecutive blocks of every row of the tile into shared memory, so a
+// weight block is read from memory once per kDpM activation rows instead of once per row.
+// Every thread owns kDpR outputs and walks the blocks in order with isum / D::step.
+constexpr int kDpN = 32, kDpM = 32, kDpThreads = 256, kDpR = kDpN * kDpM / kDpThreads;
+
+template <DType W>
+__global__ void __launch_bounds__(kDpThreads) dot_q_tiled_kernel(const uint8_t* w, int64_t w_nb1, int64_t N, const uint8_t* act,
+                                                                   int64_t act_row_bytes, int64_t n_mrows, int64_t nb,
+                                                                   uint8_t* dst, Shape sd) {
+    using D = cudaq::WDot<W>;
+    constexpr int KB = tile_kb<W>();
+    __shared__ typename D::WB ws[kDpN][KB];
+    __shared__ typename D::AB as[kDpM][KB];
+    const int64_t n0 = int64_t(blockIdx.x) * kDpN, m0 = int64_t(blockIdx.y) * kDpM;
+    const int tid = threadIdx.x, tn = tid % kDpN, tm = tid / kDpN;  // rows tm, tm + 8, ...
+    constexpr int kDpRowStep = kDpThreads / kDpN;
+    float sum[kDpR], msum[kDpR];
+    for (int r = 0; r < kDpR; ++r) sum[r] = msum[r] = 0;
+    for (int64_t b0 = 0; b0 < nb; b0 += KB) {
+        const int kb = int(nb - b0 < KB ? nb - b0 : KB);
+        stage_blocks(ws, w, w_nb1, n0, N, b0, kb, tid, kDpThreads);
+        stage_blocks(as, act, act_row_bytes, m0, n_mrows, b0, kb, tid, kDpThreads);
+        __syncthreads();
+        for (int j = 0; j < kb; ++j)
+            for (int r = 0; r < kDpR; ++r) {
+                const auto& y = as[tm + r * kDpRowStep][j];
+                D::step(ws[tn][j], y, cudaq::isum<W>(ws[tn][j], y), sum[r], msum[r]);
+            }
+        __syncthreads();
+    }
+    for (int r = 0; r < kDpR; ++r) {
+        const int64_t n = n0 + tn, m = m0 + tm + r * kDpRowStep;
+        if (n < N && m < n_mrows) *reinterpret_cast<float*>(dst + row_offset(sd, m) + n * 4) = cudaq::finish<W>(sum[r], msum[r]);
+    }
+}
+
+// Tiled on the tensor cores: a tile of kMmaN weight rows x kMmaM activation rows per thread
+// block of kMmaWarps warps; warp w takes weight rows 16w..16w+15 (the mma's A: 16 rows) and
+// all kMmaM activation rows (kMmaM / 8 mma tiles of 8 columns). For each sub-block of kSub
+// elements (16 or 32: one m16n8k16 or m16n8k32 per column tile) the warp gets the exact
+// byte dot products of its 16 x kMmaM row pairs, and each lane adds its four per tile times
+// its weight rows' sub-block scales: the block's isum, then the block's step of the float
+// chain in block order. Staging as in the __dp4a kernel.
+constexpr int kMmaWarps = 4, kMmaN = 16 * kMmaWarps, kMmaM = 32, kMmaCT = kMmaM / 8;
+
+template <DType W>
+__global__ void __launch_bounds__(32 * kMmaWarps) dot_q_mma_kernel(const uint8_t* w, int64_t w_nb1, int64_t N, const uint8_t* act,
+                                                                   int64_t act_row_bytes, int64_t n_mrows, int64_t nb, uint8_t* dst,
+                                                                   Shape sd) {
+    using D = cudaq::WDot<W>;
+    constexpr int KB = tile_kb<W>(), S = D::kSub, NS = cudaq::kBlockElems<W> / S;
+    __shared__ typename D::WB ws[kMmaN][KB];
+    __shared__ typename D::AB as[kMmaM][KB];
+    const int64_t n0 = int64_t(blockIdx.x) * kMmaN, m0 = int64_t(blockIdx.y) * kMmaM;
+    const int tid = threadIdx.x, lane = tid % 32, g = lane / 4, t = lane % 4;
+    const int rw[2] = {(tid / 32) * 16 + g, (tid / 32) * 16 + g + 8};  // this lane's weight rows in the tile
+    // Output o = 4c + q: weight row rw[q / 2], activation row 8c + 2t + q % 2 (the mma's d[q]).
+    float sum[4 * kMmaCT], msum[4 * kMmaCT];
+    for (int o = 0; o < 4 * kMmaCT; ++o) sum[o] = msum[o] = 0;
+    for (int64_t b0 = 0; b0 < nb; b0 += KB) {
+        const int kb = int(nb - b0 < KB ? nb - b0 : KB);
+        stage_blocks(ws, w, w_nb1, n0, N, b0, kb, tid, 32 * kMmaWarps);
+        stage_blocks(as, act, act_row_bytes, m0, n_mrows, b0, kb, tid, 32 * kMmaWarps);
+        __syncthreads();
+        for (int j = 0; j < kb; ++j) {
+            int acc[4 * kMmaCT];
+            for (int o = 0; o < 4 * kMmaCT; ++o) acc[o] = 0;
+            for (int s = 0; s < NS; ++s) {
+                uint32_t a[S / 8];
+                for (int r = 0; r < S / 16; ++r) {
+                    a[2 * r] = D::value4(ws[rw[0]][j], s * S + 16 * r + 4 * t);
+                    a[2 * r + 1] = D::value4(ws[rw[1]][j], s * S + 16 * r + 4 * t);
+                }
+                const int sc[2] = {D::sub_scale(ws[rw[0]][j], s), D::sub_scale(ws[rw[1]][j], s)};
+                for (int c = 0; c < kMmaCT; ++c) {
+                    const auto& y = as[8 * c + g][j];
+                    uint32_t b[S / 16];
+                    for (int r = 0; r < S / 16; ++r) b[r] = cudaq::ld4(y.qs + s * S + 16 * r + 4 * t);
+                    int d[4] = {0, 0, 0, 0};
+                    mma_s8<S>(d, a, b);
+                    for (int q = 0; q < 4; ++q) acc[4 * c + q] += sc[q / 2] * d[q];
+                }
+            }
+            for (int c = 0; c < kMmaCT; ++c)
+                for (int q = 0; q < 4; ++q) {
+                    const auto& x = ws[rw[q / 2]][j];
+                    const auto& y = as[8 * c + 2 * t + q % 2][j];
+                    cudaq::Isum is;
+                    is.i = acc[4 * c + q];
+                    if constexpr (D::has_min) is.m = D::min_isum(x, y);
+                    D::step(x, y, is, sum[4 * c + q], msum[4 * c + q]);
+                }
+        }
+        __syncthreads();
+    }
+    for (int c = 0; c < kMmaCT; ++c)
+        for (int q = 0; q < 4; ++q) {
+            const int64_t n = n0 + rw[q / 2], m = m0 + 8 * c + 2 * t + q % 2;
+            if (n < N && m < n_mrows)
+                *reinterpret_cast<float*>(dst + row_offset(sd, m) + n * 4) = cudaq::finish<W>(sum[4 * c + q], msum[4 * c + q]);
+        }
+}
+
+}  // namespace ls::cuda
