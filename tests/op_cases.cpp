@@ -237,17 +237,20 @@ std::vector<OpCase> op_cases() {
                      return std::vector<Tensor*>{topk_weights(g, p, 3, true), topk_weights(g, xt, 3, false)};
                  }, 0.0});
     for (DType t : {DType::F16, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q6_K})
-        for (int64_t X : {1, 2}) {
-            // As mul_mat: the same quantized activations, integer blocks and float chain.
-            c.push_back({std::string("mul_mat_id ") + dtype_name(t) + " X=" + std::to_string(X),
-                         [=](Graph& g, Backend& be, Keep& k, std::mt19937& r) {
-                             const int64_t K = traits(t).block == 256 ? 256 : 96, N = 37, E = 5, T = 6;
-                             Tensor* w = k.persistent(be, t, {K, N, E}, quantized_random(r, t, K, N * E));
-                             Tensor* logits = in_f32(g, r, {E, T});
-                             Tensor* ids = topk_ids(g, logits, 2);
-                             return std::vector<Tensor*>{mul_mat_id(g, w, in_f32(g, r, {K, X, T}), ids)};
-                         }, 0.0});
-        }
+        for (int64_t X : {1, 2})
+            for (int64_t T : {6, 100}) {
+                // As mul_mat: the same quantized activations, integer blocks and float chain.
+                // 100 tokens x 2 experts: the GPU kernels group the pairs by expert into
+                // tiles (more than one tile for the busier experts).
+                c.push_back({std::string("mul_mat_id ") + dtype_name(t) + " X=" + std::to_string(X) + " T=" + std::to_string(T),
+                             [=](Graph& g, Backend& be, Keep& k, std::mt19937& r) {
+                                 const int64_t K = traits(t).block == 256 ? 256 : 96, N = 37, E = 5;
+                                 Tensor* w = k.persistent(be, t, {K, N, E}, quantized_random(r, t, K, N * E));
+                                 Tensor* logits = in_f32(g, r, {E, T});
+                                 Tensor* ids = topk_ids(g, logits, 2);
+                                 return std::vector<Tensor*>{mul_mat_id(g, w, in_f32(g, r, {K, X, T}), ids)};
+                             }, 0.0});
+            }
     // Gemma 4's per-expert scales: an f32 [1, 1, E] "matrix" per expert gathered by the ids
     // computed on the device, times each token's weight (one product each).
     c.push_back({"mul_mat_id f32 K=1 N=1 (per-expert scale)", [=](Graph& g, Backend& be, Keep& k, std::mt19937& r) {

@@ -136,13 +136,18 @@ template <DType W> void emu_mul_mat(const Tensor& w, const std::vector<uint8_t>&
     emu::launch(dim((N + cuda::kWarps - 1) / cuda::kWarps, (n_mrows + cuda::kMRows - 1) / cuda::kMRows), dim(32, cuda::kWarps), [&] {
         cuda::dot_q_kernel<W>(wp, int64_t(w.nb[1]), N, act.data(), arb, n_mrows, nb, outs.back().data(), sd);
     });
+    const cuda::PlainRows p{wp, int64_t(w.nb[1]), N, act.data(), arb, n_mrows, nullptr, sd};
     outs.push_back(fresh());
     emu::launch(dim((N + cuda::kDpN - 1) / cuda::kDpN, (n_mrows + cuda::kDpM - 1) / cuda::kDpM), dim(cuda::kDpThreads), [&] {
-        cuda::dot_q_tiled_kernel<W>(wp, int64_t(w.nb[1]), N, act.data(), arb, n_mrows, nb, outs.back().data(), sd);
+        cuda::PlainRows q = p;
+        q.dst = outs.back().data();
+        cuda::dot_q_tiled_kernel<W>(q, nb);
     });
     outs.push_back(fresh());
     emu::launch(dim((N + cuda::kMmaN - 1) / cuda::kMmaN, (n_mrows + cuda::kMmaM - 1) / cuda::kMmaM), dim(32 * cuda::kMmaWarps), [&] {
-        cuda::dot_q_mma_kernel<W>(wp, int64_t(w.nb[1]), N, act.data(), arb, n_mrows, nb, outs.back().data(), sd);
+        cuda::PlainRows q = p;
+        q.dst = outs.back().data();
+        cuda::dot_q_mma_kernel<W>(q, nb);
     });
 }
 

@@ -1,6 +1,9 @@
 // Every op of the table in tests/op_cases.cpp, on every backend, against the reference.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <cstring>
+
 #include "core/ops.h"
 #include "core/quant.h"
 #include "tests/op_cases.h"
@@ -117,6 +120,53 @@ TEST_CASE("mul_mat_id rejects an expert id out of range before writing", "[ops]"
             g.mark_output(out);
             std::unique_ptr<Buffer> scratch;
             REQUIRE_THROWS_WITH(run_graph(*be, g, scratch), Catch::Contains("expert id " + std::to_string(bad)));
+        }
+    }
+}
+
+TEST_CASE("GPU mul_mat_id gives NaN for an expert id out of range and the reference's bits for the rest", "[ops]") {
+    // GPU backends read the ids on the device (core/ops.h): a bad id cannot stop the graph,
+    // so its outputs are NaN. Few pairs (one warp per output) and many (pairs grouped by
+    // expert into tiles, where a bad pair must join no tile).
+    auto ref = make_reference_backend();
+    for (auto& be : test::backends_under_test()) {
+        if (be->name() == "cpu") continue;  // a host backend: refuses bad ids (test above)
+        for (int64_t T : {int64_t(3), int64_t(40)}) {
+            INFO(be->name() << " T=" << T);
+            const int64_t K = 64, N = 8, E = 5, k = 2;
+            std::mt19937 rng(uint32_t(7 + T));
+            const std::vector<uint8_t> wb = test::quantized_random(rng, DType::Q8_0, K, N * E);
+            const std::vector<float> x = test::randn(rng, size_t(K * T));
+            std::vector<int32_t> ids(size_t(k * T));
+            for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t(rng() % E);
+            std::vector<int32_t> good = ids;
+            const std::vector<size_t> bad = {1, size_t(k * T - 2)};
+            ids[bad[0]] = int32_t(E);
+            ids[bad[1]] = -1;
+            for (size_t b : bad) good[b] = 0;
+            auto run = [&](Backend& b, const std::vector<int32_t>& id) {
+                Graph g;
+                test::Keep keep;
+                Tensor* w = keep.persistent(b, DType::Q8_0, {K, N, E}, wb);
+                Tensor* out = ops::mul_mat_id(g, w, g.input(DType::F32, {K, 1, T}, x.data(), "x"),
+                                              g.input(DType::I32, {k, T}, id.data(), "ids"));
+                g.mark_output(out);
+                std::unique_ptr<Buffer> scratch;
+                run_graph(b, g, scratch);
+                b.synchronize();
+                std::vector<float> r(size_t(out->nelements()));
+                read_tensor(b, *out, r.data());
+                return r;
+            };
+            const std::vector<float> want = run(*ref, good), got = run(*be, ids);
+            for (size_t p = 0; p < size_t(k * T); ++p) {
+                const bool is_bad = p == bad[0] || p == bad[1];
+                for (int64_t n = 0; n < N; ++n) {
+                    const float v = got[p * size_t(N) + size_t(n)];
+                    if (is_bad) CHECK(std::isnan(v));
+                    else CHECK(std::memcmp(&v, &want[p * size_t(N) + size_t(n)], 4) == 0);
+                }
+            }
         }
     }
 }

@@ -34,12 +34,11 @@ template <DType W> void launch_q(dim3 grid, const Ctx& ctx, const Tensor& w, con
     if (n_mrows >= kTiledMinRows) {
         const int64_t tm = ctx.int8_mma ? kMmaM : kDpM, gy = (n_mrows + tm - 1) / tm;
         if (gy > 65535) throw std::runtime_error("cuda mul_mat: " + std::to_string(n_mrows) + " activation rows exceed one launch");
+        const PlainRows p{dptr(w), int64_t(w.nb[1]), N, act, arb, n_mrows, dptr(dst), shape_of(dst)};
         if (ctx.int8_mma)
-            LS_LAUNCH(dot_q_mma_kernel<W>, dim3(unsigned((N + kMmaN - 1) / kMmaN), unsigned(gy)), 32 * kMmaWarps, ctx.stream)(
-                dptr(w), int64_t(w.nb[1]), N, act, arb, n_mrows, nb, dptr(dst), shape_of(dst));
+            LS_LAUNCH(dot_q_mma_kernel<W>, dim3(unsigned((N + kMmaN - 1) / kMmaN), unsigned(gy)), 32 * kMmaWarps, ctx.stream)(p, nb);
         else
-            LS_LAUNCH(dot_q_tiled_kernel<W>, dim3(unsigned((N + kDpN - 1) / kDpN), unsigned(gy)), kDpThreads, ctx.stream)(
-                dptr(w), int64_t(w.nb[1]), N, act, arb, n_mrows, nb, dptr(dst), shape_of(dst));
+            LS_LAUNCH(dot_q_tiled_kernel<W>, dim3(unsigned((N + kDpN - 1) / kDpN), unsigned(gy)), kDpThreads, ctx.stream)(p, nb);
         return;
     }
     LS_LAUNCH(dot_q_kernel<W>, grid, dim3(32, kWarps), ctx.stream)(dptr(w), int64_t(w.nb[1]), N, act, arb, n_mrows, nb, dptr(dst),

@@ -47,45 +47,54 @@ template <DType W> __host__ __device__ constexpr int tile_kb() {
     return W == DType::Q4_0 || W == DType::Q4_1 || W == DType::Q5_0 || W == DType::Q5_1 || W == DType::Q8_0 ? 4 : 1;
 }
 
-// Copies blocks b0..b0+kb-1 of rows r0..r0+TR-1 (of n_rows) into s[TR][KB], as 16-bit words
-// (block sizes and row strides are even); rows past the matrix and blocks past the row are
-// zero (their results are never stored). Called by every thread of the block.
-template <class B, int TR, int KB>
-__device__ inline void stage_blocks(B (&s)[TR][KB], const uint8_t* base, int64_t row_bytes, int64_t r0, int64_t n_rows, int64_t b0,
-                                    int kb, int tid, int n_threads) {
+// Copies blocks b0..b0+kb-1 of TR rows into s[TR][KB], as 16-bit words (block sizes and row
+// strides are even); row(r) is the address of row r, or null past the matrix: such rows and
+// blocks past the row are zero (their results are never stored). Every thread calls it.
+template <class B, int TR, int KB, class Row>
+__device__ inline void stage_blocks(B (&s)[TR][KB], Row row, int64_t b0, int kb, int tid, int n_threads) {
     static_assert(sizeof(B) % 2 == 0, "blocks are copied as 16-bit words");
     constexpr int WW = int(sizeof(B) / 2);
     for (int i = tid; i < TR * KB * WW; i += n_threads) {
         const int r = i / (KB * WW), j = (i / WW) % KB, o = i % WW;
+        const uint8_t* p = row(r);
         uint16_t v = 0;
-        if (r0 + r < n_rows && j < kb) v = reinterpret_cast<const uint16_t*>(base + (r0 + r) * row_bytes + (b0 + j) * int64_t(sizeof(B)))[o];
+        if (p && j < kb) v = reinterpret_cast<const uint16_t*>(p + (b0 + j) * int64_t(sizeof(B)))[o];
         reinterpret_cast<uint16_t*>(&s[r][j])[o] = v;
     }
 }
 
+// The tiles below take their rows through a map, so that mul_mat (rows in order) and
+// mul_mat_id (one expert's matrix, the token rows routed to it) share them:
+//   map.w_row(r)  address of the tile's weight row r, null past the matrix;
+//   map.a_row(m)  address of the tile's quantized activation row m, null past the rows;
+//   map.out(r, m) where the output of weight row r and activation row m goes (called only
+//                 where w_row(r) and a_row(m) are not null).
+// Each tile asks w_row and a_row once per row and keeps the addresses in shared memory.
+
 // Tiled on __dp4a: a tile of kDpN weight rows x kDpM activation rows per thread block. Each
-// stage copies kKB consecutive blocks of every row of the tile into shared memory, so a
+// stage copies KB consecutive blocks of every row of the tile into shared memory, so a
 // weight block is read from memory once per kDpM activation rows instead of once per row.
 // Every thread owns kDpR outputs and walks the blocks in order with isum / D::step.
 constexpr int kDpN = 32, kDpM = 32, kDpThreads = 256, kDpR = kDpN * kDpM / kDpThreads;
 
-template <DType W>
-__global__ void __launch_bounds__(kDpThreads) dot_q_tiled_kernel(const uint8_t* w, int64_t w_nb1, int64_t N, const uint8_t* act,
-                                                                   int64_t act_row_bytes, int64_t n_mrows, int64_t nb,
-                                                                   uint8_t* dst, Shape sd) {
+template <DType W, class Map> __device__ inline void dp4a_tile(const Map& map, int64_t nb) {
     using D = cudaq::WDot<W>;
     constexpr int KB = tile_kb<W>();
     __shared__ typename D::WB ws[kDpN][KB];
     __shared__ typename D::AB as[kDpM][KB];
-    const int64_t n0 = int64_t(blockIdx.x) * kDpN, m0 = int64_t(blockIdx.y) * kDpM;
     const int tid = threadIdx.x, tn = tid % kDpN, tm = tid / kDpN;  // rows tm, tm + 8, ...
     constexpr int kDpRowStep = kDpThreads / kDpN;
+    __shared__ const uint8_t* wp[kDpN];  // the rows' addresses, asked of the map once
+    __shared__ const uint8_t* ap[kDpM];
+    if (tid < kDpN) wp[tid] = map.w_row(tid);
+    if (tid < kDpM) ap[tid] = map.a_row(tid);
+    __syncthreads();
     float sum[kDpR], msum[kDpR];
     for (int r = 0; r < kDpR; ++r) sum[r] = msum[r] = 0;
     for (int64_t b0 = 0; b0 < nb; b0 += KB) {
         const int kb = int(nb - b0 < KB ? nb - b0 : KB);
-        stage_blocks(ws, w, w_nb1, n0, N, b0, kb, tid, kDpThreads);
-        stage_blocks(as, act, act_row_bytes, m0, n_mrows, b0, kb, tid, kDpThreads);
+        stage_blocks(ws, [&](int r) { return wp[r]; }, b0, kb, tid, kDpThreads);
+        stage_blocks(as, [&](int m) { return ap[m]; }, b0, kb, tid, kDpThreads);
         __syncthreads();
         for (int j = 0; j < kb; ++j)
             for (int r = 0; r < kDpR; ++r) {
@@ -95,8 +104,8 @@ __global__ void __launch_bounds__(kDpThreads) dot_q_tiled_kernel(const uint8_t* 
         __syncthreads();
     }
     for (int r = 0; r < kDpR; ++r) {
-        const int64_t n = n0 + tn, m = m0 + tm + r * kDpRowStep;
-        if (n < N && m < n_mrows) *reinterpret_cast<float*>(dst + row_offset(sd, m) + n * 4) = cudaq::finish<W>(sum[r], msum[r]);
+        const int m = tm + r * kDpRowStep;
+        if (wp[tn] && ap[m]) *map.out(tn, m) = cudaq::finish<W>(sum[r], msum[r]);
     }
 }
 
@@ -106,27 +115,28 @@ __global__ void __launch_bounds__(kDpThreads) dot_q_tiled_kernel(const uint8_t* 
 // elements (16 or 32: one m16n8k16 or m16n8k32 per column tile) the warp gets the exact
 // byte dot products of its 16 x kMmaM row pairs, and each lane adds its four per tile times
 // its weight rows' sub-block scales: the block's isum, then the block's step of the float
-// chain in block order. Staging as in the __dp4a kernel.
+// chain in block order. Staging as in the __dp4a tile.
 constexpr int kMmaWarps = 4, kMmaN = 16 * kMmaWarps, kMmaM = 32, kMmaCT = kMmaM / 8;
 
-template <DType W>
-__global__ void __launch_bounds__(32 * kMmaWarps) dot_q_mma_kernel(const uint8_t* w, int64_t w_nb1, int64_t N, const uint8_t* act,
-                                                                   int64_t act_row_bytes, int64_t n_mrows, int64_t nb, uint8_t* dst,
-                                                                   Shape sd) {
+template <DType W, class Map> __device__ inline void mma_tile(const Map& map, int64_t nb) {
     using D = cudaq::WDot<W>;
     constexpr int KB = tile_kb<W>(), S = D::kSub, NS = cudaq::kBlockElems<W> / S;
     __shared__ typename D::WB ws[kMmaN][KB];
     __shared__ typename D::AB as[kMmaM][KB];
-    const int64_t n0 = int64_t(blockIdx.x) * kMmaN, m0 = int64_t(blockIdx.y) * kMmaM;
     const int tid = threadIdx.x, lane = tid % 32, g = lane / 4, t = lane % 4;
     const int rw[2] = {(tid / 32) * 16 + g, (tid / 32) * 16 + g + 8};  // this lane's weight rows in the tile
     // Output o = 4c + q: weight row rw[q / 2], activation row 8c + 2t + q % 2 (the mma's d[q]).
+    __shared__ const uint8_t* wp[kMmaN];  // the rows' addresses, asked of the map once
+    __shared__ const uint8_t* ap[kMmaM];
+    if (tid < kMmaN) wp[tid] = map.w_row(tid);
+    if (tid < kMmaM) ap[tid] = map.a_row(tid);
+    __syncthreads();
     float sum[4 * kMmaCT], msum[4 * kMmaCT];
     for (int o = 0; o < 4 * kMmaCT; ++o) sum[o] = msum[o] = 0;
     for (int64_t b0 = 0; b0 < nb; b0 += KB) {
         const int kb = int(nb - b0 < KB ? nb - b0 : KB);
-        stage_blocks(ws, w, w_nb1, n0, N, b0, kb, tid, 32 * kMmaWarps);
-        stage_blocks(as, act, act_row_bytes, m0, n_mrows, b0, kb, tid, 32 * kMmaWarps);
+        stage_blocks(ws, [&](int r) { return wp[r]; }, b0, kb, tid, 32 * kMmaWarps);
+        stage_blocks(as, [&](int m) { return ap[m]; }, b0, kb, tid, 32 * kMmaWarps);
         __syncthreads();
         for (int j = 0; j < kb; ++j) {
             int acc[4 * kMmaCT];
@@ -161,10 +171,34 @@ __global__ void __launch_bounds__(32 * kMmaWarps) dot_q_mma_kernel(const uint8_t
     }
     for (int c = 0; c < kMmaCT; ++c)
         for (int q = 0; q < 4; ++q) {
-            const int64_t n = n0 + rw[q / 2], m = m0 + 8 * c + 2 * t + q % 2;
-            if (n < N && m < n_mrows)
-                *reinterpret_cast<float*>(dst + row_offset(sd, m) + n * 4) = cudaq::finish<W>(sum[4 * c + q], msum[4 * c + q]);
+            const int r = rw[q / 2], m = 8 * c + 2 * t + q % 2;
+            if (wp[r] && ap[m]) *map.out(r, m) = cudaq::finish<W>(sum[4 * c + q], msum[4 * c + q]);
         }
+}
+
+// mul_mat's tiles: weight rows n0 + r of w, activation rows m0 + m of act (rows of
+// act_row_bytes), outputs at row_offset(sd, m0 + m) + 4 (n0 + r); (n0, m0) from the block.
+struct PlainRows {
+    const uint8_t* w;
+    int64_t w_nb1, N;
+    const uint8_t* act;
+    int64_t act_row_bytes, n_mrows;
+    uint8_t* dst;
+    Shape sd;
+};
+struct PlainMap {
+    const PlainRows& p;
+    int64_t n0, m0;
+    __device__ const uint8_t* w_row(int r) const { return n0 + r < p.N ? p.w + (n0 + r) * p.w_nb1 : nullptr; }
+    __device__ const uint8_t* a_row(int m) const { return m0 + m < p.n_mrows ? p.act + (m0 + m) * p.act_row_bytes : nullptr; }
+    __device__ float* out(int r, int m) const { return reinterpret_cast<float*>(p.dst + row_offset(p.sd, m0 + m) + (n0 + r) * 4); }
+};
+
+template <DType W> __global__ void __launch_bounds__(kDpThreads) dot_q_tiled_kernel(PlainRows p, int64_t nb) {
+    dp4a_tile<W>(PlainMap{p, int64_t(blockIdx.x) * kDpN, int64_t(blockIdx.y) * kDpM}, nb);
+}
+template <DType W> __global__ void __launch_bounds__(32 * kMmaWarps) dot_q_mma_kernel(PlainRows p, int64_t nb) {
+    mma_tile<W>(PlainMap{p, int64_t(blockIdx.x) * kMmaN, int64_t(blockIdx.y) * kMmaM}, nb);
 }
 
 }  // namespace ls::cuda

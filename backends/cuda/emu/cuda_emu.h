@@ -85,6 +85,13 @@ template <class T> T __shfl_xor_sync(unsigned, T v, int m, int = 32) {
     return ls::emu::shuffle(v, (ls::emu::lane_id() ^ unsigned(m)) % 32);
 }
 
+// Fibers switch only at barriers, so a read-modify-write is atomic as it stands.
+template <class T> T atomicAdd(T* p, T v) {
+    const T old = *p;
+    *p = old + v;
+    return old;
+}
+
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fsub_rn(float a, float b) { return a - b; }
 inline float __fmul_rn(float a, float b) { return a * b; }
