@@ -25,16 +25,25 @@ std::mutex g_mu;
 std::map<void*, size_t> g_allocs;  // device allocations: bytes in use
 size_t g_used = 0;
 
+ApiCounts g_counts;
+
 cudaError_t fail(cudaError_t e) {
     g_last = e;
     return e;
 }
+bool capturing(cudaStream_t s) { return s && s->capturing; }
 
 }  // namespace
 
+ApiCounts& api_counts() { return g_counts; }
+
 void submit(cudaStream_t s, std::function<void()> work) {
-    if (s && s->capturing) s->recorded.push_back(std::move(work));
+    if (capturing(s)) s->recorded.push_back(std::move(work));
     else work();
+}
+void submit_kernel(cudaStream_t s, std::function<void()> work) {
+    if (!capturing(s)) ++g_counts.direct_kernels;
+    submit(s, std::move(work));
 }
 
 bool launch_config_ok(dim3 grid, dim3 block) {
@@ -98,6 +107,7 @@ cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
 }
 cudaError_t cudaMalloc(void** p, size_t n) {
     std::lock_guard<std::mutex> lk(g_mu);
+    ++g_counts.mallocs;
     if (n > kDeviceBytes - g_used) return fail(cudaErrorMemoryAllocation);
     *p = std::aligned_alloc(256, (n + 255) / 256 * 256);
     if (!*p) return fail(cudaErrorMemoryAllocation);
@@ -108,6 +118,7 @@ cudaError_t cudaMalloc(void** p, size_t n) {
 cudaError_t cudaFree(void* p) {
     if (!p) return cudaSuccess;
     std::lock_guard<std::mutex> lk(g_mu);
+    ++g_counts.frees;
     auto it = g_allocs.find(p);
     if (it == g_allocs.end()) return fail(cudaErrorInvalidValue);
     g_used -= it->second;
@@ -116,7 +127,8 @@ cudaError_t cudaFree(void* p) {
     return cudaSuccess;
 }
 cudaError_t cudaMallocHost(void** p, size_t n) {
-    *p = std::aligned_alloc(256, (n + 255) / 256 * 256 + 256);
+    ++g_counts.host_mallocs;
+    *p = std::aligned_alloc(256, (n + 255) / 256 * 256);
     return *p ? cudaSuccess : fail(cudaErrorMemoryAllocation);
 }
 cudaError_t cudaFreeHost(void* p) {
@@ -124,10 +136,12 @@ cudaError_t cudaFreeHost(void* p) {
     return cudaSuccess;
 }
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind, cudaStream_t s) {
+    if (!capturing(s)) ++g_counts.copies;
     submit(s, [dst, src, n] { std::memcpy(dst, src, n); });
     return cudaSuccess;
 }
 cudaError_t cudaMemsetAsync(void* dst, int v, size_t n, cudaStream_t s) {
+    if (!capturing(s)) ++g_counts.copies;
     submit(s, [dst, v, n] { std::memset(dst, v, n); });
     return cudaSuccess;
 }
@@ -142,7 +156,8 @@ cudaError_t cudaStreamDestroy(cudaStream_t s) {
 // Work ran when it was submitted; synchronizing a capturing stream is an error in CUDA,
 // and it invalidates the capture (the backend then runs the graph's launches directly).
 cudaError_t cudaStreamSynchronize(cudaStream_t s) {
-    if (s && s->capturing) return fail(cudaErrorStreamCaptureInvalidated);
+    ++g_counts.stream_syncs;
+    if (capturing(s)) return fail(cudaErrorStreamCaptureInvalidated);
     return cudaSuccess;
 }
 cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode) {
@@ -159,17 +174,20 @@ cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* g) {
     return cudaSuccess;
 }
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t* e, cudaGraph_t g, unsigned long long) {
+    ++g_counts.instantiations;
     *e = new GraphRec{g->work};
     return cudaSuccess;
 }
 // As CUDA: the update succeeds when the graphs have the same nodes (here: the same count).
 cudaError_t cudaGraphExecUpdate(cudaGraphExec_t e, cudaGraph_t g, cudaGraphExecUpdateResultInfo* info) {
     if (e->work.size() != g->work.size()) return fail(cudaErrorGraphExecUpdateFailure);
+    ++g_counts.updates;
     e->work = g->work;
     if (info) info->result = 0;
     return cudaSuccess;
 }
 cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s) {
+    ++g_counts.graph_launches;
     for (auto& w : e->work) submit(s, w);
     return cudaSuccess;
 }
@@ -186,7 +204,10 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) {
     return cudaSuccess;
 }
 cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
-cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t) {
+    ++g_counts.event_syncs;
+    return cudaSuccess;
+}
 cudaError_t cudaEventDestroy(cudaEvent_t e) {
     delete e;
     return cudaSuccess;

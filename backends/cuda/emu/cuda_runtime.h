@@ -94,8 +94,22 @@ cudaError_t cudaEventDestroy(cudaEvent_t e);
 
 namespace ls::emu {
 
+// The runtime calls the backend made, counted since a test last set them to {}: they pin
+// down what a decode step asks of the host (one graph updated in place and launched, no
+// allocation, only the synchronizations it needs), which a GPU shows only as lost speed.
+struct ApiCounts {
+    size_t mallocs = 0, frees = 0, host_mallocs = 0;  // cudaMalloc, cudaFree, cudaMallocHost
+    size_t stream_syncs = 0, event_syncs = 0;         // cudaStreamSynchronize, cudaEventSynchronize
+    size_t instantiations = 0, updates = 0, graph_launches = 0;
+    size_t direct_kernels = 0;  // kernels launched on a stream that was not capturing
+    size_t copies = 0;          // cudaMemcpyAsync and cudaMemsetAsync outside a capture
+};
+ApiCounts& api_counts();
+
 // Work on a stream: run now, or recorded while the stream is being captured.
 void submit(cudaStream_t s, std::function<void()> work);
+// A kernel launch's submit (counted as direct_kernels when it runs at once).
+void submit_kernel(cudaStream_t s, std::function<void()> work);
 // A kernel launch: the configuration is checked (an invalid one sets the error that
 // cudaGetLastError returns and runs nothing), then the kernel runs on every thread.
 bool launch_config_ok(dim3 grid, dim3 block);
@@ -107,7 +121,7 @@ template <class K> struct BoundLaunch {
     template <class... A> void operator()(A... args) const {
         if (!launch_config_ok(grid, block)) return;
         // By value: a captured launch runs when its graph is launched.
-        submit(stream, [g = grid, b = block, k = kernel, tup = std::make_tuple(args...)] {
+        submit_kernel(stream, [g = grid, b = block, k = kernel, tup = std::make_tuple(args...)] {
             launch(Dim3{g.x, g.y, g.z}, Dim3{b.x, b.y, b.z}, [&] { std::apply(k, tup); });
         });
     }
