@@ -26,14 +26,15 @@ int32_t argmax_last(const std::vector<float>& logits, int64_t n_vocab) {
 
 }  // namespace
 
-TEST_CASE("cuda: prompt ubatches and decode steps run as one graph each, updated in place, without allocating", "[cuda_emu]") {
+TEST_CASE("cuda: prompt ubatches and decode steps run as one graph each, updated in place, without allocating",
+          "[cuda_emu]") {
     TinyGemma3Spec spec;
     spec.n_layer = 7;  // six windowed layers (window 8) and a global one
     spec.window = 8;
     spec.seed = 23;
     test::LoadedModel l = test::load_tiny("cuda", "cuda_steps", spec);
     SessionParams p;
-    p.n_ctx = 96;
+    p.n_ctx = 128;
     p.n_ubatch = 16;
     Session s(*l.model, *l.be, p);
     const int64_t nv = spec.n_vocab;
@@ -71,6 +72,15 @@ TEST_CASE("cuda: prompt ubatches and decode steps run as one graph each, updated
     CHECK(c.stream_syncs == kSteps);  // the logits' read-back
     CHECK(c.event_syncs == kSteps);   // compute() waits until the previous graph is done with the staging
     CHECK(c.copies % kSteps == 0);    // the same uploads every step
+
+    // A second turn: a one-ubatch prompt with its logits (the first prompt's last ubatch's
+    // topology) and decode steps reuse the graphs kept from the first turn.
+    c = {};
+    logits = s.eval(test::random_tokens(16, 6, int32_t(nv)));
+    for (int i = 0; i < 3; ++i) logits = s.eval({argmax_last(logits, nv)});
+    CHECK(c.graph_launches == 4);
+    CHECK(c.instantiations == 0);
+    CHECK(c.updates == 4);
 }
 
 #endif

@@ -116,7 +116,8 @@ public:
         if (dl_) cudaFreeHost(dl_);
         for (auto& c : arena_) cudaFree(c.p);
         if (graph_done_) cudaEventDestroy(graph_done_);
-        if (exec_) cudaGraphExecDestroy(exec_);
+        for (auto& e : execs_)
+            if (e.exec) cudaGraphExecDestroy(e.exec);
         if (stream_) cudaStreamDestroy(stream_);
     }
 
@@ -176,13 +177,14 @@ public:
         return true;
     }
 
-    // Launches every node in order on the stream; no synchronization between ops.
     // Launches every node in order on the stream; no synchronization between ops. Without
     // LOCKSTEP_PROFILE the launches are captured into a CUDA graph and the graph is launched
     // instead: a decode step is some 500 small kernels, and as one graph they run without
     // the per-launch gaps. Each step is captured again (positions and the key range change
-    // kernel arguments) and applied to the previous executable graph with
-    // cudaGraphExecUpdate, which is cheap when the topology is unchanged (every decode step).
+    // kernel arguments) and applied with cudaGraphExecUpdate to a kept executable graph of
+    // the same node count, which is cheap when the topology is unchanged (every decode step).
+    // A few are kept, so that prompt ubatches, the ubatch that adds the output head and
+    // decode steps, which alternate in every chat turn, each keep their own.
     void compute(const Graph& g) override {
         LS_CUDA_CHECK(cudaSetDevice(device_));
         // The previous graph's copies out of the pinned staging (and its reads of the arena)
@@ -249,28 +251,46 @@ private:
             (void)cudaGetLastError();
             return false;
         }
-        if (exec_) {
-            cudaGraphExecUpdateResultInfo info{};
-            if (cudaGraphExecUpdate(exec_, graph, &info) == cudaSuccess) {
-                ++stats_.updates;
-            } else {
-                (void)cudaGetLastError();
-                cudaGraphExecDestroy(exec_);
-                exec_ = nullptr;
-            }
+        size_t n_nodes = 0;
+        if (cudaGraphGetNodes(graph, nullptr, &n_nodes) != cudaSuccess) {
+            cudaGraphDestroy(graph);
+            (void)cudaGetLastError();
+            return false;
         }
-        if (!exec_) {
+        // The kept graph of this node count, else the least recently used slot (or a new one).
+        ExecSlot* slot = nullptr;
+        for (auto& e : execs_)
+            if (e.exec && e.nodes == n_nodes) slot = &e;
+        if (!slot && execs_.size() < kMaxExecs) slot = &execs_.emplace_back();
+        if (!slot)
+            slot = &*std::min_element(execs_.begin(), execs_.end(), [](const ExecSlot& a, const ExecSlot& b) { return a.used < b.used; });
+        if (slot->exec && slot->nodes == n_nodes) {
+            cudaGraphExecUpdateResultInfo info{};
+            if (cudaGraphExecUpdate(slot->exec, graph, &info) == cudaSuccess) {
+                ++stats_.updates;
+            } else {  // same count, other topology: instantiate anew below
+                (void)cudaGetLastError();
+                cudaGraphExecDestroy(slot->exec);
+                slot->exec = nullptr;
+            }
+        } else if (slot->exec) {  // evicted
+            cudaGraphExecDestroy(slot->exec);
+            slot->exec = nullptr;
+        }
+        if (!slot->exec) {
             ++stats_.instantiations;
-            const cudaError_t ie = cudaGraphInstantiate(&exec_, graph, 0);
+            const cudaError_t ie = cudaGraphInstantiate(&slot->exec, graph, 0);
             if (ie != cudaSuccess) {
                 cudaGraphDestroy(graph);
-                exec_ = nullptr;
+                slot->exec = nullptr;
                 (void)cudaGetLastError();
                 return false;
             }
+            slot->nodes = n_nodes;
         }
+        slot->used = ++exec_clock_;
         cudaGraphDestroy(graph);
-        LS_CUDA_CHECK(cudaGraphLaunch(exec_, stream_));
+        LS_CUDA_CHECK(cudaGraphLaunch(slot->exec, stream_));
         ++stats_.graphs;
         graph_failures_ = 0;
         return true;
@@ -401,7 +421,15 @@ private:
     uint8_t* dl_ = nullptr;  // pinned staging of download()
     size_t dl_size_ = 0;
     cudaEvent_t graph_done_ = nullptr;
-    cudaGraphExec_t exec_ = nullptr;  // the last graph launched (updated in place step by step)
+    // Executable graphs kept for reuse, one per node count (launch_as_graph).
+    struct ExecSlot {
+        cudaGraphExec_t exec = nullptr;
+        size_t nodes = 0;
+        uint64_t used = 0;  // exec_clock_ at its last launch
+    };
+    static constexpr size_t kMaxExecs = 4;
+    std::vector<ExecSlot> execs_;
+    uint64_t exec_clock_ = 0;
     // LOCKSTEP_CUDA_GRAPHS=0 launches op by op (for comparisons and debugging).
     bool use_graphs_ = !(std::getenv("LOCKSTEP_CUDA_GRAPHS") && std::string(std::getenv("LOCKSTEP_CUDA_GRAPHS")) == "0");
     int graph_failures_ = 0;

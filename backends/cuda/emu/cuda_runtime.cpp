@@ -173,6 +173,11 @@ cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* g) {
     s->recorded.clear();
     return cudaSuccess;
 }
+cudaError_t cudaGraphGetNodes(cudaGraph_t g, cudaGraphNode_t* nodes, size_t* n) {
+    if (!g || nodes || !n) return fail(cudaErrorInvalidValue);
+    *n = g->work.size();
+    return cudaSuccess;
+}
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t* e, cudaGraph_t g, unsigned long long) {
     ++g_counts.instantiations;
     *e = new GraphRec{g->work};
