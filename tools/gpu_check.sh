@@ -11,7 +11,10 @@
 #             agree ([model][gpu])
 #   memcheck  compute-sanitizer --tool memcheck over the CUDA op, KV and tiny-model tests
 #   bench     lockstep bench pp512 / tg128 on cuda and cpu, with the GPU's name;
-#             LLAMA_BENCH=/path/to/llama-bench adds the peer on the same file
+#             LLAMA_BENCH=/path/to/llama-bench adds the peer on the same file (build only
+#             that target for this GPU's architecture, e.g. cmake -DGGML_CUDA=ON
+#             -DCMAKE_CUDA_ARCHITECTURES=90 then --target llama-bench: a full build for
+#             every architecture did not finish within a lease)
 #
 # Steps are separate so that each fits a time-limited session. Every log is kept in
 # $GPU_CHECK_OUT (default gpu_check/); the summary says which steps passed. Exits 77 where
