@@ -86,6 +86,23 @@ std::vector<uint8_t> emu_tiled(const Attn& a) {
     return out;
 }
 
+// One op-table case computed by the reference backend: its graph, weights and first output.
+struct RefRun {
+    Graph g;
+    test::Keep keep;
+    std::unique_ptr<Buffer> scratch;
+    const Tensor* node = nullptr;
+};
+std::unique_ptr<RefRun> run_reference(const test::OpCase& oc, Backend& ref, uint32_t seed) {
+    auto r = std::make_unique<RefRun>();
+    std::mt19937 rng(seed);
+    std::vector<Tensor*> outs = oc.build(r->g, ref, r->keep, rng);
+    for (Tensor* o : outs) r->g.mark_output(o);
+    run_graph(ref, r->g, r->scratch);
+    r->node = outs[0];
+    return r;
+}
+
 }  // namespace
 
 TEST_CASE("CUDA attention kernels, emulated on the host, equal the reference bit for bit", "[cuda_emu]") {
@@ -95,14 +112,8 @@ TEST_CASE("CUDA attention kernels, emulated on the host, equal the reference bit
     for (size_t i = 0; i < cases.size(); ++i) {
         const auto& oc = cases[i];
         if (oc.name.rfind("attention case ", 0) != 0) continue;
-        Graph g;
-        test::Keep keep;
-        std::mt19937 rng(uint32_t(1000 + i));
-        std::vector<Tensor*> outs = oc.build(g, *ref, keep, rng);
-        for (Tensor* o : outs) g.mark_output(o);
-        std::unique_ptr<Buffer> scratch;
-        run_graph(*ref, g, scratch);
-        const Tensor& node = *outs[0];
+        const auto run = run_reference(oc, *ref, uint32_t(1000 + i));
+        const Tensor& node = *run->node;
         REQUIRE(node.op == OpId::ATTENTION);
         const Attn a(node);
         const auto* want = node.data_as<const uint8_t>();
@@ -161,14 +172,8 @@ TEST_CASE("CUDA mul_mat kernels (warp per row, dp4a tiles, tensor-core tiles), e
     for (size_t i = 0; i < cases.size(); ++i) {
         const auto& oc = cases[i];
         if (oc.name.rfind("mul_mat ", 0) != 0) continue;
-        Graph g;
-        test::Keep keep;
-        std::mt19937 rng(uint32_t(2000 + i));
-        std::vector<Tensor*> outs = oc.build(g, *ref, keep, rng);
-        for (Tensor* o : outs) g.mark_output(o);
-        std::unique_ptr<Buffer> scratch;
-        run_graph(*ref, g, scratch);
-        const Tensor& node = *outs[0];
+        const auto run = run_reference(oc, *ref, uint32_t(2000 + i));
+        const Tensor& node = *run->node;
         REQUIRE(node.op == OpId::MUL_MAT);
         const Tensor &w = *node.src[0], &x = *node.src[1];
         if (traits(w.type).block == 1) continue;  // float weights: dot_f_kernel, no tiles

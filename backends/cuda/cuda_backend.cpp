@@ -257,30 +257,24 @@ private:
             (void)cudaGetLastError();
             return false;
         }
-        // The kept graph of this node count, else the least recently used slot (or a new one).
-        ExecSlot* slot = nullptr;
-        for (auto& e : execs_)
-            if (e.exec && e.nodes == n_nodes) slot = &e;
-        if (!slot && execs_.size() < kMaxExecs) slot = &execs_.emplace_back();
-        if (!slot)
-            slot = &*std::min_element(execs_.begin(), execs_.end(), [](const ExecSlot& a, const ExecSlot& b) { return a.used < b.used; });
-        if (slot->exec && slot->nodes == n_nodes) {
-            cudaGraphExecUpdateResultInfo info{};
-            if (cudaGraphExecUpdate(slot->exec, graph, &info) == cudaSuccess) {
-                ++stats_.updates;
-            } else {  // same count, other topology: instantiate anew below
-                (void)cudaGetLastError();
-                cudaGraphExecDestroy(slot->exec);
-                slot->exec = nullptr;
-            }
-        } else if (slot->exec) {  // evicted
-            cudaGraphExecDestroy(slot->exec);
+        // The kept graph of this node count, updated in place; when there is none, or the
+        // runtime refuses the update (same count, other topology), a new one in that slot,
+        // a free one or the least recently used.
+        auto same = std::find_if(execs_.begin(), execs_.end(), [&](const ExecSlot& x) { return x.exec && x.nodes == n_nodes; });
+        ExecSlot* slot = same != execs_.end() ? &*same : nullptr;
+        cudaGraphExecUpdateResultInfo info{};
+        if (slot && cudaGraphExecUpdate(slot->exec, graph, &info) == cudaSuccess) {
+            ++stats_.updates;
+        } else {
+            (void)cudaGetLastError();
+            if (!slot && execs_.size() < kMaxExecs) slot = &execs_.emplace_back();
+            if (!slot)
+                slot = &*std::min_element(execs_.begin(), execs_.end(),
+                                          [](const ExecSlot& a, const ExecSlot& b) { return a.used < b.used; });
+            if (slot->exec) cudaGraphExecDestroy(slot->exec);
             slot->exec = nullptr;
-        }
-        if (!slot->exec) {
             ++stats_.instantiations;
-            const cudaError_t ie = cudaGraphInstantiate(&slot->exec, graph, 0);
-            if (ie != cudaSuccess) {
+            if (cudaGraphInstantiate(&slot->exec, graph, 0) != cudaSuccess) {
                 cudaGraphDestroy(graph);
                 slot->exec = nullptr;
                 (void)cudaGetLastError();

@@ -78,6 +78,8 @@ __global__ void dot_f_id_kernel(DType wt, const uint8_t* w, const int32_t* ids, 
 struct PairTiles {
     int32_t *order, *tile_expert, *tile_first, *tile_count, *n_tiles, *counts, *fill;
 };
+// Both tile kinds take kMmaM activation rows, the size group_pairs_kernel cuts the lists by.
+static_assert(kDpM == kMmaM, "the dp4a and tensor-core tiles take the same number of pairs");
 inline int64_t max_tiles(int64_t n_pairs, int64_t n_experts) {
     return (n_pairs + kMmaM - 1) / kMmaM + (n_experts < n_pairs ? n_experts : n_pairs);
 }
