@@ -9,6 +9,7 @@
 #endif
 #ifdef LOCKSTEP_HAVE_VULKAN
 #include "backends/vulkan/vulkan_backend.h"
+#include "core/ref/ref_backend.h"
 #endif
 
 namespace ls {
@@ -67,7 +68,7 @@ std::unique_ptr<Backend> create_backend(const BackendOptions& o) {
         if (o.device != 0)
             throw std::runtime_error("the " + o.name + " backend has one device (0); --device " + std::to_string(o.device) + " does not exist");
         if (o.name == "reference") return make_reference_backend();
-        return make_cpu_backend(o.threads);
+        return make_cpu_backend(o.threads, o.cpu_single_sequence_scan);
     }
 #if LOCKSTEP_HAVE_CUDA
     if (o.name == "cuda") return make_cuda_backend(o.device);

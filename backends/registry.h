@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "core/backend.h"
+#include "core/ir/backend.h"
 
 namespace ls {
 
@@ -12,20 +12,13 @@ struct BackendOptions {
     std::string name = "cpu";  // cpu | vulkan | cuda | reference
     int device = 0;
     int threads = 0;           // CPU threads; <= 0: one per core
+    bool cpu_single_sequence_scan = false;  // cpu: delta_scan's single-sequence twin (bench only)
 };
 
 // Throws std::runtime_error with a clear message for an unknown name, a backend this build
 // lacks, or a device index out of range.
 std::unique_ptr<Backend> create_backend(const BackendOptions& o);
 std::vector<std::string> backend_names();
-// One device a backend can run on, as `lockstep devices` lists it.
-struct DeviceInfo {
-    std::string backend;  // cpu | vulkan | cuda
-    int index = 0;        // what --device takes
-    std::string name;
-    size_t memory_total = 0, memory_free = 0;  // bytes; 0 where unknown
-    std::string features;                      // e.g. "fp16 int8 subgroup 32", "sm_90"
-};
 // Every device of every backend this build has; a backend whose driver or loader is
 // missing contributes none (and never throws).
 std::vector<DeviceInfo> list_devices();

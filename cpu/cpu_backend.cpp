@@ -4,27 +4,37 @@
 #include <tbb/info.h>
 #include <tbb/task_arena.h>
 
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
-#include "core/host_buffer.h"
+#include "core/ir/host_buffer.h"
 #include "cpu/ops/cpu_ops.h"
+#include "cpu/scan_single.h"
 
 namespace ls {
 namespace {
 
 using CpuKernel = void (*)(const Tensor&);
-constexpr CpuKernel kKernels[] = {
-#define LS_X(E, n) &cpu::n,
+using KernelTable = std::array<CpuKernel, size_t(OpId::COUNT)>;
+constexpr KernelTable kKernels = {
+#define LS_X(E, n, P) &cpu::n,
     LS_OP_LIST(LS_X)
 #undef LS_X
 };
+KernelTable single_sequence_scan_kernels() {
+    KernelTable k = kKernels;
+    k[size_t(OpId::DELTA_SCAN)] = &cpu::delta_scan_single_sequence;
+    return k;
+}
 
 class CpuBackend final : public HostBackend {
 public:
-    explicit CpuBackend(int n) { set_threads(n); }
+    CpuBackend(int n, bool single_sequence_scan) : kernels_(single_sequence_scan ? single_sequence_scan_kernels() : kKernels) {
+        set_threads(n);
+    }
     std::string name() const override { return "cpu"; }
     void set_threads(int n) override {
         n_threads_ = n > 0 ? n : tbb::info::default_concurrency();
@@ -35,11 +45,11 @@ public:
         arena_->execute([&] {
             for (const Tensor* n : g.nodes()) {
                 if (!profile_) {
-                    kKernels[static_cast<int>(n->op)](*n);
+                    kernels_[static_cast<size_t>(n->op)](*n);
                     continue;
                 }
                 auto t0 = std::chrono::steady_clock::now();
-                kKernels[static_cast<int>(n->op)](*n);
+                kernels_[static_cast<size_t>(n->op)](*n);
                 op_seconds_[static_cast<int>(n->op)] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             }
         });
@@ -57,6 +67,7 @@ public:
     }
 
 private:
+    const KernelTable kernels_;
     int n_threads_ = 1;
     // LOCKSTEP_PROFILE=1: time each op kind, printed when the backend is destroyed.
     bool profile_ = std::getenv("LOCKSTEP_PROFILE") != nullptr;
@@ -68,6 +79,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend(int n_threads) { return std::make_unique<CpuBackend>(n_threads); }
+std::unique_ptr<Backend> make_cpu_backend(int n_threads, bool single_sequence_scan) {
+    return std::make_unique<CpuBackend>(n_threads, single_sequence_scan);
+}
 
 }  // namespace ls

@@ -2,11 +2,12 @@
 #pragma once
 #include <memory>
 
-#include "core/backend.h"
+#include "core/ir/backend.h"
 
 namespace ls {
 
-// n_threads <= 0: one per core.
-std::unique_ptr<Backend> make_cpu_backend(int n_threads = 0);
+// n_threads <= 0: one per core. single_sequence_scan: delta_scan runs its single-sequence-only
+// twin (cpu/scan_single.h), for `lockstep bench --scan-vs-single` only.
+std::unique_ptr<Backend> make_cpu_backend(int n_threads = 0, bool single_sequence_scan = false);
 
 }  // namespace ls

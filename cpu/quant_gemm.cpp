@@ -17,8 +17,8 @@
 #include <cstring>
 #include <vector>
 
-#include "core/quant.h"
-#include "core/quant_blocks.h"
+#include "core/quant/quant.h"
+#include "core/quant/quant_blocks.h"
 #include "cpu/quant_rows.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)

@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/dtype.h"
+#include "core/quant/dtype.h"
 
 namespace ls::cpu {
 

@@ -1,13 +1,13 @@
 // Fast row conversions: activation quantizers and a few dequantizers, each bit-exact with
-// its reference in core/quant.h (tests/test_quant.cpp). Raw AVX2/F16C intrinsics: xsimd 8
+// its reference in core/quant/quant.h (tests/ops/test_quant.cpp). Raw AVX2/F16C intrinsics: xsimd 8
 // has no byte shuffles, saturating packs or half-float conversions. The matrix products
 // themselves are in cpu/quant_gemm.cpp.
 #include "cpu/quant_rows.h"
 
 #include <cstring>
 
-#include "core/quant.h"
-#include "core/quant_blocks.h"
+#include "core/quant/quant.h"
+#include "core/quant/quant_blocks.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define LS_QUANT_AVX2 1

@@ -1,9 +1,9 @@
 // Fast row conversions for the CPU backend, each bit-exact with its reference in
-// core/quant.h (tests/test_quant.cpp holds them to it).
+// core/quant/quant.h (tests/ops/test_quant.cpp holds them to it).
 #pragma once
 #include <cstdint>
 
-#include "core/dtype.h"
+#include "core/quant/dtype.h"
 
 namespace ls::cpu {
 

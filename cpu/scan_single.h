@@ -3,7 +3,7 @@
 // (SEMANTICS.md section 2). Same arithmetic; they take the first run's slot and reset flag and
 // scan the tokens in ubatch order.
 #pragma once
-#include "core/tensor.h"
+#include "core/ir/tensor.h"
 
 namespace ls::cpu {
 void delta_scan_single_sequence(const Tensor& dst);

@@ -7,7 +7,7 @@
 #include <immintrin.h>
 #endif
 
-#include "core/detmath.h"
+#include "core/rules/detmath.h"
 
 namespace ls::cpu::simd {
 
@@ -37,7 +37,7 @@ inline float dot(const float* a, const float* b, int64_t n) {
     return s;
 }
 
-// det_dot (core/detmath.h) vectorized: exact products summed in double. Only the order of
+// det_dot (core/rules/detmath.h) vectorized: exact products summed in double. Only the order of
 // the double sum differs from the scalar twin (2^-53 relative), below float resolution.
 inline double dot_f64(const float* a, const float* b, int64_t n) {
 #if defined(__AVX__)
@@ -62,7 +62,7 @@ inline double dot_f64(const float* a, const float* b, int64_t n) {
 #endif
 }
 
-// det_dot4 (core/detmath.h) bit for bit: its four partial sums s[j mod 4] are the four lanes
+// det_dot4 (core/rules/detmath.h) bit for bit: its four partial sums s[j mod 4] are the four lanes
 // of one double vector (each lane adds exact products in the same order), combined as
 // (s0 + s1) + (s2 + s3). The delta-rule scan's row dots (cpu/ops/delta_scan.cpp).
 inline float dot4(const float* a, const float* b, int64_t n) {
@@ -80,7 +80,7 @@ inline float dot4(const float* a, const float* b, int64_t n) {
 #endif
 }
 
-// det_exp / det_gelu / det_silu (core/detmath.h) on batches: the same IEEE operations in
+// det_exp / det_gelu / det_silu (core/rules/detmath.h) on batches: the same IEEE operations in
 // the same order, so each lane equals the scalar definition bit for bit.
 inline fbatch det_exp(fbatch x) {
     using namespace detc;

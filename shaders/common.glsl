@@ -1,5 +1,5 @@
 // Shared by every shader: buffer-address access, the exact conversions and the
-// deterministic math of core/detmath.h and core/quant.cpp, operation for operation.
+// deterministic math of core/rules/detmath.h and core/quant/quant.cpp, operation for operation.
 //
 // Vulkan only promises correctly rounded +, -, * and conversions from integers; division is
 // allowed 2.5 ulp, sqrt is inherited from inversesqrt, and f32->f16 rounding is
@@ -30,7 +30,7 @@ layout(buffer_reference, std430, buffer_reference_align = 4) buffer F32 { float 
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer I32 { int v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer U32 { uint v[]; };
 
-// GGUF type ids (core/dtype.h).
+// GGUF type ids (core/quant/dtype.h).
 const uint T_F32 = 0, T_F16 = 1, T_Q4_0 = 2, T_Q4_1 = 3, T_Q5_0 = 6, T_Q5_1 = 7, T_Q8_0 = 8, T_Q8_1 = 9,
            T_Q2_K = 10, T_Q3_K = 11, T_Q4_K = 12, T_Q5_K = 13, T_Q6_K = 14, T_Q8_K = 15, T_BF16 = 30;
 
@@ -81,7 +81,7 @@ int sb(uint w, uint k) { return int(w << (24u - 8u * k)) >> 24; }
 void st8(uint64_t a, uint i, uint v) { U8(a).v[i] = uint8_t(v); }
 void st16(uint64_t a, uint i, uint v) { st8(a, i, v & 0xFFu); st8(a, i + 1, v >> 8); }
 
-// ---- conversions (core/quant.cpp fp16_to_fp32 / fp32_to_fp16 / bf16, bit for bit)
+// ---- conversions (core/quant/quant.cpp fp16_to_fp32 / fp32_to_fp16 / bf16, bit for bit)
 float h2f(uint h) {
     const uint sign = (h & 0x8000u) << 16;
     const uint e = (h >> 10) & 0x1Fu;
@@ -187,7 +187,7 @@ float div_rn(float a, float b) { return d2f(double(a) / double(b)); }
 
 // a / b in double. The device's double quotient is used as it is: lavapipe (LLVM) and
 // NVIDIA divide doubles with IEEE rounding; a device that did not would show in the bitwise
-// op tests of softmax, rms_norm and attention (tests/test_ops.cpp). A residual correction
+// op tests of softmax, rms_norm and attention (tests/ops/test_ops.cpp). A residual correction
 // would need an fma that is really fused, which Vulkan does not promise (see fma_rn).
 double ddiv_rn(double a, double b) { return a / b; }
 
@@ -206,7 +206,7 @@ float sqrt_rn(float x) {
     return s;
 }
 
-// ---- core/detmath.h
+// ---- core/rules/detmath.h
 #define kLog2e uintBitsToFloat(0x3fb8aa3bu)
 #define kLn2Hi uintBitsToFloat(0x3f318000u)
 #define kLn2Lo uintBitsToFloat(0xb95e8083u)

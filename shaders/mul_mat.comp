@@ -462,7 +462,7 @@ void block_isums(uint64_t wb, uint64_t abase, uint mc, inout int isum[MT], inout
                 q[l] |= int((qhw[l / 4u] >> (8u * (l % 4u) + s)) & 1u) << 4;
 #endif
             }
-            // scales (core/quant_k.cpp get_scale_min_k4), bytes of scw
+            // scales (core/quant/quant_k.cpp get_scale_min_k4), bytes of scw
 #define SCB(k) ((scw[(k) / 4u] >> (8u * ((k) % 4u))) & 0xFFu)
             int sc, mn;
             if (s < 4u) {

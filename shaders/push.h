@@ -1,11 +1,11 @@
 // Push-constant blocks of the Vulkan shaders: ONE definition, included by the host
 // (backends/vulkan/) and by every shader (shaders/*.comp, after shaders/common.glsl).
 // Tensors are passed as buffer device addresses; strides in bytes. Op parameters are the
-// structs of core/op_params.h, embedded as they are. std430 and C++ agree on these layouts
+// structs of core/ir/op_params.h, embedded as they are. std430 and C++ agree on these layouts
 // (64-bit fields first, then 32-bit ones); the sizes are checked at the end.
 #ifndef LS_SHADERS_PUSH_H
 #define LS_SHADERS_PUSH_H
-#include "core/op_params.h"
+#include "core/ir/op_params.h"
 #ifdef __cplusplus
 #include <cstdint>
 namespace ls::vk {

@@ -1,5 +1,5 @@
 // set_rows: dst row idx[i] = src row i converted to dst's type (core/ref/set_rows.cpp, the
-// reference quantizers of core/quant_legacy.cpp bit for bit). One invocation per (source
+// reference quantizers of core/quant/quant_legacy.cpp bit for bit). One invocation per (source
 // row, block); a row whose index reappears later is skipped, so the last writer wins. The
 // host checked every index before recording anything.
 #version 450

@@ -1,4 +1,4 @@
-// topk (core/ref/topk.cpp, core/topk_rule.h): one invocation per column of x [E, T]. The
+// topk (core/ref/topk.cpp, core/rules/topk_rule.h): one invocation per column of x [E, T]. The
 // order "larger value first, NaN last, equal values by lower index" is total, so every
 // backend picks the same entries in the same order; the values' sum is in double in
 // selection order and each quotient is rounded once.
@@ -8,7 +8,7 @@
 layout(local_size_x = 64) in;
 layout(push_constant, std430) uniform Pc { PcTopk p; } pc;
 
-const int TOPK_MAX = 64;  // core/topk_rule.h kTopkMax
+const int TOPK_MAX = 64;  // core/rules/topk_rule.h kTopkMax
 
 bool before(float xa, int a, float xb, int b) {
     const bool na = isnan(xa), nb = isnan(xb);

@@ -5,8 +5,8 @@
 #include "backends/cuda/attention.cuh"
 #include "backends/cuda/kernels.cuh"
 #include "backends/cuda/qdev.h"
-#include "core/attention_rule.h"
-#include "core/op_params.h"
+#include "core/rules/attention_rule.h"
+#include "core/ir/op_params.h"
 
 namespace ls::cuda {
 namespace {

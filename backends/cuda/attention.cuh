@@ -1,4 +1,4 @@
-// The attention kernels (launched by attention.cu). A header so that tests/test_cuda_emu.cpp
+// The attention kernels (launched by attention.cu). A header so that tests/backends/test_cuda_emu.cpp
 // can run them on the host, bit for bit against ref::attention, without a GPU.
 //
 // Every kernel computes SEMANTICS.md section 1 exactly as ref::attention does: query (s, p)
@@ -15,8 +15,8 @@
 
 #include "backends/cuda/device.cuh"
 #include "backends/cuda/qdev.h"
-#include "core/attention_rule.h"
-#include "core/dtype.h"
+#include "core/rules/attention_rule.h"
+#include "core/quant/dtype.h"
 
 namespace ls::cuda {
 namespace {

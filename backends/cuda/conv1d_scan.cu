@@ -2,8 +2,8 @@
 // a window of the last K inputs slides over the run's tokens; the slot's state is read at the
 // start (zeros on reset) and written back at the end, in place.
 #include "backends/cuda/kernels.cuh"
-#include "core/op_params.h"
-#include "core/scan_runs.h"
+#include "core/ir/op_params.h"
+#include "core/rules/scan_runs.h"
 
 namespace ls::cuda {
 namespace {

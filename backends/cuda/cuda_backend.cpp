@@ -51,7 +51,7 @@ namespace {
 
 using Launcher = void (*)(const Tensor&, cuda::Ctx&);
 constexpr Launcher kLaunchers[] = {
-#define LS_X(E, n) &cuda::n,
+#define LS_X(E, n, P) &cuda::n,
     LS_OP_LIST(LS_X)
 #undef LS_X
 };

@@ -3,8 +3,7 @@
 #include <memory>
 #include <vector>
 
-#include "backends/registry.h"
-#include "core/backend.h"
+#include "core/ir/backend.h"
 
 namespace ls {
 

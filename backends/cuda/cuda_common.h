@@ -1,5 +1,5 @@
 // Shared by the CUDA backend's host code and its kernels (one .cu file per op, named as in
-// core/op_list.h): error checking, the per-graph launch context, device addresses.
+// core/ir/op_list.h): error checking, the per-graph launch context, device addresses.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -11,7 +11,7 @@
 #include <tuple>
 #include <vector>
 
-#include "core/tensor.h"
+#include "core/ir/tensor.h"
 
 namespace ls::cuda {
 
@@ -78,7 +78,7 @@ inline uint8_t* dptr(const Tensor& t) { return static_cast<uint8_t*>(t.buffer->i
 inline unsigned blocks_for(int64_t n, int threads) { return unsigned((n + threads - 1) / threads); }
 
 // The kernel launchers: one per op, each in backends/cuda/<op>.cu.
-#define LS_X(E, n) void n(const Tensor& dst, Ctx& ctx);
+#define LS_X(E, n, P) void n(const Tensor& dst, Ctx& ctx);
 LS_OP_LIST(LS_X)
 #undef LS_X
 

@@ -3,8 +3,8 @@
 // a thread owns its row in place in the slot's memory; dot products sum exact products in
 // double in det_dot4's order: the same bits as the reference.
 #include "backends/cuda/kernels.cuh"
-#include "core/op_params.h"
-#include "core/scan_runs.h"
+#include "core/ir/op_params.h"
+#include "core/rules/scan_runs.h"
 
 namespace ls::cuda {
 namespace {

@@ -1,7 +1,7 @@
 // Device-side helpers shared by the op kernels: tensor shapes as kernel arguments and
 // block-wide reductions. Reductions here are only used where the order does not change the
 // result (max of floats, integer sums) or where the definition allows any order (double sums
-// of exact products, core/detmath.h).
+// of exact products, core/rules/detmath.h).
 //
 // Kernels over this header compile under nvcc, or with the host compiler over
 // backends/cuda/emu/cuda_emu.h, which runs them thread by thread without a GPU.
@@ -17,7 +17,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "core/detmath.h"
+#include "core/rules/detmath.h"
 
 namespace ls::cuda {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/tensor.h"
+#include "core/ir/tensor.h"
 
 namespace ls::cuda {
 

@@ -7,7 +7,7 @@
 
 #include "backends/cuda/cuda_common.h"
 #include "backends/cuda/device.cuh"
-#include "core/detmath.h"
+#include "core/rules/detmath.h"
 
 namespace ls::cuda {
 

@@ -1,6 +1,6 @@
 // The quantized-weight kernels of mul_mat (step 2 of core/ref/mul_mat.cpp: every output is
 // cudaq::row_dot of a weight row and a quantized activation row). A header so that
-// tests/test_cuda_emu.cpp runs each of them on the host, bit for bit against the reference.
+// tests/backends/test_cuda_emu.cpp runs each of them on the host, bit for bit against the reference.
 // Launched by mul_mat.cu:
 //   dot_q_kernel        fewer than kTiledMinRows activation rows (decode): a warp per row pair;
 //   dot_q_mma_kernel    more, on sm_80 and later: tiles on the tensor cores;

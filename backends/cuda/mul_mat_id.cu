@@ -18,7 +18,7 @@
 #include "backends/cuda/kernels.cuh"
 #include "backends/cuda/mul_mat.cuh"
 #include "backends/cuda/qdev.h"
-#include "core/quant.h"
+#include "core/quant/quant.h"
 
 namespace ls::cuda {
 namespace {

@@ -2,7 +2,7 @@
 // element dequantization, the activation quantizers, and per-block integer sums with the
 // float chain step of mul_mat. Each function follows its reference in core/quant_*.cpp
 // operation for operation. Compiled by the host compiler too, so that
-// tests/test_cuda_host.cpp checks it bit for bit against the reference without a GPU; the
+// tests/backends/test_cuda_host.cpp checks it bit for bit against the reference without a GPU; the
 // kernels only decide which thread runs which block, never the order of a float chain.
 #pragma once
 #include <cmath>
@@ -10,11 +10,11 @@
 #include <cstring>
 #include <type_traits>
 
-#include "core/detmath.h"
-#include "core/dtype.h"
-#include "core/hd.h"
-#include "core/quant.h"
-#include "core/quant_blocks.h"
+#include "core/rules/detmath.h"
+#include "core/quant/dtype.h"
+#include "core/rules/hd.h"
+#include "core/quant/quant.h"
+#include "core/quant/quant_blocks.h"
 
 #if defined(__CUDACC__)
 #include <cuda_bf16.h>
@@ -41,7 +41,7 @@ LS_HD inline uint16_t f2h(float f) {
 #endif
 }
 LS_HD inline float bf2f(uint16_t h) { return detp::bits_float(int32_t(uint32_t(h) << 16)); }
-// fp32_to_bf16 of core/quant.cpp, bit for bit.
+// fp32_to_bf16 of core/quant/quant.cpp, bit for bit.
 LS_HD inline uint16_t f2bf(float f) {
     const uint32_t x = uint32_t(detp::float_bits(f));
     if ((x & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((x >> 16) | 0x40);  // quiet NaN
@@ -122,7 +122,7 @@ LS_HD inline int q2k_value(const BlockQ2_K& b, int e) {
     return (b.qs[32 * n + l] >> (2 * j)) & 3;
 }
 
-// Whether deq_elem knows the type (the dequantizable types of core/quant.cpp).
+// Whether deq_elem knows the type (the dequantizable types of core/quant/quant.cpp).
 LS_HD inline bool deq_supported(DType t) {
     switch (t) {
         case DType::F32: case DType::F16: case DType::BF16: case DType::Q4_0: case DType::Q4_1:
@@ -212,7 +212,7 @@ LS_HD inline float deq_elem(DType t, const uint8_t* row, int64_t e) {
 }
 
 // ---------------------------------------------------------------- quantizers (one block)
-// The reference quantizers of core/quant_legacy.cpp / quant_k.cpp, serial within a block
+// The reference quantizers of core/quant/quant_legacy.cpp / quant_k.cpp, serial within a block
 // (the absmax scans keep the reference's first-wins order for ties).
 
 LS_HD inline void quant_block_q8_0(const float* x, BlockQ8_0& b) {

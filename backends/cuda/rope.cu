@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "backends/cuda/kernels.cuh"
-#include "core/op_params.h"
+#include "core/ir/op_params.h"
 
 namespace ls::cuda {
 namespace {

@@ -1,5 +1,5 @@
 #include "backends/cuda/kernels.cuh"
-#include "core/op_params.h"
+#include "core/ir/op_params.h"
 
 namespace ls::cuda {
 namespace {

@@ -1,7 +1,7 @@
-// topk (core/ref/topk.cpp): one thread per column, core/topk_rule.h's selection.
+// topk (core/ref/topk.cpp): one thread per column, core/rules/topk_rule.h's selection.
 #include "backends/cuda/kernels.cuh"
-#include "core/op_params.h"
-#include "core/topk_rule.h"
+#include "core/ir/op_params.h"
+#include "core/rules/topk_rule.h"
 
 namespace ls::cuda {
 namespace {

@@ -10,7 +10,7 @@ namespace ls::cuda {
 // Weight row x . activation row y over nb blocks. Lane l computes the exact integer sums of
 // blocks l, l+32, ...; then every lane runs the float chain over the blocks in order with
 // those sums (identical values in every lane): exactly cudaq::row_dot, which
-// tests/test_cuda_host.cpp holds bit-identical to vec_dot_ref. All 32 lanes must call it.
+// tests/backends/test_cuda_host.cpp holds bit-identical to vec_dot_ref. All 32 lanes must call it.
 template <DType W>
 __device__ inline float warp_row_dot(const typename cudaq::WDot<W>::WB* x, const typename cudaq::WDot<W>::AB* y, int64_t nb, int lane) {
     using D = cudaq::WDot<W>;

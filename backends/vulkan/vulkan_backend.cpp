@@ -16,9 +16,9 @@
 #include <tuple>
 
 #include "backends/vulkan/vk_context.h"
-#include "core/attention_rule.h"
-#include "core/quant.h"
-#include "core/scan_runs.h"
+#include "core/rules/attention_rule.h"
+#include "core/quant/quant.h"
+#include "core/rules/scan_runs.h"
 #include "core/ref/ref_ops.h"
 #include "shaders/push.h"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/backend.h"
+#include "core/ir/backend.h"
 
 namespace ls {
 

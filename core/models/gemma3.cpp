@@ -3,7 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "core/ops.h"
+#include "core/ir/ops.h"
 
 namespace ls {
 

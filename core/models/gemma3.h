@@ -1,5 +1,5 @@
 #pragma once
-#include "core/model.h"
+#include "core/models/model.h"
 
 namespace ls {
 

@@ -5,8 +5,8 @@
 #include <optional>
 #include <stdexcept>
 
-#include "core/ops.h"
-#include "core/topk_rule.h"
+#include "core/ir/ops.h"
+#include "core/rules/topk_rule.h"
 
 namespace ls {
 

@@ -1,6 +1,6 @@
 #include "core/models/moe.h"
 
-#include "core/ops.h"
+#include "core/ir/ops.h"
 
 namespace ls {
 

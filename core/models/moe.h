@@ -1,6 +1,6 @@
 // The routed-experts part of a mixture-of-experts FFN, shared by the models that have one.
 #pragma once
-#include "core/graph.h"
+#include "core/ir/graph.h"
 
 namespace ls {
 

@@ -1,6 +1,6 @@
 #pragma once
-#include "core/model.h"
-#include "core/op_params.h"
+#include "core/models/model.h"
+#include "core/ir/op_params.h"
 
 namespace ls {
 

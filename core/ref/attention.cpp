@@ -1,9 +1,9 @@
 #include <cmath>
 #include <vector>
 
-#include "core/attention_rule.h"
-#include "core/detmath.h"
-#include "core/op_params.h"
+#include "core/rules/attention_rule.h"
+#include "core/rules/detmath.h"
+#include "core/ir/op_params.h"
 #include "core/ref/ref_ops.h"
 
 namespace ls::ref {

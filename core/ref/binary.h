@@ -1,6 +1,6 @@
 // Broadcasting elementwise loop shared by add and mul.
 #pragma once
-#include "core/tensor.h"
+#include "core/ir/tensor.h"
 
 namespace ls::ref {
 

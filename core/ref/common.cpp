@@ -2,8 +2,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/detmath.h"
-#include "core/quant.h"
+#include "core/rules/detmath.h"
+#include "core/quant/quant.h"
 #include "core/ref/ref_ops.h"
 
 namespace ls::ref {

@@ -4,9 +4,9 @@
 // inputs of the window.
 #include <vector>
 
-#include "core/op_params.h"
+#include "core/ir/op_params.h"
 #include "core/ref/ref_ops.h"
-#include "core/scan_runs.h"
+#include "core/rules/scan_runs.h"
 
 namespace ls::ref {
 

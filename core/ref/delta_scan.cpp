@@ -9,10 +9,10 @@
 #include <cmath>
 #include <vector>
 
-#include "core/detmath.h"
-#include "core/op_params.h"
+#include "core/rules/detmath.h"
+#include "core/ir/op_params.h"
 #include "core/ref/ref_ops.h"
-#include "core/scan_runs.h"
+#include "core/rules/scan_runs.h"
 
 namespace ls::ref {
 

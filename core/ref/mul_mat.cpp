@@ -1,6 +1,6 @@
 #include <vector>
 
-#include "core/quant.h"
+#include "core/quant/quant.h"
 #include "core/ref/ref_ops.h"
 
 namespace ls::ref {
@@ -12,7 +12,7 @@ namespace ls::ref {
 // chain for the min term and subtract at the end; float weights sum exact products in
 // double). Backends compute exactly this sequence, so their results are bit-identical:
 // anything looser would be amplified by the next layer's 8-bit activation quantization
-// (core/detmath.h).
+// (core/rules/detmath.h).
 void mul_mat(const Tensor& dst) {
     const Tensor& w = *dst.src[0];
     const Tensor& x = *dst.src[1];

@@ -2,7 +2,7 @@
 #include <string>
 #include <vector>
 
-#include "core/quant.h"
+#include "core/quant/quant.h"
 #include "core/ref/ref_ops.h"
 
 namespace ls::ref {

@@ -1,14 +1,15 @@
 
-#include "core/backend.h"
-#include "core/host_buffer.h"
+#include "core/ir/backend.h"
+#include "core/ir/host_buffer.h"
 #include "core/ref/ref_ops.h"
+#include "core/ref/ref_backend.h"
 
 namespace ls {
 namespace {
 
 using RefKernel = void (*)(const Tensor&);
 constexpr RefKernel kKernels[] = {
-#define LS_X(E, n) &ref::n,
+#define LS_X(E, n, P) &ref::n,
     LS_OP_LIST(LS_X)
 #undef LS_X
 };

@@ -1,11 +1,11 @@
 // Reference implementations: the definition of each op. Plain loops, F32 accumulation,
 // no SIMD, no threads. One file per op, named for it.
 #pragma once
-#include "core/tensor.h"
+#include "core/ir/tensor.h"
 
 namespace ls::ref {
 
-#define LS_X(E, n) void n(const Tensor& dst);
+#define LS_X(E, n, P) void n(const Tensor& dst);
 LS_OP_LIST(LS_X)
 #undef LS_X
 

@@ -1,6 +1,6 @@
 #include <cmath>
 
-#include "core/op_params.h"
+#include "core/ir/op_params.h"
 #include "core/ref/ref_ops.h"
 
 namespace ls::ref {

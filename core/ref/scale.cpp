@@ -1,4 +1,4 @@
-#include "core/op_params.h"
+#include "core/ir/op_params.h"
 #include "core/ref/ref_ops.h"
 #include "core/ref/unary.h"
 

@@ -1,5 +1,5 @@
-#include "core/detmath.h"
-#include "core/op_params.h"
+#include "core/rules/detmath.h"
+#include "core/ir/op_params.h"
 #include "core/ref/ref_ops.h"
 #include "core/ref/unary.h"
 

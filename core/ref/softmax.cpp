@@ -1,7 +1,7 @@
 #include <cmath>
 
-#include "core/detmath.h"
-#include "core/op_params.h"
+#include "core/rules/detmath.h"
+#include "core/ir/op_params.h"
 #include "core/ref/ref_ops.h"
 
 namespace ls::ref {

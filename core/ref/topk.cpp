@@ -1,6 +1,6 @@
-#include "core/op_params.h"
+#include "core/ir/op_params.h"
 #include "core/ref/ref_ops.h"
-#include "core/topk_rule.h"
+#include "core/rules/topk_rule.h"
 
 namespace ls::ref {
 

@@ -1,6 +1,6 @@
 // Elementwise loop shared by the unary ops (contiguous tensors).
 #pragma once
-#include "core/tensor.h"
+#include "core/ir/tensor.h"
 
 namespace ls::ref {
 

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <vector>
 
-#include "core/attention_rule.h"
-#include "core/op_params.h"
+#include "core/rules/attention_rule.h"
+#include "core/ir/op_params.h"
 #include "cpu/ops/cpu_ops.h"
 #include "cpu/quant_rows.h"
 #include "cpu/simd.h"
@@ -168,7 +168,7 @@ void pv_tile(const float* const* ws, int nq, const float* vals, int64_t nk, int6
 
 // Tasks are (block of up to 64 tokens, kv head); inside, segments of consecutive positions
 // go through the tiles above. Visibility and ring rows come
-// from core/attention_rule.h, as in the reference.
+// from core/rules/attention_rule.h, as in the reference.
 void attention(const Tensor& dst) {
     const Tensor& q = *dst.src[0];
     const Tensor& k = *dst.src[1];

@@ -3,7 +3,7 @@
 #include <tbb/parallel_for.h>
 
 #include "cpu/simd.h"
-#include "core/tensor.h"
+#include "core/ir/tensor.h"
 
 namespace ls::cpu {
 

@@ -5,8 +5,8 @@
 
 #include <algorithm>
 
-#include "core/op_params.h"
-#include "core/scan_runs.h"
+#include "core/ir/op_params.h"
+#include "core/rules/scan_runs.h"
 #include "cpu/ops/cpu_ops.h"
 #include "cpu/simd.h"
 

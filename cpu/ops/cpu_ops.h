@@ -1,10 +1,10 @@
-// The CPU kernels, one file per op under cpu/ops/, named as in core/op_list.h.
+// The CPU kernels, one file per op under cpu/ops/, named as in core/ir/op_list.h.
 #pragma once
-#include "core/tensor.h"
+#include "core/ir/tensor.h"
 
 namespace ls::cpu {
 
-#define LS_X(E, n) void n(const Tensor& dst);
+#define LS_X(E, n, P) void n(const Tensor& dst);
 LS_OP_LIST(LS_X)
 #undef LS_X
 

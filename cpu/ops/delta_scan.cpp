@@ -7,9 +7,9 @@
 #include <cmath>
 #include <vector>
 
-#include "core/detmath.h"
-#include "core/op_params.h"
-#include "core/scan_runs.h"
+#include "core/rules/detmath.h"
+#include "core/ir/op_params.h"
+#include "core/rules/scan_runs.h"
 #include "cpu/ops/cpu_ops.h"
 #include "cpu/scan_single.h"
 #include "cpu/simd.h"

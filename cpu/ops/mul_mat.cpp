@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "core/quant.h"
+#include "core/quant/quant.h"
 #include "cpu/ops/cpu_ops.h"
 #include "cpu/quant_rows.h"
 #include "cpu/simd.h"

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "core/quant.h"
+#include "core/quant/quant.h"
 #include "core/ref/ref_ops.h"
 #include "cpu/ops/cpu_ops.h"
 #include "cpu/quant_gemm.h"

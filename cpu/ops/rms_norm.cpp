@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "core/op_params.h"
+#include "core/ir/op_params.h"
 #include "cpu/ops/cpu_ops.h"
 #include "cpu/simd.h"
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "core/op_params.h"
+#include "core/ir/op_params.h"
 #include "cpu/ops/cpu_ops.h"
 
 namespace ls::cpu {

@@ -1,4 +1,4 @@
-#include "core/op_params.h"
+#include "core/ir/op_params.h"
 #include "cpu/ops/cpu_ops.h"
 #include "cpu/ops/unary.h"
 

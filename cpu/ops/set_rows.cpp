@@ -1,4 +1,4 @@
-#include "core/quant.h"
+#include "core/quant/quant.h"
 #include "core/ref/ref_ops.h"
 #include "cpu/ops/cpu_ops.h"
 #include "cpu/quant_rows.h"
@@ -6,7 +6,7 @@
 namespace ls::cpu {
 
 // Sequential on purpose: a ubatch writes few rows, and in order the last duplicate wins.
-// F16 and Q8_0 rows use the fast quantizers, which tests/test_quant.cpp holds byte-identical
+// F16 and Q8_0 rows use the fast quantizers, which tests/ops/test_quant.cpp holds byte-identical
 // to the reference ones; the other types use the reference quantizers themselves.
 void set_rows(const Tensor& dst) {
     const Tensor& src = *dst.src[0];

@@ -1,11 +1,11 @@
 #include <tbb/parallel_for.h>
 
-#include "core/detmath.h"
-#include "core/op_params.h"
+#include "core/rules/detmath.h"
+#include "core/ir/op_params.h"
 #include "cpu/ops/cpu_ops.h"
 
 namespace ls::cpu {
-// Scalar det_tanh (core/detmath.h): it runs once per logit, after the output projection
+// Scalar det_tanh (core/rules/detmath.h): it runs once per logit, after the output projection
 // that costs thousands of times more.
 void softcap(const Tensor& dst) {
     const float c = dst.get_params<SoftcapParams>().cap;

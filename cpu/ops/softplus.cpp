@@ -1,10 +1,10 @@
 #include <tbb/parallel_for.h>
 
-#include "core/detmath.h"
+#include "core/rules/detmath.h"
 #include "cpu/ops/cpu_ops.h"
 
 namespace ls::cpu {
-// Scalar: the log is taken in double (core/detmath.h); the gates it serves are tiny ([Hv, T]).
+// Scalar: the log is taken in double (core/rules/detmath.h); the gates it serves are tiny ([Hv, T]).
 void softplus(const Tensor& dst) {
     const float* x = dst.src[0]->data_as<const float>();
     float* y = dst.data_as<float>();

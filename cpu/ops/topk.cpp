@@ -1,7 +1,7 @@
 #include <tbb/parallel_for.h>
 
-#include "core/op_params.h"
-#include "core/topk_rule.h"
+#include "core/ir/op_params.h"
+#include "core/rules/topk_rule.h"
 #include "cpu/ops/cpu_ops.h"
 
 namespace ls::cpu {

@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/gguf.h"
+#include "core/gguf/gguf.h"
 
 namespace {
 

@@ -17,7 +17,7 @@ converter (re-implemented here from its Gemma 4 class):
   * PLE: per_layer_token_embd, per_layer_model_proj, per_layer_proj_norm, and per layer
     inp_gate, proj, post_norm; layer_scalar as layer_output_scale.
 Writes, per model, the GGUF and the logits of a 100-token prompt (golden file read by
-tests/test_gemma4.cpp). The window is 8 tokens, so the prompt wraps every ring many times.
+tests/models/test_gemma4.cpp). The window is 8 tokens, so the prompt wraps every ring many times.
 
   gemma4_tiny:    6 layers (S S G S S G), PLE, the last 2 layers KV-shared (double-wide MLP),
                   sliding head 32, global head 64, proportional RoPE, final softcap 30

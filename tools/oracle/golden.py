@@ -1,4 +1,4 @@
-"""The golden file of a tiny oracle model (read by tests/golden.h): int32 n, int32 n_vocab,
+"""The golden file of a tiny oracle model (read by tests/support/golden.h): int32 n, int32 n_vocab,
 n int32 tokens, n x n_vocab float32 logits of the whole prompt evaluated at once. Also prints
 how far transformers' own token-at-a-time path (through its cache) is from those logits, and
 the smallest top-1 margin: the scale of the tolerance a C++ test can hope for."""

@@ -10,7 +10,7 @@ and transforms of llama.cpp's converter (learned from its Qwen3.5 classes, re-im
   * value heads reordered from grouped-by-key-head (HF) to tiled order, in every tensor that
     indexes them (v rows of in_proj_qkv and conv1d, in_proj_z, in_proj_a/b, A_log, dt_bias,
     out_proj columns), so that value head j reads key head j % Hk;
-and writes the logits of a 100-token prompt (golden file read by tests/test_hybrid.cpp).
+and writes the logits of a 100-token prompt (golden file read by tests/models/test_hybrid.cpp).
 
 Qwen3-Next differs in what the converter writes: in_proj_qkvz (per key head [q, k, v, z]) is
 split into attn_qkv [all q, all k, all v] and attn_gate [z], value heads stay grouped by key

@@ -1,6 +1,6 @@
 // Runs CUDA kernels on the host, for tests on machines without a GPU (and under ASan, which
 // then checks every kernel memory access the way compute-sanitizer's memcheck would). Used
-// two ways: tests/test_cuda_emu.cpp includes a kernel header after this one and launches
+// two ways: tests/backends/test_cuda_emu.cpp includes a kernel header after this one and launches
 // its kernels directly, and the LOCKSTEP_CUDA_EMU build compiles the whole CUDA backend
 // with the host compiler over backends/cuda/emu/cuda_runtime.h.
 //

@@ -1,5 +1,5 @@
 // The part of the CUDA runtime API the CUDA backend uses, emulated on the host, for the
-// LOCKSTEP_CUDA_EMU build (the sanitizer build of tools/test.sh): the backend's own sources
+// LOCKSTEP_CUDA_EMU build (the sanitizer build of tools/scripts/test.sh): the backend's own sources
 // compile with the host compiler against this header instead of the toolkit's, and its
 // kernels run through cuda_emu.h. One emulated device; device memory is host memory;
 // work runs when it is submitted (a stream is always idle); stream capture records the

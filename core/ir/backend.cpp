@@ -1,0 +1,52 @@
+#include "core/ir/backend.h"
+
+#include <stdexcept>
+#include <vector>
+
+namespace ls {
+
+std::unique_ptr<Buffer> Backend::wrap_host(const void* p, size_t bytes) {
+    auto b = alloc(bytes);
+    upload(*b, 0, p, bytes);
+    return b;
+}
+
+void Backend::copy(Buffer& buf, size_t dst_offset, size_t src_offset, size_t n) {
+    if (dst_offset + n > buf.size || src_offset + n > buf.size) throw std::out_of_range("buffer copy past the end of the buffer");
+    std::vector<uint8_t> tmp(n);
+    download(buf, src_offset, tmp.data(), n);
+    upload(buf, dst_offset, tmp.data(), n);
+}
+
+void run_graph(Backend& be, Graph& g, std::unique_ptr<Buffer>& scratch) {
+    for (const Tensor* n : g.nodes())
+        if (!be.supports(*n))
+            throw std::runtime_error(be.name() + " backend does not support " + op_name(n->op) + " on " +
+                                     shape_str(*n) + " (" + n->name + ")");
+    size_t need = plan_graph(g);
+    if (!scratch || scratch->size < need) {
+        scratch.reset();
+        scratch = be.alloc(need + need / 8 + 4096);  // headroom: graphs grow with the ubatch
+    }
+    bind_compute_buffer(g, scratch.get());
+    for (size_t i = 0; i < g.inputs().size(); ++i) {
+        Tensor* t = g.inputs()[i];
+        const auto& d = g.input_data(i);
+        if (!d.empty()) be.upload(*t->buffer, t->offset, d.data(), d.size());
+    }
+    be.compute(g);
+}
+
+void read_tensor(Backend& be, const Tensor& t, void* dst) {
+    if (!t.buffer) throw std::logic_error("read_tensor: tensor '" + t.name + "' has no buffer");
+    if (!t.is_contiguous()) throw std::logic_error("read_tensor: tensor '" + t.name + "' is not contiguous");
+    be.download(*t.buffer, t.offset, dst, t.nbytes());
+}
+
+void write_tensor(Backend& be, Tensor& t, const void* src) {
+    if (!t.buffer) throw std::logic_error("write_tensor: tensor '" + t.name + "' has no buffer");
+    if (!t.is_contiguous()) throw std::logic_error("write_tensor: tensor '" + t.name + "' is not contiguous");
+    be.upload(*t.buffer, t.offset, src, t.nbytes());
+}
+
+}  // namespace ls

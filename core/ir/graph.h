@@ -1,0 +1,45 @@
+// The op graph of one ubatch. Builder functions (core/ir/ops.h) append nodes in topological
+// order; persistent tensors (weights, caches) are referenced, not owned.
+#pragma once
+#include <deque>
+#include <initializer_list>
+#include <memory>
+#include <vector>
+
+#include "core/ir/tensor.h"
+
+namespace ls {
+
+class Graph {
+public:
+    Graph() = default;
+    Graph(const Graph&) = delete;
+    Graph& operator=(const Graph&) = delete;
+
+    // A new tensor owned by the graph (not yet a node).
+    Tensor* new_tensor(DType type, std::initializer_list<int64_t> ne, const char* name = "");
+    // An input filled from host memory before compute; the bytes are copied now.
+    Tensor* input(DType type, std::initializer_list<int64_t> ne, const void* host_data, const char* name);
+    // Appends t as a node (called by the op builders).
+    Tensor* add_node(Tensor* t);
+    // Marks a tensor whose value the caller reads after compute (kept alive to the end).
+    void mark_output(Tensor* t) { outputs_.push_back(t); }
+
+    const std::vector<Tensor*>& nodes() const { return nodes_; }
+    const std::vector<Tensor*>& inputs() const { return inputs_; }
+    const std::vector<Tensor*>& outputs() const { return outputs_; }
+    const std::vector<uint8_t>& input_data(size_t i) const { return input_data_[i]; }
+
+private:
+    std::deque<Tensor> arena_;  // deque: stable addresses
+    std::vector<Tensor*> nodes_, inputs_, outputs_;
+    std::vector<std::vector<uint8_t>> input_data_;
+};
+
+// Places every intermediate and input tensor of `g` in one compute buffer, reusing the
+// bytes of tensors whose last reader has run. Views take their base's place. Returns the
+// buffer size needed; sets offsets only (buffers are bound by bind_compute_buffer).
+size_t plan_graph(Graph& g, size_t alignment = 64);
+void bind_compute_buffer(Graph& g, Buffer* buf);
+
+}  // namespace ls

@@ -1,0 +1,68 @@
+// Graph builders: one function per op. Each checks shapes and types and appends a node.
+// The meaning of every op is its reference implementation in core/ref/<op>.cpp.
+#pragma once
+#include "core/ir/graph.h"
+#include "core/ir/op_params.h"
+
+namespace ls::ops {
+
+// [K, rows] any type, idx I32 [n] -> F32 [K, n]: row idx[i] of src, dequantized.
+Tensor* get_rows(Graph& g, Tensor* src, Tensor* idx);
+// Row idx[i] of dst becomes row i of src (F32 [K, n]), converted to dst's type. Returns a view
+// of dst that later readers depend on. idx is I32 or I64; out-of-range indices are an error
+// raised before any row is written; duplicate indices: the last one wins.
+Tensor* set_rows(Graph& g, Tensor* dst, Tensor* src, Tensor* idx);
+// w [K, N] (any supported type) x F32 [K, M, b2, b3] -> F32 [N, M, b2, b3]: out = w . x
+Tensor* mul_mat(Graph& g, Tensor* w, Tensor* x);
+// Elementwise with b broadcast over a (each b->ne[i] divides a->ne[i]); F32.
+Tensor* add(Graph& g, Tensor* a, Tensor* b);
+Tensor* mul(Graph& g, Tensor* a, Tensor* b);
+Tensor* scale(Graph& g, Tensor* a, float s);
+// x / sqrt(mean(x^2) + eps) per row, times w [K] when given.
+Tensor* rms_norm(Graph& g, Tensor* x, Tensor* w, float eps);
+// x F32 [D, H, T], pos I32 [T], freq_factors F32 [n_dims/2] or null.
+Tensor* rope(Graph& g, Tensor* x, Tensor* pos, Tensor* freq_factors, const RopeParams& p);
+Tensor* gelu(Graph& g, Tensor* x);  // tanh approximation
+Tensor* silu(Graph& g, Tensor* x);
+Tensor* softmax(Graph& g, Tensor* x, float scale);
+// q F32 [Dk, H, T]; k [Dk*Hkv, n_seq*R], v [Dv*Hkv, n_seq*R] cache tensors (F32/F16/Q8_0/Q4_0),
+// pos and seq I32 [T] -> F32 [Dv, H, T]. Visibility and ring indexing: SEMANTICS.md section 1.
+Tensor* attention(Graph& g, Tensor* q, Tensor* k, Tensor* v, Tensor* pos, Tensor* seq, const AttentionParams& p);
+Tensor* sigmoid(Graph& g, Tensor* x);
+Tensor* softplus(Graph& g, Tensor* x);  // log(1 + e^x)
+// cap * tanh(x / cap), elementwise (cap > 0): the attention op's softcap, as an op.
+Tensor* softcap(Graph& g, Tensor* x, float cap);
+
+// Causal depthwise conv1d over the runs of a ubatch, SEMANTICS.md section 2.
+// x F32 [C, T] (ubatch order); w F32 [K, C]; state F32 [(K-1)*C, n_slots], persistent: per slot
+// the last K-1 inputs, oldest first, read at a run's start (zeros when its reset flag is set)
+// and written back at its end, in place. runs I32 [4, n_runs] (slot, first, n, reset), order
+// I32 [T] (see Conv1dScanParams). -> F32 [C, T]: y[c,t] = sum_k w[k,c] * in[t-K+1+k, c].
+Tensor* conv1d_scan(Graph& g, Tensor* x, Tensor* w, Tensor* state, Tensor* runs, Tensor* order);
+// Gated delta rule over the runs of a ubatch, SEMANTICS.md section 2. qkv F32 [2*Hk*Dk + Hv*Dv, T]
+// (q heads, k heads, v heads per token); g F32 [Hv, T] log-decay; beta F32 [Hv, T] (already
+// squashed); state F32 [Hv*Dv*Dk, n_slots] persistent (per head Dv rows of Dk), read and written
+// in place per run. q and k are L2-normalised per head, q scaled. Per token, per value head:
+// S = e^g S; S += beta (v - S k) k^T; o = S q.  -> F32 [Dv, Hv, T].
+Tensor* delta_scan(Graph& g, Tensor* qkv, Tensor* gate, Tensor* beta, Tensor* state, Tensor* runs, Tensor* order,
+                   const DeltaScanParams& p);
+
+// Mixture-of-experts routing (TopkParams): x F32 [E, T] -> the k best entries per column:
+// their indices I32 [k, T] (topk_ids) or their values F32 [k, T], renormalised to sum 1 when
+// norm (topk_weights).
+Tensor* topk_ids(Graph& g, Tensor* x, int k);
+Tensor* topk_weights(Graph& g, Tensor* x, int k, bool norm);
+// Per-token expert matmul: w [K, N, E] (E experts, any mul_mat type), x F32 [K, X, T] with
+// X = 1 (every selected expert reads the token's row) or X = k (expert j reads row j),
+// ids I32 [k, T] in [0, E) -> F32 [N, k, T]: out[:, j, t] = mul_mat(w[:, :, ids[j, t]], x[:, j % X, t]),
+// the same arithmetic as mul_mat. An id outside [0, E) is an error raised before any write
+// (GPU backends, which read ids on the device, write NaN for it instead).
+Tensor* mul_mat_id(Graph& g, Tensor* w, Tensor* x, Tensor* ids);
+
+// A contiguous tensor seen with another shape (no copy, no node).
+Tensor* reshape(Graph& g, Tensor* t, std::initializer_list<int64_t> ne);
+// Part of a contiguous tensor seen as [ne0, ne1] with row stride nb1 bytes, starting offset
+// bytes in (no copy, no node); must lie inside t.
+Tensor* view_2d(Graph& g, Tensor* t, int64_t ne0, int64_t ne1, size_t nb1, size_t offset);
+
+}  // namespace ls::ops

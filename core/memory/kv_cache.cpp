@@ -1,0 +1,125 @@
+#include "core/memory/kv_cache.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+
+#include "core/quant/quant.h"
+
+namespace ls {
+
+KvCache::KvCache(Backend& be, const std::vector<KvLayerSpec>& layers, const KvCacheConfig& cfg)
+    : be_(be), cfg_(cfg), specs_(layers), len_(cfg.n_seq, 0) {
+    if (cfg.n_ctx <= 0) throw std::invalid_argument("kv cache: the context size must be at least 1, got " + std::to_string(cfg.n_ctx));
+    if (cfg.n_seq <= 0) throw std::invalid_argument("kv cache: the number of sequences must be at least 1, got " + std::to_string(cfg.n_seq));
+    if (cfg.n_ubatch <= 0) throw std::invalid_argument("kv cache: the ubatch size must be at least 1, got " + std::to_string(cfg.n_ubatch));
+    // One sequence never has more than n_ctx tokens in a ubatch, so the ring of a full
+    // layer (n_ctx rows) always holds them; a larger ubatch would only hide a caller's bug.
+    if (cfg.n_ubatch > cfg.n_ctx)
+        throw std::invalid_argument("kv cache: a ubatch of " + std::to_string(cfg.n_ubatch) + " tokens exceeds the context of " +
+                                    std::to_string(cfg.n_ctx) + " (use n_ubatch <= n_ctx)");
+    for (auto [type, what] : {std::pair{cfg.type_k, "K"}, std::pair{cfg.type_v, "V"}})
+        if (type != DType::F32 && type != DType::F16 && type != DType::Q8_0 && type != DType::Q4_0)
+            throw std::invalid_argument(std::string("kv cache: ") + what + " cache type " + dtype_name(type) +
+                                        " is not supported (use f32, f16, q8_0 or q4_0)");
+    size_t total = 0;
+    k_.resize(layers.size());
+    v_.resize(layers.size());
+    for (size_t il = 0; il < layers.size(); ++il) {
+        const KvLayerSpec& L = layers[il];
+        if (L.k_row == 0 && L.v_row == 0) {  // a layer without attention (hybrid models): no rows
+            rows_.push_back(0);
+            for (Tensor* t : {&k_[il], &v_[il]}) {
+                t->ne[0] = t->ne[1] = 0;
+                set_contiguous_strides(*t);
+                t->kind = TensorKind::Persistent;
+            }
+            continue;
+        }
+        if (L.k_row <= 0 || L.v_row <= 0 || L.window < 0)
+            throw std::invalid_argument("kv cache: layer " + std::to_string(il) + " has an invalid geometry");
+        for (auto [type, row, what] : {std::tuple{cfg.type_k, L.k_row, "K"}, std::tuple{cfg.type_v, L.v_row, "V"}})
+            if (row % block_size(type) != 0)
+                throw std::invalid_argument(std::string("kv cache: ") + what + " cache type " + dtype_name(type) +
+                                            " stores blocks of " + std::to_string(block_size(type)) + " values, but layer " +
+                                            std::to_string(il) + " has " + what + " rows of " + std::to_string(row) +
+                                            " (choose f16 or f32 for this model)");
+        // The +B headroom: a ubatch stores all its rows before its first query reads, and
+        // that query still needs W-1 older keys.
+        int64_t R = L.window > 0 ? std::min<int64_t>(cfg.n_ctx, L.window + cfg.n_ubatch) : cfg.n_ctx;
+        rows_.push_back(R);
+        for (auto [t, type, row] : {std::tuple{&k_[il], cfg.type_k, L.k_row}, std::tuple{&v_[il], cfg.type_v, L.v_row}}) {
+            t->type = type;
+            t->ne[0] = row;
+            t->ne[1] = R * cfg.n_seq;
+            set_contiguous_strides(*t);
+            t->kind = TensorKind::Persistent;
+            t->offset = total;
+            t->name = (t == &k_[il] ? "cache_k." : "cache_v.") + std::to_string(il);
+            total += (t->nbytes() + 255) / 256 * 256;
+        }
+    }
+    buffer_ = be.alloc(total);
+    for (size_t il = 0; il < layers.size(); ++il) k_[il].buffer = v_[il].buffer = buffer_.get();
+    clear();
+}
+
+void KvCache::clear() {
+    be_.fill(*buffer_, 0, buffer_->size, 0);
+    std::fill(len_.begin(), len_.end(), 0);
+}
+
+void KvCache::check_slot(int s, const char* what) const {
+    if (s < 0 || s >= cfg_.n_seq)
+        throw std::out_of_range(std::string(what) + ": sequence " + std::to_string(s) + " outside [0, " +
+                                std::to_string(cfg_.n_seq) + ")");
+}
+
+bool KvCache::can_rm(int s, int64_t p0) const {
+    check_slot(s, "seq_rm");
+    if (p0 < 0) throw std::out_of_range("seq_rm: negative position " + std::to_string(p0));
+    const int64_t n = len_[size_t(s)];
+    if (p0 >= n || p0 == 0) return true;  // nothing dropped, or a restart that needs no key
+    for (size_t il = 0; il < specs_.size(); ++il) {
+        const int64_t W = specs_[il].window, R = rows_[il];
+        // The keys p0 will need, max(0,p0-W+1)..p0-1, must still be in the ring, which holds
+        // positions n-R..n-1 (for a wrapped ring this is n - p0 <= R - W + 1).
+        if (W > 0 && std::max<int64_t>(0, p0 - W + 1) < n - R) return false;
+    }
+    return true;
+}
+
+bool KvCache::seq_rm(int s, int64_t p0) {
+    if (!can_rm(s, p0)) return false;
+    // Rows at positions >= p0 stay as they are: a later query at p reads only keys <= p,
+    // and every such key from p0 on is rewritten before it is read.
+    len_[size_t(s)] = std::min(len_[size_t(s)], p0);
+    return true;
+}
+
+bool KvCache::seq_cp(int src, int dst, int64_t p1) {
+    check_slot(src, "seq_cp");
+    check_slot(dst, "seq_cp");
+    if (p1 < 0 || p1 > len_[size_t(src)]) p1 = len_[size_t(src)];
+    if (!can_rm(src, p1)) return false;
+    if (src == dst) return seq_rm(dst, p1);
+    // Slot s owns rows [s*R, (s+1)*R) of every layer's K and V: one contiguous range each.
+    for (size_t il = 0; il < specs_.size(); ++il)
+        for (Tensor* t : {&k_[il], &v_[il]}) {
+            const size_t slot_bytes = size_t(rows_[il]) * t->nb[1];
+            be_.copy(*buffer_, t->offset + size_t(dst) * slot_bytes, t->offset + size_t(src) * slot_bytes, slot_bytes);
+        }
+    len_[size_t(dst)] = p1;
+    return true;
+}
+
+void KvCache::seq_keep(int s) {
+    check_slot(s, "seq_keep");
+    // Emptied slots keep their bytes: a sequence restarted at position 0 rewrites every key
+    // before reading it.
+    for (int i = 0; i < cfg_.n_seq; ++i)
+        if (i != s) len_[size_t(i)] = 0;
+}
+
+}  // namespace ls

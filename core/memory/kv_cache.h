@@ -1,0 +1,67 @@
+// KV memory: per layer a K and a V cache tensor of n_seq slots x R rows, ring-indexed as
+// SEMANTICS.md section 1 says (windowed layers R = min(n_ctx, W + B), full layers R = n_ctx).
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "core/ir/backend.h"
+
+namespace ls {
+
+struct KvLayerSpec {
+    int64_t k_row = 0;  // n_head_kv * head_dim_k
+    int64_t v_row = 0;  // n_head_kv * head_dim_v
+    int32_t window = 0; // 0 = full attention
+};
+
+struct KvCacheConfig {
+    int64_t n_ctx = 0;     // positions per sequence
+    int32_t n_seq = 1;     // sequence slots
+    int64_t n_ubatch = 0;  // B: the largest ubatch, the ring's headroom
+    DType type_k = DType::F16;
+    DType type_v = DType::F16;
+};
+
+class KvCache {
+public:
+    KvCache(Backend& be, const std::vector<KvLayerSpec>& layers, const KvCacheConfig& cfg);
+    int64_t ring_rows(int il) const { return rows_[il]; }
+    int32_t window(int il) const { return specs_[il].window; }
+    Tensor* k(int il) { return &k_[il]; }
+    Tensor* v(int il) { return &v_[il]; }
+    const Tensor* k(int il) const { return &k_[il]; }
+    const Tensor* v(int il) const { return &v_[il]; }
+    const KvCacheConfig& config() const { return cfg_; }
+    size_t bytes() const { return buffer_ ? buffer_->size : 0; }
+
+    // Length (next position) of each sequence slot.
+    int64_t seq_len(int s) const { return len_.at(s); }
+    void set_seq_len(int s, int64_t n) { len_.at(s) = n; }
+    // Empties every slot with one buffer fill.
+    void clear();
+    // Whether seq_rm(s, p0) would succeed: every windowed layer's ring still holds the keys
+    // positions p0.. will read, max(0, p0-W+1)..p0-1.
+    bool can_rm(int s, int64_t p0) const;
+    // Drops positions >= p0 of slot s. False (and nothing changed) when a windowed layer's
+    // ring no longer holds the W-1 positions before p0.
+    bool seq_rm(int s, int64_t p0);
+    // Makes slot dst a copy of slot src's positions [0, p1) (p1 < 0: all of them): every
+    // layer's rows are copied device-side, and dst's old contents are dropped. False (and
+    // nothing changed) when src could not be truncated to p1 (see can_rm).
+    bool seq_cp(int src, int dst, int64_t p1 = -1);
+    // Empties every slot but s.
+    void seq_keep(int s);
+
+private:
+    Backend& be_;
+    KvCacheConfig cfg_;
+    std::vector<KvLayerSpec> specs_;
+    std::vector<int64_t> rows_;
+    std::vector<Tensor> k_, v_;
+    std::unique_ptr<Buffer> buffer_;
+    std::vector<int64_t> len_;
+
+    void check_slot(int s, const char* what) const;
+};
+
+}  // namespace ls

@@ -1,0 +1,41 @@
+// Recurrent memory of hybrid models, beside the KV cache (SEMANTICS.md section 2): per
+// recurrent layer, a conv state and a delta-rule state per sequence slot, in one persistent
+// buffer that no graph planner owns. The scan ops read and write a slot's rows in place.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "core/ir/backend.h"
+
+namespace ls {
+
+struct RecurrentLayerSpec {
+    int64_t conv_row = 0;   // floats of conv state per slot: (d_conv - 1) * channels; 0 = not recurrent
+    int64_t state_row = 0;  // floats of scan state per slot: n_v_heads * d_v * d_k
+};
+
+class RecurrentMemory {
+public:
+    RecurrentMemory(Backend& be, const std::vector<RecurrentLayerSpec>& layers, int32_t n_seq);
+    // F32 [conv_row, n_seq] and [state_row, n_seq]; null for layers that are not recurrent.
+    Tensor* conv(int il) { return conv_[size_t(il)].ne[0] ? &conv_[size_t(il)] : nullptr; }
+    Tensor* state(int il) { return state_[size_t(il)].ne[0] ? &state_[size_t(il)] : nullptr; }
+    int32_t n_seq() const { return n_seq_; }
+    // Zeroes every slot (one buffer fill).
+    void clear();
+    // Slot dst becomes a copy of slot src (every layer).
+    void copy_slot(int src, int dst);
+    // Each slot has one checkpoint: a copy of its whole state (every layer) kept beside it,
+    // so that a caller can return the sequence to an earlier point (chat prefix reuse).
+    void save_checkpoint(int slot);
+    void restore_checkpoint(int slot);
+
+private:
+    Backend& be_;
+    int32_t n_seq_;
+    std::vector<Tensor> conv_, state_;
+    std::vector<size_t> conv_ckpt_, state_ckpt_;  // offsets of each layer's checkpoint columns
+    std::unique_ptr<Buffer> buffer_;
+};
+
+}  // namespace ls

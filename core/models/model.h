@@ -1,0 +1,117 @@
+// A loaded model: hyperparameters, per-layer data, typed weights bound to a backend, and the
+// graph builder of its architecture.
+#pragma once
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/ir/backend.h"
+#include "core/gguf/gguf.h"
+#include "core/memory/kv_cache.h"
+#include "core/memory/recurrent_memory.h"
+
+namespace ls {
+
+// Per-layer differences are data, not branches on the architecture.
+struct LayerParams {
+    int32_t window = 0;        // 0 = full attention
+    float rope_base = 10000.f;
+    float rope_scale = 1.f;    // freq_scale = 1 / linear factor
+    int32_t n_head = 0, n_head_kv = 0;
+    int32_t head_dim_k = 0, head_dim_v = 0;
+    // Hybrid models: a recurrent (gated delta net) layer keeps no KV rows; its state lives in
+    // RecurrentMemory (recurrent_layout()).
+    bool recurrent = false;
+    // Gemma 4's KV-shared layers: >= 0 names the earlier layer (of the same window) whose
+    // cache this layer attends over; it stores no rows of its own. -1: its own cache.
+    int32_t kv_source = -1;
+};
+
+struct Hparams {
+    std::string arch;
+    int64_t n_embd = 0, n_layer = 0, n_ff = 0, n_vocab = 0, n_ctx_train = 0;
+    float rms_eps = 1e-6f;
+    float attn_scale = 1.f;
+    std::vector<LayerParams> layers;
+};
+
+// The tokens of one ubatch: token, position and sequence per token, and which need logits.
+struct Ubatch {
+    std::vector<int32_t> tokens, pos, seq;
+    std::vector<int32_t> out_idx;  // indices (into tokens) whose logits are wanted, in order
+};
+
+// The KV-cache row of every token of a ubatch in a ring of R rows per sequence slot,
+// seq * R + pos mod R (SEMANTICS.md section 1): one I64 graph input per distinct R.
+class CacheRows {
+public:
+    CacheRows(Graph& g, const Ubatch& ub) : g_(g), ub_(ub) {}
+    Tensor* operator()(int64_t R);
+
+private:
+    Graph& g_;
+    const Ubatch& ub_;
+    std::vector<std::pair<int64_t, Tensor*>> by_ring_;
+};
+
+class Model {
+public:
+    // How a host backend (CPU) holds the weights: mapped from the file in place, or copied
+    // into its own (huge-page) memory, which decodes faster; Auto copies when the file takes
+    // at most half of the memory available (llama.cpp's --mmap / --no-mmap pick one).
+    // Backends with their own memory (GPUs) always copy.
+    enum class WeightMemory { Auto, Map, Copy };
+    virtual ~Model() = default;
+    // Takes the opened file, puts its bytes where `be` computes on them (see WeightMemory),
+    // reads hyperparameters and binds every weight. Throws naming the tensor, type or key at
+    // fault. The model registry (core/models/registry.h, load_model) picks the architecture's
+    // class and calls this once.
+    void attach(std::unique_ptr<GgufFile> file, Backend& be, WeightMemory mem);
+
+    const Hparams& hparams() const { return hp_; }
+    const GgufFile& gguf() const { return *file_; }
+    size_t weight_bytes() const { return file_->size(); }
+    std::vector<KvLayerSpec> kv_layout() const;
+    // Hybrid models: per layer, the recurrent state per sequence slot (empty: none).
+    virtual std::vector<RecurrentLayerSpec> recurrent_layout() const { return {}; }
+
+    // Builds the graph of one ubatch; returns the logits F32 [n_vocab, out_idx.size()]
+    // (nullptr when no logits are wanted).
+    virtual Tensor* build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const = 0;
+    // The same for models with recurrent layers (rs is null when recurrent_layout() is empty).
+    // Sessions call this one; models without recurrent state need not override it.
+    virtual Tensor* build_graph(Graph& g, const Ubatch& ub, KvCache& kv, RecurrentMemory* rs) const {
+        (void)rs;
+        return build_graph(g, ub, kv);
+    }
+
+protected:
+    // Reads hyperparameters and binds weights; called once by attach().
+    virtual void load_arch() = 0;
+    // Binds a weight, checking its shape (ne0 first, as in GGUF) and that `be` can use its type.
+    Tensor* weight(const std::string& name, std::initializer_list<int64_t> ne, bool required = true);
+    Tensor* norm_weight(const std::string& name, int64_t n);
+    Tensor* matmul_weight(const std::string& name, int64_t k, int64_t n);
+    // The matrices of n_expert experts, [k, n, n_expert] (mul_mat_id's w).
+    Tensor* expert_weight(const std::string& name, int64_t k, int64_t n, int64_t n_expert);
+    // Binds token_embd (which sets hp_.n_vocab), output_norm and output (token_embd when the
+    // file ties them): every architecture here has these three.
+    void bind_embeddings();
+    // The logits of the rows ub.out_idx asks for (only those go through the large output
+    // projection): RMS norm with output_norm, then output, then soft-capped when softcap > 0.
+    // nullptr when none is wanted. `all_rows`: x holds exactly the wanted rows already.
+    Tensor* output_head(Graph& g, const Ubatch& ub, Tensor* x, float softcap = 0.f, bool all_rows = false) const;
+
+    Tensor* tok_embd_ = nullptr;     // (n_embd, n_vocab)
+    Tensor* output_norm_ = nullptr;  // (n_embd)
+    Tensor* output_ = nullptr;       // (n_embd, n_vocab): tok_embd_ unless the file has its own
+
+    std::unique_ptr<GgufFile> file_;
+    Backend* be_ = nullptr;
+    std::unique_ptr<Buffer> weights_buffer_;
+    std::deque<Tensor> weights_;
+    Hparams hp_;
+};
+
+}  // namespace ls

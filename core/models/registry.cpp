@@ -1,0 +1,48 @@
+#include "core/models/registry.h"
+
+#include <stdexcept>
+
+#include "core/models/gemma3.h"
+#include "core/models/gemma4.h"
+#include "core/models/qwen3next.h"
+
+namespace ls {
+namespace {
+
+template <class M> std::unique_ptr<Model> make() { return std::make_unique<M>(); }
+
+// One row per GGUF architecture name. A new family: its class in core/models/<family>.cpp
+// and its rows here.
+struct Family {
+    const char* arch;
+    std::unique_ptr<Model> (*make)();
+};
+constexpr Family kFamilies[] = {
+    {"gemma3", &make<Gemma3>},
+    {"gemma4", &make<Gemma4>},
+    {"qwen3next", &make<Qwen3Hybrid>},
+    {"qwen35", &make<Qwen3Hybrid>},
+    {"qwen35moe", &make<Qwen3Hybrid>},
+};
+
+}  // namespace
+
+std::string supported_architectures() {
+    std::string s;
+    for (const Family& f : kFamilies) s += (s.empty() ? "" : ", ") + std::string(f.arch);
+    return s;
+}
+
+std::unique_ptr<Model> load_model(const std::string& path, Backend& be, Model::WeightMemory mem) {
+    auto file = GgufFile::open(path);
+    const std::string arch = file->get_string("general.architecture");
+    for (const Family& f : kFamilies)
+        if (arch == f.arch) {
+            std::unique_ptr<Model> m = f.make();
+            m->attach(std::move(file), be, mem);
+            return m;
+        }
+    throw std::runtime_error(path + ": architecture '" + arch + "' is not supported (supported: " + supported_architectures() + ")");
+}
+
+}  // namespace ls

@@ -1,0 +1,34 @@
+// Block (de)quantization of GGUF types: the plain reference, used as the oracle for every
+// backend's kernels. Block layouts follow the GGUF/ggml definitions bit for bit.
+#pragma once
+#include <cstdint>
+
+#include "core/quant/dtype.h"
+
+namespace ls {
+
+// fp16 / bf16 scalar conversions (round to nearest even).
+float fp16_to_fp32(uint16_t h);
+uint16_t fp32_to_fp16(float f);
+float bf16_to_fp32(uint16_t h);
+uint16_t fp32_to_bf16(float f);
+
+// Dequantizes n elements (a multiple of the block size) of type t to F32.
+// Supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K.
+void dequantize_row(DType t, const void* src, float* dst, int64_t n);
+bool can_dequantize(DType t);
+
+// Quantizes n F32 elements into type t (round-to-nearest reference quantizers).
+// Supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q8_K, Q2_K..Q6_K.
+void quantize_row(DType t, const float* src, void* dst, int64_t n);
+bool can_quantize(DType t);
+
+// The activation type a weight type is multiplied with on the integer hot path:
+// Q*_K -> Q8_K, Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 -> Q8_0 (Q8_1 for the _1 types), F16 -> F16, F32/BF16 -> F32.
+DType vec_dot_type(DType weight);
+
+// Reference dot product of one weight row (type w) with one activation row already
+// quantized to vec_dot_type(w); n elements. Exact integer sums per block, F32 scales.
+float vec_dot_ref(DType w, const void* wrow, const void* arow, int64_t n);
+
+}  // namespace ls

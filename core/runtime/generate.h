@@ -1,0 +1,30 @@
+// Generation: continue a sequence from a prompt, reusing what the session already caches.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/runtime/sampling.h"
+#include "core/runtime/session.h"
+#include "core/text/tokenizer.h"
+
+namespace ls {
+
+struct GenerateResult {
+    std::vector<int32_t> tokens;  // generated ids (an end-of-generation token is not included)
+    int64_t n_reused = 0;         // prompt tokens whose K/V were already cached
+    int64_t n_evaluated = 0;      // prompt tokens evaluated
+    double prompt_s = 0, gen_s = 0;
+    bool stopped_at_eog = false, context_full = false;
+};
+
+// Makes sequence `seq` hold `prompt` (the whole text so far, e.g. a chat transcript),
+// keeping the longest cached prefix that the KV memory can restore (Session::reuse_prefix)
+// and evaluating only the rest, then samples up to n_predict tokens (-1: until an
+// end-of-generation token or a full context), streaming complete UTF-8 text to `on_text`.
+// The logits are those of a fresh evaluation of the prompt: reuse changes the cost only.
+// A prompt that leaves no room in the context is an error.
+GenerateResult generate(Session& s, const Tokenizer& tok, Sampler& sampler, const std::vector<int32_t>& prompt,
+                        int64_t n_predict, int seq, const std::function<void(const std::string&)>& on_text);
+
+}  // namespace ls

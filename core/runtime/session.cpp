@@ -1,0 +1,163 @@
+#include "core/runtime/session.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace ls {
+
+Session::Session(const Model& m, Backend& be, const SessionParams& p) : m_(m), be_(be), p_(p) {
+    if (p_.n_ctx < 1) throw std::invalid_argument("context size must be at least 1, got " + std::to_string(p_.n_ctx));
+    if (p_.n_batch < 1) throw std::invalid_argument("batch size must be at least 1, got " + std::to_string(p_.n_batch));
+    if (p_.n_ubatch < 1) throw std::invalid_argument("ubatch size must be at least 1, got " + std::to_string(p_.n_ubatch));
+    if (p_.n_seq < 1) throw std::invalid_argument("number of sequences must be at least 1, got " + std::to_string(p_.n_seq));
+    if (m.hparams().n_ctx_train > 0 && p_.n_ctx > m.hparams().n_ctx_train) p_.n_ctx = m.hparams().n_ctx_train;
+    p_.n_ubatch = std::min({p_.n_ubatch, p_.n_batch, p_.n_ctx});
+    KvCacheConfig kc{p_.n_ctx, p_.n_seq, p_.n_ubatch, p_.type_k, p_.type_v};
+    kv_ = std::make_unique<KvCache>(be, m.kv_layout(), kc);
+    if (const auto rl = m.recurrent_layout(); !rl.empty()) rs_ = std::make_unique<RecurrentMemory>(be, rl, p_.n_seq);
+    cached_.resize(size_t(p_.n_seq));
+    ckpt_pos_.assign(size_t(p_.n_seq), -1);
+}
+
+void Session::check_batch(const Batch& b) const {
+    const size_t n = b.tokens.size();
+    if (b.pos.size() != n || b.seq.size() != n || b.logits.size() != n)
+        throw std::invalid_argument("batch: tokens, positions, sequences and logit flags differ in length");
+    const int64_t n_vocab = m_.hparams().n_vocab;
+    std::vector<int64_t> next(size_t(p_.n_seq));
+    for (int s = 0; s < p_.n_seq; ++s) next[size_t(s)] = kv_->seq_len(s);
+    for (size_t i = 0; i < n; ++i) {
+        const int32_t t = b.tokens[i], s = b.seq[i];
+        if (t < 0 || t >= n_vocab)
+            throw std::out_of_range("token id " + std::to_string(t) + " outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
+        if (s < 0 || s >= p_.n_seq)
+            throw std::out_of_range("sequence " + std::to_string(s) + " outside [0, " + std::to_string(p_.n_seq) +
+                                    ") (raise the number of sequences)");
+        // Positions continue the sequence: the ring holds one contiguous span per sequence.
+        if (b.pos[i] != next[size_t(s)])
+            throw std::invalid_argument("batch token " + std::to_string(i) + " of sequence " + std::to_string(s) +
+                                        " is at position " + std::to_string(b.pos[i]) + ", but the sequence continues at " +
+                                        std::to_string(next[size_t(s)]));
+        if (++next[size_t(s)] > p_.n_ctx)
+            throw std::length_error("sequence " + std::to_string(s) + " would hold " + std::to_string(next[size_t(s)]) +
+                                    " tokens, more than the context of " + std::to_string(p_.n_ctx) + " (raise -c)");
+    }
+}
+
+std::vector<float> Session::decode(const Batch& b) {
+    check_batch(b);
+    const int64_t n = int64_t(b.size()), n_vocab = m_.hparams().n_vocab;
+    std::vector<float> out;
+    out.reserve(size_t(std::count(b.logits.begin(), b.logits.end(), uint8_t(1))) * size_t(n_vocab));
+    for (int64_t i0 = 0; i0 < n; i0 += p_.n_ubatch) {
+        const int64_t i1 = std::min(n, i0 + p_.n_ubatch);
+        Ubatch ub;
+        ub.tokens.assign(b.tokens.begin() + i0, b.tokens.begin() + i1);
+        ub.pos.assign(b.pos.begin() + i0, b.pos.begin() + i1);
+        ub.seq.assign(b.seq.begin() + i0, b.seq.begin() + i1);
+        for (int64_t i = i0; i < i1; ++i)
+            if (b.logits[size_t(i)]) ub.out_idx.push_back(int32_t(i - i0));
+        Graph g;
+        Tensor* logits = m_.build_graph(g, ub, *kv_, rs_.get());
+        run_graph(be_, g, scratch_);
+        for (int64_t i = i0; i < i1; ++i) {
+            const int s = b.seq[size_t(i)];
+            kv_->set_seq_len(s, kv_->seq_len(s) + 1);
+            cached_[size_t(s)].push_back(b.tokens[size_t(i)]);
+        }
+        if (logits) {
+            const size_t at = out.size();
+            out.resize(at + size_t(logits->nelements()));
+            read_tensor(be_, *logits, out.data() + at);
+        }
+    }
+    return out;
+}
+
+std::vector<float> Session::eval(const std::vector<int32_t>& tokens, int64_t first_logit, int seq) {
+    if (seq < 0 || seq >= p_.n_seq)
+        throw std::out_of_range("sequence " + std::to_string(seq) + " outside [0, " + std::to_string(p_.n_seq) + ")");
+    const int64_t n = int64_t(tokens.size()), start = kv_->seq_len(seq);
+    if (start + n > p_.n_ctx)
+        throw std::length_error("prompt of " + std::to_string(n) + " tokens after " + std::to_string(start) +
+                                " cached ones exceeds the context of " + std::to_string(p_.n_ctx) + " tokens (raise -c)");
+    if (first_logit < 0 || first_logit >= n) first_logit = n - 1;
+    Batch b;
+    for (int64_t i = 0; i < n; ++i) b.add(tokens[size_t(i)], seq, int32_t(start + i), i >= first_logit);
+    return decode(b);
+}
+
+bool Session::seq_rm(int s, int64_t p0) {
+    // Dropping everything is exact for the recurrent state too: a run at position 0 starts
+    // from zeros (its reset flag), whatever the slot holds. Any other point inside the
+    // sequence needs the state there: its checkpoint, if it was taken at exactly p0.
+    bool restore = false;
+    if (rs_ && p0 > 0 && s >= 0 && s < p_.n_seq && p0 < kv_->seq_len(s)) {
+        if (ckpt_pos_[size_t(s)] != p0 || !kv_->can_rm(s, p0)) return false;
+        restore = true;
+    }
+    if (!kv_->seq_rm(s, p0)) return false;
+    if (restore) rs_->restore_checkpoint(s);
+    if (s >= 0 && s < p_.n_seq && p0 < ckpt_pos_[size_t(s)]) ckpt_pos_[size_t(s)] = -1;
+    cached_[size_t(s)].resize(size_t(kv_->seq_len(s)));
+    return true;
+}
+
+bool Session::checkpoint(int s) {
+    if (s < 0 || s >= p_.n_seq)
+        throw std::out_of_range("checkpoint: sequence " + std::to_string(s) + " outside [0, " + std::to_string(p_.n_seq) + ")");
+    if (!rs_) return false;
+    rs_->save_checkpoint(s);
+    ckpt_pos_[size_t(s)] = kv_->seq_len(s);
+    return true;
+}
+
+bool Session::seq_cp(int src, int dst, int64_t p1) {
+    if (rs_) {
+        // The state of src describes all of its tokens: only a whole copy is possible.
+        if (p1 >= 0 && src >= 0 && src < p_.n_seq && p1 < kv_->seq_len(src)) return false;
+        if (!kv_->seq_cp(src, dst, p1)) return false;
+        rs_->copy_slot(src, dst);
+    } else if (!kv_->seq_cp(src, dst, p1)) return false;
+    if (src != dst) ckpt_pos_[size_t(dst)] = -1;
+    std::vector<int32_t> t(cached_.at(size_t(src)).begin(), cached_.at(size_t(src)).begin() + kv_->seq_len(dst));
+    cached_[size_t(dst)] = std::move(t);
+    return true;
+}
+
+void Session::seq_keep(int s) {
+    kv_->seq_keep(s);
+    for (int i = 0; i < p_.n_seq; ++i)
+        if (i != s) cached_[size_t(i)].clear(), ckpt_pos_[size_t(i)] = -1;
+}
+
+void Session::reset() {
+    kv_->clear();
+    if (rs_) rs_->clear();
+    for (auto& c : cached_) c.clear();
+    std::fill(ckpt_pos_.begin(), ckpt_pos_.end(), int64_t(-1));
+}
+
+int64_t Session::reuse_prefix(int s, const std::vector<int32_t>& prompt) {
+    const std::vector<int32_t>& have = cached_.at(size_t(s));
+    // Compare the whole cached list, then keep one token back if the prompt is all cached:
+    // its logits are needed.
+    size_t common = 0;
+    while (common < have.size() && common < prompt.size() && have[common] == prompt[common]) ++common;
+    if (common > 0 && common == prompt.size()) --common;
+    if (!seq_rm(s, int64_t(common))) {
+        // Recurrent models keep one earlier point, their checkpoint; otherwise (or if the
+        // ring no longer holds what that point needs) start over.
+        const int64_t c = ckpt_pos_[size_t(s)];
+        if (c > 0 && size_t(c) <= common && seq_rm(s, c)) {
+            common = size_t(c);
+        } else {
+            seq_rm(s, 0);
+            common = 0;
+        }
+    }
+    return int64_t(common);
+}
+
+}  // namespace ls

@@ -1,0 +1,99 @@
+// A model, a backend and KV memory: evaluates batches of tokens of any sequences, ubatch by
+// ubatch, and keeps each sequence's cached tokens for prefix reuse.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "core/models/model.h"
+
+namespace ls {
+
+struct SessionParams {
+    int64_t n_ctx = 4096;   // positions per sequence (clamped to the model's training context)
+    int64_t n_batch = 2048; // tokens per decode call (logical batch)
+    int64_t n_ubatch = 512; // tokens per graph run; the ring headroom B
+    int32_t n_seq = 1;      // sequence slots
+    DType type_k = DType::F16, type_v = DType::F16;
+};
+
+// Tokens of any sequences, each with its position and whether its logits are wanted.
+struct Batch {
+    std::vector<int32_t> tokens, pos, seq;
+    std::vector<uint8_t> logits;
+    void add(int32_t token, int32_t seq_id, int32_t position, bool want_logits) {
+        tokens.push_back(token);
+        seq.push_back(seq_id);
+        pos.push_back(position);
+        logits.push_back(want_logits);
+    }
+    size_t size() const { return tokens.size(); }
+    void clear() { tokens.clear(), pos.clear(), seq.clear(), logits.clear(); }
+};
+
+class Session {
+public:
+    // Throws std::invalid_argument naming the bad value (a context or ubatch below 1, a
+    // cache type the model's rows cannot be stored in, ...).
+    Session(const Model& m, Backend& be, const SessionParams& p);
+
+    // Evaluates a batch: each sequence's tokens must continue it, at positions seq_len(s),
+    // seq_len(s)+1, ... in batch order. Everything is checked before anything is evaluated;
+    // then the batch runs in ubatches of at most n_ubatch tokens, sequences mixed. Returns
+    // the logits (n_vocab each) of the tokens flagged for logits, in batch order.
+    std::vector<float> decode(const Batch& b);
+
+    // Appends `tokens` to sequence `seq`. Returns the logits of tokens[first_logit..], or of
+    // the last token only when first_logit < 0. A prompt that would run past n_ctx is an
+    // error, raised before anything is evaluated.
+    std::vector<float> eval(const std::vector<int32_t>& tokens, int64_t first_logit = -1, int seq = 0);
+
+    // Sequence edits (SEMANTICS.md section 1); the cached token lists follow. On a model with
+    // recurrent layers seq_rm(s, p0) returns false (changing nothing) unless 0 == p0,
+    // p0 >= seq_len(s) or p0 is the sequence's checkpoint (checkpoint()), and seq_cp copies
+    // the whole sequence only (p1 < 0 or p1 = seq_len).
+    int64_t seq_len(int s) const { return kv_->seq_len(s); }
+    const std::vector<int32_t>& seq_tokens(int s) const { return cached_.at(size_t(s)); }
+    bool seq_rm(int s, int64_t p0);
+    bool seq_cp(int src, int dst, int64_t p1 = -1);
+    // Models with recurrent layers: remembers sequence s's state at its current length (one
+    // checkpoint per sequence, replacing the last), so that a later seq_rm(s, p0) to exactly
+    // that point succeeds (generate() sets one after each prompt: the next chat turn resumes
+    // from there instead of evaluating the whole transcript again). A seq_rm below the point,
+    // seq_cp into s, seq_keep of another sequence and reset() drop it. Returns false (and does
+    // nothing) for models without recurrent layers, which need none.
+    bool checkpoint(int s);
+    // The position of sequence s's checkpoint, or -1.
+    int64_t checkpoint_pos(int s) const { return ckpt_pos_.at(size_t(s)); }
+    void seq_keep(int s);
+    // Empties every sequence (one buffer fill of the KV memory).
+    void reset();
+
+    // Prepares sequence s for `prompt`: keeps the longest prefix of it that is cached and
+    // that seq_rm can keep (always leaving at least one token to evaluate, for its logits),
+    // else empties the sequence. Returns how many tokens of `prompt` are kept; the caller
+    // evaluates prompt[kept..].
+    int64_t reuse_prefix(int s, const std::vector<int32_t>& prompt);
+
+    const KvCache& kv() const { return *kv_; }
+    const SessionParams& params() const { return p_; }
+    const Model& model() const { return m_; }
+    Backend& backend() { return be_; }
+    int64_t n_vocab() const { return m_.hparams().n_vocab; }
+
+private:
+    const Model& m_;
+    Backend& be_;
+    SessionParams p_;
+    std::unique_ptr<KvCache> kv_;
+    // Hybrid models: conv and scan state per sequence slot (null for attention-only models).
+    // A recurrent state holds no positions, so seq_rm cannot drop the tail of a sequence: it
+    // succeeds only when it removes nothing or everything (SEMANTICS.md section 2).
+    std::unique_ptr<RecurrentMemory> rs_;
+    std::unique_ptr<Buffer> scratch_;
+    std::vector<std::vector<int32_t>> cached_;  // per sequence: the tokens its KV rows hold
+    std::vector<int64_t> ckpt_pos_;             // per sequence: its recurrent checkpoint's length, or -1
+
+    void check_batch(const Batch& b) const;
+};
+
+}  // namespace ls

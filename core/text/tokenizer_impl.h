@@ -1,0 +1,78 @@
+// Internal: the shared tables behind ls::Tokenizer (not part of the public API).
+#pragma once
+#include <array>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/text/tokenizer.h"
+
+namespace ls {
+
+// piece text -> id: open addressing over the vocabulary's own strings (no per-entry
+// allocation, so a 262k vocabulary indexes in a few ms). First occurrence wins.
+class PieceMap {
+public:
+    void build(const std::vector<std::string>& tokens);
+    int32_t find(std::string_view s) const {
+        if (slots_.empty()) return -1;
+        const uint64_t h = hash(s);
+        const uint32_t tag = uint32_t(h >> 32);
+        for (size_t i = size_t(h) & mask_;; i = (i + 1) & mask_) {
+            const Slot& sl = slots_[i];
+            if (sl.id < 0) return -1;
+            if (sl.tag == tag && (*tokens_)[size_t(sl.id)] == s) return sl.id;
+        }
+    }
+    static uint64_t hash(std::string_view s) {
+        uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a, then a final mix
+        for (char c : s) h = (h ^ uint8_t(c)) * 0x100000001b3ull;
+        h ^= h >> 29;
+        h *= 0xbf58476d1ce4e5b9ull;
+        return h ^ (h >> 32);
+    }
+
+private:
+    struct Slot {
+        uint32_t tag;
+        int32_t id;  // -1: empty
+    };
+    std::vector<Slot> slots_;
+    size_t mask_ = 0;
+    const std::vector<std::string>* tokens_ = nullptr;
+};
+
+struct Tokenizer::Impl {
+    Vocab v;
+    PieceMap pieces;  // over v.tokens, which never changes after construction
+    // Control and user-defined pieces, matched in the raw text before BPE.
+    std::unordered_map<std::string_view, int32_t> special;
+    std::array<std::vector<uint32_t>, 256> special_lens;  // by first byte, longest first
+    std::array<int32_t, 256> byte_token{};                // <0xXX> ids (SPM), -1 if absent
+    std::vector<int32_t> eog_ids;
+    int32_t eot_id = -1;
+
+    // gpt2: (left id << 32 | right id) -> {rank, merged id}
+    struct Merge { int32_t rank; int32_t result; };
+    std::unordered_map<uint64_t, Merge> merges;
+    enum class Pre { Gpt2, Llama3, Qwen2 } pre = Pre::Gpt2;
+    bool ignore_merges = false;  // llama3: a whole pre-token found in the vocab is taken as is
+
+    TokenType type(int32_t id) const {
+        return v.types.empty() ? TokenType::Normal : static_cast<TokenType>(v.types[size_t(id)]);
+    }
+    void encode_spm(std::string_view frag, bool prefix_space, std::vector<int32_t>& out) const;
+    void encode_bpe(std::string_view frag, std::vector<int32_t>& out) const;
+    void encode_bpe_spm(std::string_view frag, std::vector<int32_t>& out) const;
+    void encode_bpe_spm_chunk(std::string_view word, std::vector<int32_t>& out) const;
+    void build_bpe();
+};
+
+// UTF-8 helpers shared by the tokenizer files.
+// Length of the well-formed sequence starting at s[i] (1..4), or 0 if s[i] does not
+// start one (invalid lead, bad continuation, overlong, surrogate, truncated).
+size_t utf8_valid_len(std::string_view s, size_t i);
+// Appends the UTF-8 encoding of cp.
+void utf8_append(std::string& out, uint32_t cp);
+
+}  // namespace ls

@@ -1,0 +1,224 @@
+// The CUDA attention kernels run on the host by tests/cuda_emu.h, on the op table's attention
+// cases (ring wrap, windows, several sequences, GQA, softcap, every cache type, long key
+// ranges, Gemma 4's 512-wide heads), against the reference bit for bit. This is what a
+// machine without a GPU can check of the kernels themselves: their indexing, their
+// synchronization and the order of every float chain. On a GPU, cuda_suite runs the same
+// cases through the real launcher. Built without the CUDA toolkit, and under ASan, which
+// then checks each kernel's memory accesses.
+#include "backends/cuda/emu/cuda_emu.h"  // first: the CUDA builtins for the kernel header
+
+#include "backends/cuda/attention.cuh"
+#include "backends/cuda/mul_mat.cuh"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "core/ir/backend.h"
+#include "core/ir/op_params.h"
+#include "core/quant/quant.h"
+#include "tests/ops/op_cases.h"
+#include "tests/support/test_util.h"
+#include "core/ref/ref_backend.h"
+
+using namespace ls;
+
+namespace {
+
+cuda::Shape shape_of(const Tensor& t) {
+    cuda::Shape s;
+    for (int i = 0; i < 4; ++i) {
+        s.ne[i] = t.ne[i];
+        s.nb[i] = int64_t(t.nb[i]);
+    }
+    return s;
+}
+
+emu::Dim3 dim(int64_t x, int64_t y = 1, int64_t z = 1) { return {unsigned(x), unsigned(y), unsigned(z)}; }
+
+struct Attn {
+    const Tensor &q, &k, &v, &dst;
+    AttentionParams p;
+    const int32_t *pos, *seq;
+    int64_t H, T, Dv, R, group, n_max = 1;
+    explicit Attn(const Tensor& d)
+        : q(*d.src[0]), k(*d.src[1]), v(*d.src[2]), dst(d), p(d.get_params<AttentionParams>()),
+          pos(d.src[3]->data_as<const int32_t>()), seq(d.src[4]->data_as<const int32_t>()), H(q.ne[1]), T(q.ne[2]),
+          Dv(d.ne[0]), R(p.ring_rows), group(H / p.n_head_kv) {
+        for (int64_t t = 0; t < T; ++t) n_max = std::max<int64_t>(n_max, pos[t] - attn_first_key(pos[t], p.window) + 1);
+    }
+    const float* qp() const { return q.data_as<const float>(); }
+    const uint8_t* kp() const { return k.data_as<const uint8_t>(); }
+    const uint8_t* vp() const { return v.data_as<const uint8_t>(); }
+    bool one_run() const {
+        bool r = T >= 2 && q.ne[0] <= 256 && Dv <= 256;
+        for (int64_t t = 1; r && t < T; ++t) r = seq[t] == seq[0] && pos[t] == pos[0] + t;
+        return r;
+    }
+};
+
+// The decode path (any batch): attention_scores_kernel, then attention_pv_kernel.
+std::vector<uint8_t> emu_two_pass(const Attn& a) {
+    std::vector<float> scratch(size_t(a.T * a.H * a.n_max), std::numeric_limits<float>::quiet_NaN());
+    std::vector<uint8_t> out(a.dst.nbytes(), 0xEE);
+    const int64_t score_blocks = (a.n_max + cuda::kScoreKeys - 1) / cuda::kScoreKeys;
+    emu::launch(dim(a.H, a.T, score_blocks), dim(cuda::kScoreWarps * 32), [&] {
+        cuda::attention_scores_kernel(a.qp(), shape_of(a.q), a.kp(), a.k.type, int64_t(a.k.nb[1]), a.pos, a.seq, 0, a.p.window, a.R,
+                                      a.group, a.p.scale, a.p.softcap, scratch.data(), a.n_max);
+    });
+    emu::launch(dim(a.H, a.T, (a.Dv + cuda::kPvCols - 1) / cuda::kPvCols), dim(cuda::kPvThreads), [&] {
+        cuda::attention_pv_kernel(scratch.data(), a.n_max, a.vp(), a.v.type, int64_t(a.v.nb[1]), a.pos, a.seq, 0, a.p.window, a.R,
+                                  a.group, a.Dv, out.data(), shape_of(a.dst));
+    });
+    return out;
+}
+
+// The one-sequence prefill path: attention_tiled_kernel.
+std::vector<uint8_t> emu_tiled(const Attn& a) {
+    std::vector<float> scratch(size_t(a.T * a.H * a.n_max), std::numeric_limits<float>::quiet_NaN());
+    std::vector<uint8_t> out(a.dst.nbytes(), 0xEE);
+    emu::launch(dim(a.H, (a.T + cuda::kTQ - 1) / cuda::kTQ), dim(cuda::kTileThreads), [&] {
+        cuda::attention_tiled_kernel(a.qp(), shape_of(a.q), a.kp(), a.k.type, int64_t(a.k.nb[1]), a.vp(), a.v.type,
+                                     int64_t(a.v.nb[1]), a.seq[0], a.pos[0], a.T, a.p.window, a.R, a.group, a.p.scale,
+                                     a.p.softcap, a.Dv, out.data(), shape_of(a.dst), scratch.data(), a.n_max);
+    });
+    return out;
+}
+
+// One op-table case computed by the reference backend: its graph, weights and first output.
+struct RefRun {
+    Graph g;
+    test::Keep keep;
+    std::unique_ptr<Buffer> scratch;
+    const Tensor* node = nullptr;
+};
+std::unique_ptr<RefRun> run_reference(const test::OpCase& oc, Backend& ref, uint32_t seed) {
+    auto r = std::make_unique<RefRun>();
+    std::mt19937 rng(seed);
+    std::vector<Tensor*> outs = oc.build(r->g, ref, r->keep, rng);
+    for (Tensor* o : outs) r->g.mark_output(o);
+    run_graph(ref, r->g, r->scratch);
+    r->node = outs[0];
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("CUDA attention kernels, emulated on the host, equal the reference bit for bit", "[cuda_emu]") {
+    auto ref = make_reference_backend();
+    const auto cases = test::op_cases();
+    int n_cases = 0, n_tiled = 0;
+    for (size_t i = 0; i < cases.size(); ++i) {
+        const auto& oc = cases[i];
+        if (oc.name.rfind("attention case ", 0) != 0) continue;
+        const auto run = run_reference(oc, *ref, uint32_t(1000 + i));
+        const Tensor& node = *run->node;
+        REQUIRE(node.op == OpId::ATTENTION);
+        const Attn a(node);
+        const auto* want = node.data_as<const uint8_t>();
+        INFO(oc.name);
+        const std::vector<uint8_t> two = emu_two_pass(a);
+        CHECK(std::memcmp(two.data(), want, two.size()) == 0);
+        ++n_cases;
+        if (a.one_run()) {
+            const std::vector<uint8_t> tiled = emu_tiled(a);
+            CHECK(std::memcmp(tiled.data(), want, tiled.size()) == 0);
+            ++n_tiled;
+        }
+    }
+    // The table's attention cases: 9 geometries x 5 cache types, 2 of them one-sequence runs.
+    CHECK(n_cases == 45);
+    CHECK(n_tiled == 10);
+}
+
+namespace {
+
+// mul_mat's three quantized-weight kernels on one op-table case: the activation rows are
+// quantized on the host (quantize_row, which the kernels' quantizer equals byte for byte:
+// tests/backends/test_cuda_host.cpp), then each kernel writes its own output.
+template <DType W> void emu_mul_mat(const Tensor& w, const std::vector<uint8_t>& act, int64_t arb, int64_t n_mrows, const Tensor& dst,
+                                    std::vector<std::vector<uint8_t>>& outs) {
+    const int64_t N = w.ne[1], nb = w.ne[0] / block_size(W);
+    const auto* wp = w.data_as<const uint8_t>();
+    const cuda::Shape sd = shape_of(dst);
+    auto fresh = [&] { return std::vector<uint8_t>(dst.nbytes(), 0xEE); };
+    outs.push_back(fresh());
+    emu::launch(dim((N + cuda::kWarps - 1) / cuda::kWarps, (n_mrows + cuda::kMRows - 1) / cuda::kMRows), dim(32, cuda::kWarps), [&] {
+        cuda::dot_q_kernel<W>(wp, int64_t(w.nb[1]), N, act.data(), arb, n_mrows, nb, outs.back().data(), sd);
+    });
+    const cuda::PlainRows p{wp, int64_t(w.nb[1]), N, act.data(), arb, n_mrows, nullptr, sd};
+    outs.push_back(fresh());
+    emu::launch(dim((N + cuda::kDpN - 1) / cuda::kDpN, (n_mrows + cuda::kDpM - 1) / cuda::kDpM), dim(cuda::kDpThreads), [&] {
+        cuda::PlainRows q = p;
+        q.dst = outs.back().data();
+        cuda::dot_q_tiled_kernel<W>(q, nb);
+    });
+    outs.push_back(fresh());
+    emu::launch(dim((N + cuda::kMmaN - 1) / cuda::kMmaN, (n_mrows + cuda::kMmaM - 1) / cuda::kMmaM), dim(32 * cuda::kMmaWarps), [&] {
+        cuda::PlainRows q = p;
+        q.dst = outs.back().data();
+        cuda::dot_q_mma_kernel<W>(q, nb);
+    });
+}
+
+}  // namespace
+
+TEST_CASE("CUDA mul_mat kernels (warp per row, dp4a tiles, tensor-core tiles), emulated, equal the reference bit for bit",
+          "[cuda_emu]") {
+    auto ref = make_reference_backend();
+    const auto cases = test::op_cases();
+    int n_cases = 0;
+    for (size_t i = 0; i < cases.size(); ++i) {
+        const auto& oc = cases[i];
+        if (oc.name.rfind("mul_mat ", 0) != 0) continue;
+        const auto run = run_reference(oc, *ref, uint32_t(2000 + i));
+        const Tensor& node = *run->node;
+        REQUIRE(node.op == OpId::MUL_MAT);
+        const Tensor &w = *node.src[0], &x = *node.src[1];
+        if (traits(w.type).block == 1) continue;  // float weights: dot_f_kernel, no tiles
+        const int64_t K = w.ne[0], n_mrows = x.ne[1] * x.ne[2] * x.ne[3];
+        REQUIRE(x.nb[1] == size_t(K) * 4);
+        const DType at = vec_dot_type(w.type);
+        const int64_t arb = int64_t(row_bytes(at, K));
+        std::vector<uint8_t> act(size_t(arb * n_mrows));
+        for (int64_t m = 0; m < n_mrows; ++m) quantize_row(at, x.data_as<const float>() + m * K, act.data() + m * arb, K);
+        std::vector<std::vector<uint8_t>> got;
+        const bool known = cudaq::with_quant_weight(w.type, [&](auto wt) { emu_mul_mat<decltype(wt)::value>(w, act, arb, n_mrows, node, got); });
+        REQUIRE(known);
+        INFO(oc.name);
+        const char* kernel[] = {"dot_q_kernel", "dot_q_tiled_kernel", "dot_q_mma_kernel"};
+        for (size_t k = 0; k < got.size(); ++k) {
+            INFO(kernel[k]);
+            CHECK(std::memcmp(got[k].data(), node.data_as<const uint8_t>(), got[k].size()) == 0);
+        }
+        ++n_cases;
+    }
+    // 10 quantized weight types x (M = 1, 5, 70), and K=1056 for the 5 types of 32-element blocks.
+    CHECK(n_cases == 35);
+}
+
+TEST_CASE("the CUDA emulator's warp shuffles and barriers follow CUDA", "[cuda_emu]") {
+    // A block of 64 threads (2 warps): a shuffle-down sum per warp and a block max through
+    // shared memory, and a thread that leaves early without holding up the barrier.
+    std::vector<double> sums(2, 0);
+    std::vector<float> maxes(64, 0);
+    emu::launch(dim(1), dim(64), [&] {
+        __shared__ float sf[32];
+        const int lane = int(threadIdx.x % 32), warp = int(threadIdx.x / 32);
+        const double s = cuda::warp_sum(double(threadIdx.x));
+        if (lane == 0) sums[size_t(warp)] = s;
+        maxes[threadIdx.x] = cuda::block_max(float(threadIdx.x % 7) - float(warp), sf);
+    });
+    CHECK(sums[0] == 496.0);         // 0 + ... + 31
+    CHECK(sums[1] == 496.0 + 1024);  // 32 + ... + 63
+    for (float m : maxes) CHECK(m == 6.0f);
+    std::vector<int> after(8, 0);
+    emu::launch(dim(2), dim(8), [&] {
+        if (threadIdx.x == 3) return;
+        __syncthreads();
+        after[threadIdx.x] += 1;
+    });
+    CHECK(after == std::vector<int>{2, 2, 2, 0, 2, 2, 2, 2});
+}

@@ -1,0 +1,309 @@
+// The CUDA backend's host side, checked without a GPU: the block arithmetic its kernels run
+// (backends/cuda/qdev.h, compiled here by the host compiler) against the reference bit for
+// bit, what supports() accepts and refuses, index checks, error messages, and the registry's
+// answers. The kernels themselves run in the cuda_suite CTest entry (the op table, the KV
+// contract tests and the model tests with LOCKSTEP_TEST_BACKENDS=cuda), skipped with its
+// reason where the machine has no CUDA device.
+#if LOCKSTEP_HAVE_CUDA
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <random>
+#include <stdexcept>
+
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/cuda_common.h"
+#include "backends/cuda/index_check.h"
+#include "backends/cuda/qdev.h"
+#include "backends/registry.h"
+#include "core/models/model.h"
+#include "core/ir/ops.h"
+#include "core/quant/quant.h"
+#include "tests/ops/op_cases.h"
+#include "tests/support/test_util.h"
+#include "core/models/registry.h"
+#include "core/ref/ref_backend.h"
+
+using namespace ls;
+
+namespace {
+
+const DType kQuantWeights[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
+                               DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+
+float row_dot_hd(DType w, const uint8_t* wr, const uint8_t* ar, int64_t nb) {
+    switch (w) {
+        case DType::Q4_0: return cudaq::row_dot<DType::Q4_0>(wr, ar, nb);
+        case DType::Q4_1: return cudaq::row_dot<DType::Q4_1>(wr, ar, nb);
+        case DType::Q5_0: return cudaq::row_dot<DType::Q5_0>(wr, ar, nb);
+        case DType::Q5_1: return cudaq::row_dot<DType::Q5_1>(wr, ar, nb);
+        case DType::Q8_0: return cudaq::row_dot<DType::Q8_0>(wr, ar, nb);
+        case DType::Q2_K: return cudaq::row_dot<DType::Q2_K>(wr, ar, nb);
+        case DType::Q3_K: return cudaq::row_dot<DType::Q3_K>(wr, ar, nb);
+        case DType::Q4_K: return cudaq::row_dot<DType::Q4_K>(wr, ar, nb);
+        case DType::Q5_K: return cudaq::row_dot<DType::Q5_K>(wr, ar, nb);
+        case DType::Q6_K: return cudaq::row_dot<DType::Q6_K>(wr, ar, nb);
+        default: throw std::logic_error("not a quantized weight type");
+    }
+}
+
+// quantize_row through the kernels' per-block quantizer.
+std::vector<uint8_t> quant_row_hd(DType t, const std::vector<float>& x) {
+    const int64_t n = int64_t(x.size());
+    std::vector<uint8_t> out(row_bytes(t, n), 0xAB);
+    const int be = cudaq::quant_block_elems(t);
+    for (int64_t b = 0; b < n / be; ++b) cudaq::quant_block(t, x.data() + b * be, out.data(), b);
+    return out;
+}
+
+uint32_t bits(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+}
+
+// Activations with the features that make rounding matter: outliers, exact ties between a
+// value and its negation, a zero block, values on .5 quantization steps.
+std::vector<float> activations(std::mt19937& rng, int64_t n) {
+    std::vector<float> x = test::randn(rng, size_t(n), 1.0f);
+    for (int64_t i = 0; i < n; i += 97) x[size_t(i)] *= 40.0f;
+    if (n >= 64) {
+        x[3] = 2.5f;
+        x[4] = -2.5f;  // |x| ties: the reference keeps the first
+    }
+    if (n >= 512)
+        for (int64_t i = 256; i < 288; ++i) x[size_t(i)] = 0.0f;  // a zero block of 32 (and part of a 256 one)
+    return x;
+}
+
+}  // namespace
+
+TEST_CASE("cuda: activation quantizers equal quantize_row byte for byte", "[cuda]") {
+    std::mt19937 rng(11);
+    for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q8_1, DType::Q8_K, DType::Q4_0}) {
+        for (int64_t n : {int64_t(256), int64_t(512), int64_t(1024)}) {
+            INFO(dtype_name(t) << " n=" << n);
+            std::vector<float> x = activations(rng, n);
+            if (t == DType::Q8_K && n == 512)
+                for (int64_t i = 256; i < 512; ++i) x[size_t(i)] = 0.0f;  // an all-zero Q8_K block
+            std::vector<uint8_t> want(row_bytes(t, n));
+            quantize_row(t, x.data(), want.data(), n);
+            CHECK(quant_row_hd(t, x) == want);
+        }
+    }
+}
+
+TEST_CASE("cuda: per-block dot products and float chains equal vec_dot_ref bit for bit", "[cuda]") {
+    std::mt19937 rng(12);
+    for (DType w : kQuantWeights) {
+        const DType at = vec_dot_type(w);
+        for (int64_t K : {int64_t(256), int64_t(1024), int64_t(2560)}) {  // 2560: 80 legacy blocks, more than a warp
+            INFO(dtype_name(w) << " K=" << K);
+            const std::vector<uint8_t> wrows = test::quantized_random(rng, w, K, 4);
+            for (int r = 0; r < 4; ++r) {
+                const std::vector<float> x = activations(rng, K);
+                std::vector<uint8_t> a(row_bytes(at, K));
+                quantize_row(at, x.data(), a.data(), K);
+                const uint8_t* wr = wrows.data() + r * row_bytes(w, K);
+                const float want = vec_dot_ref(w, wr, a.data(), K);
+                const float got = row_dot_hd(w, wr, a.data(), K / block_size(w));
+                CHECK(bits(got) == bits(want));
+            }
+        }
+    }
+}
+
+// value4 packs four weights with bit tricks (no borrows between bytes); each byte must be the
+// element the per-element helpers (those dequantization uses) read, on blocks of random bytes,
+// so every bit pattern of the packed fields occurs.
+template <DType W> void check_value4(std::mt19937& rng, int (*elem)(const typename cudaq::WDot<W>::WB&, int)) {
+    using D = cudaq::WDot<W>;
+    constexpr int E = cudaq::kBlockElems<W>;
+    for (int rep = 0; rep < 64; ++rep) {
+        typename D::WB x;
+        auto* p = reinterpret_cast<uint8_t*>(&x);
+        for (size_t i = 0; i < sizeof(x); ++i) p[i] = uint8_t(rng());
+        for (int e = 0; e < E; e += 4) {
+            const uint32_t v = D::value4(x, e);
+            for (int i = 0; i < 4; ++i) {
+                INFO(dtype_name(W) << " element " << e + i);
+                CHECK(int(int8_t(uint8_t(v >> (8 * i)))) == elem(x, e + i));
+            }
+        }
+    }
+}
+
+TEST_CASE("cuda: weights packed four to a word equal the per-element values", "[cuda]") {
+    std::mt19937 rng(21);
+    using namespace cudaq;
+    check_value4<DType::Q4_0>(rng, [](const BlockQ4_0& x, int e) { return nib(x.qs, e) - 8; });
+    check_value4<DType::Q4_1>(rng, [](const BlockQ4_1& x, int e) { return nib(x.qs, e); });
+    check_value4<DType::Q5_0>(rng, [](const BlockQ5_0& x, int e) { return (nib(x.qs, e) | int((ld32(x.qh) >> e) & 1) << 4) - 16; });
+    check_value4<DType::Q5_1>(rng, [](const BlockQ5_1& x, int e) { return nib(x.qs, e) | int((ld32(x.qh) >> e) & 1) << 4; });
+    check_value4<DType::Q8_0>(rng, [](const BlockQ8_0& x, int e) { return int(x.qs[e]); });
+    check_value4<DType::Q2_K>(rng, [](const BlockQ2_K& x, int e) { return q2k_value(x, e); });
+    check_value4<DType::Q3_K>(rng, [](const BlockQ3_K& x, int e) { return q3k_value(x, e); });
+    check_value4<DType::Q4_K>(rng, [](const BlockQ4_K& x, int e) { return q4k_value(x.qs, e); });
+    check_value4<DType::Q5_K>(rng, [](const BlockQ5_K& x, int e) { return q5k_value(x, e); });
+    check_value4<DType::Q6_K>(rng, [](const BlockQ6_K& x, int e) { return q6k_value(x, e); });
+}
+
+TEST_CASE("cuda: float-weight products summed in order equal vec_dot_ref", "[cuda]") {
+    std::mt19937 rng(13);
+    for (DType w : {DType::F32, DType::F16, DType::BF16}) {
+        const int64_t K = 640;
+        const DType at = vec_dot_type(w);
+        const std::vector<uint8_t> wr = test::quantized_random(rng, w, K, 1);
+        const std::vector<float> x = activations(rng, K);
+        std::vector<uint8_t> a(row_bytes(at, K));
+        quantize_row(at, x.data(), a.data(), K);
+        double s = 0;
+        for (int64_t e = 0; e < K; ++e) s += cudaq::prod_f(w, wr.data(), a.data(), e);
+        INFO(dtype_name(w));
+        CHECK(bits(float(s)) == bits(vec_dot_ref(w, wr.data(), a.data(), K)));
+    }
+}
+
+TEST_CASE("cuda: element dequantization equals dequantize_row for every type", "[cuda]") {
+    std::mt19937 rng(14);
+    for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
+                    DType::Q8_1, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_K}) {
+        INFO(dtype_name(t));
+        REQUIRE(cudaq::deq_supported(t));
+        const int64_t K = 512;
+        const std::vector<uint8_t> row = test::quantized_random(rng, t, K, 1, 3.0f);
+        std::vector<float> want(size_t(K), 0.f);
+        dequantize_row(t, row.data(), want.data(), K);
+        int mismatches = 0;
+        for (int64_t e = 0; e < K; ++e) mismatches += bits(cudaq::deq_elem(t, row.data(), e)) != bits(want[size_t(e)]);
+        CHECK(mismatches == 0);
+    }
+    CHECK_FALSE(cudaq::deq_supported(DType::I32));
+}
+
+TEST_CASE("cuda: supports() accepts every node of the op table and refuses what the kernels cannot run", "[cuda]") {
+    // Every node the op-test table builds must be accepted, or the GPU run would refuse it.
+    auto ref = make_reference_backend();
+    for (const test::OpCase& oc : test::op_cases()) {
+        Graph g;
+        test::Keep keep;
+        std::mt19937 rng(1);
+        oc.build(g, *ref, keep, rng);
+        for (const Tensor* n : g.nodes()) {
+            INFO(oc.name << ": " << op_name(n->op));
+            CHECK(cuda::supports_node(*n));
+        }
+    }
+    Graph g;
+    Tensor* x = g.new_tensor(DType::F32, {256, 4});
+    Tensor* idx = g.new_tensor(DType::I32, {4});
+    Tensor* w8k = g.new_tensor(DType::Q8_K, {256, 8});  // an activation type, not a weight type
+    CHECK_FALSE(cuda::supports_node(*ops::mul_mat(g, w8k, x)));
+    Tensor* wi = g.new_tensor(DType::I32, {256, 8});
+    CHECK_FALSE(cuda::supports_node(*ops::get_rows(g, wi, idx)));
+    Tensor* wq = g.new_tensor(DType::Q4_K, {256, 8});
+    CHECK(cuda::supports_node(*ops::mul_mat(g, wq, x)));
+    CHECK(cuda::supports_node(*ops::get_rows(g, wq, idx)));
+    // A set_rows into a K-quant cache (the builder refuses it too; the backend must not rely on that).
+    Tensor* bad_set = g.new_tensor(DType::Q4_K, {256, 8});
+    bad_set->op = OpId::SET_ROWS;
+    bad_set->src[0] = x;
+    bad_set->src[1] = idx;
+    CHECK_FALSE(cuda::supports_node(*bad_set));
+    // Attention over a Q4_1 cache.
+    Tensor* q = g.new_tensor(DType::F32, {32, 2, 1});
+    Tensor* kc = g.new_tensor(DType::Q4_1, {32, 16});
+    Tensor* pos = g.new_tensor(DType::I32, {1});
+    Tensor* att = g.new_tensor(DType::F32, {32, 2, 1});
+    att->op = OpId::ATTENTION;
+    att->src[0] = q;
+    att->src[1] = kc;
+    att->src[2] = kc;
+    att->src[3] = pos;
+    att->src[4] = pos;
+    CHECK_FALSE(cuda::supports_node(*att));
+    kc->type = DType::Q8_0;
+    CHECK(cuda::supports_node(*att));
+    // Unary ops need contiguous memory; a leaf is no op.
+    Tensor* strided = g.new_tensor(DType::F32, {8, 4});
+    strided->nb[1] = 64;
+    strided->nb[2] = strided->nb[3] = 256;
+    Tensor* s = g.new_tensor(DType::F32, {8, 4});
+    s->op = OpId::SILU;
+    s->src[0] = strided;
+    CHECK_FALSE(cuda::supports_node(*s));
+    CHECK_FALSE(cuda::supports_node(*x));
+}
+
+TEST_CASE("cuda: index checks raise the reference's errors", "[cuda]") {
+    Graph g;
+    std::vector<int64_t> i64 = {1, 9, -1};
+    std::vector<int32_t> i32 = {0, 10};
+    Tensor* a = g.input(DType::I64, {3}, i64.data(), "idx");
+    Tensor* b = g.input(DType::I32, {2}, i32.data(), "idx");
+    REQUIRE_THROWS_WITH(cuda::check_indices(*a, g.input_data(0), 10, "set_rows"), "set_rows: index -1 at position 2 outside [0, 10)");
+    REQUIRE_THROWS_WITH(cuda::check_indices(*b, g.input_data(1), 10, "get_rows"), "get_rows: index 10 at position 1 outside [0, 10)");
+    REQUIRE_NOTHROW(cuda::check_indices(*b, g.input_data(1), 11, "get_rows"));
+    CHECK(cuda::host_index(*a, g.input_data(0), 1) == 9);
+}
+
+TEST_CASE("cuda: error messages name the call, the error and the memory", "[cuda]") {
+    REQUIRE_NOTHROW(cuda::check(cudaSuccess, "cudaFree(p)", "x.cu", 1));
+    try {
+        cuda::check(cudaErrorMemoryAllocation, "cudaMalloc(&p, n)", "buf.cu", 42);
+        FAIL("no exception");
+    } catch (const std::runtime_error& e) {
+        const std::string m = e.what();
+        CHECK_THAT(m, Catch::Contains("cudaMalloc(&p, n)") && Catch::Contains("buf.cu:42") &&
+                          Catch::Contains("cudaErrorMemoryAllocation") && Catch::Contains(cudaGetErrorString(cudaErrorMemoryAllocation)));
+    }
+    const std::string oom = cuda::oom_message(1, "NVIDIA H100", size_t(3) << 30, size_t(512) << 20, size_t(80) << 30, "a buffer");
+    CHECK(oom == "CUDA device 1 (NVIDIA H100): out of memory allocating 3072.0 MiB for a buffer (512.0 MiB free of 81920.0 MiB)");
+}
+
+TEST_CASE("cuda: the registry reports the backend built and its devices", "[cuda]") {
+    CHECK(backend_built("cuda"));
+    const int n = backend_device_count("cuda");
+    CHECK(n == cuda_device_count());
+    int listed = 0;
+    for (const DeviceInfo& d : list_devices()) listed += d.backend == "cuda";
+    CHECK(listed == n);
+    BackendOptions o;
+    o.name = "cuda";
+    if (n == 0) {
+        WARN("no CUDA device here: the kernels are compiled but not run (see the cuda_suite CTest entry)");
+        REQUIRE_THROWS_WITH(create_backend(o), Catch::Contains("no usable NVIDIA GPU") && Catch::Contains("--backend cpu"));
+    } else {
+        o.device = n;
+        REQUIRE_THROWS_WITH(create_backend(o), Catch::Contains("CUDA device " + std::to_string(n) + " does not exist"));
+        o.device = 0;
+        auto be = create_backend(o);
+        CHECK(be->name() == "cuda");
+    }
+    o.device = -1;
+    REQUIRE_THROWS_WITH(create_backend(o), Catch::Contains("--device must be >= 0"));
+}
+
+TEST_CASE("cuda: supports() accepts every node of the hybrid and Gemma 4 models' graphs", "[cuda][hybrid]") {
+    // No GPU here to run them: at least every node the qwen35 / qwen3next / MoE / gemma4 graphs
+    // build (a mixed ubatch: a prompt beside a decode token) must be one the CUDA kernels accept.
+    auto ref = make_reference_backend();
+    for (const std::string arch : {"qwen35", "qwen3next", "qwen35moe", "qwen3nextmoe", "gemma4", "gemma4moe"}) {
+        auto m = load_model(test::test_data(arch + "_tiny.gguf"), *ref);
+        KvCache kv(*ref, m->kv_layout(), KvCacheConfig{64, 2, 16, DType::F16, DType::F16});
+        std::unique_ptr<RecurrentMemory> rs;
+        if (!m->recurrent_layout().empty()) rs = std::make_unique<RecurrentMemory>(*ref, m->recurrent_layout(), 2);
+        Ubatch ub;
+        for (int i = 0; i < 5; ++i) ub.tokens.push_back(i + 1), ub.pos.push_back(i), ub.seq.push_back(0);
+        ub.tokens.push_back(9), ub.pos.push_back(7), ub.seq.push_back(1);
+        ub.out_idx = {4, 5};
+        Graph g;
+        m->build_graph(g, ub, kv, rs.get());
+        for (const Tensor* n : g.nodes()) {
+            INFO(arch << ": " << op_name(n->op) << " " << shape_str(*n));
+            CHECK(cuda::supports_node(*n));
+        }
+    }
+}
+
+#endif

@@ -1,0 +1,193 @@
+// Every op of the table in tests/ops/op_cases.cpp, on every backend, against the reference.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+
+#include "core/ir/ops.h"
+#include "core/quant/quant.h"
+#include "tests/ops/op_cases.h"
+#include "tests/support/test_util.h"
+#include "core/ref/ref_backend.h"
+
+using namespace ls;
+
+namespace {
+
+struct Run {
+    std::vector<std::vector<float>> outs;
+    bool skipped = false;  // the backend has no kernel for some op of the case (warned)
+};
+
+Run run_case(Backend& be, const test::OpCase& oc, uint32_t seed) {
+    Graph g;
+    test::Keep keep;
+    std::mt19937 rng(seed);
+    std::vector<Tensor*> outs = oc.build(g, be, keep, rng);
+    for (Tensor* o : outs) g.mark_output(o);
+    Run r;
+    if (!test::runs_all(be, g)) {
+        r.skipped = true;
+        return r;
+    }
+    std::unique_ptr<Buffer> scratch;
+    run_graph(be, g, scratch);
+    be.synchronize();
+    for (Tensor* o : outs) {
+        std::vector<uint8_t> bytes(o->nbytes());
+        read_tensor(be, *o, bytes.data());
+        std::vector<float> f(size_t(o->nelements()));
+        for (int64_t row = 0; row < o->nrows(); ++row)
+            dequantize_row(o->type, bytes.data() + row * o->nb[1], f.data() + row * o->ne[0], o->ne[0]);
+        r.outs.push_back(std::move(f));
+    }
+    return r;
+}
+
+double nmse(const std::vector<float>& x, const std::vector<float>& ref) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+        num += double(x[i] - ref[i]) * (x[i] - ref[i]);
+        den += double(ref[i]) * ref[i];
+    }
+    return den > 0 ? num / den : num;
+}
+
+}  // namespace
+
+TEST_CASE("every op matches the reference on every backend", "[ops]") {
+    auto ref = make_reference_backend();
+    const auto cases = test::op_cases();
+    for (auto& be : test::backends_under_test()) {
+        for (size_t i = 0; i < cases.size(); ++i) {
+            const auto& oc = cases[i];
+            for (uint32_t seed : {1u, 2u}) {  // fresh random inputs each seed
+                INFO(be->name() << ": " << oc.name << " (seed " << seed << ")");
+                Run want = run_case(*ref, oc, seed * 1000 + uint32_t(i));
+                Run got = run_case(*be, oc, seed * 1000 + uint32_t(i));
+                if (got.skipped) break;
+                REQUIRE(got.outs.size() == want.outs.size());
+                for (size_t o = 0; o < got.outs.size(); ++o) {
+                    for (float v : got.outs[o]) REQUIRE(std::isfinite(v));
+                    CHECK(nmse(got.outs[o], want.outs[o]) <= oc.max_nmse);
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("set_rows rejects an out-of-range index before writing any row", "[ops]") {
+    std::vector<std::unique_ptr<Backend>> all = test::backends_under_test();
+    all.push_back(make_reference_backend());
+    for (auto& be : all) {
+        INFO(be->name());
+        for (int64_t bad : {int64_t(10), int64_t(-1), int64_t(1) << 40}) {
+            Graph g;
+            test::Keep keep;
+            std::mt19937 rng(7);
+            std::vector<uint8_t> init = test::quantized_random(rng, DType::F16, 32, 10);
+            Tensor* dst = keep.persistent(*be, DType::F16, {32, 10}, init);
+            std::vector<int64_t> idx = {1, bad};
+            std::vector<float> src = test::randn(rng, 64);
+            Tensor* out = ops::set_rows(g, dst, g.input(DType::F32, {32, 2}, src.data(), "src"),
+                                        g.input(DType::I64, {2}, idx.data(), "idx"));
+            g.mark_output(out);
+            std::unique_ptr<Buffer> scratch;
+            REQUIRE_THROWS_WITH(run_graph(*be, g, scratch), Catch::Contains("set_rows: index " + std::to_string(bad)));
+            std::vector<uint8_t> after(init.size());
+            read_tensor(*be, *dst, after.data());
+            CHECK(after == init);  // row 1 was not written either
+        }
+    }
+}
+
+TEST_CASE("mul_mat_id rejects an expert id out of range before writing", "[ops]") {
+    // The host backends check every id first; GPU backends read ids on the device and give
+    // NaN for a bad one (core/ir/ops.h), so this runs on the host backends.
+    std::vector<std::unique_ptr<Backend>> host;
+    host.push_back(make_reference_backend());
+    host.push_back(test::make_backend("cpu"));
+    for (auto& be : host) {
+        INFO(be->name());
+        for (int32_t bad : {5, -1}) {
+            Graph g;
+            test::Keep keep;
+            std::mt19937 rng(3);
+            Tensor* w = keep.persistent(*be, DType::Q8_0, {64, 8, 5}, test::quantized_random(rng, DType::Q8_0, 64, 40));
+            std::vector<float> x = test::randn(rng, 64 * 2);
+            std::vector<int32_t> ids = {0, 4, 2, bad};
+            Tensor* out = ops::mul_mat_id(g, w, g.input(DType::F32, {64, 1, 2}, x.data(), "x"),
+                                          g.input(DType::I32, {2, 2}, ids.data(), "ids"));
+            g.mark_output(out);
+            std::unique_ptr<Buffer> scratch;
+            REQUIRE_THROWS_WITH(run_graph(*be, g, scratch), Catch::Contains("expert id " + std::to_string(bad)));
+        }
+    }
+}
+
+TEST_CASE("GPU mul_mat_id gives NaN for an expert id out of range and the reference's bits for the rest", "[ops]") {
+    // GPU backends read the ids on the device (core/ir/ops.h): a bad id cannot stop the graph,
+    // so its outputs are NaN. Few pairs (one warp per output) and many (pairs grouped by
+    // expert into tiles, where a bad pair must join no tile).
+    auto ref = make_reference_backend();
+    for (auto& be : test::backends_under_test()) {
+        if (be->name() == "cpu") continue;  // a host backend: refuses bad ids (test above)
+        for (int64_t T : {int64_t(3), int64_t(40)}) {
+            INFO(be->name() << " T=" << T);
+            const int64_t K = 64, N = 8, E = 5, k = 2;
+            std::mt19937 rng(uint32_t(7 + T));
+            const std::vector<uint8_t> wb = test::quantized_random(rng, DType::Q8_0, K, N * E);
+            const std::vector<float> x = test::randn(rng, size_t(K * T));
+            std::vector<int32_t> ids(size_t(k * T));
+            for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t(rng() % E);
+            std::vector<int32_t> good = ids;
+            const std::vector<size_t> bad = {1, size_t(k * T - 2)};
+            ids[bad[0]] = int32_t(E);
+            ids[bad[1]] = -1;
+            for (size_t b : bad) good[b] = 0;
+            auto run = [&](Backend& b, const std::vector<int32_t>& id) {
+                Graph g;
+                test::Keep keep;
+                Tensor* w = keep.persistent(b, DType::Q8_0, {K, N, E}, wb);
+                Tensor* out = ops::mul_mat_id(g, w, g.input(DType::F32, {K, 1, T}, x.data(), "x"),
+                                              g.input(DType::I32, {k, T}, id.data(), "ids"));
+                g.mark_output(out);
+                std::unique_ptr<Buffer> scratch;
+                run_graph(b, g, scratch);
+                b.synchronize();
+                std::vector<float> r(size_t(out->nelements()));
+                read_tensor(b, *out, r.data());
+                return r;
+            };
+            const std::vector<float> want = run(*ref, good), got = run(*be, ids);
+            for (size_t p = 0; p < size_t(k * T); ++p) {
+                const bool is_bad = p == bad[0] || p == bad[1];
+                for (int64_t n = 0; n < N; ++n) {
+                    const float v = got[p * size_t(N) + size_t(n)];
+                    if (is_bad) CHECK(std::isnan(v));
+                    else CHECK(std::memcmp(&v, &want[p * size_t(N) + size_t(n)], 4) == 0);
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("attention rejects a query its ring cannot answer", "[ops]") {
+    std::vector<std::unique_ptr<Backend>> all = test::backends_under_test();
+    all.push_back(make_reference_backend());
+    for (auto& be : all) {
+        INFO(be->name());
+        Graph g;
+        test::Keep keep;
+        std::mt19937 rng(3);
+        Tensor* kc = keep.persistent(*be, DType::F32, {32, 16}, test::quantized_random(rng, DType::F32, 32, 16));
+        std::vector<float> q = test::randn(rng, 32);
+        std::vector<int32_t> pos = {16}, seq = {0};  // a full layer of 16 rows cannot hold position 16
+        Tensor* o = ops::attention(g, g.input(DType::F32, {32, 1, 1}, q.data(), "q"), kc, kc,
+                                   g.input(DType::I32, {1}, pos.data(), "pos"), g.input(DType::I32, {1}, seq.data(), "seq"),
+                                   AttentionParams{0, 16, 1, 1.f, 0.f});
+        g.mark_output(o);
+        std::unique_ptr<Buffer> scratch;
+        REQUIRE_THROWS_WITH(run_graph(*be, g, scratch), Catch::Contains("context full"));
+    }
+}

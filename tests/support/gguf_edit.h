@@ -1,0 +1,88 @@
+// Rewriting a GGUF file with some metadata changed or some tensors dropped: for tests of what
+// a loader says about broken files.
+#pragma once
+#include <cstring>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/gguf/gguf.h"
+
+namespace ls::test {
+
+namespace detail {
+inline size_t scalar_width(GgufType t) {
+    switch (t) {
+        case GgufType::U8: case GgufType::I8: case GgufType::BOOL: return 1;
+        case GgufType::U16: case GgufType::I16: return 2;
+        case GgufType::U32: case GgufType::I32: case GgufType::F32: return 4;
+        default: return 8;
+    }
+}
+
+// Any value read from a GGUF file, written back with its own type.
+inline void put_value(GgufWriter& w, const std::string& key, const GgufValue& v) {
+    if (v.type == GgufType::ARRAY) {
+        if (v.elem_type == GgufType::STRING) {
+            w.set_string_array(key, v.strings);
+            return;
+        }
+        const size_t width = scalar_width(v.elem_type);
+        std::vector<uint8_t> bytes;
+        auto append = [&](const void* p) {
+            const auto* b = static_cast<const uint8_t*>(p);
+            bytes.insert(bytes.end(), b, b + width);  // little-endian host
+        };
+        uint64_t n = 0;
+        if (v.elem_type == GgufType::F32) {
+            for (double d : v.floats) { const float f = float(d); append(&f); ++n; }
+        } else if (v.elem_type == GgufType::F64) {
+            for (double d : v.floats) { append(&d); ++n; }
+        } else {
+            for (int64_t x : v.ints) { append(&x); ++n; }
+            for (uint64_t x : v.uints) { append(&x); ++n; }
+        }
+        w.set_array_raw(key, v.elem_type, n, bytes);
+        return;
+    }
+    switch (v.type) {
+        case GgufType::STRING: w.set_string(key, std::get<std::string>(v.scalar)); break;
+        case GgufType::BOOL: w.set_bool(key, std::get<bool>(v.scalar)); break;
+        case GgufType::F32: w.set_f32(key, float(std::get<double>(v.scalar))); break;
+        case GgufType::F64: w.set_f64(key, std::get<double>(v.scalar)); break;
+        case GgufType::U8: w.set_u8(key, uint8_t(std::get<uint64_t>(v.scalar))); break;
+        case GgufType::U16: w.set_u16(key, uint16_t(std::get<uint64_t>(v.scalar))); break;
+        case GgufType::U32: w.set_u32(key, uint32_t(std::get<uint64_t>(v.scalar))); break;
+        case GgufType::U64: w.set_u64(key, std::get<uint64_t>(v.scalar)); break;
+        case GgufType::I8: w.set_i8(key, int8_t(std::get<int64_t>(v.scalar))); break;
+        case GgufType::I16: w.set_i16(key, int16_t(std::get<int64_t>(v.scalar))); break;
+        case GgufType::I32: w.set_i32(key, int32_t(std::get<int64_t>(v.scalar))); break;
+        case GgufType::I64: w.set_i64(key, std::get<int64_t>(v.scalar)); break;
+        default: break;
+    }
+}
+}  // namespace detail
+
+// Copies `src` to `out`: metadata keys in `drop_keys` and tensors in `drop_tensors` are left
+// out, `edit` (if given) writes extra or replacement metadata after the copied keys, and
+// `tensor_edit` (if given) may write a tensor in its own way (returning true) instead of the copy.
+inline void rewrite_gguf(const std::string& src, const std::string& out, const std::set<std::string>& drop_keys,
+                         const std::set<std::string>& drop_tensors, const std::function<void(GgufWriter&)>& edit = {},
+                         const std::function<bool(const GgufTensorInfo&, GgufWriter&)>& tensor_edit = {}) {
+    auto f = GgufFile::open(src);
+    GgufWriter w;
+    for (const auto& [key, v] : f->metadata())
+        if (!drop_keys.count(key) && key != "general.alignment") detail::put_value(w, key, v);
+    if (edit) edit(w);
+    for (const GgufTensorInfo& t : f->tensors()) {
+        if (drop_tensors.count(t.name) || (tensor_edit && tensor_edit(t, w))) continue;
+        std::vector<int64_t> ne(t.ne, t.ne + std::max(t.n_dims, 1));
+        w.add_tensor(t.name, t.type, ne, std::vector<uint8_t>(t.data, t.data + t.nbytes));
+    }
+    w.write(out);
+}
+
+}  // namespace ls::test

@@ -1,0 +1,85 @@
+// Helpers for tests that compare logits: random prompts, token-at-a-time evaluation, and
+// bit-identity checks that say where two logit arrays first differ.
+#pragma once
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/runtime/session.h"
+
+namespace ls::test {
+
+inline std::vector<int32_t> random_tokens(size_t n, uint32_t seed, int32_t n_vocab) {
+    std::vector<int32_t> t(n);
+    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (auto& v : t) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        v = int32_t((x >> 33) % uint64_t(n_vocab));
+    }
+    return t;
+}
+
+inline std::vector<int32_t> concat(std::vector<int32_t> a, const std::vector<int32_t>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+}
+inline std::vector<int32_t> head(const std::vector<int32_t>& a, size_t n) { return {a.begin(), a.begin() + n}; }
+
+// Logits of every token, evaluated one token per eval call.
+inline std::vector<float> one_by_one(Session& s, const std::vector<int32_t>& tokens, int seq = 0) {
+    std::vector<float> out;
+    for (int32_t t : tokens) {
+        std::vector<float> l = s.eval({t}, 0, seq);
+        out.insert(out.end(), l.begin(), l.end());
+    }
+    return out;
+}
+
+// "" when a and b are bit-identical, else where they first differ.
+inline std::string first_difference(const std::vector<float>& a, const std::vector<float>& b, int64_t n_vocab) {
+    std::ostringstream o;
+    if (a.size() != b.size()) {
+        o << "sizes differ: " << a.size() << " vs " << b.size();
+        return o.str();
+    }
+    size_t n_diff = 0, first = 0;
+    float worst = 0;
+    for (size_t i = 0; i < a.size(); ++i)
+        if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0) {
+            if (n_diff++ == 0) first = i;
+            worst = std::fmax(worst, std::fabs(a[i] - b[i]));
+        }
+    if (n_diff == 0) return "";
+    o << n_diff << " of " << a.size() << " logits differ; first at position " << first / n_vocab << " token "
+      << first % n_vocab << " (" << a[first] << " vs " << b[first] << "); largest difference " << worst;
+    return o.str();
+}
+
+// Same backend, different batching: every op of the graph computes each token's row on its
+// own (the CPU mul_mat quantizes each activation row and dots it block by block whatever the
+// tile; attention reads the same cache rows in the same order; set_rows quantizes each row
+// with the reference quantizer), so the logits must be bit-identical, not merely close.
+#define REQUIRE_BIT_IDENTICAL(a, b, n_vocab)                   \
+    do {                                                       \
+        const std::string diff_ = first_difference(a, b, n_vocab); \
+        INFO(diff_);                                           \
+        REQUIRE(diff_.empty());                                \
+    } while (0)
+
+inline std::vector<double> log_softmax(const std::vector<float>& logits, int64_t n_vocab) {
+    std::vector<double> out(logits.size());
+    for (size_t r = 0; r < logits.size() / size_t(n_vocab); ++r) {
+        const float* x = logits.data() + r * n_vocab;
+        double mx = x[0], sum = 0;
+        for (int64_t i = 0; i < n_vocab; ++i) mx = std::fmax(mx, x[i]);
+        for (int64_t i = 0; i < n_vocab; ++i) sum += std::exp(x[i] - mx);
+        for (int64_t i = 0; i < n_vocab; ++i) out[r * n_vocab + i] = x[i] - mx - std::log(sum);
+    }
+    return out;
+}
+
+}  // namespace ls::test

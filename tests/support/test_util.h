@@ -1,0 +1,36 @@
+// Helpers shared by the tests.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/ir/backend.h"
+
+namespace ls::test {
+
+// The default model (Gemma 3 270M Q4_K_M): $LOCKSTEP_MODEL, else the cache path that
+// tools/scripts/fetch_model.sh fills. Fails the calling test with a clear message if absent.
+std::string default_model_path();
+// Root of the source tree (for files under tests/data).
+std::string source_dir();
+std::string test_data(const std::string& rel);
+// A scratch file path of this process: temp dir / "lockstep_<pid>_<name>". CTest runs the
+// suites in parallel processes over the same cases, and a file rewritten by one while
+// another has it mapped is a SIGBUS (seen as "Bus error" in vulkan_suite).
+std::string temp_path(const std::string& name);
+// Names (as --backend takes them) of the backends that op, contract and model tests compare
+// with the reference: $LOCKSTEP_TEST_BACKENDS (comma-separated; "all" = every backend this
+// build has and this machine can run), "cpu" when unset. Each GPU backend's suite is its own
+// CTest entry that sets it (and reports itself skipped where no device exists).
+std::vector<std::string> backend_names_under_test();
+// The same list with "reference" first: for tests that check a property on every backend.
+std::vector<std::string> all_backend_names();
+// A backend by name, device 0, two threads for CPU work.
+std::unique_ptr<Backend> make_backend(const std::string& name);
+std::vector<std::unique_ptr<Backend>> backends_under_test();
+// Whether `be` can run every node of g. If not, WARNs naming the backend and the op, so that
+// a GPU backend still lacking the kernel of a newer op shows the gap in every test run (its
+// supports() refuses such graphs with a clear error; nothing falls back silently).
+bool runs_all(const Backend& be, const Graph& g);
+
+}  // namespace ls::test

@@ -1,0 +1,49 @@
+#include "tools/cli/app.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "backends/registry.h"
+#include "core/runtime/default_model.h"
+#include "core/models/registry.h"
+
+namespace ls::cli {
+
+App open_app(const Options& o) {
+    App a;
+    a.model_path = o.model.empty() ? ls::default_model_path() : o.model;
+    if (!std::filesystem::exists(a.model_path)) {
+        if (o.model.empty())
+            throw std::runtime_error("default model not found at " + a.model_path +
+                                     "; run tools/scripts/fetch_model.sh, or pass -m FILE");
+        throw std::runtime_error("model file not found: " + a.model_path);
+    }
+    a.backend = create_backend({o.backend, o.device, o.threads});
+    const auto mem = o.mmap < 0 ? Model::WeightMemory::Auto : o.mmap ? Model::WeightMemory::Map : Model::WeightMemory::Copy;
+    a.model = load_model(a.model_path, *a.backend, mem);
+    a.tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_gguf(a.model->gguf()));
+    return a;
+}
+
+SessionParams App::session_params(const Options& o) const {
+    SessionParams p;
+    p.n_ctx = o.n_ctx;
+    p.n_batch = o.n_batch;
+    p.n_ubatch = o.n_ubatch;
+    p.type_k = o.type_k;
+    p.type_v = o.type_v;
+    return p;
+}
+
+SamplerParams App::sampler_params(const Options& o) const {
+    SamplerParams p;
+    p.temp = o.temp;
+    p.top_k = o.top_k;
+    p.top_p = o.top_p;
+    p.min_p = o.min_p;
+    p.repeat_penalty = o.repeat_penalty;
+    p.seed = o.seed;
+    return p;
+}
+
+}  // namespace ls::cli

@@ -1,0 +1,31 @@
+// What every CLI command starts from: the backend, the model and the tokenizer.
+#pragma once
+#include <memory>
+
+#include "core/models/model.h"
+#include "core/runtime/sampling.h"
+#include "core/runtime/session.h"
+#include "core/text/tokenizer.h"
+#include "tools/cli/cli_args.h"
+
+namespace ls::cli {
+
+struct App {
+    std::string model_path;
+    std::unique_ptr<Backend> backend;
+    std::unique_ptr<Model> model;
+    std::unique_ptr<Tokenizer> tokenizer;
+    SessionParams session_params(const Options& o) const;
+    SamplerParams sampler_params(const Options& o) const;
+};
+
+App open_app(const Options& o);
+
+int cmd_run(const Options& o);
+int cmd_chat(const Options& o);
+int cmd_perplexity(const Options& o);
+int cmd_bench(const Options& o);
+int cmd_info(const Options& o);
+int cmd_devices(const Options& o);
+
+}  // namespace ls::cli

@@ -1,0 +1,164 @@
+#include "tools/cli/cli_args.h"
+
+#include <charconv>
+#include <set>
+#include <sstream>
+
+namespace ls::cli {
+namespace {
+
+const std::set<std::string> kCommands = {"run", "chat", "perplexity", "bench", "info", "devices"};
+
+template <class T> T parse_number(const std::string& flag, const std::string& v) {
+    T out{};
+    const char* b = v.data();
+    const char* e = v.data() + v.size();
+    std::from_chars_result r;
+    if constexpr (std::is_floating_point_v<T>) {
+        try {
+            size_t used = 0;
+            out = T(std::stod(v, &used));
+            if (used != v.size()) throw std::invalid_argument(v);
+            return out;
+        } catch (const std::exception&) {
+            throw UsageError(flag + " expects a number, got '" + v + "'");
+        }
+    } else {
+        r = std::from_chars(b, e, out);
+        if (r.ec != std::errc() || r.ptr != e) throw UsageError(flag + " expects an integer, got '" + v + "'");
+    }
+    return out;
+}
+
+std::vector<int64_t> parse_list(const std::string& flag, const std::string& v) {
+    std::vector<int64_t> out;
+    std::stringstream ss(v);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        int64_t n = parse_number<int64_t>(flag, item);
+        if (n < 0) throw UsageError(flag + " values must be >= 0, got " + item);
+        out.push_back(n);
+    }
+    if (out.empty()) throw UsageError(flag + " expects a comma-separated list of sizes");
+    return out;
+}
+
+DType parse_cache_type(const std::string& flag, const std::string& v) {
+    static const std::set<std::string> ok = {"f32", "f16", "q8_0", "q4_0"};
+    if (!ok.count(v)) throw UsageError(flag + " must be one of f32, f16, q8_0, q4_0; got '" + v + "'");
+    return dtype_from_name(v);
+}
+
+}  // namespace
+
+Options parse_args(int argc, char** argv) {
+    Options o;
+    if (argc < 2) throw UsageError("no command given");
+    o.command = argv[1];
+    if (o.command == "-h" || o.command == "--help" || o.command == "help") {
+        o.help = true;
+        o.command.clear();
+        return o;
+    }
+    if (!kCommands.count(o.command)) throw UsageError("unknown command '" + o.command + "'");
+    const bool bench = o.command == "bench";
+    for (int i = 2; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) throw UsageError(a + " needs a value");
+            return argv[++i];
+        };
+        auto positive = [&](int64_t n) {
+            if (n <= 0) throw UsageError(a + " must be positive, got " + std::to_string(n));
+            return n;
+        };
+        if (a == "-h" || a == "--help") o.help = true;
+        else if (a == "-m" || a == "--model") o.model = value();
+        else if ((a == "-p" || a == "--prompt") && bench) o.bench_pp = parse_list(a, value());
+        else if (a == "-p" || a == "--prompt") { o.prompt = value(); o.prompt_set = true; }
+        else if (a == "-f" || a == "--file") o.file = value();
+        else if ((a == "-n" || a == "--n-predict" || a == "--n-gen") && bench) o.bench_tg = parse_list(a, value());
+        else if (a == "--prefill-vs-single" && bench) o.bench_prefill_vs_single = parse_list(a, value());
+        else if (a == "--tg-seqs" && bench) o.bench_tg_seqs = parse_list(a, value());
+        else if (a == "--scan-vs-single" && bench) o.bench_scan_vs_single = parse_list(a, value()).at(0);
+        else if (a == "-n" || a == "--n-predict") o.n_predict = parse_number<int64_t>(a, value());
+        else if (a == "-c" || a == "--ctx-size") o.n_ctx = positive(parse_number<int64_t>(a, value()));
+        else if (a == "-b" || a == "--batch-size") o.n_batch = positive(parse_number<int64_t>(a, value()));
+        else if (a == "-ub" || a == "--ubatch-size") o.n_ubatch = positive(parse_number<int64_t>(a, value()));
+        else if (a == "-t" || a == "--threads") o.threads = int(positive(parse_number<int64_t>(a, value())));
+        else if (a == "--temp") o.temp = parse_number<float>(a, value());
+        else if (a == "--top-k") o.top_k = int(parse_number<int64_t>(a, value()));
+        else if (a == "--top-p") o.top_p = parse_number<float>(a, value());
+        else if (a == "--min-p") o.min_p = parse_number<float>(a, value());
+        else if (a == "--repeat-penalty") o.repeat_penalty = parse_number<float>(a, value());
+        else if (a == "--seed") { o.seed = parse_number<uint64_t>(a, value()); o.seed_set = true; }
+        else if (a == "--chunks") o.chunks = positive(parse_number<int64_t>(a, value()));
+        else if (a == "-ctk" || a == "--cache-type-k") o.type_k = parse_cache_type(a, value());
+        else if (a == "-ctv" || a == "--cache-type-v") o.type_v = parse_cache_type(a, value());
+        else if (a == "--backend") {
+            o.backend = value();
+            if (o.backend != "cpu" && o.backend != "vulkan" && o.backend != "cuda" && o.backend != "reference")
+                throw UsageError("--backend must be cpu, vulkan or cuda; got '" + o.backend + "'");
+        }
+        else if (a == "--device") o.device = int(parse_number<int64_t>(a, value()));
+        else if (a == "--mmap") o.mmap = 1;
+        else if (a == "--no-mmap") o.mmap = 0;
+        else if (a == "-r" || a == "--repetitions") o.reps = int(positive(parse_number<int64_t>(a, value())));
+        else if (a == "--system") o.system = value();
+        else throw UsageError("unknown option '" + a + "' for '" + o.command + "'");
+    }
+    if (o.temp < 0) throw UsageError("--temp must be >= 0");
+    if (o.top_p <= 0 || o.top_p > 1) throw UsageError("--top-p must be in (0, 1]");
+    if (o.min_p < 0 || o.min_p > 1) throw UsageError("--min-p must be in [0, 1]");
+    if (o.n_predict < -1) throw UsageError("-n must be >= -1 (-1: until the end of generation)");
+    return o;
+}
+
+std::string usage(const std::string& command) {
+    std::string common =
+        "  -m, --model FILE        GGUF model (default: Gemma 3 270M Q4_K_M, fetched by tools/scripts/fetch_model.sh)\n"
+        "  -c, --ctx-size N        context size (default 4096)\n"
+        "  -b, --batch-size N      logical batch (default 2048)\n"
+        "  -ub, --ubatch-size N    tokens per graph run (default 512)\n"
+        "  -t, --threads N         CPU threads (default: all cores)\n"
+        "  -ctk, --cache-type-k T  K cache type: f32, f16, q8_0, q4_0 (default f16)\n"
+        "  -ctv, --cache-type-v T  V cache type (default f16)\n"
+        "  --backend NAME          cpu | vulkan | cuda (default cpu)\n"
+        "  --device N              device index for GPU backends (default 0)\n"
+        "  --mmap, --no-mmap       CPU: use the file's mapping in place, or copy the weights into\n"
+        "                          huge-page memory (faster decode); default: copy if the file\n"
+        "                          takes at most half of the available memory\n";
+    std::string sampling =
+        "  -n, --n-predict N       tokens to generate (default 128; -1: until end of generation)\n"
+        "  --temp T                temperature, 0 = greedy (default 0.8)\n"
+        "  --top-k N, --top-p P, --min-p P, --repeat-penalty R, --seed S\n";
+    if (command == "run")
+        return "usage: lockstep run [-m FILE] -p PROMPT | -f FILE [options]\n" + common + sampling;
+    if (command == "chat")
+        return "usage: lockstep chat [-m FILE] [--system TEXT] [options]\n"
+               "  interactive multi-turn chat with the model's chat template; /exit or EOF ends it\n" + common + sampling;
+    if (command == "perplexity")
+        return "usage: lockstep perplexity [-m FILE] -f TEXTFILE [-c N] [--chunks N] [options]\n" + common;
+    if (command == "bench")
+        return "usage: lockstep bench [-m FILE] [-p 512,...] [-n 128,...] [-r REPS] [options]\n"
+               "  -p LIST  prompt sizes (pp tests); -n LIST  generation lengths (tg tests); -r N  repetitions (5)\n"
+               "  --prefill-vs-single LIST  prompt sizes evaluated both in ubatches and one token per step,\n"
+               "                           with the speed ratio (one repetition each: long prompts are slow)\n"
+               "  --tg-seqs LIST  sequence counts decoded together (one token of each per step, 64 steps\n"
+               "                  after a 16-token prompt each): aggregate t/s and the ratio to the first\n"
+               "  --scan-vs-single N  CPU: N rounds of one decode step of the delta-rule scan (Qwen3.5\n"
+               "                      sizes), the batched op vs its single-sequence-only twin\n" + common;
+    if (command == "info") return "usage: lockstep info [-m FILE]\n";
+    if (command == "devices") return "usage: lockstep devices\n  every device of every backend in this build (what --backend B --device N picks)\n";
+    return "usage: lockstep COMMAND [options]\n"
+           "commands:\n"
+           "  run         generate text from a prompt\n"
+           "  chat        interactive chat\n"
+           "  perplexity  perplexity of a text file\n"
+           "  bench       prompt-processing and generation speed\n"
+           "  info        model metadata, tensor types, memory\n"
+           "  devices     the devices each backend can run on\n"
+           "'lockstep COMMAND --help' shows a command's options.\n";
+}
+
+}  // namespace ls::cli

@@ -1,0 +1,51 @@
+// Command-line options of the lockstep CLI. Flag names follow llama.cpp where the same
+// thing exists, so users' habits carry over.
+#pragma once
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/quant/dtype.h"
+
+namespace ls::cli {
+
+struct UsageError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+struct Options {
+    std::string command;
+    std::string model;            // -m; empty: the default model
+    std::string prompt;           // -p
+    std::string file;             // -f
+    bool prompt_set = false;
+    int64_t n_predict = 128;      // -n
+    int64_t n_ctx = 4096;         // -c
+    int64_t n_batch = 2048;       // -b
+    int64_t n_ubatch = 512;       // -ub
+    int threads = 0;              // -t
+    float temp = 0.8f, top_p = 0.95f, min_p = 0.05f, repeat_penalty = 1.0f;
+    int top_k = 40;
+    uint64_t seed = 0xC0FFEE;     // --seed
+    bool seed_set = false;
+    int64_t chunks = -1;          // --chunks (perplexity); -1: all
+    DType type_k = DType::F16, type_v = DType::F16;
+    std::string backend = "cpu";  // --backend
+    int device = 0;               // --device
+    int mmap = -1;                // --mmap (1) / --no-mmap (0); -1: copy if it fits in half the free memory
+    // bench: -p and -n take comma-separated lists; -r repetitions
+    std::vector<int64_t> bench_pp{512}, bench_tg{128};
+    std::vector<int64_t> bench_prefill_vs_single;  // prompt sizes timed chunked and token by token
+    std::vector<int64_t> bench_tg_seqs;            // sequence counts decoded together (aggregate t/s)
+    int64_t bench_scan_vs_single = 0;              // timed rounds of the batched vs single-sequence scan
+    int reps = 5;
+    std::string system;           // chat: --system
+    bool help = false;
+};
+
+// Parses argv[1..]: the first word is the command. Throws UsageError naming the problem.
+Options parse_args(int argc, char** argv);
+std::string usage(const std::string& command = "");
+
+}  // namespace ls::cli

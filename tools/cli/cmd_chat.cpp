@@ -1,0 +1,72 @@
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <unistd.h>
+
+#include "core/runtime/generate.h"
+#include "tools/cli/app.h"
+
+namespace ls::cli {
+
+// Each turn renders the whole conversation with the chat template and hands it to
+// generate(), which keeps the longest prefix already in the KV cache and evaluates only the
+// rest; if the ring can no longer restore that point, the conversation is evaluated again
+// from the start. Either way the logits equal a fresh evaluation of the transcript.
+//
+// Gemma 4's template drops a model turn's thought channel from the history (the empty one its
+// generation prompt opens too), so a re-rendered transcript parts from the cache right after
+// the previous "<|turn>model\n"; rolling a whole reply back is more than the sliding-window
+// rings allow once it is longer than the ubatch (B + 1 positions), and every later turn would
+// be evaluated from the start. Its chats therefore continue from the tokens the model saw: the
+// previous prompt and reply, the close of that model turn, the new user turn and the
+// generation prompt.
+int cmd_chat(const Options& o) {
+    App app = open_app(o);
+    Session s(*app.model, *app.backend, app.session_params(o));
+    Sampler sampler(app.sampler_params(o));
+    std::vector<ChatMsg> msgs;
+    if (!o.system.empty()) msgs.push_back({"system", o.system});
+    const std::string& arch = app.model->hparams().arch;
+    const bool continue_tokens = arch == "gemma4";
+    std::vector<int32_t> seen;  // gemma4: every token of the conversation so far, as the model saw it
+    const bool tty = isatty(fileno(stdin));
+    const bool verbose = std::getenv("LOCKSTEP_CHAT_STATS") != nullptr;
+    std::fprintf(stderr, "lockstep chat: %s (type /exit or end input to quit)\n", app.model_path.c_str());
+    std::string line;
+    while (true) {
+        if (tty) std::fprintf(stderr, "\n> ");
+        if (!std::getline(std::cin, line) || line == "/exit") break;
+        if (line.empty()) continue;
+        msgs.push_back({"user", line});
+        std::vector<int32_t> ids;
+        if (continue_tokens && !seen.empty()) {
+            ids = seen;
+            const std::vector<int32_t> more = app.tokenizer->encode("<turn|>\n" + format_chat({{"user", line}}, true, arch), false, true);
+            ids.insert(ids.end(), more.begin(), more.end());
+        } else {
+            ids = app.tokenizer->encode(format_chat(msgs, true, arch), app.tokenizer->add_bos_default(), true);
+        }
+        if (int64_t(ids.size()) >= s.params().n_ctx)
+            throw std::runtime_error("conversation has " + std::to_string(ids.size()) + " tokens, more than the context of " +
+                                     std::to_string(s.params().n_ctx) + " (raise -c)");
+        std::string reply;
+        GenerateResult r = generate(s, *app.tokenizer, sampler, ids, o.n_predict, 0, [&](const std::string& t) {
+            reply += t;
+            std::fputs(t.c_str(), stdout);
+            std::fflush(stdout);
+        });
+        std::printf("\n");
+        std::fflush(stdout);
+        if (verbose)
+            std::fprintf(stderr, "[turn: %lld prompt tokens reused, %lld evaluated, %zu generated]\n", (long long)r.n_reused,
+                         (long long)r.n_evaluated, r.tokens.size());
+        msgs.push_back({"assistant", reply});
+        if (continue_tokens) {
+            seen = ids;
+            seen.insert(seen.end(), r.tokens.begin(), r.tokens.end());
+        }
+    }
+    return 0;
+}
+
+}  // namespace ls::cli

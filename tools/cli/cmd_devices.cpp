@@ -1,0 +1,22 @@
+// lockstep devices: every device of every backend this build has, as --device numbers them.
+#include <cstdio>
+
+#include "backends/registry.h"
+#include "tools/cli/app.h"
+
+namespace ls::cli {
+
+int cmd_devices(const Options&) {
+    const std::vector<DeviceInfo> devs = list_devices();
+    std::printf("%-8s %-5s %-40s %12s  %s\n", "backend", "index", "name", "memory", "features");
+    auto mib = [](size_t b) { return b ? std::to_string(b >> 20) + " MiB" : std::string("-"); };
+    for (const DeviceInfo& d : devs)
+        std::printf("%-8s %-5d %-40s %12s  %s\n", d.backend.c_str(), d.index, d.name.c_str(), mib(d.memory_total).c_str(),
+                    d.features.c_str());
+    for (const std::string& b : backend_names())
+        if (b != "reference" && b != "cpu" && backend_built(b) && backend_device_count(b) == 0)
+            std::printf("%s: built, but no usable device on this machine (--backend %s says why)\n", b.c_str(), b.c_str());
+    return 0;
+}
+
+}  // namespace ls::cli

@@ -1,0 +1,103 @@
+// lockstep-make-test-model: writes a tiny Gemma 3 GGUF with random weights (see
+// tests/support/tiny_gguf.h), for tests and for trying the engine without a real model.
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "tests/support/tiny_gguf.h"
+
+namespace {
+
+const char* kUsage =
+    "usage: lockstep-make-test-model --out FILE [options]\n"
+    "  --out FILE        where to write the GGUF (required)\n"
+    "  --layers N        transformer blocks (default 3; layer il is windowed when il % 6 < 5)\n"
+    "  --embd N          embedding width (default 64)\n"
+    "  --heads N         query heads (default 2)\n"
+    "  --kv-heads N      key/value heads (default 1)\n"
+    "  --head-dim N      head size (default 32)\n"
+    "  --ff N            feed-forward width (default 128)\n"
+    "  --vocab N         vocabulary size, >= 262 (default 300)\n"
+    "  --window N        sliding window of the windowed layers (default 8; 0: none)\n"
+    "  --ctx N           training context length (default 256)\n"
+    "  --type T          matmul weight type: f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_k..q6_k (default q8_0)\n"
+    "  --seed N          random seed (default 1)\n"
+    "Matmul row lengths (embd, heads*head-dim, ff) must be multiples of the type's block size\n"
+    "(32 for q4_0..q8_0, 256 for the k-quants).\n";
+
+struct UsageError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+uint64_t parse_u64(const std::string& flag, const std::string& v, uint64_t max) {
+    if (v.empty() || v[0] == '-' || v[0] == '+') throw UsageError(flag + ": '" + v + "' is not a non-negative integer");
+    size_t used = 0;
+    unsigned long long x = 0;
+    try {
+        x = std::stoull(v, &used, 10);
+    } catch (const std::exception&) {
+        throw UsageError(flag + ": '" + v + "' is not a non-negative integer");
+    }
+    if (used != v.size()) throw UsageError(flag + ": '" + v + "' is not a non-negative integer");
+    if (x > max) throw UsageError(flag + ": " + v + " is too large (at most " + std::to_string(max) + ")");
+    return x;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    ls::TinyGemma3Spec spec;
+    std::string out;
+    try {
+        for (int i = 1; i < argc; ++i) {
+            const std::string flag = argv[i];
+            if (flag == "-h" || flag == "--help") {
+                std::fputs(kUsage, stdout);
+                return 0;
+            }
+            if (flag.rfind("--", 0) != 0) throw UsageError("unexpected argument '" + flag + "'");
+            if (i + 1 >= argc) throw UsageError(flag + " needs a value");
+            const std::string v = argv[++i];
+            const uint64_t kInt = uint64_t(std::numeric_limits<int>::max());
+            auto as_int = [&] { return int(parse_u64(flag, v, kInt)); };
+            if (flag == "--out") {
+                if (v.empty()) throw UsageError("--out needs a file name");
+                out = v;
+            } else if (flag == "--layers") spec.n_layer = as_int();
+            else if (flag == "--embd") spec.n_embd = as_int();
+            else if (flag == "--heads") spec.n_head = as_int();
+            else if (flag == "--kv-heads") spec.n_head_kv = as_int();
+            else if (flag == "--head-dim") spec.head_dim = as_int();
+            else if (flag == "--ff") spec.n_ff = as_int();
+            else if (flag == "--vocab") spec.n_vocab = as_int();
+            else if (flag == "--window") spec.window = as_int();
+            else if (flag == "--ctx") spec.ctx = as_int();
+            else if (flag == "--seed") spec.seed = parse_u64(flag, v, std::numeric_limits<uint64_t>::max());
+            else if (flag == "--type") {
+                try {
+                    spec.wtype = ls::dtype_from_name(v);
+                } catch (const std::exception& e) {
+                    throw UsageError(std::string("--type: ") + e.what());
+                }
+            } else throw UsageError("unknown flag '" + flag + "'");
+        }
+        if (out.empty()) throw UsageError("--out FILE is required");
+        ls::check_tiny_gemma3(spec);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "lockstep-make-test-model: %s\n\n%s", e.what(), kUsage);
+        return 2;
+    }
+    try {
+        ls::write_tiny_gemma3(out, spec);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "lockstep-make-test-model: %s\n", e.what());
+        return 1;
+    }
+    std::printf("wrote %s: gemma3, %d layers, embd %d, %d/%d heads of %d, ff %d, vocab %d, window %d, ctx %d, %s, seed %llu\n",
+                out.c_str(), spec.n_layer, spec.n_embd, spec.n_head, spec.n_head_kv, spec.head_dim, spec.n_ff,
+                spec.n_vocab, spec.window, spec.ctx, ls::dtype_name(spec.wtype), (unsigned long long)spec.seed);
+    return 0;
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs what lockstep needs (Debian packages), fetches the default model, and builds
+# the CLI in Release into build/. Safe to run again: it skips what is already done.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+PACKAGES=(cmake ninja-build g++ python3 python3-pip libtbb-dev libxsimd-dev xtl-dev catch2
+          libvulkan-dev glslang-tools spirv-tools mesa-vulkan-drivers)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "lockstep: installing ${missing[*]}" >&2
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+bash tools/scripts/fetch_model.sh >/dev/null
+
+BUILD="${LOCKSTEP_BUILD:-build}"
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release ${LOCKSTEP_CMAKE_ARGS:-} >/dev/null
+cmake --build "$BUILD" --parallel "$(nproc)"
+echo "lockstep: built $BUILD/lockstep" >&2

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Builds lockstep and runs every test: the Release suite (ctest), then the core and CPU
+# tests again under AddressSanitizer + UBSan. This is what CI runs (.ci/run).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+bash tools/scripts/setup.sh
+jobs="$(nproc)"
+
+echo "== Release test suite" >&2
+(cd build && ctest --output-on-failure --parallel "$jobs")
+
+echo "== AddressSanitizer + UBSan: core and CPU tests (portable AVX2 kernels), the CUDA backend on the host emulator" >&2
+# LOCKSTEP_NATIVE=OFF: this build compiles the CPU kernels for plain AVX2 + FMA, so on a CPU
+# with AVX-512 / VNNI (which the Release build uses) the AVX2 paths are tested too.
+# LOCKSTEP_CUDA_EMU=ON: the CUDA backend's own sources, compiled by the host compiler over
+# the emulated runtime of backends/cuda/emu/, so its launchers and kernels run below.
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOCKSTEP_SANITIZE=ON -DLOCKSTEP_NATIVE=OFF \
+  -DLOCKSTEP_CUDA=OFF -DLOCKSTEP_CUDA_EMU=ON >/dev/null
+cmake --build build-asan --parallel "$jobs" --target lockstep_tests gguf_corpus_replay
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+build-asan/tests/gguf_corpus_replay tests/fuzz/corpus
+# The tests that run the 270M model are left to the Release run: under ASan they take
+# minutes and exercise no code the tiny-model tests do not.
+build-asan/tests/lockstep_tests '~[model]' --order rand
+
+echo "== The CUDA backend on the host emulator, under ASan + UBSan" >&2
+# The op table (every kernel, bit for bit), the tiny-model and contract tests that cover the
+# launchers' batch shapes: several sequences per ubatch, ring wraps, MoE routing (topk,
+# mul_mat_id), Gemma 4's geometry. The slowest contract tests run on real GPUs only
+# (cuda_suite): emulated, each takes minutes under ASan.
+LOCKSTEP_TEST_BACKENDS=cuda LOCKSTEP_REQUIRE_DEVICE=cuda build-asan/tests/lockstep_tests \
+  '[ops],[tiny]~[model],kv: every backend agrees with the reference on the tiny model,kv: several sequences of different lengths*,ring: attention over a wrapped cache*,qwen35moe: sequences decoded together*,qwen35: a prompt evaluated beside*,gemma4: one ubatch*'
+# The emulated device is sm_90, so the matmul tiles above ran on the (emulated) tensor
+# cores; the op table again with the dp4a tiles that devices before sm_80 use.
+LOCKSTEP_CUDA_NO_MMA=1 LOCKSTEP_TEST_BACKENDS=cuda LOCKSTEP_REQUIRE_DEVICE=cuda build-asan/tests/lockstep_tests \
+  'every op matches the reference on every backend'
