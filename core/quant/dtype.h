@@ -4,12 +4,16 @@
 #include <cstdint>
 #include <string>
 
+#include "core/quant/dtype_ids.h"
+
 namespace ls {
 
+// The ids come from core/quant/dtype_ids.h, which CUDA, GLSL and CMake read too.
 enum class DType : uint32_t {
-    F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q8_1 = 9,
-    Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15,
-    I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28, BF16 = 30,
+    F32 = LS_TYPE_F32, F16 = LS_TYPE_F16, Q4_0 = LS_TYPE_Q4_0, Q4_1 = LS_TYPE_Q4_1, Q5_0 = LS_TYPE_Q5_0,
+    Q5_1 = LS_TYPE_Q5_1, Q8_0 = LS_TYPE_Q8_0, Q8_1 = LS_TYPE_Q8_1, Q2_K = LS_TYPE_Q2_K, Q3_K = LS_TYPE_Q3_K,
+    Q4_K = LS_TYPE_Q4_K, Q5_K = LS_TYPE_Q5_K, Q6_K = LS_TYPE_Q6_K, Q8_K = LS_TYPE_Q8_K, I8 = LS_TYPE_I8,
+    I16 = LS_TYPE_I16, I32 = LS_TYPE_I32, I64 = LS_TYPE_I64, F64 = LS_TYPE_F64, BF16 = LS_TYPE_BF16,
 };
 
 struct DTypeTraits {

@@ -5,21 +5,14 @@
 #include "core/rules/detmath.h"
 #include "core/quant/quant.h"
 #include "core/ref/ref_ops.h"
+#include "core/rules/row_index_rule.h"
 
 namespace ls::ref {
 
-int64_t index_at(const Tensor& idx, int64_t i) {
-    const uint8_t* p = idx.data() + i * idx.nb[0];
-    return idx.type == DType::I64 ? *reinterpret_cast<const int64_t*>(p) : *reinterpret_cast<const int32_t*>(p);
-}
+int64_t index_at(const Tensor& idx, int64_t i) { return row_index_at(idx.data(), idx.nb[0], idx.type == DType::I64, i); }
 
 void check_row_indices(const Tensor& idx, int64_t rows, const char* op) {
-    for (int64_t i = 0; i < idx.ne[0]; ++i) {
-        int64_t r = index_at(idx, i);
-        if (r < 0 || r >= rows)
-            throw std::out_of_range(std::string(op) + ": index " + std::to_string(r) + " at position " +
-                                    std::to_string(i) + " outside [0, " + std::to_string(rows) + ")");
-    }
+    ls::check_row_indices(idx.data(), idx.nb[0], idx.type == DType::I64, idx.ne[0], rows, op);
 }
 
 void row_to_f32(DType t, const void* src, float* dst, int64_t n) { dequantize_row(t, src, dst, n); }

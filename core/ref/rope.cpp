@@ -1,7 +1,8 @@
-#include <cmath>
+#include <vector>
 
 #include "core/ir/op_params.h"
 #include "core/ref/ref_ops.h"
+#include "core/rules/rope_rule.h"
 
 namespace ls::ref {
 
@@ -13,15 +14,19 @@ void rope(const Tensor& dst) {
     const float* ff = dst.src[2] ? dst.src[2]->data_as<const float>() : nullptr;
     const RopeParams p = dst.get_params<RopeParams>();
     const int64_t half = p.n_dims / 2;
+    // cos, sin of every (position, pair): the one rule of core/rules/rope_rule.h.
+    std::vector<float> cs(size_t(x.ne[2] * half)), sn(cs.size());
+    rope_angles(pos, x.ne[2], p.freq_base, p.freq_scale, p.n_dims, ff, [&](int64_t t, int64_t i, float c, float s) {
+        cs[size_t(t * half + i)] = c;
+        sn[size_t(t * half + i)] = s;
+    });
     for (int64_t t = 0; t < x.ne[2]; ++t)
         for (int64_t h = 0; h < x.ne[1]; ++h) {
             const float* px = reinterpret_cast<const float*>(x.row(h, t));
             float* py = reinterpret_cast<float*>(dst.row(h, t));
             for (int64_t i = p.n_dims; i < x.ne[0]; ++i) py[i] = px[i];
             for (int64_t i = 0; i < half; ++i) {
-                double theta = double(pos[t]) * p.freq_scale * std::pow(double(p.freq_base), -2.0 * i / p.n_dims);
-                if (ff) theta /= ff[i];
-                const float c = float(std::cos(theta)), s = float(std::sin(theta));
+                const float c = cs[size_t(t * half + i)], s = sn[size_t(t * half + i)];
                 const int64_t i0 = p.mode == ROPE_NEOX ? i : 2 * i;
                 const int64_t i1 = p.mode == ROPE_NEOX ? i + half : 2 * i + 1;
                 const float a = px[i0], b = px[i1];

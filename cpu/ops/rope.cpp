@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/ir/op_params.h"
+#include "core/rules/rope_rule.h"
 #include "cpu/ops/cpu_ops.h"
 
 namespace ls::cpu {
@@ -40,15 +41,11 @@ const RopeTable& rope_table(const int32_t* pos, int64_t T, const float* ff, cons
     t.n_dims = p.n_dims;
     t.cs.resize(size_t(T * half));
     t.sn.resize(size_t(T * half));
-    std::vector<double> inv_freq(static_cast<size_t>(half));  // the reference's pow(), once per table
-    for (int64_t i = 0; i < half; ++i) inv_freq[size_t(i)] = std::pow(double(p.freq_base), -2.0 * i / p.n_dims);
+    // The angles of core/rules/rope_rule.h, positions spread over the threads.
+    const std::vector<double> inv_freq = rope_inv_freq(p.freq_base, p.n_dims);
     tbb::parallel_for(int64_t(0), T, [&](int64_t tk) {
-        for (int64_t i = 0; i < half; ++i) {
-            double theta = double(pos[tk]) * p.freq_scale * inv_freq[size_t(i)];
-            if (ff) theta /= ff[i];
-            t.cs[size_t(tk * half + i)] = float(std::cos(theta));
-            t.sn[size_t(tk * half + i)] = float(std::sin(theta));
-        }
+        for (int64_t i = 0; i < half; ++i)
+            rope_cos_sin(pos[tk], p.freq_scale, inv_freq[size_t(i)], ff, i, t.cs[size_t(tk * half + i)], t.sn[size_t(tk * half + i)]);
     });
     return t;
 }
