@@ -3,13 +3,13 @@
 #include <stdexcept>
 #include <thread>
 
+#include "core/ref/ref_backend.h"
 #include "cpu/cpu_backend.h"
 #if LOCKSTEP_HAVE_CUDA
 #include "backends/cuda/cuda_backend.h"  // cuda
 #endif
 #ifdef LOCKSTEP_HAVE_VULKAN
 #include "backends/vulkan/vulkan_backend.h"
-#include "core/ref/ref_backend.h"
 #endif
 
 namespace ls {
