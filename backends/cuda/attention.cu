@@ -3,9 +3,9 @@
 #include <vector>
 
 #include "backends/cuda/attention.cuh"
-#include "backends/cuda/support_predicates.h"
 #include "backends/cuda/elementwise.cuh"
 #include "backends/cuda/quant_device.cuh"
+#include "backends/cuda/support_predicates.h"
 #include "core/rules/attention_rule.h"
 #include "core/ir/op_params.h"
 

@@ -15,10 +15,10 @@
 #include <string>
 
 #include "backends/cuda/act_rows.cuh"
-#include "backends/cuda/support_predicates.h"
 #include "backends/cuda/elementwise.cuh"
 #include "backends/cuda/mul_mat.cuh"
 #include "backends/cuda/quant_device.cuh"
+#include "backends/cuda/support_predicates.h"
 #include "core/quant/quant.h"
 
 namespace ls::cuda {

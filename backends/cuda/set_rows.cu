@@ -1,7 +1,7 @@
-#include "backends/cuda/index_check.h"
-#include "backends/cuda/support_predicates.h"
 #include "backends/cuda/elementwise.cuh"
+#include "backends/cuda/index_check.h"
 #include "backends/cuda/quant_device.cuh"
+#include "backends/cuda/support_predicates.h"
 
 namespace ls::cuda {
 namespace {

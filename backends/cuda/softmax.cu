@@ -1,6 +1,6 @@
+#include "backends/cuda/block_reduce.cuh"
 #include "backends/cuda/elementwise.cuh"
 #include "backends/cuda/support_predicates.h"
-#include "backends/cuda/block_reduce.cuh"
 #include "core/ir/op_params.h"
 
 namespace ls::cuda {
