@@ -2,8 +2,8 @@
 // quantization to the weight type's dot type (core/ref/mul_mat.cpp, step 1).
 #pragma once
 
-#include "backends/cuda/kernels.cuh"
-#include "backends/cuda/qdev.h"
+#include "backends/cuda/elementwise.cuh"
+#include "backends/cuda/quant_device.cuh"
 
 namespace ls::cuda {
 namespace {

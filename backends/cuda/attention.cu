@@ -3,8 +3,9 @@
 #include <vector>
 
 #include "backends/cuda/attention.cuh"
-#include "backends/cuda/kernels.cuh"
-#include "backends/cuda/qdev.h"
+#include "backends/cuda/elementwise.cuh"
+#include "backends/cuda/quant_device.cuh"
+#include "backends/cuda/support_predicates.h"
 #include "core/rules/attention_rule.h"
 #include "core/ir/op_params.h"
 
@@ -65,6 +66,14 @@ void attention(const Tensor& dst, Ctx& ctx) {
             scratch, n_max, dptr(v), v.type, int64_t(v.nb[1]), pos_d, seq_d, t0, p.window, R, group, Dv, dptr(dst), shape_of(dst));
         LS_CUDA_CHECK_LAUNCH("attention_pv_kernel");
     }
+}
+
+bool supports_attention(const Tensor& n) {
+    const Tensor* a = n.src[0];
+    const Tensor* b = n.src[1];
+    return f32_elems(a) && b && cache_type(b->type) && n.src[2] && cache_type(n.src[2]->type) && n.src[3] &&
+           n.src[3]->type == DType::I32 && n.src[3]->is_contiguous() && n.src[4] && n.src[4]->type == DType::I32 &&
+           n.src[4]->is_contiguous() && f32_elems(&n);
 }
 
 }  // namespace ls::cuda

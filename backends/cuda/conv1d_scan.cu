@@ -1,7 +1,8 @@
 // conv1d_scan: one thread per (run, channel), the reference arithmetic (core/ref/conv1d_scan.cpp):
 // a window of the last K inputs slides over the run's tokens; the slot's state is read at the
 // start (zeros on reset) and written back at the end, in place.
-#include "backends/cuda/kernels.cuh"
+#include "backends/cuda/elementwise.cuh"
+#include "backends/cuda/support_predicates.h"
 #include "core/ir/op_params.h"
 #include "core/rules/scan_runs.h"
 
@@ -53,6 +54,13 @@ void conv1d_scan(const Tensor& dst, Ctx& ctx) {
         int64_t(state.nb[1]), reinterpret_cast<const int32_t*>(dptr(runs)), reinterpret_cast<const int32_t*>(dptr(order)),
         dptr(dst), int64_t(dst.nb[1]), C, K, runs.ne[1]);
     LS_CUDA_CHECK_LAUNCH("conv1d_scan_kernel");
+}
+
+bool supports_conv1d_scan(const Tensor& n) {
+    const Tensor* a = n.src[0];
+    const Tensor* b = n.src[1];
+    return f32_elems(a) && a->is_contiguous() && f32_elems(b) && b->is_contiguous() && f32_elems(n.src[2]) &&
+           n.src[2]->is_contiguous() && f32_elems(&n) && n.is_contiguous();
 }
 
 }  // namespace ls::cuda

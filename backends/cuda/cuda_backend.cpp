@@ -5,12 +5,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "backends/cuda/cuda_common.h"
+#include "backends/cuda/launch_context.h"
 
 namespace ls {
 namespace cuda {
@@ -55,6 +56,23 @@ constexpr Launcher kLaunchers[] = {
     LS_OP_LIST(LS_X)
 #undef LS_X
 };
+using Supports = bool (*)(const Tensor&);
+constexpr Supports kSupports[] = {
+#define LS_X(E, n, P) &cuda::supports_##n,
+    LS_OP_LIST(LS_X)
+#undef LS_X
+};
+static_assert(std::size(kLaunchers) == size_t(OpId::COUNT) && std::size(kSupports) == size_t(OpId::COUNT));
+
+}  // namespace
+
+// A leaf (OpId::NONE) or an unknown id is nothing to run.
+bool cuda::supports_node(const Tensor& n) {
+    const auto i = static_cast<int>(n.op);
+    return i >= 0 && i < static_cast<int>(OpId::COUNT) && kSupports[i](n);
+}
+
+namespace {
 
 struct DeviceBuffer : Buffer {
     int device = 0;

@@ -2,7 +2,8 @@
 // the reference recurrence (core/ref/delta_scan.cpp) token by token. Rows are independent, so
 // a thread owns its row in place in the slot's memory; dot products sum exact products in
 // double in det_dot4's order: the same bits as the reference.
-#include "backends/cuda/kernels.cuh"
+#include "backends/cuda/elementwise.cuh"
+#include "backends/cuda/support_predicates.h"
 #include "core/ir/op_params.h"
 #include "core/rules/scan_runs.h"
 
@@ -64,6 +65,14 @@ void delta_scan(const Tensor& dst, Ctx& ctx) {
         reinterpret_cast<const int32_t*>(dptr(runs)), reinterpret_cast<const int32_t*>(dptr(order)),
         reinterpret_cast<float*>(dptr(dst)), p);
     LS_CUDA_CHECK_LAUNCH("delta_scan_kernel");
+}
+
+bool supports_delta_scan(const Tensor& n) {
+    const Tensor* a = n.src[0];
+    const Tensor* b = n.src[1];
+    return f32_elems(a) && a->is_contiguous() && f32_elems(b) && b->is_contiguous() && f32_elems(n.src[2]) &&
+           n.src[2]->is_contiguous() && f32_elems(n.src[3]) && n.src[3]->is_contiguous() && f32_elems(&n) &&
+           n.is_contiguous();
 }
 
 }  // namespace ls::cuda

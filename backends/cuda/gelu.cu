@@ -1,4 +1,5 @@
-#include "backends/cuda/kernels.cuh"
+#include "backends/cuda/elementwise.cuh"
+#include "backends/cuda/support_predicates.h"
 
 namespace ls::cuda {
 namespace {
@@ -8,4 +9,9 @@ struct GeluF {
 };
 }  // namespace
 void gelu(const Tensor& dst, Ctx& ctx) { launch_unary(dst, ctx, GeluF{}, "launch of gelu"); }
+bool supports_gelu(const Tensor& n) {
+    const Tensor* a = n.src[0];
+    return f32_elems(a) && a->is_contiguous() && f32_elems(&n) && n.is_contiguous();
+}
+
 }  // namespace ls::cuda

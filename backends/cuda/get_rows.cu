@@ -1,6 +1,7 @@
+#include "backends/cuda/elementwise.cuh"
 #include "backends/cuda/index_check.h"
-#include "backends/cuda/kernels.cuh"
-#include "backends/cuda/qdev.h"
+#include "backends/cuda/quant_device.cuh"
+#include "backends/cuda/support_predicates.h"
 
 namespace ls::cuda {
 namespace {
@@ -32,6 +33,12 @@ void get_rows(const Tensor& dst, Ctx& ctx) {
     LS_LAUNCH(get_rows_kernel, grid, kThreads, ctx.stream)(src.type, dptr(src), int64_t(src.nb[1]), dptr(idx), int64_t(idx.nb[0]),
                                                       idx.type == DType::I64, dptr(dst), int64_t(dst.nb[1]), src.ne[0]);
     LS_CUDA_CHECK_LAUNCH("get_rows_kernel");
+}
+
+bool supports_get_rows(const Tensor& n) {
+    const Tensor* a = n.src[0];
+    const Tensor* b = n.src[1];
+    return a && cudaq::deq_supported(a->type) && index_type(b) && f32_elems(&n);
 }
 
 }  // namespace ls::cuda

@@ -1,5 +1,5 @@
 // Host-side checks of index tensors before any kernel of the node runs, with the
-// reference's messages (core/ref/common.cpp): an out-of-range row is an error reported
+// messages of core/rules/row_index_rule.h: an out-of-range row is an error reported
 // before anything is written.
 #pragma once
 #include <cstdint>

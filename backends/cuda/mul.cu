@@ -1,4 +1,5 @@
-#include "backends/cuda/kernels.cuh"
+#include "backends/cuda/elementwise.cuh"
+#include "backends/cuda/support_predicates.h"
 
 namespace ls::cuda {
 namespace {
@@ -7,4 +8,10 @@ struct MulF {
 };
 }  // namespace
 void mul(const Tensor& dst, Ctx& ctx) { launch_binary(dst, ctx, MulF{}, "launch of mul"); }
+bool supports_mul(const Tensor& n) {
+    const Tensor* a = n.src[0];
+    const Tensor* b = n.src[1];
+    return f32_elems(a) && f32_elems(b) && f32_elems(&n);
+}
+
 }  // namespace ls::cuda

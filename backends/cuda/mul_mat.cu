@@ -3,9 +3,10 @@
 #include <string>
 
 #include "backends/cuda/act_rows.cuh"
-#include "backends/cuda/kernels.cuh"
+#include "backends/cuda/elementwise.cuh"
 #include "backends/cuda/mul_mat.cuh"
-#include "backends/cuda/qdev.h"
+#include "backends/cuda/quant_device.cuh"
+#include "backends/cuda/support_predicates.h"
 #include "core/quant/quant.h"
 
 namespace ls::cuda {
@@ -67,14 +68,14 @@ void mul_mat(const Tensor& dst, Ctx& ctx) {
     const int64_t arb = int64_t(row_bytes(at, K));
     // The activation rows quantized to `at`, unless the previous mul_mat of this graph
     // already left exactly these in the buffer (q/k/v and gate/up share their input).
-    const bool same = ctx.act_rows.src == &x && ctx.act_rows.type == int(at);
+    const bool same = ctx.act_rows.src == &x && ctx.act_rows.type == at;
     auto* act = static_cast<uint8_t*>(ctx.act_buffer(size_t(arb * n_mrows)));
     if (!same) {
         const int be = cudaq::quant_block_elems(at);
         LS_LAUNCH(quantize_act_kernel, unsigned(n_mrows), 128, ctx.stream)(at, be, dptr(x), shape_of(x), act, arb, K / be);
         LS_CUDA_CHECK_LAUNCH("quantize_act_kernel");
         ctx.act_rows.src = &x;
-        ctx.act_rows.type = int(at);
+        ctx.act_rows.type = at;
     }
 
     const int64_t gy = (n_mrows + kMRows - 1) / kMRows;
@@ -86,6 +87,12 @@ void mul_mat(const Tensor& dst, Ctx& ctx) {
     else if (!cudaq::with_quant_weight(w.type, [&](auto wt) { launch_q<decltype(wt)::value>(grid, ctx, w, act, arb, n_mrows, dst); }))
         throw std::logic_error(std::string("cuda mul_mat: weight type ") + dtype_name(w.type) + " reached the kernel");
     LS_CUDA_CHECK_LAUNCH("mul_mat dot kernel");
+}
+
+bool supports_mul_mat(const Tensor& n) {
+    const Tensor* a = n.src[0];
+    const Tensor* b = n.src[1];
+    return a && cudaq::mul_mat_supported(a->type) && f32_elems(b) && f32_elems(&n);
 }
 
 }  // namespace ls::cuda

@@ -10,9 +10,9 @@
 #pragma once
 #include <cstdint>
 
-#include "backends/cuda/device.cuh"
+#include "backends/cuda/block_reduce.cuh"
 #include "backends/cuda/mma.cuh"
-#include "backends/cuda/qdev.h"
+#include "backends/cuda/quant_device.cuh"
 #include "backends/cuda/warp_dot.cuh"
 
 namespace ls::cuda {

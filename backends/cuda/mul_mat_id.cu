@@ -15,9 +15,10 @@
 #include <string>
 
 #include "backends/cuda/act_rows.cuh"
-#include "backends/cuda/kernels.cuh"
+#include "backends/cuda/elementwise.cuh"
 #include "backends/cuda/mul_mat.cuh"
-#include "backends/cuda/qdev.h"
+#include "backends/cuda/quant_device.cuh"
+#include "backends/cuda/support_predicates.h"
 #include "core/quant/quant.h"
 
 namespace ls::cuda {
@@ -221,6 +222,13 @@ void mul_mat_id(const Tensor& dst, Ctx& ctx) {
     else if (!cudaq::with_quant_weight(w.type, [&](auto wt) { launch_q<decltype(wt)::value>(grid, block, ctx.stream, w, id, act, g, out); }))
         throw std::logic_error(std::string("cuda mul_mat_id: weight type ") + dtype_name(w.type) + " reached the kernel");
     LS_CUDA_CHECK_LAUNCH("mul_mat_id dot kernel");
+}
+
+bool supports_mul_mat_id(const Tensor& n) {
+    const Tensor* a = n.src[0];
+    const Tensor* b = n.src[1];
+    return a && cudaq::mul_mat_supported(a->type) && f32_elems(b) && n.src[2] && n.src[2]->type == DType::I32 &&
+           n.src[2]->is_contiguous() && f32_elems(&n) && n.is_contiguous();
 }
 
 }  // namespace ls::cuda

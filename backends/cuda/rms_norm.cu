@@ -1,4 +1,6 @@
-#include "backends/cuda/kernels.cuh"
+#include "backends/cuda/block_reduce.cuh"
+#include "backends/cuda/elementwise.cuh"
+#include "backends/cuda/support_predicates.h"
 #include "core/ir/op_params.h"
 
 namespace ls::cuda {
@@ -28,6 +30,12 @@ void rms_norm(const Tensor& dst, Ctx& ctx) {
     LS_LAUNCH(rms_norm_kernel, unsigned(x.nrows()), kThreads, ctx.stream)(dptr(x), shape_of(x), w, dptr(dst), shape_of(dst),
                                                                        dst.get_params<RmsNormParams>().eps);
     LS_CUDA_CHECK_LAUNCH("rms_norm_kernel");
+}
+
+bool supports_rms_norm(const Tensor& n) {
+    const Tensor* a = n.src[0];
+    const Tensor* b = n.src[1];
+    return f32_elems(a) && (!b || (f32_elems(b) && b->is_contiguous())) && f32_elems(&n);
 }
 
 }  // namespace ls::cuda

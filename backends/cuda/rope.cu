@@ -1,16 +1,17 @@
-#include <cmath>
 #include <stdexcept>
 #include <vector>
 
-#include "backends/cuda/kernels.cuh"
+#include "backends/cuda/elementwise.cuh"
+#include "backends/cuda/support_predicates.h"
 #include "core/ir/op_params.h"
+#include "core/rules/rope_rule.h"
 
 namespace ls::cuda {
 namespace {
 
-// Rotates with cos/sin computed on the host, exactly as cpu::rope and ref::rope compute
-// them (double pow, cos and sin of the host's libm, rounded to float): device libm's double
-// cos/sin may differ in the last bit, which could flip a float rounding. The rotation itself
+// Rotates with cos/sin tables made on the host by core/rules/rope_rule.h, as every backend
+// makes them: device libm's double cos/sin may differ in the last bit, which could flip a
+// float rounding. The rotation itself
 // is two products and one sum or difference, no fused operations (-fmad=false).
 __global__ void rope_kernel(const uint8_t* x, Shape sx, uint8_t* y, Shape sy, const float* cs, int64_t half, int mode, int n_dims) {
     const int64_t t = blockIdx.y, h = blockIdx.x;
@@ -44,17 +45,11 @@ void rope(const Tensor& dst, Ctx& ctx) {
         std::vector<uint8_t> ff_b;
         if (dst.src[2]) ff_b = ctx.host_bytes(*dst.src[2]);
         const float* ff = dst.src[2] ? reinterpret_cast<const float*>(ff_b.data()) : nullptr;
-        // The formula of cpu::rope, line for line.
-        std::vector<double> inv_freq(static_cast<size_t>(half));
-        for (int64_t i = 0; i < half; ++i) inv_freq[size_t(i)] = std::pow(double(p.freq_base), -2.0 * i / p.n_dims);
         std::vector<float> cs(size_t(2 * T * half));
-        for (int64_t t = 0; t < T; ++t)
-            for (int64_t i = 0; i < half; ++i) {
-                double theta = double(pos[t]) * p.freq_scale * inv_freq[size_t(i)];
-                if (ff) theta /= ff[i];
-                cs[size_t(2 * (t * half + i))] = float(std::cos(theta));
-                cs[size_t(2 * (t * half + i) + 1)] = float(std::sin(theta));
-            }
+        rope_angles(pos, T, p.freq_base, p.freq_scale, p.n_dims, ff, [&](int64_t t, int64_t i, float c, float s) {
+            cs[size_t(2 * (t * half + i))] = c;
+            cs[size_t(2 * (t * half + i) + 1)] = s;
+        });
         auto* t = static_cast<float*>(ctx.arena(cs.size() * sizeof(float)));
         ctx.upload(t, cs.data(), cs.size() * sizeof(float));
         ctx.rope_tables[key] = t;
@@ -64,6 +59,12 @@ void rope(const Tensor& dst, Ctx& ctx) {
     LS_LAUNCH(rope_kernel, dim3(unsigned(H), unsigned(T)), 64, ctx.stream)(dptr(x), shape_of(x), dptr(dst), shape_of(dst), table, half,
                                                                       p.mode, p.n_dims);
     LS_CUDA_CHECK_LAUNCH("rope_kernel");
+}
+
+bool supports_rope(const Tensor& n) {
+    const Tensor* a = n.src[0];
+    return f32_elems(a) && n.src[1] && n.src[1]->type == DType::I32 && n.src[1]->is_contiguous() &&
+           (!n.src[2] || (f32_elems(n.src[2]) && n.src[2]->is_contiguous())) && f32_elems(&n);
 }
 
 }  // namespace ls::cuda

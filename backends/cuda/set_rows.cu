@@ -1,6 +1,7 @@
+#include "backends/cuda/elementwise.cuh"
 #include "backends/cuda/index_check.h"
-#include "backends/cuda/kernels.cuh"
-#include "backends/cuda/qdev.h"
+#include "backends/cuda/quant_device.cuh"
+#include "backends/cuda/support_predicates.h"
 
 namespace ls::cuda {
 namespace {
@@ -39,6 +40,12 @@ void set_rows(const Tensor& dst, Ctx& ctx) {
     LS_LAUNCH(set_rows_kernel, grid, 128, ctx.stream)(dst.type, be, dptr(src), int64_t(src.nb[1]), dptr(idx), int64_t(idx.nb[0]),
                                                   idx.type == DType::I64, idx.ne[0], dptr(dst), int64_t(dst.nb[1]), n_blocks);
     LS_CUDA_CHECK_LAUNCH("set_rows_kernel");
+}
+
+bool supports_set_rows(const Tensor& n) {
+    const Tensor* a = n.src[0];
+    const Tensor* b = n.src[1];
+    return f32_elems(a) && index_type(b) && cudaq::quant_supported(n.type) && cache_type(n.type) && n.is_contiguous();
 }
 
 }  // namespace ls::cuda

@@ -1,4 +1,6 @@
-#include "backends/cuda/kernels.cuh"
+#include "backends/cuda/block_reduce.cuh"
+#include "backends/cuda/elementwise.cuh"
+#include "backends/cuda/support_predicates.h"
 #include "core/ir/op_params.h"
 
 namespace ls::cuda {
@@ -33,6 +35,11 @@ void softmax(const Tensor& dst, Ctx& ctx) {
                                                                       reinterpret_cast<float*>(dptr(dst)), x.ne[0],
                                                                       dst.get_params<SoftmaxParams>().scale);
     LS_CUDA_CHECK_LAUNCH("softmax_kernel");
+}
+
+bool supports_softmax(const Tensor& n) {
+    const Tensor* a = n.src[0];
+    return f32_elems(a) && a->is_contiguous() && f32_elems(&n) && n.is_contiguous();
 }
 
 }  // namespace ls::cuda

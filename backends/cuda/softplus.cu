@@ -1,4 +1,5 @@
-#include "backends/cuda/kernels.cuh"
+#include "backends/cuda/elementwise.cuh"
+#include "backends/cuda/support_predicates.h"
 
 namespace ls::cuda {
 namespace {
@@ -7,4 +8,9 @@ struct SoftplusF {
 };
 }  // namespace
 void softplus(const Tensor& dst, Ctx& ctx) { launch_unary(dst, ctx, SoftplusF{}, "launch of softplus"); }
+bool supports_softplus(const Tensor& n) {
+    const Tensor* a = n.src[0];
+    return f32_elems(a) && a->is_contiguous() && f32_elems(&n) && n.is_contiguous();
+}
+
 }  // namespace ls::cuda

@@ -1,5 +1,6 @@
 // topk (core/ref/topk.cpp): one thread per column, core/rules/topk_rule.h's selection.
-#include "backends/cuda/kernels.cuh"
+#include "backends/cuda/elementwise.cuh"
+#include "backends/cuda/support_predicates.h"
 #include "core/ir/op_params.h"
 #include "core/rules/topk_rule.h"
 
@@ -26,6 +27,11 @@ void topk(const Tensor& dst, Ctx& ctx) {
     LS_LAUNCH(topk_kernel, blocks_for(T, 128), 128, ctx.stream)(dptr(x), int64_t(x.nb[1]), int32_t(x.ne[0]), T,
                                                             dst.get_params<TopkParams>(), dptr(dst), int64_t(dst.nb[1]));
     LS_CUDA_CHECK_LAUNCH("topk_kernel");
+}
+
+bool supports_topk(const Tensor& n) {
+    const Tensor* a = n.src[0];
+    return f32_elems(a) && a->is_contiguous() && n.is_contiguous();
 }
 
 }  // namespace ls::cuda

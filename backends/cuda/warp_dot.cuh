@@ -2,8 +2,8 @@
 #pragma once
 #include <cstdint>
 
-#include "backends/cuda/device.cuh"
-#include "backends/cuda/qdev.h"
+#include "backends/cuda/block_reduce.cuh"
+#include "backends/cuda/quant_device.cuh"
 
 namespace ls::cuda {
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/quant/block_access.h"
 #include "core/quant/quant.h"
 #include "core/quant/quant_blocks.h"
 #include "core/quant/quant_impl.h"
@@ -17,44 +18,13 @@ void dequant_q2_k(const void* src, float* y, int64_t nb) {
     const auto* b = static_cast<const BlockQ2_K*>(src);
     for (int64_t i = 0; i < nb; ++i, y += QK_K) {
         const float d = fp16_to_fp32(b[i].d), dmin = fp16_to_fp32(b[i].dmin);
-        // Element e = 128n + 32j + l: bits 2j..2j+1 of qs[32n + l]; sub-block e/16.
         for (int e = 0; e < QK_K; ++e) {
-            const int n = e / 128, j = (e % 128) / 32, l = e % 32;
-            const uint8_t sc = b[i].scales[e / 16];
-            const float dl = d * static_cast<float>(sc & 0x0F), ml = dmin * static_cast<float>(sc >> 4);
-            const int q = (b[i].qs[32 * n + l] >> (2 * j)) & 3;
-            y[e] = dl * static_cast<float>(q) - ml;
+            const float dl = d * static_cast<float>(q2k_scale(b[i].scales, e / 16)),
+                        ml = dmin * static_cast<float>(q2k_min(b[i].scales, e / 16));
+            y[e] = dl * static_cast<float>(q2k_value(b[i], e)) - ml;
         }
     }
 }
-
-namespace {
-// Q3_K element e = 128n + 32j + l: low bits 2j.. of qs[32n + l], high bit (4n + j) of
-// hmask[l]; value (low) - 4 when the high bit is clear.
-int q3k_value(const BlockQ3_K& b, int e) {
-    const int n = e / 128, j = (e % 128) / 32, l = e % 32;
-    const int lo = (b.qs[32 * n + l] >> (2 * j)) & 3;
-    const int hi = (b.hmask[l] >> (4 * n + j)) & 1;
-    return lo - (hi ? 0 : 4);
-}
-// Q4_K element e = 64c + 32h + l: nibble h of qs[32c + l]; sub-block 2c + h.
-int q4k_value(const uint8_t* qs, int e) {
-    const int c = e / 64, h = (e % 64) / 32, l = e % 32;
-    return (qs[32 * c + l] >> (4 * h)) & 0x0F;
-}
-// Q5_K adds bit (e/32) of qh[e % 32] as the fifth bit.
-int q5k_value(const BlockQ5_K& b, int e) {
-    return q4k_value(b.qs, e) | (((b.qh[e % 32] >> (e / 32)) & 1) << 4);
-}
-// Q6_K element e = 128n + 32k + l: ql nibble (k / 2) of ql[64n + 32(k % 2) + l], high bits
-// 2k..2k+1 of qh[32n + l]; stored with offset 32; sub-block e/16.
-int q6k_value(const BlockQ6_K& b, int e) {
-    const int n = e / 128, k = (e % 128) / 32, l = e % 32;
-    const int lo = (b.ql[64 * n + 32 * (k % 2) + l] >> (4 * (k / 2))) & 0x0F;
-    const int hi = (b.qh[32 * n + l] >> (2 * k)) & 3;
-    return (lo | (hi << 4)) - 32;
-}
-}  // namespace
 
 void dequant_q3_k(const void* src, float* y, int64_t nb) {
     const auto* b = static_cast<const BlockQ3_K*>(src);
@@ -345,12 +315,9 @@ float dot_q2_k_q8_k(const void* w, const void* a, int64_t nb) {
         int isum = 0, msum = 0;
         for (int s = 0; s < 16; ++s) {
             int si = 0;
-            for (int t = 0; t < 16; ++t) {
-                const int e = 16 * s + t, n = e / 128, j = (e % 128) / 32, l = e % 32;
-                si += ((x[i].qs[32 * n + l] >> (2 * j)) & 3) * y[i].qs[e];
-            }
-            isum += (x[i].scales[s] & 0x0F) * si;
-            msum += (x[i].scales[s] >> 4) * y[i].bsums[s];
+            for (int t = 0; t < 16; ++t) si += q2k_value(x[i], 16 * s + t) * y[i].qs[16 * s + t];
+            isum += q2k_scale(x[i].scales, s) * si;
+            msum += q2k_min(x[i].scales, s) * y[i].bsums[s];
         }
         sum = std::fma(y[i].d * fp16_to_fp32(x[i].d), static_cast<float>(isum), sum);
         msum_f = std::fma(y[i].d * fp16_to_fp32(x[i].dmin), static_cast<float>(msum), msum_f);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/quant/block_access.h"
 #include "core/quant/quant.h"
 #include "core/quant/quant_blocks.h"
 #include "core/quant/quant_impl.h"
@@ -12,15 +13,6 @@ namespace ls::qref {
 using namespace ls::qb;
 
 namespace {
-uint32_t load_qh(const uint8_t* p) {
-    uint32_t v;
-    std::memcpy(&v, p, 4);  // little-endian, as in the file
-    return v;
-}
-// Element i of a 32-block: low nibble of qs[i] for i < 16, high nibble of qs[i-16] otherwise.
-int nibble(const uint8_t* qs, int i) { return i < 16 ? (qs[i] & 0x0F) : (qs[i - 16] >> 4); }
-int fifth_bit(uint32_t qh, int i) { return static_cast<int>((qh >> i) & 1); }
-
 // The element of largest magnitude (keeping its sign).
 float signed_absmax(const float* x, int n) {
     float amax = 0, m = 0;

@@ -1,5 +1,5 @@
 // The CUDA backend's host side, checked without a GPU: the block arithmetic its kernels run
-// (backends/cuda/qdev.h, compiled here by the host compiler) against the reference bit for
+// (backends/cuda/quant_device.cuh, compiled here by the host compiler) against the reference bit for
 // bit, what supports() accepts and refuses, index checks, error messages, and the registry's
 // answers. The kernels themselves run in the cuda_suite CTest entry (the op table, the KV
 // contract tests and the model tests with LOCKSTEP_TEST_BACKENDS=cuda), skipped with its
@@ -12,9 +12,9 @@
 #include <stdexcept>
 
 #include "backends/cuda/cuda_backend.h"
-#include "backends/cuda/cuda_common.h"
+#include "backends/cuda/launch_context.h"
 #include "backends/cuda/index_check.h"
-#include "backends/cuda/qdev.h"
+#include "backends/cuda/quant_device.cuh"
 #include "backends/registry.h"
 #include "core/models/model.h"
 #include "core/ir/ops.h"
@@ -136,10 +136,10 @@ template <DType W> void check_value4(std::mt19937& rng, int (*elem)(const typena
 TEST_CASE("cuda: weights packed four to a word equal the per-element values", "[cuda]") {
     std::mt19937 rng(21);
     using namespace cudaq;
-    check_value4<DType::Q4_0>(rng, [](const BlockQ4_0& x, int e) { return nib(x.qs, e) - 8; });
-    check_value4<DType::Q4_1>(rng, [](const BlockQ4_1& x, int e) { return nib(x.qs, e); });
-    check_value4<DType::Q5_0>(rng, [](const BlockQ5_0& x, int e) { return (nib(x.qs, e) | int((ld32(x.qh) >> e) & 1) << 4) - 16; });
-    check_value4<DType::Q5_1>(rng, [](const BlockQ5_1& x, int e) { return nib(x.qs, e) | int((ld32(x.qh) >> e) & 1) << 4; });
+    check_value4<DType::Q4_0>(rng, [](const BlockQ4_0& x, int e) { return nibble(x.qs, e) - 8; });
+    check_value4<DType::Q4_1>(rng, [](const BlockQ4_1& x, int e) { return nibble(x.qs, e); });
+    check_value4<DType::Q5_0>(rng, [](const BlockQ5_0& x, int e) { return (nibble(x.qs, e) | int((ld32(x.qh) >> e) & 1) << 4) - 16; });
+    check_value4<DType::Q5_1>(rng, [](const BlockQ5_1& x, int e) { return nibble(x.qs, e) | int((ld32(x.qh) >> e) & 1) << 4; });
     check_value4<DType::Q8_0>(rng, [](const BlockQ8_0& x, int e) { return int(x.qs[e]); });
     check_value4<DType::Q2_K>(rng, [](const BlockQ2_K& x, int e) { return q2k_value(x, e); });
     check_value4<DType::Q3_K>(rng, [](const BlockQ3_K& x, int e) { return q3k_value(x, e); });

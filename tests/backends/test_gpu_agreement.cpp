@@ -1,6 +1,6 @@
 // The GPU backends (Vulkan, CUDA) against the CPU and the reference, beyond the shared op
 // table's bounds: every op case bit for bit (their kernels follow the reference's IEEE
-// operation sequence: shaders/common.glsl, backends/cuda/qdev.h), and on the default model
+// operation sequence: shaders/common.glsl, backends/cuda/quant_device.cuh), and on the default model
 // the SEMANTICS.md section 4 agreement. Each GPU backend's CTest suite runs them ([gpu]).
 #include <catch2/catch.hpp>
 

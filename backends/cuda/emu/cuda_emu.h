@@ -4,7 +4,7 @@
 // its kernels directly, and the LOCKSTEP_CUDA_EMU build compiles the whole CUDA backend
 // with the host compiler over backends/cuda/emu/cuda_runtime.h.
 //
-// A kernel written for nvcc (over backends/cuda/device.cuh) compiles with the host
+// A kernel written for nvcc (over backends/cuda/tensor_shape.cuh) compiles with the host
 // compiler after this header: each CUDA thread of a block is a fiber
 // on the calling thread, __syncthreads is a barrier of the block, warp shuffles exchange
 // values through a barrier of the warp, and __shared__ variables are function statics

@@ -1,27 +1,18 @@
-// What the op launchers share: shapes of tensors as kernel arguments, and the elementwise
-// launch patterns. The device-side helpers (reductions) are in device.cuh.
+// The elementwise launch patterns (unary over contiguous floats, binary with broadcast) and
+// the block width the simple kernels launch with. Kept apart from the reductions
+// (block_reduce.cuh) so that an elementwise op pulls in no shared-memory code.
 #pragma once
 #include <cuda_runtime.h>
 
 #include <stdexcept>
 
-#include "backends/cuda/cuda_common.h"
-#include "backends/cuda/device.cuh"
+#include "backends/cuda/launch_context.h"
+#include "backends/cuda/tensor_shape.cuh"
 #include "core/rules/detmath.h"
 
 namespace ls::cuda {
 
 constexpr int kThreads = 256;
-
-// ne and nb (bytes) of a tensor, as a kernel argument.
-inline Shape shape_of(const Tensor& t) {
-    Shape s;
-    for (int i = 0; i < 4; ++i) {
-        s.ne[i] = t.ne[i];
-        s.nb[i] = int64_t(t.nb[i]);
-    }
-    return s;
-}
 
 // y[i] = f(x[i]) over n contiguous floats.
 template <class F> __global__ void unary_kernel(const float* x, float* y, int64_t n, F f) {

@@ -1,6 +1,6 @@
-// Block arithmetic of the CUDA kernels, written once for host and device (LS_HD):
-// element dequantization, the activation quantizers, and per-block integer sums with the
-// float chain step of mul_mat. Each function follows its reference in core/quant_*.cpp
+// Quantized blocks on the device: element dequantization, the activation quantizers, and
+// per-block integer sums with the float chain step of mul_mat, written once for host and
+// device (LS_HD). Each function follows its reference in core/quant/quant_*.cpp
 // operation for operation. Compiled by the host compiler too, so that
 // tests/backends/test_cuda_host.cpp checks it bit for bit against the reference without a GPU; the
 // kernels only decide which thread runs which block, never the order of a float chain.
@@ -10,11 +10,12 @@
 #include <cstring>
 #include <type_traits>
 
-#include "core/rules/detmath.h"
+#include "core/quant/block_access.h"
 #include "core/quant/dtype.h"
-#include "core/rules/hd.h"
 #include "core/quant/quant.h"
 #include "core/quant/quant_blocks.h"
+#include "core/rules/detmath.h"
+#include "core/rules/hd.h"
 
 #if defined(__CUDACC__)
 #include <cuda_bf16.h>
@@ -99,28 +100,7 @@ LS_HD inline uint32_t ld32(const uint8_t* p) { return uint32_t(p[0]) | (uint32_t
 
 // ---------------------------------------------------------------- element access
 
-LS_HD inline int nib(const uint8_t* qs, int j) { return j < 16 ? (qs[j] & 0x0F) : (qs[j - 16] >> 4); }
-LS_HD inline int q3k_value(const BlockQ3_K& b, int e) {
-    const int n = e / 128, j = (e % 128) / 32, l = e % 32;
-    const int lo = (b.qs[32 * n + l] >> (2 * j)) & 3;
-    const int hi = (b.hmask[l] >> (4 * n + j)) & 1;
-    return lo - (hi ? 0 : 4);
-}
-LS_HD inline int q4k_value(const uint8_t* qs, int e) {
-    const int c = e / 64, h = (e % 64) / 32, l = e % 32;
-    return (qs[32 * c + l] >> (4 * h)) & 0x0F;
-}
-LS_HD inline int q5k_value(const BlockQ5_K& b, int e) { return q4k_value(b.qs, e) | (((b.qh[e % 32] >> (e / 32)) & 1) << 4); }
-LS_HD inline int q6k_value(const BlockQ6_K& b, int e) {
-    const int n = e / 128, k = (e % 128) / 32, l = e % 32;
-    const int lo = (b.ql[64 * n + 32 * (k % 2) + l] >> (4 * (k / 2))) & 0x0F;
-    const int hi = (b.qh[32 * n + l] >> (2 * k)) & 3;
-    return (lo | (hi << 4)) - 32;
-}
-LS_HD inline int q2k_value(const BlockQ2_K& b, int e) {
-    const int n = e / 128, j = (e % 128) / 32, l = e % 32;
-    return (b.qs[32 * n + l] >> (2 * j)) & 3;
-}
+// The element and scale accessors are core/quant/block_access.h, shared with the reference.
 
 // Whether deq_elem knows the type (the dequantizable types of core/quant/quant.cpp).
 LS_HD inline bool deq_supported(DType t) {
@@ -142,22 +122,22 @@ LS_HD inline float deq_elem(DType t, const uint8_t* row, int64_t e) {
         case DType::BF16: return bf2f(ldh(row + 2 * e));
         case DType::Q4_0: {
             const auto& b = reinterpret_cast<const BlockQ4_0*>(row)[e / QK];
-            return h2f(b.d) * static_cast<float>(nib(b.qs, int(e % QK)) - 8);
+            return h2f(b.d) * static_cast<float>(nibble(b.qs, int(e % QK)) - 8);
         }
         case DType::Q4_1: {
             const auto& b = reinterpret_cast<const BlockQ4_1*>(row)[e / QK];
-            return h2f(b.d) * static_cast<float>(nib(b.qs, int(e % QK))) + h2f(b.m);
+            return h2f(b.d) * static_cast<float>(nibble(b.qs, int(e % QK))) + h2f(b.m);
         }
         case DType::Q5_0: {
             const auto& b = reinterpret_cast<const BlockQ5_0*>(row)[e / QK];
             const int j = int(e % QK);
-            const int q = nib(b.qs, j) | (int((ld32(b.qh) >> j) & 1) << 4);
+            const int q = nibble(b.qs, j) | (fifth_bit(load_qh(b.qh), j) << 4);
             return h2f(b.d) * static_cast<float>(q - 16);
         }
         case DType::Q5_1: {
             const auto& b = reinterpret_cast<const BlockQ5_1*>(row)[e / QK];
             const int j = int(e % QK);
-            const int q = nib(b.qs, j) | (int((ld32(b.qh) >> j) & 1) << 4);
+            const int q = nibble(b.qs, j) | (fifth_bit(load_qh(b.qh), j) << 4);
             return h2f(b.d) * static_cast<float>(q) + h2f(b.m);
         }
         case DType::Q8_0: {
@@ -171,8 +151,8 @@ LS_HD inline float deq_elem(DType t, const uint8_t* row, int64_t e) {
         case DType::Q2_K: {
             const auto& b = reinterpret_cast<const BlockQ2_K*>(row)[e / QK_K];
             const int i = int(e % QK_K);
-            const uint8_t sc = b.scales[i / 16];
-            const float dl = h2f(b.d) * static_cast<float>(sc & 0x0F), ml = h2f(b.dmin) * static_cast<float>(sc >> 4);
+            const float dl = h2f(b.d) * static_cast<float>(q2k_scale(b.scales, i / 16)),
+                        ml = h2f(b.dmin) * static_cast<float>(q2k_min(b.scales, i / 16));
             return dl * static_cast<float>(q2k_value(b, i)) - ml;
         }
         case DType::Q3_K: {
@@ -437,10 +417,10 @@ template <> struct WDot<DType::Q2_K> {
     LS_HD static uint32_t value4(const WB& x, int e) {
         return (ld4(x.qs + 32 * (e / 128) + e % 32) >> (2 * ((e % 128) / 32))) & 0x03030303u;
     }
-    LS_HD static int sub_scale(const WB& x, int s) { return x.scales[s] & 0x0F; }
+    LS_HD static int sub_scale(const WB& x, int s) { return q2k_scale(x.scales, s); }
     LS_HD static int min_isum(const WB& x, const AB& y) {
         int m = 0;
-        for (int s = 0; s < 16; ++s) m += (x.scales[s] >> 4) * y.bsums[s];
+        for (int s = 0; s < 16; ++s) m += q2k_min(x.scales, s) * y.bsums[s];
         return m;
     }
     LS_HD static void step(const WB& x, const AB& y, Isum s, float& sum, float& msum) {

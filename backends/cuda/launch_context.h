@@ -1,5 +1,7 @@
-// Shared by the CUDA backend's host code and its kernels (one .cu file per op, named as in
-// core/ir/op_list.h): error checking, the per-graph launch context, device addresses.
+// What every op launcher (one .cu file per op, named as in core/ir/op_list.h) works with on
+// the host: the per-graph launch context Ctx, error checking, device addresses, and the
+// launcher and supports declarations generated from the op registry, so that an op
+// without either fails to link instead of being skipped.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -63,7 +65,7 @@ struct Ctx {
     struct ActRows {
         const Tensor* src = nullptr;  // the activation node (the same node: the same values,
                                       // its memory is live until its last reader)
-        int type = -1;                // DType the rows were quantized to
+        DType type = DType::F32;      // what the rows were quantized to (read only while src is set)
     } act_rows;         // what act_buffer holds now (reset per graph)
 };
 
@@ -77,12 +79,17 @@ inline uint8_t* dptr(const Tensor& t) { return static_cast<uint8_t*>(t.buffer->i
 
 inline unsigned blocks_for(int64_t n, int threads) { return unsigned((n + threads - 1) / threads); }
 
-// The kernel launchers: one per op, each in backends/cuda/<op>.cu.
-#define LS_X(E, n, P) void n(const Tensor& dst, Ctx& ctx);
+// Per op, in backends/cuda/<op>.cu: the kernel launcher, and which nodes its kernels run
+// (types, layouts). A node the launcher cannot run is refused up front (run_graph names
+// it) rather than computed wrongly.
+#define LS_X(E, n, P)                        \
+    void n(const Tensor& dst, Ctx& ctx);     \
+    bool supports_##n(const Tensor& node);
 LS_OP_LIST(LS_X)
 #undef LS_X
 
-// What the kernels can run (types, layouts); shared by CudaBackend::supports and the tests.
+// supports_<op> of the node's op (the table in cuda_backend.cpp); shared by
+// CudaBackend::supports and the tests.
 bool supports_node(const Tensor& node);
 
 }  // namespace ls::cuda
