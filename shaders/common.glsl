@@ -10,6 +10,7 @@
 #extension GL_EXT_shader_explicit_arithmetic_types : require
 #extension GL_EXT_shader_8bit_storage : require
 #extension GL_EXT_shader_16bit_storage : require
+#include "core/quant/dtype_ids.h"
 
 // NATIVE_FMA: set at pipeline creation when the device's fma() was proven fused by the probe
 // at device init (shaders/fma_probe.comp, Context::probe_fma); false keeps the emulation.
@@ -30,9 +31,11 @@ layout(buffer_reference, std430, buffer_reference_align = 4) buffer F32 { float 
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer I32 { int v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer U32 { uint v[]; };
 
-// GGUF type ids (core/quant/dtype.h).
-const uint T_F32 = 0, T_F16 = 1, T_Q4_0 = 2, T_Q4_1 = 3, T_Q5_0 = 6, T_Q5_1 = 7, T_Q8_0 = 8, T_Q8_1 = 9,
-           T_Q2_K = 10, T_Q3_K = 11, T_Q4_K = 12, T_Q5_K = 13, T_Q6_K = 14, T_Q8_K = 15, T_BF16 = 30;
+// GGUF type ids, short names for the runtime `type` fields (core/quant/dtype_ids.h).
+const uint T_F32 = LS_TYPE_F32, T_F16 = LS_TYPE_F16, T_Q4_0 = LS_TYPE_Q4_0, T_Q4_1 = LS_TYPE_Q4_1,
+           T_Q5_0 = LS_TYPE_Q5_0, T_Q5_1 = LS_TYPE_Q5_1, T_Q8_0 = LS_TYPE_Q8_0, T_Q8_1 = LS_TYPE_Q8_1,
+           T_Q2_K = LS_TYPE_Q2_K, T_Q3_K = LS_TYPE_Q3_K, T_Q4_K = LS_TYPE_Q4_K, T_Q5_K = LS_TYPE_Q5_K,
+           T_Q6_K = LS_TYPE_Q6_K, T_Q8_K = LS_TYPE_Q8_K, T_BF16 = LS_TYPE_BF16;
 
 uint ld8(uint64_t a, uint i) { return uint(U8(a).v[i]); }
 int lds8(uint64_t a, uint i) { return int(I8(a).v[i]); }
