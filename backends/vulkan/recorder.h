@@ -6,6 +6,7 @@
 //    only where it touches memory an earlier unfenced dispatch wrote (or writes memory one
 //    read).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
