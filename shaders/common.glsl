@@ -10,6 +10,9 @@
 #extension GL_EXT_shader_explicit_arithmetic_types : require
 #extension GL_EXT_shader_8bit_storage : require
 #extension GL_EXT_shader_16bit_storage : require
+// LS_TYPE_*: the GGUF type ids of the `type` push-constant fields and the WTYPE / ATYPE
+// defines of the variants (one definition for C++, CUDA, GLSL and CMake).
+#include "core/quant/dtype_ids.h"
 
 // NATIVE_FMA: set at pipeline creation when the device's fma() was proven fused by the probe
 // at device init (shaders/fma_probe.comp, Context::probe_fma); false keeps the emulation.
@@ -29,10 +32,6 @@ layout(buffer_reference, std430, buffer_reference_align = 1) buffer I8 { int8_t 
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer F32 { float v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer I32 { int v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer U32 { uint v[]; };
-
-// GGUF type ids (core/quant/dtype.h).
-const uint T_F32 = 0, T_F16 = 1, T_Q4_0 = 2, T_Q4_1 = 3, T_Q5_0 = 6, T_Q5_1 = 7, T_Q8_0 = 8, T_Q8_1 = 9,
-           T_Q2_K = 10, T_Q3_K = 11, T_Q4_K = 12, T_Q5_K = 13, T_Q6_K = 14, T_Q8_K = 15, T_BF16 = 30;
 
 uint ld8(uint64_t a, uint i) { return uint(U8(a).v[i]); }
 int lds8(uint64_t a, uint i) { return int(I8(a).v[i]); }
@@ -303,34 +302,34 @@ float det_tanh(float y) {
 
 // ---- element e of a row of a cache / get_rows type (core/quant_*.cpp dequantizers)
 float dequant_elem(uint type, uint64_t row, uint e) {
-    if (type == T_F32) return F32(row).v[e];
-    if (type == T_F16) return h2f(ldh(row + 2u * e));
-    if (type == T_BF16) return bf2f(ldh(row + 2u * e));
+    if (type == LS_TYPE_F32) return F32(row).v[e];
+    if (type == LS_TYPE_F16) return h2f(ldh(row + 2u * e));
+    if (type == LS_TYPE_BF16) return bf2f(ldh(row + 2u * e));
     const uint j = e % 32u;
-    if (type == T_Q4_0 || type == T_Q4_1 || type == T_Q5_0 || type == T_Q5_1 || type == T_Q8_0) {
-        if (type == T_Q8_0) {
+    if (type == LS_TYPE_Q4_0 || type == LS_TYPE_Q4_1 || type == LS_TYPE_Q5_0 || type == LS_TYPE_Q5_1 || type == LS_TYPE_Q8_0) {
+        if (type == LS_TYPE_Q8_0) {
             const uint64_t b = row + uint64_t(e / 32u) * 34u;
             precise float v = h2f(ld16(b, 0u)) * float(lds8(b, 2u + j));
             return v;
         }
-        const uint bs = type == T_Q4_0 ? 18u : type == T_Q4_1 ? 20u : type == T_Q5_0 ? 22u : 24u;
+        const uint bs = type == LS_TYPE_Q4_0 ? 18u : type == LS_TYPE_Q4_1 ? 20u : type == LS_TYPE_Q5_0 ? 22u : 24u;
         const uint64_t b = row + uint64_t(e / 32u) * bs;
-        const uint qs = type == T_Q4_0 ? 2u : type == T_Q4_1 ? 4u : type == T_Q5_0 ? 6u : 8u;
+        const uint qs = type == LS_TYPE_Q4_0 ? 2u : type == LS_TYPE_Q4_1 ? 4u : type == LS_TYPE_Q5_0 ? 6u : 8u;
         int q = int(j < 16u ? (ld8(b, qs + j) & 15u) : (ld8(b, qs + j - 16u) >> 4));
-        if (type == T_Q5_0 || type == T_Q5_1) {
-            const uint qhoff = type == T_Q5_0 ? 2u : 4u;
+        if (type == LS_TYPE_Q5_0 || type == LS_TYPE_Q5_1) {
+            const uint qhoff = type == LS_TYPE_Q5_0 ? 2u : 4u;
             q |= int((ld32(b, qhoff) >> j) & 1u) << 4;
         }
         const float d = h2f(ld16(b, 0u));
-        if (type == T_Q4_0) { precise float v = d * float(q - 8); return v; }
-        if (type == T_Q5_0) { precise float v = d * float(q - 16); return v; }
+        if (type == LS_TYPE_Q4_0) { precise float v = d * float(q - 8); return v; }
+        if (type == LS_TYPE_Q5_0) { precise float v = d * float(q - 16); return v; }
         precise float v = d * float(q) + h2f(ld16(b, 2u));
         return v;
     }
-    const uint64_t bk = row + uint64_t(e / 256u) * (type == T_Q2_K ? 84u : type == T_Q3_K ? 110u : type == T_Q4_K ? 144u
-                                                   : type == T_Q5_K ? 176u : type == T_Q6_K ? 210u : 292u);
+    const uint64_t bk = row + uint64_t(e / 256u) * (type == LS_TYPE_Q2_K ? 84u : type == LS_TYPE_Q3_K ? 110u : type == LS_TYPE_Q4_K ? 144u
+                                                   : type == LS_TYPE_Q5_K ? 176u : type == LS_TYPE_Q6_K ? 210u : 292u);
     const uint el = e % 256u;
-    if (type == T_Q2_K) {
+    if (type == LS_TYPE_Q2_K) {
         const uint n = el / 128u, jj = (el % 128u) / 32u, l = el % 32u;
         const uint sc = ld8(bk, el / 16u);
         precise float dl = h2f(ld16(bk, 80u)) * float(sc & 15u);
@@ -339,7 +338,7 @@ float dequant_elem(uint type, uint64_t row, uint e) {
         precise float v = dl * float(q) - ml;
         return v;
     }
-    if (type == T_Q3_K) {
+    if (type == LS_TYPE_Q3_K) {
         const uint n = el / 128u, jj = (el % 128u) / 32u, l = el % 32u;
         const int lo = int((ld8(bk, 32u + 32u * n + l) >> (2u * jj)) & 3u);
         const int hi = int((ld8(bk, l) >> (4u * n + jj)) & 1u);
@@ -350,7 +349,7 @@ float dequant_elem(uint type, uint64_t row, uint e) {
         precise float v = dl * float(lo - (hi != 0 ? 0 : 4));
         return v;
     }
-    if (type == T_Q4_K || type == T_Q5_K) {
+    if (type == LS_TYPE_Q4_K || type == LS_TYPE_Q5_K) {
         const uint s = el / 32u;
         uint sc, m;
         if (s < 4u) {
@@ -361,15 +360,15 @@ float dequant_elem(uint type, uint64_t row, uint e) {
             m = (ld8(bk, 4u + s + 4u) >> 4) | ((ld8(bk, 4u + s) >> 6) << 4);
         }
         const uint c = el / 64u, h = (el % 64u) / 32u, l = el % 32u;
-        const uint qsoff = type == T_Q4_K ? 16u : 48u;
+        const uint qsoff = type == LS_TYPE_Q4_K ? 16u : 48u;
         uint q = (ld8(bk, qsoff + 32u * c + l) >> (4u * h)) & 15u;
-        if (type == T_Q5_K) q |= ((ld8(bk, 16u + (el % 32u)) >> (el / 32u)) & 1u) << 4;
+        if (type == LS_TYPE_Q5_K) q |= ((ld8(bk, 16u + (el % 32u)) >> (el / 32u)) & 1u) << 4;
         precise float dl = h2f(ld16(bk, 0u)) * float(sc);
         precise float ml = h2f(ld16(bk, 2u)) * float(m);
         precise float v = dl * float(q) - ml;
         return v;
     }
-    if (type == T_Q6_K) {
+    if (type == LS_TYPE_Q6_K) {
         const uint n = el / 128u, k = (el % 128u) / 32u, l = el % 32u;
         const uint lo = (ld8(bk, 64u * n + 32u * (k % 2u) + l) >> (4u * (k / 2u))) & 15u;
         const uint hi = (ld8(bk, 128u + 32u * n + l) >> (2u * k)) & 3u;

@@ -12,7 +12,7 @@ layout(push_constant, std430) uniform Pc { PcRows p; } pc;
 int index_at(uint i) { return pc.p.idx64 != 0u ? I32(pc.p.idx).v[2u * i] : I32(pc.p.idx).v[i]; }
 
 void main() {
-    const uint bsz = (pc.p.type == T_Q8_0 || pc.p.type == T_Q4_0) ? 32u : 1u;
+    const uint bsz = (pc.p.type == LS_TYPE_Q8_0 || pc.p.type == LS_TYPE_Q4_0) ? 32u : 1u;
     const uint nblk = pc.p.K / bsz;
     const uint g = gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * 64u;
     if (g >= nblk * pc.p.n) return;
@@ -22,12 +22,12 @@ void main() {
         if (index_at(j) == r) return;  // a later row overwrites this one
     const uint64_t src = pc.p.src + uint64_t(i) * pc.p.src_nb1 + uint64_t(b) * bsz * 4u;
     const uint64_t dst = pc.p.dst + uint64_t(r) * pc.p.dst_nb1;
-    if (pc.p.type == T_F32) { F32(dst).v[b] = F32(src).v[0]; return; }
-    if (pc.p.type == T_F16) { st16(dst, 2u * b, f2h(F32(src).v[0])); return; }
-    if (pc.p.type == T_BF16) { st16(dst, 2u * b, f2bf(F32(src).v[0])); return; }
+    if (pc.p.type == LS_TYPE_F32) { F32(dst).v[b] = F32(src).v[0]; return; }
+    if (pc.p.type == LS_TYPE_F16) { st16(dst, 2u * b, f2h(F32(src).v[0])); return; }
+    if (pc.p.type == LS_TYPE_BF16) { st16(dst, 2u * b, f2bf(F32(src).v[0])); return; }
     float x[32];
     for (uint j = 0u; j < 32u; ++j) x[j] = F32(src).v[j];
-    if (pc.p.type == T_Q8_0) {
+    if (pc.p.type == LS_TYPE_Q8_0) {
         // d = amax / 127, q = rne(x * (127 / amax))
         float amax = 0.0;
         for (uint j = 0u; j < 32u; ++j) amax = max(amax, abs(x[j]));

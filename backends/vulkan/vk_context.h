@@ -1,4 +1,6 @@
-// Vulkan instance, device, queue, memory and pipelines of the Vulkan backend (internal).
+// Vulkan instance, device, queue, memory and pipelines of the Vulkan backend (internal):
+// vk_loader.cpp (loader, instance, usable devices), vk_device.cpp (Context's device and
+// queue), vk_memory.cpp (suballocation, host copies), vk_pipelines.cpp, vk_fp_probe.cpp.
 #pragma once
 #define VK_NO_PROTOTYPES
 #include <vulkan/vulkan.h>
@@ -44,6 +46,9 @@ struct Loader {
 };
 // The process-wide loader and instance (created once; error set when unavailable).
 Loader& loader();
+
+// Throws std::runtime_error naming `what` unless r is VK_SUCCESS.
+void check(VkResult r, const char* what);
 
 struct Chunk {
     VkBuffer buf = VK_NULL_HANDLE;

@@ -1,0 +1,18 @@
+#include "backends/vulkan/ops/row_index.h"
+#include "backends/vulkan/ops/type_support.h"
+#include "backends/vulkan/ops/vk_ops.h"
+
+namespace ls::vk {
+
+bool supports_get_rows(const Tensor& n) { return dequant_type(n.src[0]->type) && host_readable(n.src[1]); }
+
+void plan_get_rows(const Tensor& n, Plan& plan) { plan_row_indices(n.src[1], n.src[0]->ne[1], "get_rows", plan); }
+
+void record_get_rows(const Tensor& n, Recorder& r) {
+    const Tensor *a = n.src[0], *b = n.src[1];
+    PcRows pc{r.addr(a), r.addr(b), r.addr(&n), uint32_t(a->type), uint32_t(a->ne[0]), uint32_t(b->ne[0]),
+              uint32_t(b->type == DType::I64), uint32_t(a->nb[1]), uint32_t(n.nb[1])};
+    r.dispatch1d("get_rows", pc, uint64_t(a->ne[0]) * b->ne[0], {r.range(a), r.range(b)}, {r.range(&n)});
+}
+
+}  // namespace ls::vk

@@ -1,0 +1,29 @@
+// What the shaders can read and write, for the supports_<op> functions.
+#pragma once
+#include "core/ir/tensor.h"
+
+namespace ls::vk {
+
+// Element types common.glsl's load_elem dequantizes.
+inline bool dequant_type(DType t) {
+    switch (t) {
+        case DType::F32: case DType::F16: case DType::BF16: case DType::Q4_0: case DType::Q4_1: case DType::Q5_0:
+        case DType::Q5_1: case DType::Q8_0: case DType::Q2_K: case DType::Q3_K: case DType::Q4_K: case DType::Q5_K:
+        case DType::Q6_K: case DType::Q8_K:
+            return true;
+        default:
+            return false;
+    }
+}
+// Weight types mul_mat has a dot variant for.
+inline bool weight_type(DType t) { return dequant_type(t) && t != DType::Q8_K; }
+// KV cache types set_rows writes and attention reads.
+inline bool cache_type(DType t) {
+    return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::Q8_0 || t == DType::Q4_0;
+}
+// Tensors whose values the host needs (indices, positions): graph inputs or persistent.
+inline bool host_readable(const Tensor* t) {
+    return t && ((t->kind == TensorKind::Input && !t->view_src) || t->kind == TensorKind::Persistent) && t->is_contiguous();
+}
+
+}  // namespace ls::vk

@@ -1,0 +1,29 @@
+// The Vulkan backend's per-op functions, one file per op under backends/vulkan/ops/, named
+// as in core/ir/op_list.h. op_table.cpp takes their addresses from the same rows, so an op
+// without its file fails to link.
+//  supports_<op>: whether this backend runs the node (types, strides, host-readable inputs);
+//  plan_<op>:     the host pass (checks that must fail before anything is recorded, aux
+//                 buffer needs, rope tables);
+//  record_<op>:   push constants and dispatches.
+#pragma once
+#include "backends/vulkan/recorder.h"
+#include "core/ir/op_list.h"
+
+namespace ls::vk {
+
+#define LS_X(E, n, P)                         \
+    bool supports_##n(const Tensor& node);    \
+    void plan_##n(const Tensor& node, Plan& plan); \
+    void record_##n(const Tensor& node, Recorder& rec);
+LS_OP_LIST(LS_X)
+#undef LS_X
+
+struct OpEntry {
+    bool (*supports)(const Tensor&);
+    void (*plan)(const Tensor&, Plan&);
+    void (*record)(const Tensor&, Recorder&);
+};
+// The entry of op (not NONE).
+const OpEntry& op_entry(OpId op);
+
+}  // namespace ls::vk

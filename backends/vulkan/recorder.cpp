@@ -1,0 +1,57 @@
+#include "backends/vulkan/recorder.h"
+
+#include <chrono>
+#include <stdexcept>
+
+#include "backends/vulkan/vk_buffer.h"
+
+namespace ls::vk {
+namespace {
+bool overlaps(const std::vector<Range>& v, const Range& r) {
+    for (const Range& x : v)
+        if (x.lo < r.hi && r.lo < x.hi) return true;
+    return false;
+}
+}  // namespace
+
+uint64_t Recorder::addr(const Tensor* t) const {
+    if (!t->buffer) throw std::logic_error("vulkan: tensor '" + t->name + "' has no buffer");
+    if (t->buffer->backend != &owner_) throw std::logic_error("vulkan: a tensor lives in another backend's buffer");
+    const VkBuf& b = static_cast<const VkBuf&>(*t->buffer);
+    return b.chunk->addr + b.off + t->offset;
+}
+
+void Recorder::dispatch_bytes(const std::string& variant, const void* pc, uint32_t size, uint32_t gx, uint32_t gy,
+                              std::initializer_list<Range> reads, std::initializer_list<Range> writes) {
+    bool dep = false;
+    for (const Range& r : reads) dep |= overlaps(pending_w_, r);
+    for (const Range& w : writes) dep |= overlaps(pending_w_, w) || overlaps(pending_r_, w);
+    if (dep) {
+        VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+        mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT;
+        mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+        ctx.vkCmdPipelineBarrier(ctx.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb,
+                                 0, nullptr, 0, nullptr);
+        pending_w_.clear();
+        pending_r_.clear();
+        ++barriers_;
+    }
+    pending_r_.insert(pending_r_.end(), reads.begin(), reads.end());
+    pending_w_.insert(pending_w_.end(), writes.begin(), writes.end());
+    ctx.vkCmdBindPipeline(ctx.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, ctx.pipeline(variant));
+    ctx.vkCmdPushConstants(ctx.cmd, ctx.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, size, pc);
+    ctx.vkCmdDispatch(ctx.cmd, gx, gy, 1);
+    if (profile_) {  // LOCKSTEP_PROFILE: each dispatch submitted and timed on its own
+        if (ctx.vkEndCommandBuffer(ctx.cmd) != VK_SUCCESS) throw std::runtime_error("vulkan: vkEndCommandBuffer failed");
+        const auto t0 = std::chrono::steady_clock::now();
+        ctx.submit_and_wait();
+        prof_[variant] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+        bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+        if (ctx.vkBeginCommandBuffer(ctx.cmd, &bi) != VK_SUCCESS) throw std::runtime_error("vulkan: vkBeginCommandBuffer failed");
+        pending_w_.clear();
+        pending_r_.clear();
+    }
+}
+
+}  // namespace ls::vk

@@ -1,0 +1,87 @@
+// The two passes of VulkanBackend::compute, as the per-op files (ops/*.cpp) see them:
+//  Plan: the host pass, before anything is recorded, so an op's checks fail with every
+//    buffer untouched; it also sizes the aux buffer (activation rows, attention scores) and
+//    builds rope's cos/sin tables.
+//  Recorder: the recording pass, one command buffer per graph; a dispatch gets a barrier
+//    only where it touches memory an earlier unfenced dispatch wrote (or writes memory one
+//    read).
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "backends/vulkan/vk_context.h"
+#include "core/ir/tensor.h"
+#include "shaders/push.h"
+
+namespace ls::vk {
+
+struct Range {
+    uint64_t lo, hi;
+};
+
+struct Plan {
+    // The bytes of a tensor whose values the host needs (a graph input's data, else a
+    // download).
+    std::function<std::vector<uint8_t>(const Tensor*)> host_bytes;
+    size_t act_bytes = 0, score_bytes = 0;
+    std::vector<float> rope_tables;            // (cos, sin) pairs
+    std::map<const Tensor*, size_t> rope_off;  // node -> float offset of its table
+    // Nodes with the same positions, factors and parameters share one table.
+    std::map<std::tuple<const Tensor*, const Tensor*, int32_t, int32_t, float, float>, size_t> rope_dedup;
+    std::map<const Tensor*, uint32_t> attn_keys;  // attention node -> key slots per query
+};
+
+class Recorder {
+public:
+    Recorder(Context& ctx, const Backend& owner, const Plan& plan, bool profile, std::map<std::string, double>& prof)
+        : ctx(ctx), plan(plan), owner_(owner), profile_(profile), prof_(prof) {}
+
+    uint64_t addr(const Tensor* t) const;
+    Range range(const Tensor* t) const { return {addr(t), addr(t) + std::max<size_t>(t->nbytes(), 1)}; }
+
+    // One dispatch, with a barrier first when it depends on unfenced work.
+    template <class P>
+    void dispatch(const std::string& variant, const P& pc, uint32_t gx, uint32_t gy, std::initializer_list<Range> reads,
+                  std::initializer_list<Range> writes) {
+        static_assert(sizeof(P) <= 128);
+        dispatch_bytes(variant, &pc, sizeof(P), gx, gy, reads, writes);
+    }
+    // Groups for `total` invocations of 64 (shaders fold y into the linear index).
+    static std::pair<uint32_t, uint32_t> groups(uint64_t total) {
+        const uint64_t g = std::max<uint64_t>((total + 63) / 64, 1);
+        const uint64_t gx = std::min<uint64_t>(g, 65535);
+        return {uint32_t(gx), uint32_t((g + gx - 1) / gx)};
+    }
+    template <class P>
+    void dispatch1d(const std::string& v, const P& pc, uint64_t total, std::initializer_list<Range> r, std::initializer_list<Range> w) {
+        auto [gx, gy] = groups(total);
+        dispatch(v, pc, gx, gy, r, w);
+    }
+
+    Context& ctx;
+    const Plan& plan;
+    Range act{}, scores{};   // the aux buffer's activation rows and attention scores
+    uint64_t rope_base = 0;  // address of plan.rope_tables in the aux buffer
+    // The activation rows in `act` are this tensor quantized to act_t, so a mul_mat on the
+    // same input (q, k, v; gate, up) skips the quantizer.
+    const Tensor* act_x = nullptr;
+    DType act_t = DType::F32;
+
+private:
+    void dispatch_bytes(const std::string& variant, const void* pc, uint32_t size, uint32_t gx, uint32_t gy,
+                        std::initializer_list<Range> reads, std::initializer_list<Range> writes);
+    const Backend& owner_;
+    std::vector<Range> pending_r_, pending_w_;
+    size_t barriers_ = 0;
+    bool profile_;
+    std::map<std::string, double>& prof_;
+};
+
+}  // namespace ls::vk

@@ -1,0 +1,49 @@
+// Compute pipelines, one per shader variant (backends/vulkan/shader_blobs.h), created on
+// first use with the device's specialization constants.
+#include "backends/vulkan/vk_context.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "backends/vulkan/shader_blobs.h"
+
+namespace ls::vk {
+
+VkPipeline Context::pipeline(const std::string& variant) {
+    if (auto it = pipelines_.find(variant); it != pipelines_.end()) return it->second;
+    VkPipeline p = make_pipeline(variant, native_fma, native_d2f);
+    pipelines_[variant] = p;
+    return p;
+}
+
+VkPipeline Context::make_pipeline(const std::string& variant, bool fused, bool d2f) {
+    const ShaderBlob* blob = nullptr;
+    for (size_t i = 0; i < kShaderBlobCount; ++i)
+        if (variant == kShaderBlobs[i].name) blob = &kShaderBlobs[i];
+    if (!blob) throw std::logic_error("vulkan: no shader variant '" + variant + "' in this build");
+    VkShaderModuleCreateInfo smi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+    smi.codeSize = blob->n_words * 4;
+    smi.pCode = blob->words;
+    VkShaderModule mod;
+    check(vkCreateShaderModule(dev, &smi, nullptr, &mod), "vkCreateShaderModule");
+    VkComputePipelineCreateInfo cpi{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+    cpi.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+    cpi.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    cpi.stage.module = mod;
+    cpi.stage.pName = "main";
+    // constant_id 0: NATIVE_FMA, 1: NATIVE_D2F (32-bit VkBool32s); ignored by shaders that
+    // do not use them.
+    // 2: SUBGROUP_SIZE, 3: SUBGROUP_OPS (VK_SUBGROUP_FEATURE_* bits), 4: SHARED_BYTES.
+    const uint32_t spec[5] = {fused ? VK_TRUE : VK_FALSE, d2f ? VK_TRUE : VK_FALSE, subgroup_size, subgroup_ops, shared_bytes};
+    VkSpecializationMapEntry entries[5];
+    for (uint32_t i = 0; i < 5; ++i) entries[i] = {i, 4 * i, 4};
+    VkSpecializationInfo si{5, entries, sizeof(spec), spec};
+    cpi.stage.pSpecializationInfo = &si;
+    cpi.layout = layout;
+    VkPipeline p;
+    const VkResult r = vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &cpi, nullptr, &p);
+    vkDestroyShaderModule(dev, mod, nullptr);
+    check(r, ("vkCreateComputePipelines (" + variant + ")").c_str());
+    return p;
+}
+}  // namespace ls::vk

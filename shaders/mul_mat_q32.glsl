@@ -1,0 +1,51 @@
+// Weight blocks of 32 elements (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0; WTYPE) against activation
+// blocks of Q8_0 (Q8_1 for the _1 types): block sizes and the integer levels of a weight
+// block. Shared by the plain, mul_mat_id, shared-memory and subgroup dot kernels.
+#if WTYPE == LS_TYPE_Q4_0
+const uint WB = 18u;
+#elif WTYPE == LS_TYPE_Q4_1
+const uint WB = 20u;
+#elif WTYPE == LS_TYPE_Q5_0
+const uint WB = 22u;
+#elif WTYPE == LS_TYPE_Q5_1
+const uint WB = 24u;
+#else
+const uint WB = 34u;
+#endif
+#if WTYPE == LS_TYPE_Q4_1 || WTYPE == LS_TYPE_Q5_1
+const uint AB = 36u, AQ = 4u;
+#else
+const uint AB = 34u, AQ = 2u;
+#endif
+
+// Integer levels of weight block wb.
+void wlevels(uint64_t wb, out int q[32]) {
+    // Weight levels from 32-bit loads (blocks are 2-aligned; ldw* handle both cases).
+#if WTYPE == LS_TYPE_Q8_0
+    uint ww[8];
+    ldw8(wb + 2u, ww);
+    for (uint j = 0u; j < 32u; ++j) q[j] = sb(ww[j / 4u], j % 4u);
+#else
+#if WTYPE == LS_TYPE_Q4_0 || WTYPE == LS_TYPE_Q5_0
+    const uint qs = WTYPE == LS_TYPE_Q4_0 ? 2u : 6u;
+#else
+    const uint qs = WTYPE == LS_TYPE_Q4_1 ? 4u : 8u;
+#endif
+    uint ww[4];
+    ldw4(wb + qs, ww);
+    for (uint j = 0u; j < 16u; ++j) {
+        const uint byte = (ww[j / 4u] >> (8u * (j % 4u))) & 0xFFu;
+        q[j] = int(byte & 15u);
+        q[j + 16u] = int(byte >> 4);
+    }
+#if WTYPE == LS_TYPE_Q5_0 || WTYPE == LS_TYPE_Q5_1
+    const uint qh = ldw1(wb + (WTYPE == LS_TYPE_Q5_0 ? 2u : 4u));
+    for (uint j = 0u; j < 32u; ++j) q[j] |= int((qh >> j) & 1u) << 4;
+#endif
+#if WTYPE == LS_TYPE_Q4_0
+    for (uint j = 0u; j < 32u; ++j) q[j] -= 8;
+#elif WTYPE == LS_TYPE_Q5_0
+    for (uint j = 0u; j < 32u; ++j) q[j] -= 16;
+#endif
+#endif
+}

@@ -1,0 +1,144 @@
+// K-quant weights (Q2_K .. Q6_K; WTYPE) against Q8_K activations (256-element
+// super-blocks): block layout, levels, sub-block scales and the exact integer sums of a
+// super-block. Needs pc (PcMulMat or PcMulMatId) and MT from the including kernel.
+// WB block bytes, SUB sub-block size, D / DMIN byte offsets of the f16 scales.
+#if WTYPE == LS_TYPE_Q2_K
+const uint WB = 84u, SUB = 16u, D = 80u, DMIN = 82u;
+#elif WTYPE == LS_TYPE_Q3_K
+const uint WB = 110u, SUB = 16u, D = 108u, DMIN = 0u;
+#elif WTYPE == LS_TYPE_Q4_K
+const uint WB = 144u, SUB = 32u, D = 0u, DMIN = 2u;
+#elif WTYPE == LS_TYPE_Q5_K
+const uint WB = 176u, SUB = 32u, D = 0u, DMIN = 2u;
+#else
+const uint WB = 210u, SUB = 16u, D = 208u, DMIN = 0u;
+#endif
+const bool HAS_MIN = WTYPE == LS_TYPE_Q2_K || WTYPE == LS_TYPE_Q4_K || WTYPE == LS_TYPE_Q5_K;
+
+// Integer level of element e of a super-block (the reference's *_value helpers).
+int wlevel(uint64_t wb, uint e) {
+#if WTYPE == LS_TYPE_Q2_K
+    const uint n = e / 128u, j = (e % 128u) / 32u, l = e % 32u;
+    return int((ld8(wb, 16u + 32u * n + l) >> (2u * j)) & 3u);
+#elif WTYPE == LS_TYPE_Q3_K
+    const uint n = e / 128u, j = (e % 128u) / 32u, l = e % 32u;
+    const int lo = int((ld8(wb, 32u + 32u * n + l) >> (2u * j)) & 3u);
+    const int hi = int((ld8(wb, l) >> (4u * n + j)) & 1u);
+    return lo - (hi != 0 ? 0 : 4);
+#elif WTYPE == LS_TYPE_Q4_K || WTYPE == LS_TYPE_Q5_K
+    const uint c = e / 64u, h = (e % 64u) / 32u, l = e % 32u;
+    int v = int((ld8(wb, (WTYPE == LS_TYPE_Q4_K ? 16u : 48u) + 32u * c + l) >> (4u * h)) & 15u);
+#if WTYPE == LS_TYPE_Q5_K
+    v |= int((ld8(wb, 16u + (e % 32u)) >> (e / 32u)) & 1u) << 4;
+#endif
+    return v;
+#else
+    const uint n = e / 128u, k = (e % 128u) / 32u, l = e % 32u;
+    const uint lo = (ld8(wb, 64u * n + 32u * (k % 2u) + l) >> (4u * (k / 2u))) & 15u;
+    const uint hi = (ld8(wb, 128u + 32u * n + l) >> (2u * k)) & 3u;
+    return int(lo | (hi << 4)) - 32;
+#endif
+}
+
+// Scale (and min) of sub-block s.
+void wscale(uint64_t wb, uint s, out int sc, out int mn) {
+#if WTYPE == LS_TYPE_Q2_K
+    const uint v = ld8(wb, s);
+    sc = int(v & 15u);
+    mn = int(v >> 4);
+#elif WTYPE == LS_TYPE_Q3_K
+    const int lo = int(s < 8u ? (ld8(wb, 96u + s) & 15u) : (ld8(wb, 96u + s - 8u) >> 4));
+    const int hi = int((ld8(wb, 104u + (s & 3u)) >> (2u * (s >> 2u))) & 3u);
+    sc = (lo | (hi << 4)) - 32;
+    mn = 0;
+#elif WTYPE == LS_TYPE_Q4_K || WTYPE == LS_TYPE_Q5_K
+    if (s < 4u) {
+        sc = int(ld8(wb, 4u + s) & 63u);
+        mn = int(ld8(wb, 8u + s) & 63u);
+    } else {
+        sc = int((ld8(wb, 8u + s) & 15u) | ((ld8(wb, s) >> 6) << 4));
+        mn = int((ld8(wb, 8u + s) >> 4) | ((ld8(wb, 4u + s) >> 6) << 4));
+    }
+#else
+    sc = lds8(wb, 192u + s);
+    mn = 0;
+#endif
+}
+
+#if WTYPE == LS_TYPE_Q4_K || WTYPE == LS_TYPE_Q5_K || WTYPE == LS_TYPE_Q6_K
+// Integer sums of one super-block from 32-bit loads (exact, so their order is free).
+void block_isums(uint64_t wb, uint64_t abase, uint mc, inout int isum[MT], inout int msum[MT]) {
+    int q[32];
+#if WTYPE == LS_TYPE_Q6_K
+    uint scw[4];
+    ldw4(wb + 192u, scw);
+    for (uint hn = 0u; hn < 2u; ++hn) {
+        uint qhw[8];
+        ldw8(wb + 128u + 32u * hn, qhw);
+        for (uint kk = 0u; kk < 2u; ++kk) {
+            uint qlw[8];
+            ldw8(wb + 64u * hn + 32u * kk, qlw);
+            for (uint k2 = 0u; k2 < 2u; ++k2) {
+                const uint k = kk + 2u * k2;
+                for (uint l = 0u; l < 32u; ++l) {
+                    const uint lo = (qlw[l / 4u] >> (8u * (l % 4u) + 4u * k2)) & 15u;
+                    const uint hi = (qhw[l / 4u] >> (8u * (l % 4u) + 2u * k)) & 3u;
+                    q[l] = int(lo | (hi << 4)) - 32;
+                }
+                const uint s0 = 8u * hn + 2u * k;
+                const int sc0 = sb(scw[s0 / 4u], s0 % 4u), sc1 = sb(scw[(s0 + 1u) / 4u], (s0 + 1u) % 4u);
+                for (uint m = 0u; m < mc; ++m) {
+                    uint aw[8];
+                    ldw8(abase + uint64_t(m) * pc.p.act_nb1 + 4u + 128u * hn + 32u * k, aw);
+                    int si0 = 0, si1 = 0;
+                    for (uint l = 0u; l < 16u; ++l) si0 += q[l] * sb(aw[l / 4u], l % 4u);
+                    for (uint l = 16u; l < 32u; ++l) si1 += q[l] * sb(aw[l / 4u], l % 4u);
+                    isum[m] += sc0 * si0 + sc1 * si1;
+                }
+            }
+        }
+    }
+#else
+    uint scw[3];
+    for (uint i = 0u; i < 3u; ++i) scw[i] = ldw1(wb + 4u + 4u * i);
+#if WTYPE == LS_TYPE_Q5_K
+    uint qhw[8];
+    ldw8(wb + 16u, qhw);
+#endif
+    for (uint c = 0u; c < 4u; ++c) {
+        uint qw[8];
+        ldw8(wb + (WTYPE == LS_TYPE_Q4_K ? 16u : 48u) + 32u * c, qw);
+        for (uint h = 0u; h < 2u; ++h) {
+            const uint s = 2u * c + h;
+            for (uint l = 0u; l < 32u; ++l) {
+                q[l] = int((qw[l / 4u] >> (8u * (l % 4u) + 4u * h)) & 15u);
+#if WTYPE == LS_TYPE_Q5_K
+                q[l] |= int((qhw[l / 4u] >> (8u * (l % 4u) + s)) & 1u) << 4;
+#endif
+            }
+            // scales (core/quant/quant_k.cpp get_scale_min_k4), bytes of scw
+#define SCB(k) ((scw[(k) / 4u] >> (8u * ((k) % 4u))) & 0xFFu)
+            int sc, mn;
+            if (s < 4u) {
+                sc = int(SCB(s) & 63u);
+                mn = int(SCB(s + 4u) & 63u);
+            } else {
+                sc = int((SCB(s + 4u) & 15u) | ((SCB(s - 4u) >> 6) << 4));
+                mn = int((SCB(s + 4u) >> 4) | ((SCB(s) >> 6) << 4));
+            }
+#undef SCB
+            for (uint m = 0u; m < mc; ++m) {
+                const uint64_t ab = abase + uint64_t(m) * pc.p.act_nb1;
+                uint aw[8];
+                ldw8(ab + 4u + 32u * s, aw);
+                int si = 0;
+                for (uint l = 0u; l < 32u; ++l) si += q[l] * sb(aw[l / 4u], l % 4u);
+                isum[m] += sc * si;
+                const uint bw = ldw1(ab + 260u + 4u * s);
+                msum[m] += mn * ((int(bw << 16) >> 16) + (int(bw) >> 16));
+            }
+        }
+    }
+#endif
+}
+#endif
