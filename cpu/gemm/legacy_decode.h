@@ -2,7 +2,7 @@
 // to 32 bytes. Include only where LS_GEMM_AVX2 is set.
 #pragma once
 #include "core/quant/quant_blocks.h"
-#include "cpu/avx2_bits.h"
+#include "cpu/avx2_unpack.h"
 #include "cpu/gemm/isa.h"
 #include "cpu/gemm/vec256.h"
 

@@ -13,12 +13,11 @@ namespace ls::cpu::gemm {
 using namespace ls::qb;
 
 namespace {
-// The legacy tile with 16 rows: each row decoded to unsigned bytes as above, the two 8-row
-// halves transposed as above and joined, so that vector j lane r = bytes 4j..4j+3 of row r.
-// Per lane the same exact integer sum and the same float operations as the 8-row form.
+// Each row decoded to unsigned bytes and the two 8-row halves transposed as in the 8-row form
+// (legacy_tile8.cpp), then joined, so that vector j lane r = bytes 4j..4j+3 of row r. Per lane
+// the same exact integer sum and the same float operations as the 8-row form.
 template <class D, int G>
-void tile16(const uint8_t* const* wr, const uint8_t* a, size_t astride, size_t extra_off, int64_t nb,
-                   float* const* out, int nr, size_t pf) {
+void tile16(const uint8_t* const* wr, const uint8_t* a, size_t astride, size_t extra_off, int64_t nb, float* const* out, int nr, size_t pf) {
     using Block = typename D::Block;
     __m512 acc[G];
     for (int g = 0; g < G; ++g) acc[g] = _mm512_setzero_ps();
@@ -40,7 +39,7 @@ void tile16(const uint8_t* const* wr, const uint8_t* a, size_t astride, size_t e
         for (int g0 = 0; g0 < G; g0 += S) {
             const int8_t* yq[S];
             for (int g = 0; g < S; ++g) yq[g] = reinterpret_cast<const BlockQ8_0*>(a + astride * static_cast<size_t>(g0 + g))[i].qs;
-            constexpr int C = S == 1 ? 4 : S < 4 ? 2 : 1;  // independent chains, as in legacy_tile
+            constexpr int C = S == 1 ? 4 : S < 4 ? 2 : 1;  // independent chains, as in legacy_tile8.cpp
             __m512i c[C][S];
             for (int h = 0; h < C; ++h)
                 for (int g = 0; g < S; ++g) c[h][g] = _mm512_setzero_si512();
