@@ -11,6 +11,11 @@
 #include <cstring>
 
 #include "cpu/gemm/act_layout.h"
+#if LS_GEMM_VNNI
+#include "cpu/gemm/block_sums_vnni.h"
+#else
+#include "cpu/gemm/block_sums_avx2.h"
+#endif
 #include "cpu/gemm/legacy_decode.h"
 #include "cpu/gemm/vec256.h"
 
@@ -22,7 +27,6 @@ template <class D, int G>
 void legacy_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, size_t extra_off, int64_t nb,
                  float* const* out, int nr, size_t pf) {
     using Block = typename D::Block;
-    [[maybe_unused]] const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc[G];
     for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; ++i) {
@@ -52,42 +56,7 @@ void legacy_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, siz
                 const uint8_t* ag = a + astride * static_cast<size_t>(g0 + g);
                 yq[g] = reinterpret_cast<const BlockQ8_0*>(ag)[i].qs;
             }
-#if LS_GEMM_VNNI
-            // u in [0, 255], y in [-127, 127]: each lane sums 4 products exactly (the offset
-            // is taken off below). Fewer than 4 tokens: 2 or 4 chains per token, so that
-            // dpbusd's latency overlaps.
-            constexpr int C = S == 1 ? 4 : S < 4 ? 2 : 1;
-            __m256i c[C][S];
-            for (int h = 0; h < C; ++h)
-                for (int g = 0; g < S; ++g) c[h][g] = _mm256_setzero_si256();
-            for (int j = 0; j < 8; j += C)
-                for (int h = 0; h < C; ++h)
-                    for (int g = 0; g < S; ++g) c[h][g] = dpbusd(c[h][g], q[j + h], bcast4(yq[g] + 4 * (j + h)));
-            for (int g = 0; g < S; ++g) {
-                s[g] = c[0][g];
-                for (int h = 1; h < C; ++h) s[g] = _mm256_add_epi32(s[g], c[h][g]);
-            }
-#else
-            if constexpr (D::kOff == 0) {
-                // Signed: |x| * (y * sign x); a pair reaches 2*128*127, so widen each product.
-                for (int g = 0; g < S; ++g) s[g] = _mm256_setzero_si256();
-                for (int j = 0; j < 8; ++j)
-                    for (int g = 0; g < S; ++g)
-                        s[g] = _mm256_add_epi32(s[g], _mm256_madd_epi16(_mm256_maddubs_epi16(q[j], _mm256_sign_epi8(bcast4(yq[g] + 4 * j), s8[j])), ones));
-            } else {
-                // Rows are lanes: q[j] times 4 activation bytes broadcast. u <= 31, so a maddubs
-                // pair is at most 2*31*127 = 7874 in magnitude and four of them fit int16.
-                for (int g = 0; g < S; ++g) s[g] = _mm256_setzero_si256();
-                for (int k = 0; k < 2; ++k) {
-                    __m256i t[S];
-                    for (int g = 0; g < S; ++g) t[g] = _mm256_maddubs_epi16(q[4 * k], bcast4(yq[g] + 16 * k));
-                    for (int j = 1; j < 4; ++j)
-                        for (int g = 0; g < S; ++g)
-                            t[g] = _mm256_add_epi16(t[g], _mm256_maddubs_epi16(q[4 * k + j], bcast4(yq[g] + 16 * k + 4 * j)));
-                    for (int g = 0; g < S; ++g) s[g] = _mm256_add_epi32(s[g], _mm256_madd_epi16(t[g], ones));
-                }
-            }
-#endif
+            legacy_block_sums<D, S>(q, s8, yq, s);
             for (int g = 0; g < S; ++g) {
                 const uint8_t* ag = a + astride * static_cast<size_t>(g0 + g);
                 const float* yd = reinterpret_cast<const float*>(ag + extra_off);

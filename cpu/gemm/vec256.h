@@ -68,14 +68,4 @@ inline __m256i bcast4(const int8_t* p) {
     }
 }
 
-#if LS_GEMM_VNNI
-[[gnu::always_inline]] inline __m256i dpbusd(__m256i acc, __m256i u, __m256i s) {
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-    return _mm256_dpbusd_epi32(acc, u, s);
-#else
-    return _mm256_dpbusd_avx_epi32(acc, u, s);
-#endif
-}
-#endif
-
 }  // namespace ls::cpu::gemm
