@@ -13,7 +13,7 @@
 #define LS_QUANT_AVX2 1
 #include <immintrin.h>
 
-#include "cpu/avx2_bits.h"
+#include "cpu/avx2_unpack.h"
 #endif
 
 namespace ls::cpu {

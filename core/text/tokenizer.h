@@ -1,12 +1,15 @@
 // Tokenizers for GGUF models: SentencePiece-style BPE ("llama": Gemma, Llama 2, ...) and
-// GPT-2 style byte-level BPE ("gpt2": Llama 3, Qwen, ...), a streaming UTF-8 detokenizer
-// and the chat templates the engine knows.
+// GPT-2 style byte-level BPE ("gpt2": Llama 3, Qwen, ...). The streaming UTF-8 detokenizer
+// (utf8.h) and the chat templates (chat_template.h) come with it.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "core/text/chat_template.h"
+#include "core/text/utf8.h"
 
 namespace ls {
 
@@ -37,11 +40,6 @@ struct Vocab {
     int32_t eot_id = -1;  // -1: detected from the token texts (<end_of_turn>, <|eot_id|>, ...)
     bool add_bos = false, add_eos = false, add_space_prefix = false;
     std::string pre;  // gpt2 pre-tokenizer name (tokenizer.ggml.pre): "gpt2", "llama-bpe", "qwen2", ...
-};
-
-struct ChatMsg {
-    std::string role;  // "system", "user", "assistant"
-    std::string content;
 };
 
 // Immutable after construction; copies share the tables.
@@ -80,23 +78,5 @@ public:
 private:
     std::shared_ptr<const Impl> impl_;
 };
-
-// Streaming detokenizer: push token pieces, get back only complete, valid UTF-8.
-// A partial multi-byte sequence is held until the next push; bytes that can never form
-// valid UTF-8 come out as U+FFFD; flush() turns a pending partial sequence into U+FFFD.
-class Utf8Stream {
-public:
-    std::string push(const std::string& piece);
-    std::string flush();
-
-private:
-    std::string pending_;
-};
-
-// Renders a conversation in the model's chat format, without the BOS token (encode with
-// add_bos=true, parse_special=true). arch "gemma4": <|turn>role ... <turn|> turns with a
-// system role; other "gemma*": Gemma turns (system merged into the first user turn, assistant
-// printed as "model"); anything else: ChatML.
-std::string format_chat(const std::vector<ChatMsg>& msgs, bool add_generation_prompt, const std::string& arch);
 
 }  // namespace ls

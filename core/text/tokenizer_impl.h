@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/text/tokenizer.h"
+#include "core/text/utf8.h"
 
 namespace ls {
 
@@ -68,11 +69,18 @@ struct Tokenizer::Impl {
     void build_bpe();
 };
 
-// UTF-8 helpers shared by the tokenizer files.
-// Length of the well-formed sequence starting at s[i] (1..4), or 0 if s[i] does not
-// start one (invalid lead, bad continuation, overlong, surrogate, truncated).
-size_t utf8_valid_len(std::string_view s, size_t i);
-// Appends the UTF-8 encoding of cp.
-void utf8_append(std::string& out, uint32_t cp);
+// "<0xAB>" -> 0xAB, else -1: the byte-fallback pieces, read when the vocabulary is indexed
+// and again when a token is turned back into bytes.
+inline int parse_byte_piece(std::string_view t) {
+    const auto hexval = [](char c) {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        return -1;
+    };
+    if (t.size() != 6 || t.substr(0, 3) != "<0x" || t[5] != '>') return -1;
+    int h = hexval(t[3]), l = hexval(t[4]);
+    return (h < 0 || l < 0) ? -1 : h * 16 + l;
+}
 
 }  // namespace ls

@@ -1,4 +1,5 @@
-// AVX2 bit-unpacking helpers shared by the row conversions and the GEMM tiles.
+// AVX2 unpacking of packed quant bits (4-bit nibbles, 1-bit high bits) into bytes, shared by
+// the row conversions (quant_rows.cpp) and the GEMM tiles (cpu/gemm/).
 // Include only inside code compiled for AVX2.
 #pragma once
 #include <immintrin.h>

@@ -1,0 +1,201 @@
+// The K-quant types (256-element super-blocks: Q4_K, Q6_K) in 8-row tiles: per super-block
+// and row, the unpacked values and scale vectors are reused by every token; the 8 rows'
+// 8-lane partial sums go through one hadd tree per super-block. With AVX-512 BW a row's 256
+// values go in four 512-bit vectors instead of eight 256-bit ones: the same exact sums.
+#include "cpu/gemm/tiles.h"
+
+#if LS_GEMM_AVX2
+#include <cstring>
+
+#include "core/quant/quant_blocks.h"
+#include "cpu/gemm/vec256.h"
+
+namespace ls::cpu::gemm {
+using namespace ls::qb;
+
+namespace {
+
+#if LS_GEMM_K512
+// Row r's sum over a super-block: sum_m madd(maddubs(qb[64m..], y[64m..]), sc[m]) in 16
+// lanes, folded to 8 (exact int32 adds). sc[m] holds the int16 scales of 256-bit halves 2m
+// and 2m+1 (their ymm forms side by side).
+[[gnu::always_inline]] inline __m256i ksum512(const uint8_t* qb, const __m512i* y4, const __m512i* sc, __m512i s) {
+    for (int m = 0; m < 4; ++m) {
+        const __m512i p = _mm512_maddubs_epi16(_mm512_load_si512(qb + 64 * m), y4[m]);
+        s = _mm512_add_epi32(s, _mm512_madd_epi16(p, sc[m]));
+    }
+    return _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1));
+}
+[[gnu::always_inline]] inline void join_scales(const __m256i* scv, __m512i* scz) {
+    for (int m = 0; m < 4; ++m) scz[m] = _mm512_inserti64x4(_mm512_castsi256_si512(scv[2 * m]), scv[2 * m + 1], 1);
+}
+#endif
+
+// Q4_K / Q8_K. Per row and super-block: 256 unsigned nibbles in element order, 8 int16 scale
+// broadcasts, the mins duplicated per bsum pair.
+template <int G>
+void q4k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t nb, float* const* out, int nr, size_t pf) {
+    alignas(64) uint8_t qb[8][QK_K];
+    __m256i scv[8][8], mnv[8];
+#if LS_GEMM_K512
+    __m512i scz[8][4];
+#endif
+    __m256 acc[G], macc[G];
+    for (int g = 0; g < G; ++g) acc[g] = macc[g] = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    for (int64_t i = 0; i < nb; ++i) {
+        alignas(16) uint16_t dh[8], mh[8];
+        for (int r = 0; r < 8; ++r) {
+            const BlockQ4_K& b = reinterpret_cast<const BlockQ4_K*>(wr[r])[i];
+            std::memcpy(&dh[r], &b.d, 2);
+            std::memcpy(&mh[r], &b.dmin, 2);
+            for (int j = 0; j < 4; ++j) {
+                const __m256i q = loadu(b.qs + 32 * j);
+                _mm256_store_si256(reinterpret_cast<__m256i*>(qb[r] + 64 * j), _mm256_and_si256(q, m4));
+                _mm256_store_si256(reinterpret_cast<__m256i*>(qb[r] + 64 * j + 32), _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
+            }
+            // 6-bit scales and mins as bytes (same unpacking as k4_scale_min, four at a time).
+            uint32_t u[3];
+            std::memcpy(u, b.scales, 12);
+            const uint32_t lo6 = 0x3F3F3F3Fu, lo4 = 0x0F0F0F0Fu, lo2 = 0x03030303u;
+            const uint32_t s03 = u[0] & lo6, m03 = u[1] & lo6;
+            const uint32_t s47 = (u[2] & lo4) | (((u[0] >> 6) & lo2) << 4);
+            const uint32_t m47 = ((u[2] >> 4) & lo4) | (((u[1] >> 6) & lo2) << 4);
+            const __m128i sm = _mm_setr_epi32(static_cast<int>(s03), static_cast<int>(s47), static_cast<int>(m03), static_cast<int>(m47));
+            // int16 scales 0..7 in both halves; a byte shuffle broadcasts scale j.
+            const __m256i scw = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
+            for (int j = 0; j < 8; ++j) scv[r][j] = _mm256_shuffle_epi8(scw, _mm256_set1_epi16(static_cast<short>(0x0100 + 0x0202 * j)));
+            // mins duplicated (m0 m0 m1 m1 ... m7 m7) to pair with the 16 bsums.
+            mnv[r] = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(sm, _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)));
+        }
+        if (pf) prefetch_group(wr[0] + pf, sizeof(BlockQ4_K), i);
+        const __m256 dw = load_d8(dh), dm = load_d8(mh);
+#if LS_GEMM_K512
+        for (int r = 0; r < 8; ++r) join_scales(scv[r], scz[r]);
+#endif
+        for (int g = 0; g < G; ++g) {
+            const BlockQ8_K& y = reinterpret_cast<const BlockQ8_K*>(a + astride * static_cast<size_t>(g))[i];
+            const __m256i bs = loadu(y.bsums);
+            __m256i v[8], mv[8];
+#if LS_GEMM_K512
+            __m512i y4[4];
+            for (int m = 0; m < 4; ++m) y4[m] = _mm512_loadu_si512(y.qs + 64 * m);
+            for (int r = 0; r < 8; ++r) {
+                v[r] = ksum512(qb[r], y4, scz[r], _mm512_setzero_si512());
+                mv[r] = _mm256_madd_epi16(mnv[r], bs);
+            }
+#else
+            for (int r = 0; r < 8; ++r) {
+                __m256i s = _mm256_setzero_si256();
+                for (int j = 0; j < 8; ++j) {
+                    const __m256i p = _mm256_maddubs_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(qb[r] + 32 * j)),
+                                                           loadu(y.qs + 32 * j));
+                    s = _mm256_add_epi32(s, _mm256_madd_epi16(p, scv[r][j]));
+                }
+                v[r] = s;
+                mv[r] = _mm256_madd_epi16(mnv[r], bs);
+            }
+#endif
+            float yd;
+            std::memcpy(&yd, &y.d, 4);
+            const __m256 ydv = _mm256_set1_ps(yd);
+            acc[g] = _mm256_fmadd_ps(_mm256_mul_ps(dw, ydv), _mm256_cvtepi32_ps(hsum8(v)), acc[g]);
+            macc[g] = _mm256_fmadd_ps(_mm256_mul_ps(dm, ydv), _mm256_cvtepi32_ps(hsum8(mv)), macc[g]);
+        }
+    }
+    for (int g = 0; g < G; ++g) store_out(_mm256_sub_ps(acc[g], macc[g]), out[g], nr);
+}
+
+// Q6_K / Q8_K. Values q in [0, 63] (x = q - 32): sum x*y = sum q*y - 32 * sum_s sc_s * bsum_s.
+template <int G>
+void q6k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t nb, float* const* out, int nr, size_t pf) {
+    alignas(64) uint8_t qb[8][QK_K];
+    __m256i scv[8][8], sc32[8];
+#if LS_GEMM_K512
+    __m512i scz[8][4];
+#endif
+    __m256 acc[G];
+    for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(0x03);
+    const __m256i m0c = _mm256_set1_epi8(0x0C), m30 = _mm256_set1_epi8(0x30);
+    for (int64_t i = 0; i < nb; ++i) {
+        alignas(16) uint16_t dh[8];
+        for (int r = 0; r < 8; ++r) {
+            const BlockQ6_K& b = reinterpret_cast<const BlockQ6_K*>(wr[r])[i];
+            std::memcpy(&dh[r], &b.d, 2);
+            for (int h = 0; h < 2; ++h) {
+                const __m256i l0 = loadu(b.ql + 64 * h), l1 = loadu(b.ql + 64 * h + 32);
+                const __m256i hq = loadu(b.qh + 32 * h);
+                auto* dst = reinterpret_cast<__m256i*>(qb[r] + 128 * h);
+                _mm256_store_si256(dst + 0, _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(hq, m3), 4)));
+                _mm256_store_si256(dst + 1, _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_slli_epi16(_mm256_and_si256(hq, m0c), 2)));
+                _mm256_store_si256(dst + 2, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(hq, m30)));
+                _mm256_store_si256(dst + 3, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                                            _mm256_and_si256(_mm256_srli_epi16(hq, 2), m30)));
+            }
+            const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+            sc32[r] = _mm256_slli_epi16(_mm256_cvtepi8_epi16(s8), 5);  // |32 * sc| <= 4096 fits int16
+            // scv[j]: scale 2j in the low half, 2j+1 in the high half (int16 broadcasts).
+            const __m256i w0 = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(s8));
+            const __m256i w1 = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_srli_si128(s8, 8)));
+            for (int j = 0; j < 8; ++j) {
+                const int k = j & 3;
+                const __m256i pick = _mm256_setr_epi8(4 * k, 4 * k + 1, 4 * k, 4 * k + 1, 4 * k, 4 * k + 1, 4 * k, 4 * k + 1, 4 * k,
+                                                      4 * k + 1, 4 * k, 4 * k + 1, 4 * k, 4 * k + 1, 4 * k, 4 * k + 1, 4 * k + 2,
+                                                      4 * k + 3, 4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3,
+                                                      4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3);
+                scv[r][j] = _mm256_shuffle_epi8(j < 4 ? w0 : w1, pick);
+            }
+        }
+        if (pf) prefetch_group(wr[0] + pf, sizeof(BlockQ6_K), i);
+        const __m256 dw = load_d8(dh);
+#if LS_GEMM_K512
+        for (int r = 0; r < 8; ++r) join_scales(scv[r], scz[r]);
+#endif
+        for (int g = 0; g < G; ++g) {
+            const BlockQ8_K& y = reinterpret_cast<const BlockQ8_K*>(a + astride * static_cast<size_t>(g))[i];
+            const __m256i bs = loadu(y.bsums);
+            __m256i v[8];
+#if LS_GEMM_K512
+            __m512i y4[4];
+            for (int m = 0; m < 4; ++m) y4[m] = _mm512_loadu_si512(y.qs + 64 * m);
+            for (int r = 0; r < 8; ++r)
+                v[r] = _mm256_sub_epi32(ksum512(qb[r], y4, scz[r], _mm512_setzero_si512()), _mm256_madd_epi16(sc32[r], bs));
+#else
+            for (int r = 0; r < 8; ++r) {
+                __m256i s = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_madd_epi16(sc32[r], bs));
+                for (int j = 0; j < 8; ++j) {
+                    const __m256i p = _mm256_maddubs_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(qb[r] + 32 * j)),
+                                                           loadu(y.qs + 32 * j));
+                    s = _mm256_add_epi32(s, _mm256_madd_epi16(p, scv[r][j]));
+                }
+                v[r] = s;
+            }
+#endif
+            float yd;
+            std::memcpy(&yd, &y.d, 4);
+            acc[g] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(yd)), _mm256_cvtepi32_ps(hsum8(v)), acc[g]);
+        }
+    }
+    for (int g = 0; g < G; ++g) store_out(acc[g], out[g], nr);
+}
+}  // namespace
+
+template <int G>
+void kquant_tile8(DType t, const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t k, float* const* out, int nr,
+                  size_t pf) {
+    switch (t) {
+        case DType::Q4_K: return q4k_tile<G>(wr, a, astride, k / QK_K, out, nr, pf);
+        case DType::Q6_K: return q6k_tile<G>(wr, a, astride, k / QK_K, out, nr, pf);
+        default: break;
+    }
+}
+static_assert(kMaxGroup8 == 32, "instantiate every group size up to kMaxGroup8");
+
+#define LS_INSTANTIATE(G)                                                                                              \
+    template void kquant_tile8<G>(DType, const uint8_t* const*, const uint8_t*, size_t, int64_t, float* const*, int, size_t);
+LS_GEMM_GROUPS_8(LS_INSTANTIATE)
+#undef LS_INSTANTIATE
+
+}  // namespace ls::cpu::gemm
+#endif  // LS_GEMM_AVX2
