@@ -18,6 +18,7 @@ constexpr ChatTemplate kGemma4{
     .thought_close = "<channel|>",
     .trim_content = true,
     .generation_prompt = "<|turn>model\n<|channel>thought\n<channel|>",
+    .continue_from_seen = true,
 };
 
 // Gemma 2 / 3: only user and model turns, a leading system message joined to the first turn

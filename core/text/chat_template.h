@@ -33,6 +33,11 @@ struct ChatTemplate {
     bool trim_content = false;  // whitespace trimmed off both ends, like the HF templates
     // Appended for add_generation_prompt: opens the model's turn.
     std::string_view generation_prompt{};
+    // A multi-turn chat continues from the tokens the model saw (the previous prompt and
+    // reply, then turn_close and the new turn) instead of re-rendering the transcript: for
+    // templates whose re-rendered history differs from what was generated (Gemma 4 drops a
+    // model turn's thought channel), which sliding-window rings could not roll back to.
+    bool continue_from_seen = false;
     // The BOS token is never part of the text: the caller encodes with add_bos, which the
     // vocabulary decides (tokenizer.ggml.add_bos_token).
 

@@ -27,8 +27,9 @@ int cmd_chat(const Options& o) {
     std::vector<ChatMsg> msgs;
     if (!o.system.empty()) msgs.push_back({"system", o.system});
     const std::string& arch = app.model->hparams().arch;
-    const bool continue_tokens = arch == "gemma4";
-    std::vector<int32_t> seen;  // gemma4: every token of the conversation so far, as the model saw it
+    const ChatTemplate& tmpl = chat_template_for(arch);
+    const bool continue_tokens = tmpl.continue_from_seen;
+    std::vector<int32_t> seen;  // continue_tokens: every token of the conversation so far, as the model saw it
     const bool tty = isatty(fileno(stdin));
     const bool verbose = std::getenv("LOCKSTEP_CHAT_STATS") != nullptr;
     std::fprintf(stderr, "lockstep chat: %s (type /exit or end input to quit)\n", app.model_path.c_str());
@@ -41,7 +42,7 @@ int cmd_chat(const Options& o) {
         std::vector<int32_t> ids;
         if (continue_tokens && !seen.empty()) {
             ids = seen;
-            const std::vector<int32_t> more = app.tokenizer->encode("<turn|>\n" + format_chat({{"user", line}}, true, arch), false, true);
+            const std::vector<int32_t> more = app.tokenizer->encode(std::string(tmpl.turn_close) + format_chat({{"user", line}}, true, arch), false, true);
             ids.insert(ids.end(), more.begin(), more.end());
         } else {
             ids = app.tokenizer->encode(format_chat(msgs, true, arch), app.tokenizer->add_bos_default(), true);
