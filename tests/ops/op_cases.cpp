@@ -56,9 +56,8 @@ const DType kCacheTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, D
 std::vector<OpCase> op_cases() {
     using namespace ops;
     std::vector<OpCase> c;
-    // Elementwise ops and norms: same formula, float rounding only (the CPU sums with SIMD
-    // lanes where the reference sums in order).
-    constexpr double kFloat = 1e-10;
+    // Elementwise ops and norms: every backend follows the reference's operation sequence
+    // (core/rules/detmath.h), so every case of this table is compared byte for byte.
     for (auto shape : {std::vector<int64_t>{64, 3}, std::vector<int64_t>{37, 5, 2}, std::vector<int64_t>{640, 7}}) {
         auto ne = [shape](std::mt19937&) { return shape; };
         const std::string s = std::to_string(shape[0]) + "x" + std::to_string(shape[1]);
@@ -67,13 +66,13 @@ std::vector<OpCase> op_cases() {
                          Tensor* a = in_f32(g, r, {n[0], n[1], n.size() > 2 ? n[2] : 1});
                          Tensor* b = in_f32(g, r, {n[0]});  // broadcast a row
                          return std::vector<Tensor*>{add(g, a, b)};
-                     }, kFloat});
+                     }});
         c.push_back({"mul " + s, [=](Graph& g, Backend&, Keep&, std::mt19937& r) {
                          auto n = ne(r);
                          Tensor* a = in_f32(g, r, {n[0], n[1], n.size() > 2 ? n[2] : 1});
                          Tensor* b = in_f32(g, r, {n[0], n[1], n.size() > 2 ? n[2] : 1});
                          return std::vector<Tensor*>{mul(g, a, b)};
-                     }, kFloat});
+                     }});
         c.push_back({"scale/gelu/silu/sigmoid/softplus/softcap " + s, [=](Graph& g, Backend&, Keep&, std::mt19937& r) {
                          auto n = ne(r);
                          Tensor* a = in_f32(g, r, {n[0], n[1]}, 3.0f);
@@ -81,17 +80,17 @@ std::vector<OpCase> op_cases() {
                          return std::vector<Tensor*>{scale(g, a, 0.37f), gelu(g, a), silu(g, a), gelu(g, wide), silu(g, wide),
                                                      sigmoid(g, a), sigmoid(g, wide), softplus(g, a), softplus(g, wide),
                                                      softcap(g, wide, 30.f), softcap(g, a, 0.5f)};
-                     }, 0.0});  // det_exp on batches is the scalar definition, lane by lane
+                     }});  // det_exp on batches is the scalar definition, lane by lane
         c.push_back({"rms_norm " + s, [=](Graph& g, Backend&, Keep& k, std::mt19937& r) {
                          auto n = ne(r);
                          Tensor* a = in_f32(g, r, {n[0], n[1]}, 2.0f);
                          Tensor* w = in_f32(g, r, {n[0]});
                          return std::vector<Tensor*>{rms_norm(g, a, w, 1e-6f), rms_norm(g, a, nullptr, 1e-5f)};
-                     }, kFloat});
+                     }});
         c.push_back({"softmax " + s, [=](Graph& g, Backend&, Keep&, std::mt19937& r) {
                          auto n = ne(r);
                          return std::vector<Tensor*>{softmax(g, in_f32(g, r, {n[0], n[1]}, 4.0f), 0.7f)};
-                     }, kFloat});
+                     }});
     }
     for (int mode : {ROPE_NORMAL, ROPE_NEOX})
         for (bool ff : {false, true})
@@ -108,19 +107,19 @@ std::vector<OpCase> op_cases() {
                              }
                              RopeParams p{48, mode, 10000.f, 0.5f};  // partial rotation: dims 48..63 pass through
                              return std::vector<Tensor*>{rope(g, x, in_i32(g, pos), f, p)};
-                         }, 1e-12});
+                         }});
     for (DType t : kWeightTypes) {
         const int64_t K = traits(t).block == 256 ? 512 : 96;
         for (int64_t M : {1, 5, 70}) {
             // Both sides quantize the activations the same way, sum integer blocks exactly
-            // and follow the same float chain (core/ref/mul_mat.cpp): bit-identical. F32
-            // weights sum exact products in double, in another order: below float resolution.
+            // and follow the same float chain (core/ref/mul_mat.cpp); F32 weights sum exact
+            // products in double, which rounds the same whatever the order.
             c.push_back({std::string("mul_mat ") + dtype_name(t) + " M=" + std::to_string(M),
                          [=](Graph& g, Backend& be, Keep& k, std::mt19937& r) {
                              const int64_t N = 37;  // not a multiple of any row block
                              Tensor* w = k.persistent(be, t, {K, N}, quantized_random(r, t, K, N));
                              return std::vector<Tensor*>{mul_mat(g, w, in_f32(g, r, {K, M}))};
-                         }, t == DType::F32 ? 1e-14 : 0.0});
+                         }});
         }
         if (traits(t).block == 32) {
             // 33 blocks: more than one round of the shared-memory staging (16 blocks), the last partial
@@ -129,13 +128,13 @@ std::vector<OpCase> op_cases() {
                              const int64_t K = 1056, N = 37;
                              Tensor* w = k.persistent(be, t, {K, N}, quantized_random(r, t, K, N));
                              return std::vector<Tensor*>{mul_mat(g, w, in_f32(g, r, {K, 70}))};
-                         }, 0.0});
+                         }});
         }
         c.push_back({std::string("get_rows ") + dtype_name(t), [=](Graph& g, Backend& be, Keep& k, std::mt19937& r) {
                          const int64_t K = traits(t).block == 256 ? 256 : 64;
                          Tensor* src = k.persistent(be, t, {K, 9}, quantized_random(r, t, K, 9));
                          return std::vector<Tensor*>{get_rows(g, src, in_i32(g, {3, 0, 8, 3}))};
-                     }, 0.0});
+                     }});
     }
     for (DType t : kCacheTypes)
         for (DType it : {DType::I32, DType::I64}) {
@@ -149,7 +148,7 @@ std::vector<OpCase> op_cases() {
                              if (it == DType::I64) ix = g.input(DType::I64, {4}, idx.data(), "idx");
                              else ix = in_i32(g, std::vector<int32_t>(idx.begin(), idx.end()));
                              return std::vector<Tensor*>{set_rows(g, dst, in_f32(g, r, {K, 4}), ix)};
-                         }, 0.0});
+                         }});
         }
     // Attention over ring caches: full and windowed layers, GQA, several sequences, wrapped
     // rings, every cache type, softcap. The cache holds random rows (only the ring rule
@@ -174,7 +173,7 @@ std::vector<OpCase> op_cases() {
                     a.pos.push_back(60 + i);
                     a.seq.push_back(0);
                 }
-            // Cache rows are dequantized the same way; softmax and dot orders differ.
+            // Cache rows are dequantized the same way; softmax and dots follow the reference's order.
             c.push_back({"attention case " + std::to_string(ai) + " " + dtype_name(t),
                          [=](Graph& g, Backend& be, Keep& k, std::mt19937& r) {
                              const int64_t rows = int64_t(a.R) * a.n_seq, T = int64_t(a.pos.size());
@@ -183,7 +182,7 @@ std::vector<OpCase> op_cases() {
                              Tensor* q = in_f32(g, r, {a.D, a.H, T});
                              AttentionParams p{a.W, a.R, a.Hkv, 1.0f / 8, a.softcap};
                              return std::vector<Tensor*>{attention(g, q, kc, vc, in_i32(g, a.pos), in_i32(g, a.seq), p)};
-                         }, 1e-10});
+                         }});
         }
     // Recurrent scans over the runs of a ubatch (SEMANTICS.md section 2): runs of different
     // lengths, tokens of different sequences interleaved in the ubatch, a reset run beside runs
@@ -206,7 +205,7 @@ std::vector<OpCase> op_cases() {
                          Tensor* x = in_f32(g, r, {C, sr.T});
                          Tensor* runs = g.input(DType::I32, {4, int64_t(sr.runs.size() / 4)}, sr.runs.data(), "runs");
                          return std::vector<Tensor*>{conv1d_scan(g, x, w, st, runs, in_i32(g, sr.order)), st};
-                     }, 0.0});
+                     }});
         for (int map : {HEADS_GROUPED, HEADS_TILED})
             c.push_back({"delta_scan runs " + std::to_string(ri) + (map == HEADS_TILED ? " tiled" : " grouped"),
                          [=](Graph& g, Backend& be, Keep& k, std::mt19937& r) {
@@ -223,7 +222,7 @@ std::vector<OpCase> op_cases() {
                              Tensor* bt = g.input(DType::F32, {4, sr.T}, bv.data(), "beta");
                              Tensor* runs = g.input(DType::I32, {4, int64_t(sr.runs.size() / 4)}, sr.runs.data(), "runs");
                              return std::vector<Tensor*>{delta_scan(g, qkv, gt, bt, st, runs, in_i32(g, sr.order), p), st};
-                         }, 0.0});
+                         }});
     }
     // Mixture-of-experts routing and expert matmuls. topk is an exact selection (a total
     // order) and its renormalisation one double sum and one rounding per value: bit-identical.
@@ -235,7 +234,7 @@ std::vector<OpCase> op_cases() {
                      Tensor* xt = g.input(DType::F32, {12, 9}, x.data(), "logits");
                      Tensor* p = softmax(g, xt, 1.0f);
                      return std::vector<Tensor*>{topk_weights(g, p, 3, true), topk_weights(g, xt, 3, false)};
-                 }, 0.0});
+                 }});
     for (DType t : {DType::F16, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q6_K})
         for (int64_t X : {1, 2})
             for (int64_t T : {6, 100}) {
@@ -249,7 +248,7 @@ std::vector<OpCase> op_cases() {
                                  Tensor* logits = in_f32(g, r, {E, T});
                                  Tensor* ids = topk_ids(g, logits, 2);
                                  return std::vector<Tensor*>{mul_mat_id(g, w, in_f32(g, r, {K, X, T}), ids)};
-                             }, 0.0});
+                             }});
             }
     // Gemma 4's per-expert scales: an f32 [1, 1, E] "matrix" per expert gathered by the ids
     // computed on the device, times each token's weight (one product each).
@@ -261,7 +260,7 @@ std::vector<OpCase> op_cases() {
                      Tensor* w = k.persistent(be, DType::F32, {1, 1, E}, sb);
                      Tensor* ids = topk_ids(g, in_f32(g, r, {E, T}), int(kk));
                      return std::vector<Tensor*>{mul_mat_id(g, w, in_f32(g, r, {1, kk, T}), ids)};
-                 }, 0.0});
+                 }});
     return c;
 }
 

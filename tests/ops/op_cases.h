@@ -24,8 +24,9 @@ struct OpCase {
     std::string name;
     // Builds the graph on `be` from random inputs drawn from `rng` (seeded identically for
     // every backend); returns the tensors to compare after compute.
+    // Every output must equal the reference's byte for byte on every backend (README: "bit
+    // for bit"); there is no tolerance to set.
     std::function<std::vector<Tensor*>(Graph&, Backend&, Keep&, std::mt19937&)> build;
-    double max_nmse;  // bound on sum((x-ref)^2) / sum(ref^2), per case, with its reason in op_cases.cpp
 };
 
 std::vector<OpCase> op_cases();
