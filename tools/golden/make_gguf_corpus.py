@@ -93,6 +93,36 @@ def one_tensor(name="w", dims=(8,), ttype=T_F32, offset=0, data_len=32, kvs=KV_A
     return pad(body, align) + ramp(data_len)
 
 
+# What the reader says about each cut of ok_v3_all_types (one error per cut: the region the
+# cut falls in and the bytes it left). "gguf:" alone would accept any error at all, so a
+# reader that failed early on a well-formed prefix for the wrong reason would still pass.
+TRUNCATION_ERRORS = {
+    1: "gguf: file too small to be GGUF (1 bytes)",
+    4: "gguf: truncated file: version needs 4 bytes at offset 4, only 0 left (file size 4)",
+    6: "gguf: truncated file: version needs 4 bytes at offset 4, only 2 left (file size 6)",
+    8: "gguf: truncated file: tensor count needs 8 bytes at offset 8, only 0 left (file size 8)",
+    12: "gguf: truncated file: tensor count needs 8 bytes at offset 8, only 4 left (file size 12)",
+    **{n: f"gguf: tensor count 4 at offset 8 exceeds file size {n} ({n - 16} bytes left, each entry needs at least 32)"
+       for n in (20, 24, 30, 40, 60, 100)},
+    **{n: f"gguf: metadata count 22 at offset 16 exceeds file size {n} ({n - 24} bytes left, each entry needs at least 13)"
+       for n in (200, 300)},
+    400: "gguf: truncated file: key of metadata entry 15 needs 8 bytes at offset 399, only 1 left (file size 400)",
+    500: "gguf: string length 10 at offset 485 (key of metadata entry 17) exceeds file size 500 (7 bytes left)",
+    600: "gguf: truncated file: value type of key 't.arr_u64' needs 4 bytes at offset 599, only 1 left (file size 600)",
+    700: "gguf: truncated file: tensor name of tensor info 0 needs 8 bytes at offset 699, only 1 left (file size 700)",
+}
+
+
+def truncation_error(cut, size):
+    if cut in TRUNCATION_ERRORS:
+        return TRUNCATION_ERRORS[cut]
+    # Cuts inside the tensor data (header whole): the first tensor that no longer fits.
+    assert size == 1200, "ok_v3_all_types changed: recompute the truncation errors"
+    if cut < 928:
+        return f"gguf: tensor 'w.f32' extends past end of file (offset 896 + 0 + 32 bytes > file size {cut})"
+    return f"gguf: tensor 'w.q4_k' extends past end of file (offset 896 + 160 + 144 bytes > file size {cut})"
+
+
 def cases():
     good = {
         "ok_v3_all_types": gguf(ALL_KVS, ALL_TENSORS),
@@ -109,7 +139,7 @@ def cases():
     for cut in sorted({1, 4, 6, 8, 12, 20, 24, 30, 40, 60, 100, 200, 300, 400, 500, 600, 700,
                        len(full) - 300, len(full) - 145, len(full) - 100, len(full) - 1}):
         if 0 < cut < len(full):
-            yield f"bad_truncated_{cut:04d}", full[:cut], "gguf:"
+            yield f"bad_truncated_{cut:04d}", full[:cut], truncation_error(cut, len(full))
 
     yield "bad_empty_file", b"", "too small"
     yield "bad_magic", b"GGML" + full[4:], "bad magic"
@@ -157,7 +187,8 @@ def cases():
     yield "bad_tensor_type_huge", one_tensor(ttype=0xFFFFFFFF), "unknown type id 4294967295"
     yield "bad_block_multiple", one_tensor(dims=(33,), ttype=T_Q8_0, data_len=64), "not a multiple of the block size 32"
     yield "bad_empty_tensor_name", one_tensor(name=""), "empty name"
-    yield "bad_data_start_past_eof", gguf(KV_ARCH, ONE_T)[:-32 - 1], "gguf:"
+    yield "bad_data_start_past_eof", gguf(KV_ARCH, ONE_T)[:-32 - 1], \
+        "gguf: data section would start at offset 128, past the end of the file (size 127)"
     body = b"GGUF" + struct.pack("<IQQ", 3, 1, 0) + tinfo("w", [8], T_F32, 0)
     yield "bad_no_data_section", body, "data section would start at offset 64"
 
