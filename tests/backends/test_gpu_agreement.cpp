@@ -11,6 +11,7 @@
 #include "core/quant/quant.h"
 #include "core/runtime/session.h"
 #include "tests/ops/op_cases.h"
+#include "tests/support/logits_util.h"
 #include "tests/support/test_util.h"
 #include "core/models/registry.h"
 #include "core/ref/ref_backend.h"
@@ -117,19 +118,26 @@ TEST_CASE("every GPU backend agrees with the CPU on the default model: perplexit
         s_cpu.reset();
         s_vk.reset();
         const std::vector<float> lc = s_cpu.eval(chunk, first), lv = s_vk.eval(chunk, first);
-        identical += lc == lv;
+        // The GPU kernels follow the reference's operation sequence, as the CPU does: the
+        // logits must be the same bytes (operator== would let -0 match +0 and fail on NaN).
+        {
+            INFO("chunk " << c);
+            REQUIRE_BIT_IDENTICAL(lv, lc, V);
+        }
+        ++identical;
         const auto a = nll_of(lc, chunk), b = nll_of(lv, chunk);
         for (size_t i = 0; i < a.size(); ++i) {
             nll_cpu += a[i];
             nll_vk += b[i];
-            max_diff = std::max(max_diff, std::fabs(a[i] - b[i]));
+            max_diff = test::worst_of(max_diff, std::fabs(a[i] - b[i]));
             ++count;
         }
     }
     const double ppl_cpu = std::exp(nll_cpu / double(count)), ppl_vk = std::exp(nll_vk / double(count));
     WARN("perplexity cpu " << ppl_cpu << " " << gpu << " " << ppl_vk << "; max per-token NLL diff " << max_diff
                            << "; chunks with bit-identical logits " << identical << "/2");
-    // SEMANTICS.md section 4: 4 significant digits, per-token NLL within 1e-3 nats.
+    // SEMANTICS.md section 4 (implied by the bytes above, kept as the documented contract):
+    // 4 significant digits, per-token NLL within 1e-3 nats.
     CHECK(std::fabs(ppl_vk / ppl_cpu - 1) < 5e-4);
     CHECK(max_diff <= 1e-3);
 

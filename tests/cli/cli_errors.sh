@@ -30,11 +30,15 @@ expect 2 "-ctk must be one of f32, f16, q8_0, q4_0"    -- run -ctk q5_k -p hi
 expect 2 "run needs a prompt"             -- run
 expect 2 "perplexity needs a text file"   -- perplexity
 expect 1 "model file not found: /nonexistent.gguf" -- run -m /nonexistent.gguf -p hi
-head -c 100 "$src/tests/fuzz/corpus/$(ls "$src/tests/fuzz/corpus" | head -1)" > "$tmp/trunc.gguf"
+# Each GGUF message names its problem (every message carries the path, so "gguf" alone
+# would match any of them).
+tiny="$src/tests/data/gemma4_tiny.gguf"
+head -c "$(($(wc -c <"$tiny") - 100))" "$tiny" > "$tmp/trunc.gguf"  # header whole, tensor data cut short
+expect 1 "gguf: tensor '[^']+' extends past end of file .*trunc\.gguf" -- run -m "$tmp/trunc.gguf" -p hi
 printf 'GGUF\x03\x00\x00\x00' > "$tmp/short.gguf"
-expect 1 "gguf"                           -- info -m "$tmp/short.gguf"
+expect 1 "gguf: truncated file: tensor count needs 8 bytes at offset 8, only 0 left" -- info -m "$tmp/short.gguf"
 printf 'not a model at all' > "$tmp/text.gguf"
-expect 1 "gguf.*magic"                    -- info -m "$tmp/text.gguf"
+expect 1 "gguf: bad magic 'not ' \(expected 'GGUF'\): not a GGUF file" -- info -m "$tmp/text.gguf"
 expect 1 "cannot read"                    -- run -f /nonexistent/prompt.txt
 expect 0 "usage: lockstep run"            -- run --help
 # --backend cuda where no NVIDIA GPU answers (or in a build without CUDA): a clear error

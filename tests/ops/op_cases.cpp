@@ -1,6 +1,8 @@
 #include "tests/ops/op_cases.h"
 
 #include <algorithm>
+#include <array>
+#include <cstdio>
 #include <cmath>
 #include <cstring>
 
@@ -53,107 +55,293 @@ const DType kCacheTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, D
 
 }  // namespace
 
-std::vector<OpCase> op_cases() {
-    using namespace ops;
-    std::vector<OpCase> c;
-    // Elementwise ops and norms: same formula, float rounding only (the CPU sums with SIMD
-    // lanes where the reference sums in order).
-    constexpr double kFloat = 1e-10;
-    for (auto shape : {std::vector<int64_t>{64, 3}, std::vector<int64_t>{37, 5, 2}, std::vector<int64_t>{640, 7}}) {
-        auto ne = [shape](std::mt19937&) { return shape; };
-        const std::string s = std::to_string(shape[0]) + "x" + std::to_string(shape[1]);
-        c.push_back({"add " + s, [=](Graph& g, Backend&, Keep&, std::mt19937& r) {
-                         auto n = ne(r);
-                         Tensor* a = in_f32(g, r, {n[0], n[1], n.size() > 2 ? n[2] : 1});
-                         Tensor* b = in_f32(g, r, {n[0]});  // broadcast a row
-                         return std::vector<Tensor*>{add(g, a, b)};
-                     }, kFloat});
-        c.push_back({"mul " + s, [=](Graph& g, Backend&, Keep&, std::mt19937& r) {
-                         auto n = ne(r);
-                         Tensor* a = in_f32(g, r, {n[0], n[1], n.size() > 2 ? n[2] : 1});
-                         Tensor* b = in_f32(g, r, {n[0], n[1], n.size() > 2 ? n[2] : 1});
-                         return std::vector<Tensor*>{mul(g, a, b)};
-                     }, kFloat});
-        c.push_back({"scale/gelu/silu/sigmoid/softplus/softcap " + s, [=](Graph& g, Backend&, Keep&, std::mt19937& r) {
-                         auto n = ne(r);
-                         Tensor* a = in_f32(g, r, {n[0], n[1]}, 3.0f);
-                         Tensor* wide = in_f32(g, r, {n[0], n[1]}, 40.0f);  // reaches exp's clamps
-                         return std::vector<Tensor*>{scale(g, a, 0.37f), gelu(g, a), silu(g, a), gelu(g, wide), silu(g, wide),
-                                                     sigmoid(g, a), sigmoid(g, wide), softplus(g, a), softplus(g, wide),
-                                                     softcap(g, wide, 30.f), softcap(g, a, 0.5f)};
-                     }, 0.0});  // det_exp on batches is the scalar definition, lane by lane
-        c.push_back({"rms_norm " + s, [=](Graph& g, Backend&, Keep& k, std::mt19937& r) {
-                         auto n = ne(r);
-                         Tensor* a = in_f32(g, r, {n[0], n[1]}, 2.0f);
-                         Tensor* w = in_f32(g, r, {n[0]});
-                         return std::vector<Tensor*>{rms_norm(g, a, w, 1e-6f), rms_norm(g, a, nullptr, 1e-5f)};
-                     }, kFloat});
-        c.push_back({"softmax " + s, [=](Graph& g, Backend&, Keep&, std::mt19937& r) {
-                         auto n = ne(r);
-                         return std::vector<Tensor*>{softmax(g, in_f32(g, r, {n[0], n[1]}, 4.0f), 0.7f)};
-                     }, kFloat});
+namespace {
+
+using namespace ops;
+
+std::string ne_str(std::initializer_list<int64_t> ne) {
+    std::string s = "[";
+    for (int64_t n : ne) s += (s.size() > 1 ? "," : "") + std::to_string(n);
+    return s + "]";
+}
+
+// An input seen through view_2d as [n0, n1] from element pad / 2 of a larger tensor.
+// Strided: the tensor below is [n0 + pad, n1], so rows do not follow each other (add and
+// mul take that). Otherwise it is [n0 * n1 + pad] and the rows are packed but start at an
+// offset (every op that takes a view takes that: core/ir/ops.cpp).
+Tensor* in_view(Graph& g, std::mt19937& rng, int64_t n0, int64_t n1, int64_t pad, bool strided, float scale = 1.0f) {
+    if (strided) return view_2d(g, in_f32(g, rng, {n0 + pad, n1}, scale), n0, n1, size_t(n0 + pad) * 4, size_t(pad / 2) * 4);
+    return view_2d(g, in_f32(g, rng, {n0 * n1 + pad}, scale), n0, n1, size_t(n0) * 4, size_t(pad / 2) * 4);
+}
+std::string view_str(int64_t n0, int64_t n1, int64_t pad, bool strided) {
+    return "view" + ne_str({n0, n1}) + "@" + std::to_string(pad / 2) + "/" + (strided ? ne_str({n0 + pad, n1}) : ne_str({n0 * n1 + pad}));
+}
+
+// Elementwise ops and norms over one shape; `pad` > 0: the inputs are views (2-D, the
+// shape's rows ne1 * ne2) of padded tensors, strided for add and mul.
+struct ElementCase {
+    enum Kind { Add, Mul, Unary, RmsNorm, Softmax } kind;
+    int64_t n0, n1, n2;
+    int64_t pad = 0;
+    static constexpr const char* kNames[] = {"add", "mul", "scale/gelu/silu/sigmoid/softplus/softcap", "rms_norm", "softmax"};
+    std::string name() const {
+        const bool three = kind == Add || kind == Mul;  // the others take [n0, n1]
+        std::string a = pad ? view_str(n0, n1 * (three ? n2 : 1), pad, three) : three ? ne_str({n0, n1, n2}) : ne_str({n0, n1});
+        std::string s = std::string(kNames[kind]) + "(a=" + a;
+        if (kind == Add) s += ",b=" + ne_str({n0});
+        if (kind == Mul) s += ",b=" + (pad ? view_str(n0, n1 * n2, pad + 6, true) : ne_str({n0, n1, n2}));
+        return s + ")";
     }
+    std::vector<Tensor*> build(Graph& g, Backend&, Keep&, std::mt19937& r) const {
+        auto in = [&](int64_t rows3, float scale, int64_t extra) {
+            return pad ? in_view(g, r, n0, rows3 ? n1 * n2 : n1, pad + extra, rows3, scale)
+                       : rows3 ? in_f32(g, r, {n0, n1, n2}, scale) : in_f32(g, r, {n0, n1}, scale);
+        };
+        switch (kind) {
+            case Add: {
+                Tensor* a = in(1, 1.0f, 0);
+                return {add(g, a, in_f32(g, r, {n0}))};  // broadcast a row
+            }
+            case Mul: {
+                Tensor* a = in(1, 1.0f, 0);
+                return {mul(g, a, in(1, 1.0f, 6))};
+            }
+            case Unary: {
+                Tensor* a = in(0, 3.0f, 0);
+                Tensor* wide = in(0, 40.0f, 0);  // reaches exp's clamps
+                return {scale(g, a, 0.37f), gelu(g, a), silu(g, a), gelu(g, wide), silu(g, wide), sigmoid(g, a), sigmoid(g, wide),
+                        softplus(g, a), softplus(g, wide), softcap(g, wide, 30.f), softcap(g, a, 0.5f)};
+            }
+            case RmsNorm: {
+                Tensor* a = in(0, 2.0f, 0);
+                Tensor* w = in_f32(g, r, {n0});
+                return {rms_norm(g, a, w, 1e-6f), rms_norm(g, a, nullptr, 1e-5f)};
+            }
+            case Softmax: return {softmax(g, in(0, 4.0f, 0), 0.7f)};
+        }
+        return {};
+    }
+};
+
+struct RopeCase {
+    int mode;
+    bool freq_factors;
+    std::string name() const {
+        return std::string("rope(x=[64,3,5],n_dims=48,mode=") + (mode == ROPE_NEOX ? "neox" : "normal") +
+               (freq_factors ? ",freq_factors" : "") + ")";
+    }
+    std::vector<Tensor*> build(Graph& g, Backend&, Keep&, std::mt19937& r) const {
+        const int64_t D = 64, H = 3, T = 5;
+        Tensor* x = in_f32(g, r, {D, H, T});
+        std::vector<int32_t> pos = {0, 7, 100, 4095, 31999};
+        Tensor* f = nullptr;
+        if (freq_factors) {
+            std::vector<float> fv(24);
+            for (size_t i = 0; i < fv.size(); ++i) fv[i] = 1.0f + 0.25f * float(i);
+            f = g.input(DType::F32, {24}, fv.data(), "ff");
+        }
+        RopeParams p{48, mode, 10000.f, 0.5f};  // partial rotation: dims 48..63 pass through
+        return {rope(g, x, in_i32(g, pos), f, p)};
+    }
+};
+
+// Both sides quantize the activations the same way, sum integer blocks exactly and follow the
+// same float chain (core/ref/mul_mat.cpp); F32 weights sum exact products in double, which
+// rounds the same whatever the order. N = 37: not a multiple of any row block. `pad` > 0:
+// the activations are a view at an offset.
+struct MulMatCase {
+    DType type;
+    int64_t K, M, pad = 0;
+    std::string name() const {
+        return std::string("mul_mat(type=") + dtype_name(type) + ",K=" + std::to_string(K) + ",N=37,M=" + std::to_string(M) +
+               (pad ? ",x=" + view_str(K, M, pad, false) : "") + ")";
+    }
+    std::vector<Tensor*> build(Graph& g, Backend& be, Keep& k, std::mt19937& r) const {
+        const int64_t N = 37;
+        Tensor* w = k.persistent(be, type, {K, N}, quantized_random(r, type, K, N));
+        return {mul_mat(g, w, pad ? in_view(g, r, K, M, pad, false) : in_f32(g, r, {K, M}))};
+    }
+};
+
+struct GetRowsCase {
+    DType type;
+    std::string name() const { return std::string("get_rows(type=") + dtype_name(type) + ",src=[" + std::to_string(K()) + ",9],rows=[3,0,8,3])"; }
+    int64_t K() const { return traits(type).block == 256 ? 256 : 64; }
+    std::vector<Tensor*> build(Graph& g, Backend& be, Keep& k, std::mt19937& r) const {
+        Tensor* src = k.persistent(be, type, {K(), 9}, quantized_random(r, type, K(), 9));
+        return {get_rows(g, src, in_i32(g, {3, 0, 8, 3}))};
+    }
+};
+
+// The caches take the reference quantizers' bytes.
+struct SetRowsCase {
+    DType type, index;
+    std::string name() const {
+        return std::string("set_rows(type=") + dtype_name(type) + ",dst=[64,10],idx=" + (index == DType::I64 ? "i64" : "i32") + "[4,9,0,4])";
+    }
+    std::vector<Tensor*> build(Graph& g, Backend& be, Keep& k, std::mt19937& r) const {
+        const int64_t K = 64, rows = 10;
+        Tensor* dst = k.persistent(be, type, {K, rows}, quantized_random(r, type, K, rows));
+        std::vector<int64_t> idx = {4, 9, 0, 4};  // duplicate: the last writer wins
+        Tensor* ix;
+        if (index == DType::I64) ix = g.input(DType::I64, {4}, idx.data(), "idx");
+        else ix = in_i32(g, std::vector<int32_t>(idx.begin(), idx.end()));
+        return {set_rows(g, dst, in_f32(g, r, {K, 4}), ix)};
+    }
+};
+
+// Attention over ring caches. The cache holds random rows (only the ring rule decides which
+// are read); rows are dequantized the same way and softmax and dots follow the reference's order.
+struct AttentionCase {
+    int W, R, n_seq, H, Hkv, D;
+    float softcap;
+    std::vector<int32_t> pos, seq;
+    DType type;
+    std::string name() const {
+        std::string p;
+        for (size_t i = 0; i < pos.size() && i < 8; ++i) p += (i ? "," : "") + std::to_string(seq[i]) + ":" + std::to_string(pos[i]);
+        if (pos.size() > 8) p += ",... (" + std::to_string(pos.size()) + ")";
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "attention(cache=%s,W=%d,R=%d,n_seq=%d,H=%d,Hkv=%d,D=%d%s,seq:pos=", dtype_name(type), W, R,
+                      n_seq, H, Hkv, D, softcap > 0 ? ",softcap=30" : "");
+        return buf + p + ")";
+    }
+    std::vector<Tensor*> build(Graph& g, Backend& be, Keep& k, std::mt19937& r) const {
+        const int64_t rows = int64_t(R) * n_seq, T = int64_t(pos.size()), row = int64_t(D) * Hkv;
+        Tensor* kc = k.persistent(be, type, {row, rows}, quantized_random(r, type, row, rows));
+        Tensor* vc = k.persistent(be, type, {row, rows}, quantized_random(r, type, row, rows));
+        Tensor* q = in_f32(g, r, {D, H, T});
+        AttentionParams p{W, R, Hkv, 1.0f / 8, softcap};
+        return {attention(g, q, kc, vc, in_i32(g, pos), in_i32(g, seq), p)};
+    }
+};
+
+// Recurrent scans over the runs of a ubatch (SEMANTICS.md section 2); the state written back
+// is compared too. Double sums of exact products and det_exp on every backend.
+struct ScanRuns {
+    int64_t T;
+    std::vector<int32_t> runs, order;
+};
+constexpr int64_t kScanSlots = 4;
+
+struct Conv1dScanCase {
+    size_t index;
+    ScanRuns sr;
+    std::string name() const { return "conv1d_scan(C=40,K=4,slots=4,T=" + std::to_string(sr.T) + ",runs=" + std::to_string(sr.runs.size() / 4) + ")#" + std::to_string(index); }
+    std::vector<Tensor*> build(Graph& g, Backend& be, Keep& k, std::mt19937& r) const {
+        const int64_t C = 40, K = 4;
+        Tensor* st = k.persistent(be, DType::F32, {(K - 1) * C, kScanSlots}, as_bytes(randn(r, size_t((K - 1) * C * kScanSlots))));
+        Tensor* w = k.persistent(be, DType::F32, {K, C}, as_bytes(randn(r, size_t(K * C), 0.5f)));
+        Tensor* x = in_f32(g, r, {C, sr.T});
+        Tensor* runs = g.input(DType::I32, {4, int64_t(sr.runs.size() / 4)}, sr.runs.data(), "runs");
+        return {conv1d_scan(g, x, w, st, runs, in_i32(g, sr.order)), st};
+    }
+};
+
+struct DeltaScanCase {
+    size_t index;
+    ScanRuns sr;
+    int map;
+    std::string name() const {
+        return "delta_scan(Hk=2,Dk=16,Hv=4,Dv=24,heads=" + std::string(map == HEADS_TILED ? "tiled" : "grouped") +
+               ",T=" + std::to_string(sr.T) + ",runs=" + std::to_string(sr.runs.size() / 4) + ")#" + std::to_string(index);
+    }
+    std::vector<Tensor*> build(Graph& g, Backend& be, Keep& k, std::mt19937& r) const {
+        const DeltaScanParams p{2, 16, 4, 24, map, 0.25f, 1e-6f};  // Dk != Dv, Hv = 2 Hk
+        const int64_t row = int64_t(p.n_v_heads) * p.d_v * p.d_k;
+        Tensor* st = k.persistent(be, DType::F32, {row, kScanSlots}, as_bytes(randn(r, size_t(row * kScanSlots), 0.3f)));
+        Tensor* qkv = in_f32(g, r, {2 * 2 * 16 + 4 * 24, sr.T});
+        // log-decay from mild to strong (-30: e^g underflows any 64-token product)
+        std::vector<float> gv = randn(r, size_t(4 * sr.T));
+        for (size_t i = 0; i < gv.size(); ++i) gv[i] = i % 2 ? -30.0f * std::fabs(gv[i]) : -0.1f * std::fabs(gv[i]);
+        std::vector<float> bv = randn(r, size_t(4 * sr.T));
+        for (float& b : bv) b = 1.0f / (1.0f + std::exp(-b));
+        Tensor* gt = g.input(DType::F32, {4, sr.T}, gv.data(), "g");
+        Tensor* bt = g.input(DType::F32, {4, sr.T}, bv.data(), "beta");
+        Tensor* runs = g.input(DType::I32, {4, int64_t(sr.runs.size() / 4)}, sr.runs.data(), "runs");
+        return {delta_scan(g, qkv, gt, bt, st, runs, in_i32(g, sr.order), p), st};
+    }
+};
+
+// topk is an exact selection (a total order) and its renormalisation one double sum and one
+// rounding per value. The ids go from topk straight into mul_mat_id, so any difference in
+// them shows there.
+struct TopkCase {
+    std::string name() const { return "topk_weights(x=[12,9],k=3,ties)"; }
+    std::vector<Tensor*> build(Graph& g, Backend&, Keep&, std::mt19937& r) const {
+        std::vector<float> x = randn(r, size_t(12 * 9));
+        for (int t = 0; t < 9; ++t) x[size_t(t * 12 + 7)] = x[size_t(t * 12 + 2)];  // equal values: lower index first
+        x[5] = -x[5];
+        Tensor* xt = g.input(DType::F32, {12, 9}, x.data(), "logits");
+        Tensor* p = softmax(g, xt, 1.0f);
+        return {topk_weights(g, p, 3, true), topk_weights(g, xt, 3, false)};
+    }
+};
+
+// As mul_mat. 100 tokens x 2 experts: the GPU kernels group the pairs by expert into tiles
+// (more than one tile for the busier experts).
+struct MulMatIdCase {
+    DType type;
+    int64_t X, T;
+    std::string name() const {
+        return std::string("mul_mat_id(type=") + dtype_name(type) + ",K=" + std::to_string(K()) + ",N=37,E=5,k=2,X=" +
+               std::to_string(X) + ",T=" + std::to_string(T) + ")";
+    }
+    int64_t K() const { return traits(type).block == 256 ? 256 : 96; }
+    std::vector<Tensor*> build(Graph& g, Backend& be, Keep& k, std::mt19937& r) const {
+        const int64_t N = 37, E = 5;
+        Tensor* w = k.persistent(be, type, {K(), N, E}, quantized_random(r, type, K(), N * E));
+        Tensor* logits = in_f32(g, r, {E, T});
+        Tensor* ids = topk_ids(g, logits, 2);
+        return {mul_mat_id(g, w, in_f32(g, r, {K(), X, T}), ids)};
+    }
+};
+
+// Gemma 4's per-expert scales: an f32 [1, 1, E] "matrix" per expert gathered by the ids
+// computed on the device, times each token's weight (one product each).
+struct ExpertScaleCase {
+    std::string name() const { return "mul_mat_id(type=f32,K=1,N=1,E=7,k=3,T=5) (per-expert scale)"; }
+    std::vector<Tensor*> build(Graph& g, Backend& be, Keep& k, std::mt19937& r) const {
+        const int64_t E = 7, T = 5, kk = 3;
+        std::vector<float> sv = randn(r, size_t(E));
+        Tensor* w = k.persistent(be, DType::F32, {1, 1, E}, as_bytes(sv));
+        Tensor* ids = topk_ids(g, in_f32(g, r, {E, T}), int(kk));
+        return {mul_mat_id(g, w, in_f32(g, r, {1, kk, T}), ids)};
+    }
+};
+
+template <class C> void add_case(std::vector<OpCase>& out, const char* kind, const C& c, bool view = false) {
+    out.push_back({c.name(), kind, view, [c](Graph& g, Backend& be, Keep& k, std::mt19937& r) { return c.build(g, be, k, r); }});
+}
+
+}  // namespace
+
+std::vector<OpCase> op_cases() {
+    // The tables below, in this order: a case's seed is its index, so appending keeps every
+    // existing case's random inputs.
+    const std::vector<std::array<int64_t, 3>> shapes = {{64, 3, 1}, {37, 5, 2}, {640, 7, 1}};
+    std::vector<ElementCase> elem;
+    for (auto s : shapes)
+        for (auto k : {ElementCase::Add, ElementCase::Mul, ElementCase::Unary, ElementCase::RmsNorm, ElementCase::Softmax})
+            elem.push_back({k, s[0], s[1], s[2]});
+    std::vector<RopeCase> rope_cases;
     for (int mode : {ROPE_NORMAL, ROPE_NEOX})
-        for (bool ff : {false, true})
-            c.push_back({std::string("rope ") + (mode == ROPE_NEOX ? "neox" : "normal") + (ff ? " freq_factors" : ""),
-                         [=](Graph& g, Backend&, Keep&, std::mt19937& r) {
-                             const int64_t D = 64, H = 3, T = 5;
-                             Tensor* x = in_f32(g, r, {D, H, T});
-                             std::vector<int32_t> pos = {0, 7, 100, 4095, 31999};
-                             Tensor* f = nullptr;
-                             if (ff) {
-                                 std::vector<float> fv(24);
-                                 for (size_t i = 0; i < fv.size(); ++i) fv[i] = 1.0f + 0.25f * float(i);
-                                 f = g.input(DType::F32, {24}, fv.data(), "ff");
-                             }
-                             RopeParams p{48, mode, 10000.f, 0.5f};  // partial rotation: dims 48..63 pass through
-                             return std::vector<Tensor*>{rope(g, x, in_i32(g, pos), f, p)};
-                         }, 1e-12});
+        for (bool ff : {false, true}) rope_cases.push_back({mode, ff});
+
+    std::vector<OpCase> c;
+    for (const auto& e : elem) add_case(c, "elementwise", e);
+    for (const auto& rc : rope_cases) add_case(c, "rope", rc);
     for (DType t : kWeightTypes) {
         const int64_t K = traits(t).block == 256 ? 512 : 96;
-        for (int64_t M : {1, 5, 70}) {
-            // Both sides quantize the activations the same way, sum integer blocks exactly
-            // and follow the same float chain (core/ref/mul_mat.cpp): bit-identical. F32
-            // weights sum exact products in double, in another order: below float resolution.
-            c.push_back({std::string("mul_mat ") + dtype_name(t) + " M=" + std::to_string(M),
-                         [=](Graph& g, Backend& be, Keep& k, std::mt19937& r) {
-                             const int64_t N = 37;  // not a multiple of any row block
-                             Tensor* w = k.persistent(be, t, {K, N}, quantized_random(r, t, K, N));
-                             return std::vector<Tensor*>{mul_mat(g, w, in_f32(g, r, {K, M}))};
-                         }, t == DType::F32 ? 1e-14 : 0.0});
-        }
-        if (traits(t).block == 32) {
-            // 33 blocks: more than one round of the shared-memory staging (16 blocks), the last partial
-            c.push_back({std::string("mul_mat ") + dtype_name(t) + " K=1056 M=70",
-                         [=](Graph& g, Backend& be, Keep& k, std::mt19937& r) {
-                             const int64_t K = 1056, N = 37;
-                             Tensor* w = k.persistent(be, t, {K, N}, quantized_random(r, t, K, N));
-                             return std::vector<Tensor*>{mul_mat(g, w, in_f32(g, r, {K, 70}))};
-                         }, 0.0});
-        }
-        c.push_back({std::string("get_rows ") + dtype_name(t), [=](Graph& g, Backend& be, Keep& k, std::mt19937& r) {
-                         const int64_t K = traits(t).block == 256 ? 256 : 64;
-                         Tensor* src = k.persistent(be, t, {K, 9}, quantized_random(r, t, K, 9));
-                         return std::vector<Tensor*>{get_rows(g, src, in_i32(g, {3, 0, 8, 3}))};
-                     }, 0.0});
+        for (int64_t M : {1, 5, 70}) add_case(c, "mul_mat", MulMatCase{t, K, M});
+        // 33 blocks: more than one round of the shared-memory staging (16 blocks), the last partial
+        if (traits(t).block == 32) add_case(c, "mul_mat", MulMatCase{t, 1056, 70});
+        add_case(c, "get_rows", GetRowsCase{t});
     }
     for (DType t : kCacheTypes)
-        for (DType it : {DType::I32, DType::I64}) {
-            // The CPU uses the reference quantizers: caches must be bit-identical.
-            c.push_back({std::string("set_rows ") + dtype_name(t) + (it == DType::I64 ? " i64" : " i32"),
-                         [=](Graph& g, Backend& be, Keep& k, std::mt19937& r) {
-                             const int64_t K = 64, rows = 10;
-                             Tensor* dst = k.persistent(be, t, {K, rows}, quantized_random(r, t, K, rows));
-                             std::vector<int64_t> idx = {4, 9, 0, 4};  // duplicate: the last writer wins
-                             Tensor* ix;
-                             if (it == DType::I64) ix = g.input(DType::I64, {4}, idx.data(), "idx");
-                             else ix = in_i32(g, std::vector<int32_t>(idx.begin(), idx.end()));
-                             return std::vector<Tensor*>{set_rows(g, dst, in_f32(g, r, {K, 4}), ix)};
-                         }, 0.0});
-        }
-    // Attention over ring caches: full and windowed layers, GQA, several sequences, wrapped
-    // rings, every cache type, softcap. The cache holds random rows (only the ring rule
-    // decides which are read).
+        for (DType it : {DType::I32, DType::I64}) add_case(c, "set_rows", SetRowsCase{t, it});
+
+    // Full and windowed layers, GQA, several sequences, wrapped rings, softcap.
     struct A { int W, R, n_seq, H, Hkv, D; float softcap; std::vector<int32_t> pos, seq; };
     const std::vector<A> att = {
         {0, 64, 1, 2, 1, 32, 0.f, {0, 1, 2, 3, 17, 63}, {0, 0, 0, 0, 0, 0}},
@@ -166,102 +354,41 @@ std::vector<OpCase> op_cases() {
         {0, 160, 2, 4, 1, 256, 0.f, {150, 70, 159}, {0, 1, 0}},                 // Gemma 3 heads, long key ranges
         {24, 40, 1, 2, 1, 64, 0.f, {}, {}},                                     // a 40-query prefill chunk, windowed, wrapped
     };
-    for (size_t ai = 0; ai < att.size(); ++ai)
-        for (DType t : kCacheTypes) {
-            A a = att[ai];
-            if (a.pos.empty())  // positions 60..99 of sequence 0
-                for (int32_t i = 0; i < 40; ++i) {
-                    a.pos.push_back(60 + i);
-                    a.seq.push_back(0);
-                }
-            // Cache rows are dequantized the same way; softmax and dot orders differ.
-            c.push_back({"attention case " + std::to_string(ai) + " " + dtype_name(t),
-                         [=](Graph& g, Backend& be, Keep& k, std::mt19937& r) {
-                             const int64_t rows = int64_t(a.R) * a.n_seq, T = int64_t(a.pos.size());
-                             Tensor* kc = k.persistent(be, t, {int64_t(a.D) * a.Hkv, rows}, quantized_random(r, t, int64_t(a.D) * a.Hkv, rows));
-                             Tensor* vc = k.persistent(be, t, {int64_t(a.D) * a.Hkv, rows}, quantized_random(r, t, int64_t(a.D) * a.Hkv, rows));
-                             Tensor* q = in_f32(g, r, {a.D, a.H, T});
-                             AttentionParams p{a.W, a.R, a.Hkv, 1.0f / 8, a.softcap};
-                             return std::vector<Tensor*>{attention(g, q, kc, vc, in_i32(g, a.pos), in_i32(g, a.seq), p)};
-                         }, 1e-10});
-        }
-    // Recurrent scans over the runs of a ubatch (SEMANTICS.md section 2): runs of different
-    // lengths, tokens of different sequences interleaved in the ubatch, a reset run beside runs
-    // that continue their slot's stored state, an unused slot (must stay as it was), and the
-    // state written back compared too. Same arithmetic in the same order on every backend
-    // (double sums of exact products, det_exp): bit-identical.
-    struct R { int64_t T; std::vector<int32_t> runs, order; };
-    const std::vector<R> scan_runs = {
+    for (A a : att) {
+        if (a.pos.empty())  // positions 60..99 of sequence 0
+            for (int32_t i = 0; i < 40; ++i) {
+                a.pos.push_back(60 + i);
+                a.seq.push_back(0);
+            }
+        for (DType t : kCacheTypes) add_case(c, "attention", AttentionCase{a.W, a.R, a.n_seq, a.H, a.Hkv, a.D, a.softcap, a.pos, a.seq, t});
+    }
+
+    // Runs of different lengths, tokens of different sequences interleaved in the ubatch, a
+    // reset run beside runs that continue their slot's stored state, an unused slot (must
+    // stay as it was).
+    const std::vector<ScanRuns> scan_runs = {
         {1, {2, 0, 1, 0}, {0}},                                                    // one decode token
         {9, {1, 0, 4, 1, 3, 4, 3, 0, 0, 7, 2, 0}, {0, 3, 5, 8, 1, 4, 6, 2, 7}},    // 3 sequences interleaved, slot 1 restarts
         {6, {0, 0, 6, 1}, {0, 1, 2, 3, 4, 5}},                                     // one sequence from position 0
     };
     for (size_t ri = 0; ri < scan_runs.size(); ++ri) {
-        const R sr = scan_runs[ri];
-        const int64_t n_slots = 4;
-        c.push_back({"conv1d_scan runs " + std::to_string(ri), [=](Graph& g, Backend& be, Keep& k, std::mt19937& r) {
-                         const int64_t C = 40, K = 4;
-                         Tensor* st = k.persistent(be, DType::F32, {(K - 1) * C, n_slots}, as_bytes(randn(r, size_t((K - 1) * C * n_slots))));
-                         Tensor* w = k.persistent(be, DType::F32, {K, C}, as_bytes(randn(r, size_t(K * C), 0.5f)));
-                         Tensor* x = in_f32(g, r, {C, sr.T});
-                         Tensor* runs = g.input(DType::I32, {4, int64_t(sr.runs.size() / 4)}, sr.runs.data(), "runs");
-                         return std::vector<Tensor*>{conv1d_scan(g, x, w, st, runs, in_i32(g, sr.order)), st};
-                     }, 0.0});
-        for (int map : {HEADS_GROUPED, HEADS_TILED})
-            c.push_back({"delta_scan runs " + std::to_string(ri) + (map == HEADS_TILED ? " tiled" : " grouped"),
-                         [=](Graph& g, Backend& be, Keep& k, std::mt19937& r) {
-                             const DeltaScanParams p{2, 16, 4, 24, map, 0.25f, 1e-6f};  // Dk != Dv, Hv = 2 Hk
-                             const int64_t row = int64_t(p.n_v_heads) * p.d_v * p.d_k;
-                             Tensor* st = k.persistent(be, DType::F32, {row, n_slots}, as_bytes(randn(r, size_t(row * n_slots), 0.3f)));
-                             Tensor* qkv = in_f32(g, r, {2 * 2 * 16 + 4 * 24, sr.T});
-                             // log-decay from mild to strong (-30: e^g underflows any 64-token product)
-                             std::vector<float> gv = randn(r, size_t(4 * sr.T));
-                             for (size_t i = 0; i < gv.size(); ++i) gv[i] = i % 2 ? -30.0f * std::fabs(gv[i]) : -0.1f * std::fabs(gv[i]);
-                             std::vector<float> bv = randn(r, size_t(4 * sr.T));
-                             for (float& b : bv) b = 1.0f / (1.0f + std::exp(-b));
-                             Tensor* gt = g.input(DType::F32, {4, sr.T}, gv.data(), "g");
-                             Tensor* bt = g.input(DType::F32, {4, sr.T}, bv.data(), "beta");
-                             Tensor* runs = g.input(DType::I32, {4, int64_t(sr.runs.size() / 4)}, sr.runs.data(), "runs");
-                             return std::vector<Tensor*>{delta_scan(g, qkv, gt, bt, st, runs, in_i32(g, sr.order), p), st};
-                         }, 0.0});
+        add_case(c, "conv1d_scan", Conv1dScanCase{ri, scan_runs[ri]});
+        for (int map : {HEADS_GROUPED, HEADS_TILED}) add_case(c, "delta_scan", DeltaScanCase{ri, scan_runs[ri], map});
     }
-    // Mixture-of-experts routing and expert matmuls. topk is an exact selection (a total
-    // order) and its renormalisation one double sum and one rounding per value: bit-identical.
-    // The ids go from topk straight into mul_mat_id, so any difference in them shows there.
-    c.push_back({"topk weights E=12 k=3, ties", [=](Graph& g, Backend&, Keep&, std::mt19937& r) {
-                     std::vector<float> x = randn(r, size_t(12 * 9));
-                     for (int t = 0; t < 9; ++t) x[size_t(t * 12 + 7)] = x[size_t(t * 12 + 2)];  // equal values: lower index first
-                     x[5] = -x[5];
-                     Tensor* xt = g.input(DType::F32, {12, 9}, x.data(), "logits");
-                     Tensor* p = softmax(g, xt, 1.0f);
-                     return std::vector<Tensor*>{topk_weights(g, p, 3, true), topk_weights(g, xt, 3, false)};
-                 }, 0.0});
+    add_case(c, "topk", TopkCase{});
     for (DType t : {DType::F16, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q6_K})
         for (int64_t X : {1, 2})
-            for (int64_t T : {6, 100}) {
-                // As mul_mat: the same quantized activations, integer blocks and float chain.
-                // 100 tokens x 2 experts: the GPU kernels group the pairs by expert into
-                // tiles (more than one tile for the busier experts).
-                c.push_back({std::string("mul_mat_id ") + dtype_name(t) + " X=" + std::to_string(X) + " T=" + std::to_string(T),
-                             [=](Graph& g, Backend& be, Keep& k, std::mt19937& r) {
-                                 const int64_t K = traits(t).block == 256 ? 256 : 96, N = 37, E = 5;
-                                 Tensor* w = k.persistent(be, t, {K, N, E}, quantized_random(r, t, K, N * E));
-                                 Tensor* logits = in_f32(g, r, {E, T});
-                                 Tensor* ids = topk_ids(g, logits, 2);
-                                 return std::vector<Tensor*>{mul_mat_id(g, w, in_f32(g, r, {K, X, T}), ids)};
-                             }, 0.0});
-            }
-    // Gemma 4's per-expert scales: an f32 [1, 1, E] "matrix" per expert gathered by the ids
-    // computed on the device, times each token's weight (one product each).
-    c.push_back({"mul_mat_id f32 K=1 N=1 (per-expert scale)", [=](Graph& g, Backend& be, Keep& k, std::mt19937& r) {
-                     const int64_t E = 7, T = 5, kk = 3;
-                     std::vector<float> sv = randn(r, size_t(E));
-                     std::vector<uint8_t> sb(sv.size() * 4);
-                     std::memcpy(sb.data(), sv.data(), sb.size());
-                     Tensor* w = k.persistent(be, DType::F32, {1, 1, E}, sb);
-                     Tensor* ids = topk_ids(g, in_f32(g, r, {E, T}), int(kk));
-                     return std::vector<Tensor*>{mul_mat_id(g, w, in_f32(g, r, {1, kk, T}), ids)};
-                 }, 0.0});
+            for (int64_t T : {6, 100}) add_case(c, "mul_mat_id", MulMatIdCase{t, X, T});
+    add_case(c, "mul_mat_id", ExpertScaleCase{});
+
+    // Views for the ops that take them: a kernel that ignored the offset or assumed packed
+    // rows would read the padding. A backend whose supports() refuses a view skips that
+    // case with a warning (test::runs_all).
+    for (auto s : {std::array<int64_t, 3>{64, 3, 1}, std::array<int64_t, 3>{37, 5, 2}})
+        for (auto k : {ElementCase::Add, ElementCase::Mul, ElementCase::Unary, ElementCase::RmsNorm, ElementCase::Softmax})
+            add_case(c, "elementwise", ElementCase{k, s[0], s[1], s[2], 10}, true);
+    for (DType t : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K})
+        for (int64_t M : {1, 5}) add_case(c, "mul_mat", MulMatCase{t, traits(t).block == 256 ? 256 : 96, M, 64}, true);
     return c;
 }
 

@@ -20,12 +20,17 @@ struct Keep {
     Tensor* persistent(Backend& be, DType type, std::initializer_list<int64_t> ne, const std::vector<uint8_t>& bytes);
 };
 
+// A case's name is generated from its parameters (as ggml's test-backend-ops prints them);
+// `kind` names the table it came from, so tests that single out one op need not parse names.
 struct OpCase {
     std::string name;
+    std::string kind;   // "elementwise", "rope", "mul_mat", "get_rows", "set_rows", "attention", ...
+    bool view = false;  // an input is a strided view (not every backend takes one)
     // Builds the graph on `be` from random inputs drawn from `rng` (seeded identically for
     // every backend); returns the tensors to compare after compute.
+    // Every output must equal the reference's byte for byte on every backend (README: "bit
+    // for bit"); there is no tolerance to set.
     std::function<std::vector<Tensor*>(Graph&, Backend&, Keep&, std::mt19937&)> build;
-    double max_nmse;  // bound on sum((x-ref)^2) / sum(ref^2), per case, with its reason in op_cases.cpp
 };
 
 std::vector<OpCase> op_cases();

@@ -49,7 +49,7 @@ inline GoldenDiff compare_golden(const std::vector<float>& got, const Golden& go
     for (size_t t = 0; t < size_t(gold.n); ++t) {
         const float* a = got.data() + t * V;
         const float* g = gold.logits.data() + t * V;
-        for (size_t v = 0; v < V; ++v) d.worst = std::max(d.worst, double(std::fabs(a[v] - g[v])));
+        for (size_t v = 0; v < V; ++v) d.worst = worst_of(d.worst, double(std::fabs(a[v] - g[v])));
         d.flipped += std::max_element(a, a + V) - a != std::max_element(g, g + V) - g;
     }
     return d;

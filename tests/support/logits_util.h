@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/runtime/session.h"
+#include "tests/support/test_util.h"
 
 namespace ls::test {
 
@@ -47,11 +48,11 @@ inline std::string first_difference(const std::vector<float>& a, const std::vect
         return o.str();
     }
     size_t n_diff = 0, first = 0;
-    float worst = 0;
+    double worst = 0;
     for (size_t i = 0; i < a.size(); ++i)
         if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0) {
             if (n_diff++ == 0) first = i;
-            worst = std::fmax(worst, std::fabs(a[i] - b[i]));
+            worst = worst_of(worst, std::fabs(double(a[i]) - double(b[i])));
         }
     if (n_diff == 0) return "";
     o << n_diff << " of " << a.size() << " logits differ; first at position " << first / n_vocab << " token "
@@ -65,7 +66,7 @@ inline std::string first_difference(const std::vector<float>& a, const std::vect
 // with the reference quantizer), so the logits must be bit-identical, not merely close.
 #define REQUIRE_BIT_IDENTICAL(a, b, n_vocab)                   \
     do {                                                       \
-        const std::string diff_ = first_difference(a, b, n_vocab); \
+        const std::string diff_ = ::ls::test::first_difference(a, b, n_vocab); \
         INFO(diff_);                                           \
         REQUIRE(diff_.empty());                                \
     } while (0)

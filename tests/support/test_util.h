@@ -1,5 +1,7 @@
 // Helpers shared by the tests.
 #pragma once
+#include <cmath>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,5 +34,12 @@ std::vector<std::unique_ptr<Backend>> backends_under_test();
 // a GPU backend still lacking the kernel of a newer op shows the gap in every test run (its
 // supports() refuses such graphs with a clear error; nothing falls back silently).
 bool runs_all(const Backend& be, const Graph& g);
+
+// The larger of a running worst difference and a new one, NaN if either is NaN: std::max
+// and std::fmax drop a NaN, so a NaN output would leave the worst at 0 and pass its bound.
+inline double worst_of(double worst, double d) {
+    if (std::isnan(worst) || std::isnan(d)) return std::numeric_limits<double>::quiet_NaN();
+    return d > worst ? d : worst;
+}
 
 }  // namespace ls::test

@@ -1,5 +1,4 @@
 #include <catch2/catch.hpp>
-#include <chrono>
 #include <random>
 #include <fstream>
 #include <map>
@@ -343,29 +342,23 @@ TEST_CASE("gemma3: chat prompt tokens", "[tokenizer][model]") {
     CHECK(t.encode(p, true, true) == std::vector<int32_t>{2, 105, 2364, 107, 2202, 106, 107, 105, 4368, 107});
 }
 
-TEST_CASE("gemma3: build and encode speed", "[tokenizer][model][perf]") {
+// No wall-clock bound: under ctest --parallel on a shared machine any bound is either loose
+// enough to prove nothing or a flake; the timing lives in the bench tools.
+TEST_CASE("gemma3: the vocabulary builds and a 10 kB mixed text round-trips", "[tokenizer][model]") {
     auto f = GgufFile::open(test::default_model_path());
     Vocab v;
     v.tokens = f->get_string_array("tokenizer.ggml.tokens");
     for (double s : f->get_float_array("tokenizer.ggml.scores")) v.scores.push_back(float(s));
     for (int64_t x : f->get_int_array("tokenizer.ggml.token_type")) v.types.push_back(int32_t(x));
-    using clk = std::chrono::steady_clock;
-    auto t0 = clk::now();
     Tokenizer t(std::move(v));
-    double build_ms = std::chrono::duration<double, std::milli>(clk::now() - t0).count();
 
     std::string text;
     while (text.size() < 10000)
         text += "The quick brown fox jumps over the lazy dog; naïve café, 日本語, 12345.\n    code(x) {}\n";
-    auto t1 = clk::now();
     auto ids = t.encode(text, true, true);
-    double enc_ms = std::chrono::duration<double, std::milli>(clk::now() - t1).count();
-    WARN("vocab build " << build_ms << " ms, encode " << text.size() << " B -> " << ids.size() << " tokens in "
-                        << enc_ms << " ms");
+    REQUIRE(!ids.empty());
+    CHECK(ids.size() < text.size());  // merges happened: not one token per byte
     CHECK(t.decode(ids, false) == text);
-    // Generous bounds (sanitizer builds are slow); the release numbers are in the WARN.
-    CHECK(build_ms < 2000);
-    CHECK(enc_ms < 500);
 }
 
 TEST_CASE("tokenizer: arbitrary bytes round-trip (SentencePiece byte fallback, byte-level BPE)", "[tokenizer]") {

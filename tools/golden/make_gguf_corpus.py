@@ -93,6 +93,36 @@ def one_tensor(name="w", dims=(8,), ttype=T_F32, offset=0, data_len=32, kvs=KV_A
     return pad(body, align) + ramp(data_len)
 
 
+# What the reader says about each cut of ok_v3_all_types (one error per cut: the region the
+# cut falls in and the bytes it left). "gguf:" alone would accept any error at all, so a
+# reader that failed early on a well-formed prefix for the wrong reason would still pass.
+TRUNCATION_ERRORS = {
+    1: "gguf: file too small to be GGUF (1 bytes)",
+    4: "gguf: truncated file: version needs 4 bytes at offset 4, only 0 left (file size 4)",
+    6: "gguf: truncated file: version needs 4 bytes at offset 4, only 2 left (file size 6)",
+    8: "gguf: truncated file: tensor count needs 8 bytes at offset 8, only 0 left (file size 8)",
+    12: "gguf: truncated file: tensor count needs 8 bytes at offset 8, only 4 left (file size 12)",
+    **{n: f"gguf: tensor count 4 at offset 8 exceeds file size {n} ({n - 16} bytes left, each entry needs at least 32)"
+       for n in (20, 24, 30, 40, 60, 100)},
+    **{n: f"gguf: metadata count 22 at offset 16 exceeds file size {n} ({n - 24} bytes left, each entry needs at least 13)"
+       for n in (200, 300)},
+    400: "gguf: truncated file: key of metadata entry 15 needs 8 bytes at offset 399, only 1 left (file size 400)",
+    500: "gguf: string length 10 at offset 485 (key of metadata entry 17) exceeds file size 500 (7 bytes left)",
+    600: "gguf: truncated file: value type of key 't.arr_u64' needs 4 bytes at offset 599, only 1 left (file size 600)",
+    700: "gguf: truncated file: tensor name of tensor info 0 needs 8 bytes at offset 699, only 1 left (file size 700)",
+}
+
+
+def truncation_error(cut, size):
+    if cut in TRUNCATION_ERRORS:
+        return TRUNCATION_ERRORS[cut]
+    # Cuts inside the tensor data (header whole): the first tensor that no longer fits.
+    assert size == 1200, "ok_v3_all_types changed: recompute the truncation errors"
+    if cut < 928:
+        return f"gguf: tensor 'w.f32' extends past end of file (offset 896 + 0 + 32 bytes > file size {cut})"
+    return f"gguf: tensor 'w.q4_k' extends past end of file (offset 896 + 160 + 144 bytes > file size {cut})"
+
+
 def cases():
     good = {
         "ok_v3_all_types": gguf(ALL_KVS, ALL_TENSORS),
@@ -109,23 +139,23 @@ def cases():
     for cut in sorted({1, 4, 6, 8, 12, 20, 24, 30, 40, 60, 100, 200, 300, 400, 500, 600, 700,
                        len(full) - 300, len(full) - 145, len(full) - 100, len(full) - 1}):
         if 0 < cut < len(full):
-            yield f"bad_truncated_{cut:04d}", full[:cut], "gguf:"
+            yield f"bad_truncated_{cut:04d}", full[:cut], truncation_error(cut, len(full))
 
-    yield "bad_empty_file", b"", "too small"
-    yield "bad_magic", b"GGML" + full[4:], "bad magic"
+    yield "bad_empty_file", b"", "gguf: file too small to be GGUF (0 bytes)"
+    yield "bad_magic", b"GGML" + full[4:], "bad magic 'GGML' (expected 'GGUF'): not a GGUF file"
     yield "bad_v1", gguf(KV_ARCH, version=1), "version 1 is not supported"
     yield "bad_version_99", gguf(KV_ARCH, version=99), "unsupported GGUF version 99"
-    yield "bad_big_endian", gguf(KV_ARCH, version=0x03000000), "big-endian"
+    yield "bad_big_endian", gguf(KV_ARCH, version=0x03000000), "big-endian GGUF files are not supported"
     yield "bad_kv_count_huge", gguf(KV_ARCH, n_kv=1 << 60), "metadata count 1152921504606846976"
-    yield "bad_kv_count_max", gguf(KV_ARCH, n_kv=MAX64), "metadata count"
-    yield "bad_tensor_count_huge", gguf(KV_ARCH, n_tensors=1 << 62), "tensor count"
-    yield "bad_kv_count_plus_one", gguf(KV_ARCH, n_kv=2), "truncated"
+    yield "bad_kv_count_max", gguf(KV_ARCH, n_kv=MAX64), "metadata count 18446744073709551615 at offset 16 exceeds file size 68"
+    yield "bad_tensor_count_huge", gguf(KV_ARCH, n_tensors=1 << 62), "tensor count 4611686018427387904 at offset 8 exceeds file size 68"
+    yield "bad_kv_count_plus_one", gguf(KV_ARCH, n_kv=2), "truncated file: key of metadata entry 1 needs 8 bytes at offset 68, only 0 left"
     yield "bad_key_len_huge", b"GGUF" + struct.pack("<IQQQ", 3, 0, 1, MAX64) + b"x" * 16, \
         "string length 18446744073709551615 at offset 24"
     yield "bad_string_len_huge", gguf([gstr("k") + struct.pack("<IQ", STRING, 1 << 40) + b"abc"]), \
         "string length 1099511627776"
     yield "bad_array_len_huge", gguf([kv_array("k", U32, [1, 2], count=1 << 61)]), "array length 2305843009213693952"
-    yield "bad_array_str_len_huge", gguf([kv_array("k", STRING, ["a"], count=MAX64 // 8)]), "array length"
+    yield "bad_array_str_len_huge", gguf([kv_array("k", STRING, ["a"], count=MAX64 // 8)]), "array length 2305843009213693951 at offset 41 of key 'k' exceeds file size 58"
     yield "bad_array_str_elem_huge", gguf([gstr("k") + struct.pack("<IIQQ", ARRAY, STRING, 1, MAX64) + b"xyz"]), \
         "string length 18446744073709551615"
     yield "bad_nested_array", gguf([gstr("k") + struct.pack("<IIQ", ARRAY, ARRAY, 1) + struct.pack("<IQ", U8, 0)]), \
@@ -136,7 +166,7 @@ def cases():
     yield "bad_bool", gguf([gstr("k") + struct.pack("<IB", BOOL, 2)]), "bool value 2"
     yield "bad_empty_key", gguf([kv("", U8, 1)]), "empty key"
     yield "bad_dup_key", gguf(KV_ARCH + [kv("x", U8, 1), kv("x", U32, 2)]), "duplicate key 'x'"
-    yield "bad_align_zero", gguf([kv("general.alignment", U32, 0)], ONE_T), "not a nonzero power of two"
+    yield "bad_align_zero", gguf([kv("general.alignment", U32, 0)], ONE_T), "general.alignment 0 is not a nonzero power of two"
     yield "bad_align_3", gguf([kv("general.alignment", U32, 3)]), "general.alignment 3 is not a nonzero power of two"
     yield "bad_align_type", gguf([kv("general.alignment", U64, 32)]), "general.alignment must be u32, found u64"
     yield "bad_dup_tensor", gguf(KV_ARCH, [("w", [8], T_F32, ramp(32)), ("w", [8], T_F32, ramp(32))]), \
@@ -144,9 +174,9 @@ def cases():
     yield "bad_tensor_past_eof", gguf(KV_ARCH, ONE_T, data=ramp(31)), "tensor 'w' extends past end of file"
     yield "bad_tensor_offset_huge", one_tensor(offset=1 << 63), "tensor 'w' extends past end of file"
     yield "bad_tensor_offset_unaligned", one_tensor(offset=4, data_len=64), "not a multiple of the alignment 32"
-    yield "bad_tensor_size_past_eof", one_tensor(dims=(1 << 40,)), "extends past end of file"
-    yield "bad_dims_overflow", one_tensor(dims=(1 << 32, 1 << 32, 1 << 32)), "overflows"
-    yield "bad_bytes_overflow", one_tensor(dims=(1 << 62,)), "overflows"
+    yield "bad_tensor_size_past_eof", one_tensor(dims=(1 << 40,)), "tensor 'w' extends past end of file (offset 128 + 0 + 4398046511104 bytes"
+    yield "bad_dims_overflow", one_tensor(dims=(1 << 32, 1 << 32, 1 << 32)), "tensor 'w' has dimensions whose product overflows"
+    yield "bad_bytes_overflow", one_tensor(dims=(1 << 62,)), "tensor 'w' has dimensions whose product overflows"
     yield "bad_dim_zero", one_tensor(dims=(8, 0)), "invalid dimension 1 = 0"
     yield "bad_dim_negative", one_tensor(dims=(MAX64,)), "invalid dimension 0 = -1"
     yield "bad_n_dims_5", one_tensor(dims=(1, 1, 1, 1, 8)), "has 5 dimensions"
@@ -157,7 +187,8 @@ def cases():
     yield "bad_tensor_type_huge", one_tensor(ttype=0xFFFFFFFF), "unknown type id 4294967295"
     yield "bad_block_multiple", one_tensor(dims=(33,), ttype=T_Q8_0, data_len=64), "not a multiple of the block size 32"
     yield "bad_empty_tensor_name", one_tensor(name=""), "empty name"
-    yield "bad_data_start_past_eof", gguf(KV_ARCH, ONE_T)[:-32 - 1], "gguf:"
+    yield "bad_data_start_past_eof", gguf(KV_ARCH, ONE_T)[:-32 - 1], \
+        "gguf: data section would start at offset 128, past the end of the file (size 127)"
     body = b"GGUF" + struct.pack("<IQQ", 3, 1, 0) + tinfo("w", [8], T_F32, 0)
     yield "bad_no_data_section", body, "data section would start at offset 64"
 
