@@ -1,10 +1,8 @@
 #include <tbb/parallel_for.h>
 
-#include <cmath>
-
 #include "core/ir/op_params.h"
+#include "core/ref/ref_ops.h"
 #include "cpu/ops/cpu_ops.h"
-#include "cpu/simd.h"
 
 namespace ls::cpu {
 
@@ -12,14 +10,9 @@ void softmax(const Tensor& dst) {
     const Tensor& x = *dst.src[0];
     const float scale = dst.get_params<SoftmaxParams>().scale;
     const int64_t K = x.ne[0];
+    // Rows are short (router logits): the reference's row, spread over the threads.
     tbb::parallel_for(int64_t(0), x.nrows(), [&](int64_t r) {
-        const float* px = x.data_as<const float>() + r * K;
-        float* py = dst.data_as<float>() + r * K;
-        float mx = -INFINITY;
-        for (int64_t i = 0; i < K; ++i) mx = std::fmax(mx, px[i] * scale);
-        double sum = 0;
-        for (int64_t i = 0; i < K; ++i) sum += (py[i] = det_exp(px[i] * scale - mx));
-        for (int64_t i = 0; i < K; ++i) py[i] = float(double(py[i]) / sum);
+        ref::softmax_row(x.data_as<const float>() + r * K, dst.data_as<float>() + r * K, K, scale);
     });
 }
 
