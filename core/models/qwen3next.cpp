@@ -16,7 +16,6 @@ void Qwen3Hybrid::load_arch() {
     if (hp_.arch != "qwen35" && hp_.arch != "qwen35moe" && hp_.arch != "qwen3next")
         throw std::runtime_error("qwen3 hybrid loader: architecture '" + hp_.arch + "' (expected qwen35, qwen35moe or qwen3next)");
     const std::string a = hp_.arch + ".";
-    head_map_ = hp_.arch == "qwen3next" ? HEADS_GROUPED : HEADS_TILED;  // qwen35moe: as qwen35
     hp_.n_embd = f.get_int(a + "embedding_length");
     hp_.n_layer = f.get_int(a + "block_count");
     hp_.n_ff = f.get_int(a + "feed_forward_length", 0);  // dense FFN layers only

@@ -17,6 +17,9 @@ namespace ls {
 // scaled by sigmoid(ffn_gate_inp_shexp . x).
 class Qwen3Hybrid final : public Model {
 public:
+    // Which key head a value head reads differs by file layout (the registry's rows say):
+    // qwen3next groups them, qwen35's converter reorders them so that they tile.
+    explicit Qwen3Hybrid(DeltaHeadMap head_map) : head_map_(head_map) {}
     Tensor* build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const override;
     Tensor* build_graph(Graph& g, const Ubatch& ub, KvCache& kv, RecurrentMemory* rs) const override;
     std::vector<RecurrentLayerSpec> recurrent_layout() const override;
@@ -62,7 +65,7 @@ private:
     Tensor* moe_ffn(Graph& g, const Layer& w, Tensor* h) const;
     int64_t n_expert_ = 0, n_expert_used_ = 0, n_ff_exp_ = 0, n_ff_shexp_ = 0;
     bool expert_norm_ = true;  // expert_weights_norm: the selected weights divided by their sum
-    int32_t head_map_ = HEADS_TILED;  // DeltaHeadMap
+    int32_t head_map_;  // DeltaHeadMap
     int64_t d_conv_ = 0, n_k_heads_ = 0, d_k_ = 0, n_v_heads_ = 0, d_v_ = 0, n_rot_ = 0;
     std::vector<Layer> layers_;
 };

@@ -10,6 +10,7 @@ namespace ls {
 namespace {
 
 template <class M> std::unique_ptr<Model> make() { return std::make_unique<M>(); }
+template <DeltaHeadMap map> std::unique_ptr<Model> make_qwen3_hybrid() { return std::make_unique<Qwen3Hybrid>(map); }
 
 // One row per GGUF architecture name. A new family: its class in core/models/<family>.cpp
 // and its rows here.
@@ -20,9 +21,9 @@ struct Family {
 constexpr Family kFamilies[] = {
     {"gemma3", &make<Gemma3>},
     {"gemma4", &make<Gemma4>},
-    {"qwen3next", &make<Qwen3Hybrid>},
-    {"qwen35", &make<Qwen3Hybrid>},
-    {"qwen35moe", &make<Qwen3Hybrid>},
+    {"qwen3next", &make_qwen3_hybrid<HEADS_GROUPED>},
+    {"qwen35", &make_qwen3_hybrid<HEADS_TILED>},
+    {"qwen35moe", &make_qwen3_hybrid<HEADS_TILED>},
 };
 
 }  // namespace
