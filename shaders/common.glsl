@@ -21,7 +21,7 @@ layout(constant_id = 0) const bool NATIVE_FMA = false;
 // nearest even with subnormals, overflow, infinities and NaN as core/ref does.
 layout(constant_id = 1) const bool NATIVE_D2F = false;
 // The device's subgroup size, subgroup operations in compute (VK_SUBGROUP_FEATURE_*_BIT)
-// and shared memory per workgroup in bytes, as queried at init (vk_context.cpp).
+// and shared memory per workgroup in bytes, as queried at init (backends/vulkan/vk_device.cpp).
 layout(constant_id = 2) const uint SUBGROUP_SIZE = 1u;
 layout(constant_id = 3) const uint SUBGROUP_OPS = 0u;
 layout(constant_id = 4) const uint SHARED_BYTES = 16384u;

@@ -134,7 +134,7 @@ Tensor* softcap(Graph& g, Tensor* x, float cap) {
 
 namespace {
 // The run table of the recurrent ops: shapes only (values are checked by the kernels'
-// shared check, core/ref/runs.h, before anything is written).
+// shared check, core/rules/scan_runs.h, before anything is written).
 void check_runs(const char* op, Tensor* runs, Tensor* order, int64_t T) {
     expect_type(op, runs, DType::I32, "runs");
     expect_type(op, order, DType::I32, "order");

@@ -1,4 +1,4 @@
-// The CUDA attention kernels run on the host by tests/cuda_emu.h, on the op table's attention
+// The CUDA attention kernels run on the host by backends/cuda/emu/cuda_emu.h, on the op table's attention
 // cases (ring wrap, windows, several sequences, GQA, softcap, every cache type, long key
 // ranges, Gemma 4's 512-wide heads), against the reference bit for bit. This is what a
 // machine without a GPU can check of the kernels themselves: their indexing, their
