@@ -44,25 +44,43 @@ def layer_of(path):
             best = f
     return best
 
-inc_re = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+# Quoted and angle-bracket includes alike (every layer has the source root on its include
+# path, so <core/x.h> would compile too), each resolved as the compiler would: next to the
+# including file first (quoted only), then from the source root. What resolves to neither is
+# a system or third-party header.
+inc_re = re.compile(r'^\s*#\s*include\s+([<"])([^">]+)[">]', re.M)
 exts = ('.h', '.cpp', '.cu', '.cuh', '.comp', '.glsl', '.inc')
 roots = sorted({f.split('/')[0] for f in deps} | {'tests', 'tools'})
+src_abs = os.path.abspath(src)
+
+def resolve(path, quote, name):
+    here = os.path.dirname(os.path.join(src_abs, path))
+    for base in ([here] if quote == '"' else []) + [src_abs]:
+        cand = os.path.normpath(os.path.join(base, name))
+        if os.path.isfile(cand):
+            rel = os.path.relpath(cand, src_abs)
+            return None if rel.startswith('..') else rel.replace(os.sep, '/')
+    return None
+
 graph, errors = {}, []
 for root in roots:
     for dirpath, _, names in os.walk(os.path.join(src, root)):
         for n in names:
             if not n.endswith(exts):
                 continue
-            path = os.path.relpath(os.path.join(dirpath, n), src)
+            path = os.path.relpath(os.path.join(dirpath, n), src).replace(os.sep, '/')
             text = open(os.path.join(src, path), encoding='utf-8', errors='replace').read()
-            incs = [i for i in inc_re.findall(text) if os.path.exists(os.path.join(src, i))]
+            incs = [r for q, i in inc_re.findall(text) if (r := resolve(path, q, i)) is not None]
             graph[path] = incs
             mine = layer_of(path)
             if mine is None:
                 continue
             for inc in incs:
                 theirs = layer_of(inc)
-                if theirs is not None and theirs not in allowed[mine]:
+                if theirs is None:
+                    # tests/ and tools/ sit above every layer: no product code includes them.
+                    errors.append(f'{path}: includes {inc}, which belongs to no layer (tests/ and tools/ sit above them all)')
+                elif theirs not in allowed[mine]:
                     errors.append(f'{path}: includes {inc}: layer {mine}/ may not depend on {theirs}/ '
                                   f'(it may use: {", ".join(sorted(allowed[mine] - {mine})) or "nothing"})')
 

@@ -81,7 +81,8 @@ function(ls_layer_check)
     DEPENDS ${watched} ${table} ${PROJECT_SOURCE_DIR}/cmake/check_layers.py
     COMMENT "checking the layering (cmake/check_layers.py)" VERBATIM)
   add_custom_target(check_layers ALL DEPENDS ${stamp})
-  # Every layer target waits for the check, so a build with a wrong include fails.
+  # Every target named waits for the check (its compile steps, not only its link), so a
+  # build with a wrong include fails before compiling it.
   foreach(t ${ARGN})
     if(TARGET ${t})
       get_target_property(type ${t} TYPE)

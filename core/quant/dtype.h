@@ -8,7 +8,7 @@
 
 namespace ls {
 
-// The ids come from core/quant/dtype_ids.h, which CUDA, GLSL and CMake read too.
+// The ids come from core/quant/dtype_ids.h, which CUDA and GLSL read too.
 enum class DType : uint32_t {
     F32 = LS_TYPE_F32, F16 = LS_TYPE_F16, Q4_0 = LS_TYPE_Q4_0, Q4_1 = LS_TYPE_Q4_1, Q5_0 = LS_TYPE_Q5_0,
     Q5_1 = LS_TYPE_Q5_1, Q8_0 = LS_TYPE_Q8_0, Q8_1 = LS_TYPE_Q8_1, Q2_K = LS_TYPE_Q2_K, Q3_K = LS_TYPE_Q3_K,

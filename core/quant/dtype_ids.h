@@ -1,7 +1,8 @@
 /* Element type ids, numbered as in GGUF (a file's type id is the value). The one definition
    of the numbers: C++ (core/quant/dtype.h's DType), CUDA, the GLSL shaders (#if WTYPE ==
-   LS_TYPE_Q4_0; shaders/common.glsl includes this file) and CMake (which reads these lines to
-   name shader variants) all take them from here. Plain #defines, so every one of them can. */
+   LS_TYPE_Q4_0; shaders/common.glsl includes this file; a shader's "// variant:" lines pass
+   WTYPE=LS_TYPE_Q4_0 by name) and CMake (which reads the names here to check that every op has
+   its shader, backends/vulkan/CMakeLists.txt) all take them from here. Plain #defines, so every one of them can. */
 #ifndef LS_CORE_QUANT_DTYPE_IDS_H
 #define LS_CORE_QUANT_DTYPE_IDS_H
 

@@ -271,7 +271,7 @@ TEST_CASE("Utf8Stream: only complete UTF-8 comes out", "[tokenizer]") {
     CHECK(s2.flush() == "");
 }
 
-TEST_CASE("format_chat: Gemma, Gemma 4 and ChatML", "[tokenizer]") {
+TEST_CASE("format_chat: Gemma, Gemma 4 and ChatML", "[tokenizer][chat]") {
     std::vector<ChatMsg> msgs = {{"system", "Be brief."}, {"user", "Hi there "}, {"assistant", "Hello!"}, {"user", "Bye"}};
     CHECK(format_chat(msgs, true, "gemma3") ==
           "<start_of_turn>user\nBe brief.\n\nHi there<end_of_turn>\n"

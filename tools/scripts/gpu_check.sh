@@ -74,12 +74,12 @@ for s in "${steps[@]}"; do
     model)
       backends=cuda
       has_vulkan_gpu && backends=cuda,vulkan
-      step "default model, cpu vs $backends" model.log env LOCKSTEP_TEST_BACKENDS="$backends" "$TESTS" '[model][gpu]'
+      step "default model, cpu vs $backends" model.log env LOCKSTEP_TEST_BACKENDS="$backends" "$TESTS" --warn NoTests '[model][gpu]'
       ;;
     memcheck)
       if command -v compute-sanitizer >/dev/null; then
         step "compute-sanitizer memcheck" memcheck.log compute-sanitizer --tool memcheck --error-exitcode 3 \
-          env LOCKSTEP_TEST_BACKENDS=cuda LOCKSTEP_REQUIRE_DEVICE=cuda "$TESTS" '[ops],[kv]~[model],[tiny]~[model]'
+          env LOCKSTEP_TEST_BACKENDS=cuda LOCKSTEP_REQUIRE_DEVICE=cuda "$TESTS" --warn NoTests '[ops],[kv]~[model],[tiny]~[model]'
       else
         summary+=("compute-sanitizer memcheck: not run (compute-sanitizer not on PATH)")
         failed=1
