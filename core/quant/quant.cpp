@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/quant/quant_impl.h"
+#include "core/rules/canon.h"
 
 namespace ls {
 
@@ -166,36 +167,31 @@ DType vec_dot_type(DType w) {
 float vec_dot_ref(DType w, const void* wrow, const void* arow, int64_t n) {
     const int64_t nb = static_cast<int64_t>(row_bytes(w, n) / traits(w).block_bytes);
     switch (w) {
+        // Plain float types: canon_sum of the products (core/rules/canon.h rule 5), the
+        // activation row F16 for F16 weights (products exact), F32 otherwise.
         case DType::F32: {
-            // Plain float types: accumulate in double (the reference is the more accurate side).
-            double s = 0;
             const auto* a = static_cast<const uint8_t*>(wrow);
             const auto* b = static_cast<const uint8_t*>(arow);
-            for (int64_t i = 0; i < n; ++i) {
+            return canon_sum_of(n, [&](int64_t i) {
                 float x, y;
                 std::memcpy(&x, a + 4 * i, 4);
                 std::memcpy(&y, b + 4 * i, 4);
-                s += static_cast<double>(x) * y;
-            }
-            return static_cast<float>(s);
+                return x * y;
+            });
         }
         case DType::F16: case DType::BF16: {
-            double s = 0;
             const auto* a = static_cast<const uint8_t*>(wrow);
             const auto* b = static_cast<const uint8_t*>(arow);
-            for (int64_t i = 0; i < n; ++i) {
+            return canon_sum_of(n, [&](int64_t i) {
                 uint16_t hx; std::memcpy(&hx, a + 2 * i, 2);
-                float y;
                 if (w == DType::F16) {
                     uint16_t hy; std::memcpy(&hy, b + 2 * i, 2);
-                    y = fp16_to_fp32(hy);
-                    s += static_cast<double>(fp16_to_fp32(hx)) * y;
-                } else {
-                    std::memcpy(&y, b + 4 * i, 4);
-                    s += static_cast<double>(bf16_to_fp32(hx)) * y;
+                    return fp16_to_fp32(hx) * fp16_to_fp32(hy);
                 }
-            }
-            return static_cast<float>(s);
+                float y;
+                std::memcpy(&y, b + 4 * i, 4);
+                return bf16_to_fp32(hx) * y;
+            });
         }
         case DType::Q4_0: return qref::dot_q4_0_q8_0(wrow, arow, nb);
         case DType::Q4_1: return qref::dot_q4_1_q8_1(wrow, arow, nb);

@@ -304,7 +304,7 @@ void quant_q8_k(const float* x, void* dst, int64_t nb) {
 
 // ---------------------------------------------------------------- dot products
 // Per super-block: exact int32 sums (scale-weighted), then
-// sum = fma(dy*d, isum, sum) and msum_f = fma(dy*dmin, msum, msum_f) over super-blocks in
+// sum = sum + (dy*d) * isum and msum_f = msum_f + (dy*dmin) * msum over super-blocks in
 // order, result sum - msum_f: the canonical float sequence of mul_mat (core/ref/mul_mat.cpp).
 
 float dot_q2_k_q8_k(const void* w, const void* a, int64_t nb) {
@@ -319,8 +319,8 @@ float dot_q2_k_q8_k(const void* w, const void* a, int64_t nb) {
             isum += q2k_scale(x[i].scales, s) * si;
             msum += q2k_min(x[i].scales, s) * y[i].bsums[s];
         }
-        sum = std::fma(y[i].d * fp16_to_fp32(x[i].d), static_cast<float>(isum), sum);
-        msum_f = std::fma(y[i].d * fp16_to_fp32(x[i].dmin), static_cast<float>(msum), msum_f);
+        sum = sum + (y[i].d * fp16_to_fp32(x[i].d)) * static_cast<float>(isum);
+        msum_f = msum_f + (y[i].d * fp16_to_fp32(x[i].dmin)) * static_cast<float>(msum);
     }
     return sum - msum_f;
 }
@@ -336,7 +336,7 @@ float dot_q3_k_q8_k(const void* w, const void* a, int64_t nb) {
             for (int t = 0; t < 16; ++t) si += q3k_value(x[i], 16 * s + t) * y[i].qs[16 * s + t];
             isum += q3k_scale(x[i].scales, s) * si;
         }
-        sum = std::fma(y[i].d * fp16_to_fp32(x[i].d), static_cast<float>(isum), sum);
+        sum = sum + (y[i].d * fp16_to_fp32(x[i].d)) * static_cast<float>(isum);
     }
     return sum;
 }
@@ -355,8 +355,8 @@ float dot_q4_k_q8_k(const void* w, const void* a, int64_t nb) {
             isum += sc * si;
             msum += m * (y[i].bsums[2 * s] + y[i].bsums[2 * s + 1]);
         }
-        sum = std::fma(y[i].d * fp16_to_fp32(x[i].d), static_cast<float>(isum), sum);
-        msum_f = std::fma(y[i].d * fp16_to_fp32(x[i].dmin), static_cast<float>(msum), msum_f);
+        sum = sum + (y[i].d * fp16_to_fp32(x[i].d)) * static_cast<float>(isum);
+        msum_f = msum_f + (y[i].d * fp16_to_fp32(x[i].dmin)) * static_cast<float>(msum);
     }
     return sum - msum_f;
 }
@@ -375,8 +375,8 @@ float dot_q5_k_q8_k(const void* w, const void* a, int64_t nb) {
             isum += sc * si;
             msum += m * (y[i].bsums[2 * s] + y[i].bsums[2 * s + 1]);
         }
-        sum = std::fma(y[i].d * fp16_to_fp32(x[i].d), static_cast<float>(isum), sum);
-        msum_f = std::fma(y[i].d * fp16_to_fp32(x[i].dmin), static_cast<float>(msum), msum_f);
+        sum = sum + (y[i].d * fp16_to_fp32(x[i].d)) * static_cast<float>(isum);
+        msum_f = msum_f + (y[i].d * fp16_to_fp32(x[i].dmin)) * static_cast<float>(msum);
     }
     return sum - msum_f;
 }
@@ -392,7 +392,7 @@ float dot_q6_k_q8_k(const void* w, const void* a, int64_t nb) {
             for (int t = 0; t < 16; ++t) si += q6k_value(x[i], 16 * s + t) * y[i].qs[16 * s + t];
             isum += x[i].scales[s] * si;
         }
-        sum = std::fma(y[i].d * fp16_to_fp32(x[i].d), static_cast<float>(isum), sum);
+        sum = sum + (y[i].d * fp16_to_fp32(x[i].d)) * static_cast<float>(isum);
     }
     return sum;
 }

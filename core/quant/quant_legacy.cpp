@@ -173,7 +173,7 @@ void quant_q8_1(const float* x, void* dst, int64_t nb) {
     }
 }
 
-// --- dot products: exact int32 block sums, then sum = fma(dw*da, sumi, sum) over blocks in
+// --- dot products: exact int32 block sums, then sum = sum + (dw*da) * sumi over blocks in
 // order: the canonical float sequence of mul_mat (core/ref/mul_mat.cpp) ---
 
 float dot_q4_0_q8_0(const void* w, const void* a, int64_t nb) {
@@ -183,7 +183,7 @@ float dot_q4_0_q8_0(const void* w, const void* a, int64_t nb) {
     for (int64_t i = 0; i < nb; ++i) {
         int sumi = 0;
         for (int j = 0; j < QK; ++j) sumi += (nibble(x[i].qs, j) - 8) * y[i].qs[j];
-        sum = std::fma(fp16_to_fp32(x[i].d) * fp16_to_fp32(y[i].d), static_cast<float>(sumi), sum);
+        sum = sum + (fp16_to_fp32(x[i].d) * fp16_to_fp32(y[i].d)) * static_cast<float>(sumi);
     }
     return sum;
 }
@@ -195,8 +195,8 @@ float dot_q4_1_q8_1(const void* w, const void* a, int64_t nb) {
         int sumi = 0;
         for (int j = 0; j < QK; ++j) sumi += nibble(x[i].qs, j) * y[i].qs[j];
         // sum_j (d q_j + m) * dy y_j = d dy sumi + m * (dy sum_j y_j) = ... + m * s
-        sum = std::fma(fp16_to_fp32(x[i].d) * fp16_to_fp32(y[i].d), static_cast<float>(sumi), sum);
-        sum = std::fma(fp16_to_fp32(x[i].m), fp16_to_fp32(y[i].s), sum);
+        sum = sum + (fp16_to_fp32(x[i].d) * fp16_to_fp32(y[i].d)) * static_cast<float>(sumi);
+        sum = sum + (fp16_to_fp32(x[i].m)) * fp16_to_fp32(y[i].s);
     }
     return sum;
 }
@@ -208,7 +208,7 @@ float dot_q5_0_q8_0(const void* w, const void* a, int64_t nb) {
         const uint32_t qh = load_qh(x[i].qh);
         int sumi = 0;
         for (int j = 0; j < QK; ++j) sumi += ((nibble(x[i].qs, j) | (fifth_bit(qh, j) << 4)) - 16) * y[i].qs[j];
-        sum = std::fma(fp16_to_fp32(x[i].d) * fp16_to_fp32(y[i].d), static_cast<float>(sumi), sum);
+        sum = sum + (fp16_to_fp32(x[i].d) * fp16_to_fp32(y[i].d)) * static_cast<float>(sumi);
     }
     return sum;
 }
@@ -220,8 +220,8 @@ float dot_q5_1_q8_1(const void* w, const void* a, int64_t nb) {
         const uint32_t qh = load_qh(x[i].qh);
         int sumi = 0;
         for (int j = 0; j < QK; ++j) sumi += (nibble(x[i].qs, j) | (fifth_bit(qh, j) << 4)) * y[i].qs[j];
-        sum = std::fma(fp16_to_fp32(x[i].d) * fp16_to_fp32(y[i].d), static_cast<float>(sumi), sum);
-        sum = std::fma(fp16_to_fp32(x[i].m), fp16_to_fp32(y[i].s), sum);
+        sum = sum + (fp16_to_fp32(x[i].d) * fp16_to_fp32(y[i].d)) * static_cast<float>(sumi);
+        sum = sum + (fp16_to_fp32(x[i].m)) * fp16_to_fp32(y[i].s);
     }
     return sum;
 }
@@ -232,7 +232,7 @@ float dot_q8_0_q8_0(const void* w, const void* a, int64_t nb) {
     for (int64_t i = 0; i < nb; ++i) {
         int sumi = 0;
         for (int j = 0; j < QK; ++j) sumi += x[i].qs[j] * y[i].qs[j];
-        sum = std::fma(fp16_to_fp32(x[i].d) * fp16_to_fp32(y[i].d), static_cast<float>(sumi), sum);
+        sum = sum + (fp16_to_fp32(x[i].d) * fp16_to_fp32(y[i].d)) * static_cast<float>(sumi);
     }
     return sum;
 }

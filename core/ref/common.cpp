@@ -2,7 +2,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/rules/detmath.h"
+#include "core/rules/canon.h"
 #include "core/quant/quant.h"
 #include "core/ref/ref_ops.h"
 #include "core/rules/row_index_rule.h"

@@ -4,12 +4,12 @@
 //   k = k / sqrt(sum k^2 + eps),  q = (q / sqrt(sum q^2 + eps)) * scale
 //   for each row i of S (Dv rows of Dk):  S_i = e^g S_i;  u = beta (v_i - S_i.k);
 //                                         S_i += u k;      o_i = S_i.q
-// and the final S is stored back. Dot products sum exact products in double (det_dot4); every
+// and the final S is stored back. Dot products are canon_dot (core/rules/canon.h); every
 // other operation is one float operation, so any backend can reproduce the bits.
 #include <cmath>
 #include <vector>
 
-#include "core/rules/detmath.h"
+#include "core/rules/canon.h"
 #include "core/ir/op_params.h"
 #include "core/ref/ref_ops.h"
 #include "core/rules/scan_runs.h"
@@ -39,8 +39,8 @@ void delta_scan(const Tensor& dst) {
                 const float* q = row + hk * Dk;
                 const float* k = row + Hk * Dk + hk * Dk;
                 const float* v = row + 2 * Hk * Dk + h * Dv;
-                const float rq = 1.0f / std::sqrt(det_dot4(q, q, Dk) + p.eps);
-                const float rk = 1.0f / std::sqrt(det_dot4(k, k, Dk) + p.eps);
+                const float rq = canon_div(1.0f, canon_sqrt(canon_dot(q, q, Dk) + p.eps));
+                const float rk = canon_div(1.0f, canon_sqrt(canon_dot(k, k, Dk) + p.eps));
                 for (int64_t j = 0; j < Dk; ++j) {
                     qn[size_t(j)] = q[j] * rq * p.scale;
                     kn[size_t(j)] = k[j] * rk;
@@ -51,9 +51,9 @@ void delta_scan(const Tensor& dst) {
                 for (int64_t i = 0; i < Dv; ++i) {
                     float* Si = S + i * Dk;
                     for (int64_t j = 0; j < Dk; ++j) Si[j] = Si[j] * decay;
-                    const float u = (v[i] - det_dot4(Si, kn.data(), Dk)) * b;
+                    const float u = (v[i] - canon_dot(Si, kn.data(), Dk)) * b;
                     for (int64_t j = 0; j < Dk; ++j) Si[j] = Si[j] + u * kn[size_t(j)];
-                    out[i] = det_dot4(Si, qn.data(), Dk);
+                    out[i] = canon_dot(Si, qn.data(), Dk);
                 }
             }
         }

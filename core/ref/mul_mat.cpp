@@ -8,11 +8,10 @@ namespace ls::ref {
 // The product is defined on the integer path: each activation row is first quantized to
 // the weight type's dot type (Q8_0 for Q4_0..Q8_0, Q8_K for K-quants, F16 for F16), then
 // dotted block by block: an exact integer sum per block, then one float chain over the
-// blocks in order, sum = fma(d_w * d_a, float(isum), sum) (K-quants with mins keep a second
-// chain for the min term and subtract at the end; float weights sum exact products in
-// double). Backends compute exactly this sequence, so their results are bit-identical:
-// anything looser would be amplified by the next layer's 8-bit activation quantization
-// (core/rules/detmath.h).
+// blocks in order, sum = sum + (d_w * d_a) * float(isum) (K-quants with mins keep a second
+// chain for the min term and subtract at the end; float weights are canon_dot). Backends
+// compute exactly this sequence, so their results are bit-identical: anything looser would
+// be amplified by the next layer's 8-bit activation quantization (core/rules/canon.h).
 void mul_mat(const Tensor& dst) {
     const Tensor& w = *dst.src[0];
     const Tensor& x = *dst.src[1];

@@ -1,5 +1,6 @@
 #include <cmath>
 
+#include "core/rules/canon.h"
 #include "core/ir/op_params.h"
 #include "core/ref/ref_ops.h"
 
@@ -15,9 +16,8 @@ void rms_norm(const Tensor& dst) {
             for (int64_t i1 = 0; i1 < x.ne[1]; ++i1) {
                 const float* px = reinterpret_cast<const float*>(x.row(i1, i2, i3));
                 float* py = reinterpret_cast<float*>(dst.row(i1, i2, i3));
-                double ss = 0;
-                for (int64_t i = 0; i < K; ++i) ss += double(px[i]) * double(px[i]);
-                const float r = 1.0f / std::sqrt(float(ss / K) + eps);
+                const float ss = canon_dot(px, px, K);
+                const float r = canon_div(1.0f, canon_sqrt(canon_div(ss, float(K)) + eps));
                 for (int64_t i = 0; i < K; ++i) py[i] = px[i] * r * (w ? w->data_as<const float>()[i] : 1.0f);
             }
 }

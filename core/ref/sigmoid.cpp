@@ -1,4 +1,4 @@
-#include "core/rules/detmath.h"
+#include "core/rules/canon.h"
 #include "core/ref/ref_ops.h"
 #include "core/ref/unary.h"
 

@@ -1,6 +1,6 @@
 #include <cmath>
 
-#include "core/rules/detmath.h"
+#include "core/rules/canon.h"
 #include "core/ir/op_params.h"
 #include "core/ref/ref_ops.h"
 
@@ -9,9 +9,9 @@ namespace ls::ref {
 void softmax_row(const float* px, float* py, int64_t K, float scale) {
     float mx = -INFINITY;
     for (int64_t i = 0; i < K; ++i) mx = std::fmax(mx, px[i] * scale);
-    double sum = 0;
-    for (int64_t i = 0; i < K; ++i) sum += (py[i] = det_exp(px[i] * scale - mx));
-    for (int64_t i = 0; i < K; ++i) py[i] = float(double(py[i]) / sum);
+    for (int64_t i = 0; i < K; ++i) py[i] = det_exp(px[i] * scale - mx);
+    const float sum = canon_sum(py, K);
+    for (int64_t i = 0; i < K; ++i) py[i] = canon_div(py[i], sum);
 }
 
 void softmax(const Tensor& dst) {

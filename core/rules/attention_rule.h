@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/rules/canon.h"
 #include "core/rules/hd.h"
 
 namespace ls {
@@ -23,6 +24,30 @@ inline void check_attention_query(int64_t s, int64_t p, int64_t W, int64_t R, in
     if (p - attn_first_key(p, W) + 1 > R)
         throw std::out_of_range("attention: position " + std::to_string(p) + " needs more than the " +
                                 std::to_string(R) + " cache rows of its slot (context full)");
+}
+
+// ---- the canonical attention arithmetic (core/rules/canon.h rule 7)
+// A query's visible keys k0..p are cut into blocks at absolute positions: block b holds key
+// positions [b * kAttnBlock, (b + 1) * kAttnBlock) that are visible. Aligning to positions (not
+// to k0) lets a tiled kernel share a block's keys across the queries of a ubatch.
+constexpr int64_t kAttnBlock = 64;
+LS_HD inline int64_t attn_block_of(int64_t pos) { return pos / kAttnBlock; }
+
+// For one query and head, with scores s_k = canon_dot(q, k_k) * scale (soft-capped when asked):
+//   block partial:  m_b = max s_k;  p_k = det_exp(s_k - m_b);
+//                   l_b = sum p_k and o_b[i] = sum p_k * v_k[i], both sequential in key order
+//                   from +0 (a product rounded, then added);
+//   fold in increasing b (the first block's partial is the running state as it is):
+//                   m' = max(m, m_b); a = det_exp(m - m'); c = det_exp(m_b - m');
+//                   l = l * a + l_b * c;  o[i] = o[i] * a + o_b[i] * c;  m = m'
+//   out[i] = o[i] / l (correctly rounded).
+// The fold of one block into the running state (o and ob hold Dv values):
+LS_HD inline void attn_fold(float& m, float& l, float* o, float mb, float lb, const float* ob, int64_t Dv) {
+    const float mn = detp::fmax(m, mb);
+    const float a = det_exp(m - mn), c = det_exp(mb - mn);
+    l = l * a + lb * c;
+    for (int64_t i = 0; i < Dv; ++i) o[i] = o[i] * a + ob[i] * c;
+    m = mn;
 }
 
 }  // namespace ls
