@@ -2,8 +2,8 @@
 // block unpacked once and reused for every token of the group. Used for every M (one token
 // included), so a (weight row, token) value never depends on how many tokens are in the batch:
 // each output is one float lane whose operations are, per block i in order,
-//     acc = fma(d_w[i] * d_a[i], float(exact integer block sum), acc)
-// (Q4_K also keeps macc = fma(dmin_w * d_a, float(exact min sum), macc), output acc - macc),
+//     acc = acc + (d_w[i] * d_a[i]) * float(exact integer block sum)   (each operation rounded)
+// (Q4_K also keeps macc = macc + (dmin_w * d_a) * float(exact min sum), output acc - macc),
 // whatever the group size or the lane's position.
 #pragma once
 #include <cstddef>

@@ -1,5 +1,7 @@
-// Small xsimd building blocks shared by the CPU kernels. Each has a scalar twin in the
-// reference ops; the op tests compare the two.
+// Small SIMD building blocks shared by the CPU kernels: the canonical arithmetic of
+// core/rules/canon.h on vectors. Each one performs, lane by lane, the same IEEE operations in
+// the same order as its scalar definition there, so the op tests (byte for byte against
+// core/ref) hold them to it.
 #pragma once
 #include <cstdint>
 #include <xsimd/xsimd.hpp>
@@ -7,91 +9,114 @@
 #include <immintrin.h>
 #endif
 
-#include "core/rules/detmath.h"
+#include "core/rules/canon.h"
 
 namespace ls::cpu::simd {
 
 using fbatch = xsimd::batch<float>;
 constexpr int64_t W = int64_t(fbatch::size);
 
-// a * b + c rounded once. xsimd 8.1 (Debian 12's libxsimd-dev) has no AVX-512 fma: batches of
-// 16 floats fall back to its generic x * y + z, which rounds twice and broke the kernels'
-// bit-for-bit match with the reference (det_exp, attention's accumulation) on AVX-512 CPUs.
-inline fbatch fma(const fbatch& a, const fbatch& b, const fbatch& c) {
+// ---- canon_sum (canon.h rule 5) in registers
+// The 32 partial sums are lanes: element i of a sum goes to lane i mod 32. AVX-512 holds them
+// in two 16-float registers, AVX2 in four 8-float ones (register c = lanes 8c..8c+7); a chunk
+// of VW consecutive elements starting at a multiple of VW is then one register's worth, added
+// to register (i / VW) mod NR. The fixed tree s[l] += s[l + w] (w = 16, 8, 4, 2, 1) is, in
+// registers: w = 16 adds register pairs (z0 + z1; r0 + r2, r1 + r3), w = 8 the two 8-lane
+// halves, then 4, 2, 1 inside one 128-bit register.
 #if defined(__AVX512F__)
-    if constexpr (fbatch::size == 16) return fbatch(_mm512_fmadd_ps(a, b, c));
+using vecf = __m512;
+constexpr int VW = 16;
+inline vecf vzero() { return _mm512_setzero_ps(); }
+inline vecf vadd(vecf a, vecf b) { return _mm512_add_ps(a, b); }
+inline vecf vmul(vecf a, vecf b) { return _mm512_mul_ps(a, b); }
+inline vecf vload(const float* p) { return _mm512_loadu_ps(p); }
+inline vecf vset1(float x) { return _mm512_set1_ps(x); }
+inline vecf vload_f16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+inline vecf vload_bf16(const uint16_t* p) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
+}
+inline void vstore(float* p, vecf v) { _mm512_storeu_ps(p, v); }
+#elif defined(__AVX2__) && defined(__F16C__)
+using vecf = __m256;
+constexpr int VW = 8;
+inline vecf vzero() { return _mm256_setzero_ps(); }
+inline vecf vadd(vecf a, vecf b) { return _mm256_add_ps(a, b); }
+inline vecf vmul(vecf a, vecf b) { return _mm256_mul_ps(a, b); }
+inline vecf vload(const float* p) { return _mm256_loadu_ps(p); }
+inline vecf vset1(float x) { return _mm256_set1_ps(x); }
+inline vecf vload_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+inline vecf vload_bf16(const uint16_t* p) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16));
+}
+inline void vstore(float* p, vecf v) { _mm256_storeu_ps(p, v); }
 #endif
-    return xsimd::fma(a, b, c);
-}
 
-inline float dot(const float* a, const float* b, int64_t n) {
-    fbatch acc0(0.f), acc1(0.f);
-    int64_t i = 0;
-    for (; i + 2 * W <= n; i += 2 * W) {
-        acc0 = simd::fma(fbatch::load_unaligned(a + i), fbatch::load_unaligned(b + i), acc0);
-        acc1 = simd::fma(fbatch::load_unaligned(a + i + W), fbatch::load_unaligned(b + i + W), acc1);
-    }
-    for (; i + W <= n; i += W) acc0 = simd::fma(fbatch::load_unaligned(a + i), fbatch::load_unaligned(b + i), acc0);
-    float s = xsimd::hadd(acc0 + acc1);
-    for (; i < n; ++i) s += a[i] * b[i];
-    return s;
-}
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__F16C__))
+#define LS_CPU_CANON_SIMD 1
+constexpr int NR = 32 / VW;  // registers of partial sums
 
-// det_dot (core/rules/detmath.h) vectorized: exact products summed in double. Only the order of
-// the double sum differs from the scalar twin (2^-53 relative), below float resolution.
-inline double dot_f64(const float* a, const float* b, int64_t n) {
-#if defined(__AVX__)
-    __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        // xsimd 8 has no float->double widening of half a batch; AVX's cvtps_pd does it.
-        const __m256d a0 = _mm256_cvtps_pd(_mm_loadu_ps(a + i)), b0 = _mm256_cvtps_pd(_mm_loadu_ps(b + i));
-        const __m256d a1 = _mm256_cvtps_pd(_mm_loadu_ps(a + i + 4)), b1 = _mm256_cvtps_pd(_mm_loadu_ps(b + i + 4));
-        acc0 = _mm256_add_pd(acc0, _mm256_mul_pd(a0, b0));  // the product is exact: no fma needed
-        acc1 = _mm256_add_pd(acc1, _mm256_mul_pd(a1, b1));
-    }
-    alignas(32) double lanes[4];
-    _mm256_store_pd(lanes, _mm256_add_pd(acc0, acc1));
-    double s = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
-    for (; i < n; ++i) s += double(a[i]) * double(b[i]);
-    return s;
+// The tree's last steps over lanes 0..7 of one register (w = 4, 2, 1).
+inline float tree8(__m256 u) {
+    __m128 v = _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1));  // l += l + 4
+    v = _mm_add_ps(v, _mm_movehl_ps(v, v));                                          // l += l + 2
+    v = _mm_add_ss(v, _mm_movehdup_ps(v));                                           // l += l + 1
+    return _mm_cvtss_f32(v);
+}
+// The fixed tree over four 8-lane registers (lanes 0-7, 8-15, 16-23, 24-31).
+inline float tree32(__m256 r0, __m256 r1, __m256 r2, __m256 r3) {
+    return tree8(_mm256_add_ps(_mm256_add_ps(r0, r2), _mm256_add_ps(r1, r3)));
+}
+inline float tree(const vecf* r) {
+#if defined(__AVX512F__)
+    const __m512 t = _mm512_add_ps(r[0], r[1]);  // w = 16
+    const __m256 lo = _mm512_castps512_ps256(t);
+    const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(t), 1));
+    return tree8(_mm256_add_ps(lo, hi));  // w = 8, then 4, 2, 1
 #else
-    double s = 0;
-    for (int64_t i = 0; i < n; ++i) s += double(a[i]) * double(b[i]);
-    return s;
+    return tree32(r[0], r[1], r[2], r[3]);
 #endif
 }
 
-// det_dot4 (core/rules/detmath.h) bit for bit: its four partial sums s[j mod 4] are the four lanes
-// of one double vector (each lane adds exact products in the same order), combined as
-// (s0 + s1) + (s2 + s3). The delta-rule scan's row dots (cpu/ops/delta_scan.cpp).
-inline float dot4(const float* a, const float* b, int64_t n) {
-#if defined(__AVX__)
-    __m256d acc = _mm256_setzero_pd();
+// canon_sum_of(n, term) with vterm(i) giving the VW terms i..i+VW-1 (i a multiple of VW) as a
+// register and sterm(i) the scalar term i (the tail past the last whole register).
+template <class VTerm, class STerm>
+inline float canon_sum_v(int64_t n, VTerm vterm, STerm sterm) {
+    vecf r[NR];
+    for (auto& x : r) x = vzero();
     int64_t i = 0;
-    for (; i + 4 <= n; i += 4)
-        acc = _mm256_add_pd(acc, _mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(a + i)), _mm256_cvtps_pd(_mm_loadu_ps(b + i))));
-    alignas(32) double s[4];
-    _mm256_store_pd(s, acc);
-    for (int l = 0; i < n; ++i, ++l) s[l] += double(a[i]) * double(b[i]);
-    return float((s[0] + s[1]) + (s[2] + s[3]));
+    for (; i + 32 <= n; i += 32)
+        for (int c = 0; c < NR; ++c) r[c] = vadd(r[c], vterm(i + c * VW));
+    for (int c = 0; i + VW <= n; i += VW, ++c) r[c] = vadd(r[c], vterm(i));
+    if (i == n) return tree(r);
+    alignas(64) float s[32];
+    for (int c = 0; c < NR; ++c) vstore(s + c * VW, r[c]);
+    for (; i < n; ++i) s[i % 32] = s[i % 32] + sterm(i);
+    return canon_tree(s);
+}
+#endif
+
+// canon_dot(a, b, n) of core/rules/canon.h.
+inline float canon_dot(const float* a, const float* b, int64_t n) {
+#if defined(LS_CPU_CANON_SIMD)
+    return canon_sum_v(n, [&](int64_t i) { return vmul(vload(a + i), vload(b + i)); }, [&](int64_t i) { return a[i] * b[i]; });
 #else
-    return det_dot4(a, b, n);
+    return ls::canon_dot(a, b, n);
 #endif
 }
 
-// det_exp / det_gelu / det_silu (core/rules/detmath.h) on batches: the same IEEE operations in
-// the same order, so each lane equals the scalar definition bit for bit.
+// det_exp / det_gelu / det_silu / det_tanh (core/rules/canon.h) on batches: the same IEEE
+// operations in the same order (a product rounded, then the sum: no fused multiply-add), so
+// each lane equals the scalar definition bit for bit.
 inline fbatch det_exp(fbatch x) {
     using namespace detc;
     using ibatch = xsimd::batch<int32_t>;
     const fbatch xc = xsimd::min(xsimd::max(x, fbatch(kLo)), fbatch(kHi));
     const fbatch t = xc * fbatch(kLog2e) + fbatch(kMagic);
     const fbatch n = t - fbatch(kMagic);
-    fbatch r = simd::fma(-n, fbatch(kLn2Hi), xc);
-    r = simd::fma(-n, fbatch(kLn2Lo), r);
+    fbatch r = xc - n * fbatch(kLn2Hi);
+    r = r - n * fbatch(kLn2Lo);
     fbatch p(kP[0]);
-    for (int i = 1; i < 8; ++i) p = simd::fma(p, r, fbatch(kP[i]));
+    for (int i = 1; i < 8; ++i) p = p * r + fbatch(kP[i]);
     const ibatch bits = (xsimd::bitwise_cast<ibatch>(t) - xsimd::bitwise_cast<ibatch>(fbatch(kMagic)) + ibatch(127)) << 23;
     fbatch y = p * xsimd::bitwise_cast<fbatch>(bits);
     y = xsimd::select(x < fbatch(kLo), fbatch(0.0f), y);
@@ -100,50 +125,12 @@ inline fbatch det_exp(fbatch x) {
 }
 inline float det_exp(float x) { return ls::det_exp(x); }
 
+// Division is correctly rounded on both forms (divps, the scalar /): canon_div.
 template <class T> T det_gelu(T x) {
     const T u = T(detc::kGeluA) * (x + T(detc::kGeluB) * (x * x * x));
     return x / (T(1.0f) + det_exp(T(-2.0f) * u));
 }
 template <class T> T det_silu(T x) { return x / (T(1.0f) + det_exp(-x)); }
-
-// The same sum over operands already widened to double.
-inline double dot_f64(const double* a, const double* b, int64_t n) {
-#if defined(__AVX2__) && defined(__FMA__)
-    // Four independent chains: one would wait on the fma latency at every step.
-    __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd(), acc2 = _mm256_setzero_pd(), acc3 = _mm256_setzero_pd();
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        // a*b of two widened floats is exact, so the fused form rounds like mul-then-add.
-        acc0 = _mm256_fmadd_pd(_mm256_loadu_pd(a + i), _mm256_loadu_pd(b + i), acc0);
-        acc1 = _mm256_fmadd_pd(_mm256_loadu_pd(a + i + 4), _mm256_loadu_pd(b + i + 4), acc1);
-        acc2 = _mm256_fmadd_pd(_mm256_loadu_pd(a + i + 8), _mm256_loadu_pd(b + i + 8), acc2);
-        acc3 = _mm256_fmadd_pd(_mm256_loadu_pd(a + i + 12), _mm256_loadu_pd(b + i + 12), acc3);
-    }
-    alignas(32) double lanes[4];
-    _mm256_store_pd(lanes, _mm256_add_pd(_mm256_add_pd(acc0, acc1), _mm256_add_pd(acc2, acc3)));
-    double s = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
-    for (; i < n; ++i) s += a[i] * b[i];
-    return s;
-#else
-    double s = 0;
-    for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
-    return s;
-#endif
-}
-
-// y = fma(a, x, y), elementwise (the accumulation the attention reference defines)
-inline void fma_axpy(float a, const float* x, float* y, int64_t n) {
-    const fbatch va(a);
-    int64_t i = 0;
-    for (; i + W <= n; i += W) simd::fma(va, fbatch::load_unaligned(x + i), fbatch::load_unaligned(y + i)).store_unaligned(y + i);
-    for (; i < n; ++i) y[i] += a * x[i];
-}
-
-inline void scale(float* y, float a, int64_t n) {
-    const fbatch va(a);
-    int64_t i = 0;
-    for (; i + W <= n; i += W) (fbatch::load_unaligned(y + i) * va).store_unaligned(y + i);
-    for (; i < n; ++i) y[i] *= a;
-}
+template <class T> T det_tanh(T y) { return T(2.0f) / (T(1.0f) + det_exp(T(-2.0f) * y)) - T(1.0f); }
 
 }  // namespace ls::cpu::simd

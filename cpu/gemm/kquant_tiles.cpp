@@ -99,8 +99,10 @@ void q4k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_
             float yd;
             std::memcpy(&yd, &y.d, 4);
             const __m256 ydv = _mm256_set1_ps(yd);
-            acc[g] = _mm256_fmadd_ps(_mm256_mul_ps(dw, ydv), _mm256_cvtepi32_ps(hsum8(v)), acc[g]);
-            macc[g] = _mm256_fmadd_ps(_mm256_mul_ps(dm, ydv), _mm256_cvtepi32_ps(hsum8(mv)), macc[g]);
+            // sum = sum + (d_w * d_a) * isum, msum_f = msum_f + (dmin_w * d_a) * msum: each
+            // product rounded, then the sum (core/quant/quant_k.cpp), no fused multiply-add.
+            acc[g] = _mm256_add_ps(acc[g], _mm256_mul_ps(_mm256_mul_ps(dw, ydv), _mm256_cvtepi32_ps(hsum8(v))));
+            macc[g] = _mm256_add_ps(macc[g], _mm256_mul_ps(_mm256_mul_ps(dm, ydv), _mm256_cvtepi32_ps(hsum8(mv))));
         }
     }
     for (int g = 0; g < G; ++g) store_out(_mm256_sub_ps(acc[g], macc[g]), out[g], nr);
@@ -174,7 +176,7 @@ void q6k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_
 #endif
             float yd;
             std::memcpy(&yd, &y.d, 4);
-            acc[g] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(yd)), _mm256_cvtepi32_ps(hsum8(v)), acc[g]);
+            acc[g] = _mm256_add_ps(acc[g], _mm256_mul_ps(_mm256_mul_ps(dw, _mm256_set1_ps(yd)), _mm256_cvtepi32_ps(hsum8(v))));
         }
     }
     for (int g = 0; g < G; ++g) store_out(acc[g], out[g], nr);

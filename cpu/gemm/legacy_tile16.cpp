@@ -58,7 +58,7 @@ void tile16(const uint8_t* const* wr, const uint8_t* a, size_t astride, size_t e
                 const int32_t* ybias = reinterpret_cast<const int32_t*>(yd + nb);
                 sg = _mm512_sub_epi32(sg, _mm512_set1_epi32(ybias[i]));
                 const __m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(yd[i]));
-                acc[g0 + g] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(sg), acc[g0 + g]);
+                acc[g0 + g] = _mm512_add_ps(acc[g0 + g], _mm512_mul_ps(sc, _mm512_cvtepi32_ps(sg)));
             }
         }
     }

@@ -64,7 +64,9 @@ void legacy_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, siz
                 // x = u - off: subtract off * (sum of the block's activation quants).
                 if constexpr (D::kOff != 0) s[g] = _mm256_sub_epi32(s[g], _mm256_set1_epi32(ybias[i]));
                 const __m256 sc = _mm256_mul_ps(dw, _mm256_set1_ps(yd[i]));
-                acc[g0 + g] = _mm256_fmadd_ps(sc, _mm256_cvtepi32_ps(s[g]), acc[g0 + g]);
+                // sum = sum + (d_w * d_a) * isum (core/quant/quant_legacy.cpp): the product
+                // rounded, then the sum; no fused multiply-add.
+                acc[g0 + g] = _mm256_add_ps(acc[g0 + g], _mm256_mul_ps(sc, _mm256_cvtepi32_ps(s[g])));
             }
         }
     }

@@ -1,3 +1,20 @@
+// attention on the CPU: the canonical block attention of core/ref/attention.cpp
+// (core/rules/attention_rule.h), vectorized, read from the cache rows in their stored type.
+//
+// Per query and key block (64 absolute positions): scores are canon_dot in 32 float lanes
+// (four 8-float registers, simd.h's tree), the block's max, det_exp of the shifted scores
+// (vectorized over keys), l_b summed in key order, and o_b[i] = o_b[i] + p_k * v_k[i] in key
+// order, vectorized across i (each lane is its own sequential chain, so SIMD across the value
+// dimension is exact). Partials fold in block order (attn_fold, vectorized over i).
+//
+// Cache elements are dequantized on the fly, 8 at a time into a register (d * q is exact in
+// float): the cache is never copied or widened. The group's query heads of one token see the
+// same keys, so they share every K and V load.
+//
+// Threads (oneTBB): a prompt runs (tile of tokens, kv head) tasks, each folding its blocks in
+// order as it goes; a decode step (a few tokens) runs one task per key block, each writing its
+// block's partial (m_b, l_b, o_b) to a buffer, then folds the partials in block order. Each
+// partial depends on its block alone, so the bits do not depend on the split or thread count.
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
@@ -5,170 +22,303 @@
 #include <cmath>
 #include <vector>
 
-#include "core/rules/attention_rule.h"
 #include "core/ir/op_params.h"
+#include "core/quant/quant_blocks.h"
+#include "core/ref/ref_ops.h"
+#include "core/rules/attention_rule.h"
 #include "cpu/ops/cpu_ops.h"
-#include "cpu/quant_rows.h"
 #include "cpu/simd.h"
 
-#if defined(__AVX2__)
+#if defined(__AVX2__) && defined(__F16C__)
+#define LS_ATTN_AVX2 1
 #include <immintrin.h>
 #endif
 
 namespace ls::cpu {
+
+#if defined(LS_ATTN_AVX2)
 namespace {
+using namespace ls::qb;
 
-constexpr int64_t kQueryBlock = 64;
+// ---- 8 cache values of a row from element e (a multiple of 8), exactly as row_to_f32
+template <DType T> [[gnu::always_inline]] inline __m256 load8(const uint8_t* row, int64_t e) {
+    if constexpr (T == DType::F32) {
+        return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + e);
+    } else if constexpr (T == DType::F16) {
+        return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * e)));
+    } else if constexpr (T == DType::BF16) {
+        const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * e)));
+        return _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
+    } else if constexpr (T == DType::Q8_0) {
+        const BlockQ8_0& b = reinterpret_cast<const BlockQ8_0*>(row)[e / QK];
+        const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.qs + e % QK));
+        return _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(b.d)), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)));
+    } else {
+        static_assert(T == DType::Q4_0);
+        // Element j < 16 of a block is the low nibble of qs[j], j >= 16 the high nibble of qs[j - 16].
+        const BlockQ4_0& b = reinterpret_cast<const BlockQ4_0*>(row)[e / QK];
+        const int64_t j = e % QK;
+        __m128i raw = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.qs + (j & 15)));
+        if (j >= 16) raw = _mm_srli_epi16(raw, 4);
+        const __m256i u = _mm256_cvtepu8_epi32(_mm_and_si128(raw, _mm_set1_epi8(0x0F)));
+        const __m256 x = _mm256_cvtepi32_ps(_mm256_sub_epi32(u, _mm256_set1_epi32(8)));
+        return _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(b.d)), x);
+    }
+}
 
-// The K/V rows of key positions [lo, hi] of one slot and kv head, dequantized once and
-// shared by a block of queries. Rows are fetched by position through the ring rule; a
-// position whose row was since overwritten is never read by a query it is visible to
-// (that is the ring's headroom guarantee), so the copy is as good as the cache.
-struct KeyBlock {
-    int64_t lo = 0, hi = -1;
-    std::vector<double> k;  // widened once here, so scores need no conversions (det_dot)
-    std::vector<float> v;
-    void load(const Tensor& kt, const Tensor& vt, int64_t s, int64_t R, int64_t hk, int64_t Dk, int64_t Dv) {
-        const int64_t n = hi - lo + 1;
-        k.resize(size_t(n * Dk));
-        v.resize(size_t(n * Dv));
-        // Rows are independent: long ranges (decode at long context) load in parallel.
-        tbb::parallel_for(tbb::blocked_range<int64_t>(lo, hi + 1, 256), [&](const tbb::blocked_range<int64_t>& r) {
-            std::vector<float> row(size_t(std::max(kt.ne[0], vt.ne[0])));
-            for (int64_t kp = r.begin(); kp < r.end(); ++kp) {
-                const int64_t rr = ring_row(s, kp, R);
-                dequantize_row_fast(kt.type, kt.row(rr), row.data(), kt.ne[0]);
-                for (int64_t i = 0; i < Dk; ++i) k[size_t((kp - lo) * Dk + i)] = row[size_t(hk * Dk + i)];
-                dequantize_row_fast(vt.type, vt.row(rr), row.data(), vt.ne[0]);
-                std::copy(row.begin() + hk * Dv, row.begin() + (hk + 1) * Dv, v.begin() + (kp - lo) * Dv);
+// ---- scores: sc[i][j] = canon_dot(q_i, k_j) for NQ queries sharing each K load
+template <DType T, int NQ>
+void qk_rows(const float* const* q, const uint8_t* const* krow, int64_t n, int64_t e0, int64_t D, float* const* sc) {
+    for (int64_t j = 0; j < n; ++j) {
+        const uint8_t* kr = krow[j];
+        __m256 acc[NQ][4];
+        for (auto& a : acc)
+            for (auto& x : a) x = _mm256_setzero_ps();
+        int64_t d = 0;
+        for (; d + 32 <= D; d += 32)
+            for (int c = 0; c < 4; ++c) {
+                const __m256 kv = load8<T>(kr, e0 + d + 8 * c);
+                for (int i = 0; i < NQ; ++i) acc[i][c] = _mm256_add_ps(acc[i][c], _mm256_mul_ps(_mm256_loadu_ps(q[i] + d + 8 * c), kv));
             }
-        });
+        for (int c = 0; d < D; d += 8, ++c) {  // D % 32 != 0: the last chunks of 8 (lanes 8c..8c+7)
+            const __m256 kv = load8<T>(kr, e0 + d);
+            for (int i = 0; i < NQ; ++i) acc[i][c] = _mm256_add_ps(acc[i][c], _mm256_mul_ps(_mm256_loadu_ps(q[i] + d), kv));
+        }
+        for (int i = 0; i < NQ; ++i) sc[i][j] = simd::tree32(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+    }
+}
+
+// ---- o_b: ob[i][d0 .. d0 + 8C) = sum over keys j in order of p[i][j] * v_j (from +0)
+template <DType T, int NQ, int C>
+void pv_chunk(const float* const* p, const uint8_t* const* vrow, int64_t n, int64_t e0, int64_t d0, float* const* ob) {
+    __m256 acc[NQ][C];
+    for (auto& a : acc)
+        for (auto& x : a) x = _mm256_setzero_ps();
+    for (int64_t j = 0; j < n; ++j) {
+        __m256 w[NQ];
+        for (int i = 0; i < NQ; ++i) w[i] = _mm256_broadcast_ss(p[i] + j);
+        for (int c = 0; c < C; ++c) {
+            const __m256 vv = load8<T>(vrow[j], e0 + d0 + 8 * c);
+            for (int i = 0; i < NQ; ++i) acc[i][c] = _mm256_add_ps(acc[i][c], _mm256_mul_ps(w[i], vv));
+        }
+    }
+    for (int i = 0; i < NQ; ++i)
+        for (int c = 0; c < C; ++c) _mm256_storeu_ps(ob[i] + d0 + 8 * c, acc[i][c]);
+}
+// Accumulators in registers: NQ * C of them, 8 to 12 of AVX2's 16.
+template <DType T, int NQ>
+void pv_rows(const float* const* p, const uint8_t* const* vrow, int64_t n, int64_t e0, int64_t D, float* const* ob) {
+    constexpr int C = NQ == 1 ? 8 : NQ == 2 ? 4 : 2;
+    int64_t d0 = 0;
+    for (; d0 + 8 * C <= D; d0 += 8 * C) pv_chunk<T, NQ, C>(p, vrow, n, e0, d0, ob);
+    for (; d0 < D; d0 += 8) pv_chunk<T, NQ, 1>(p, vrow, n, e0, d0, ob);
+}
+
+template <DType T>
+void qk_any(int nq, const float* const* q, const uint8_t* const* krow, int64_t n, int64_t e0, int64_t D, float* const* sc) {
+    // Pairs of queries: two sets of four partial-sum registers stay in registers.
+    for (int i = 0; i < nq; i += 2) {
+        if (nq - i >= 2) qk_rows<T, 2>(q + i, krow, n, e0, D, sc + i);
+        else qk_rows<T, 1>(q + i, krow, n, e0, D, sc + i);
+    }
+}
+template <DType T>
+void pv_any(int nq, const float* const* p, const uint8_t* const* vrow, int64_t n, int64_t e0, int64_t D, float* const* ob) {
+    switch (nq) {
+        case 1: return pv_rows<T, 1>(p, vrow, n, e0, D, ob);
+        case 2: return pv_rows<T, 2>(p, vrow, n, e0, D, ob);
+        case 3: return pv_rows<T, 3>(p, vrow, n, e0, D, ob);
+        default: return pv_rows<T, 4>(p, vrow, n, e0, D, ob);
+    }
+}
+#define LS_ATTN_DISPATCH(t, fn, ...)                                    \
+    switch (t) {                                                        \
+        case DType::F32: return fn<DType::F32>(__VA_ARGS__);            \
+        case DType::F16: return fn<DType::F16>(__VA_ARGS__);            \
+        case DType::BF16: return fn<DType::BF16>(__VA_ARGS__);          \
+        case DType::Q8_0: return fn<DType::Q8_0>(__VA_ARGS__);          \
+        default: return fn<DType::Q4_0>(__VA_ARGS__);                   \
+    }
+void qk(DType t, int nq, const float* const* q, const uint8_t* const* krow, int64_t n, int64_t e0, int64_t D, float* const* sc) {
+    LS_ATTN_DISPATCH(t, qk_any, nq, q, krow, n, e0, D, sc)
+}
+void pv(DType t, int nq, const float* const* p, const uint8_t* const* vrow, int64_t n, int64_t e0, int64_t D, float* const* ob) {
+    LS_ATTN_DISPATCH(t, pv_any, nq, p, vrow, n, e0, D, ob)
+}
+#undef LS_ATTN_DISPATCH
+
+bool cache_type_ok(DType t) {
+    return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::Q8_0 || t == DType::Q4_0;
+}
+
+constexpr int kMaxSub = 4;  // query heads sharing a K/V load (one token's heads of a kv head)
+
+// The partials of one block for up to kMaxSub query heads of one token: raw scores in sc,
+// then p_k in place; mb, lb and ob[i][0..Dv) written.
+struct BlockScratch {
+    alignas(64) float sc[kMaxSub][kAttnBlock] = {};  // lanes past a block's keys stay finite
+};
+
+struct Ctx {
+    const Tensor *q, *k, *v, *dst;
+    const int32_t *pos, *seq;
+    AttentionParams p;
+    int64_t Dk, Dv, R, group;
+
+    // Visible keys [lo, hi] of token t within block b (empty: lo > hi).
+    void range(int64_t t, int64_t b, int64_t& lo, int64_t& hi) const {
+        lo = std::max(attn_first_key(pos[t], p.window), b * kAttnBlock);
+        hi = std::min<int64_t>(pos[t], b * kAttnBlock + kAttnBlock - 1);
+    }
+    int64_t first_block(int64_t t) const { return attn_block_of(attn_first_key(pos[t], p.window)); }
+
+    // Block b's partial for heads h0 .. h0 + nq - 1 (one kv head hk) of token t, keys [lo, hi].
+    void partial(int64_t t, int64_t hk, int64_t h0, int nq, int64_t lo, int64_t hi, BlockScratch& s, float* mb, float* lb,
+                 float* const* ob) const {
+        const int64_t n = hi - lo + 1, sq = seq[t];
+        const uint8_t* krow[kAttnBlock];
+        const uint8_t* vrow[kAttnBlock];
+        for (int64_t j = 0; j < n; ++j) {
+            const int64_t rr = ring_row(sq, lo + j, R);
+            krow[j] = k->row(rr);
+            vrow[j] = v->row(rr);
+        }
+        const float* qp[kMaxSub];
+        float* sp[kMaxSub];
+        for (int i = 0; i < nq; ++i) {
+            qp[i] = reinterpret_cast<const float*>(q->row(h0 + i, t));
+            sp[i] = s.sc[i];
+        }
+        qk(k->type, nq, qp, krow, n, hk * Dk, Dk, sp);
+        for (int i = 0; i < nq; ++i) {
+            float* x = s.sc[i];
+            using simd::fbatch;
+            // x = dot * scale, soft-capped; the lanes past n compute on stale values, never read.
+            const int64_t nv = (n + simd::W - 1) / simd::W * simd::W;
+            for (int64_t j = 0; j < nv; j += simd::W) {
+                fbatch y = fbatch::load_aligned(x + j) * fbatch(p.scale);
+                if (p.softcap > 0) y = fbatch(p.softcap) * simd::det_tanh(y / fbatch(p.softcap));
+                y.store_aligned(x + j);
+            }
+            float m = -INFINITY;
+            for (int64_t j = 0; j < n; ++j) m = std::fmax(m, x[j]);
+            for (int64_t j = 0; j < nv; j += simd::W) simd::det_exp(fbatch::load_aligned(x + j) - fbatch(m)).store_aligned(x + j);
+            float l = 0.0f;
+            for (int64_t j = 0; j < n; ++j) l = l + x[j];
+            mb[i] = m;
+            lb[i] = l;
+        }
+        const float* pp[kMaxSub];
+        for (int i = 0; i < nq; ++i) pp[i] = s.sc[i];
+        pv(v->type, nq, pp, vrow, n, hk * Dv, Dv, ob);
     }
 };
 
-// Scores of a tile of queries against a run of keys, in double (det_dot's exact products).
-// Every (query, key) pair has one accumulator of 4 lanes stepping over the head dimension,
-// summed ((l0 + l1) + (l2 + l3)) at the end: the same operations whatever the tile's shape,
-// so a query's scores do not depend on which other queries share its tile.
-constexpr int kTq = 3, kTk = 4;
-// NI (<= kTq) queries x kTk keys: lanes[i][j] = the 4 lane sums of query i and key j. NI is a
-// compile-time count so that a decode step (one query) computes one row, not three copies.
-template <int NI>
-void qk_block(const double* const* qr, const double* const* kr, int64_t D, double (*lanes)[kTk][4]) {
-#if defined(__AVX2__) && defined(__FMA__)
-    __m256d acc[NI][kTk];
-    for (auto& row : acc)
-        for (auto& x : row) x = _mm256_setzero_pd();
-    for (int64_t d = 0; d < D; d += 4) {
-        __m256d kv[kTk];
-        for (int j = 0; j < kTk; ++j) kv[j] = _mm256_loadu_pd(kr[j] + d);
-        for (int i = 0; i < NI; ++i) {
-            const __m256d qv = _mm256_loadu_pd(qr[i] + d);
-            for (int j = 0; j < kTk; ++j) acc[i][j] = _mm256_fmadd_pd(qv, kv[j], acc[i][j]);  // exact product
-        }
-    }
-    for (int i = 0; i < NI; ++i)
-        for (int j = 0; j < kTk; ++j) _mm256_storeu_pd(lanes[i][j], acc[i][j]);
-#else
-    for (int i = 0; i < NI; ++i)
-        for (int j = 0; j < kTk; ++j) {
-            for (int l = 0; l < 4; ++l) lanes[i][j][l] = 0;
-            for (int64_t d = 0; d < D; d += 4)
-                for (int l = 0; l < 4; ++l) lanes[i][j][l] += qr[i][d + l] * kr[j][d + l];
-        }
-#endif
+// attn_fold (core/rules/attention_rule.h) with the o update vectorized: o = o * a + ob * c.
+void fold(float& m, float& l, float* o, float mb, float lb, const float* ob, int64_t Dv) {
+    const float mn = std::fmax(m, mb);
+    const float a = det_exp(m - mn), c = det_exp(mb - mn);
+    l = l * a + lb * c;
+    const __m256 va = _mm256_set1_ps(a), vc = _mm256_set1_ps(c);
+    int64_t i = 0;
+    for (; i + 8 <= Dv; i += 8)
+        _mm256_storeu_ps(o + i, _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(o + i), va), _mm256_mul_ps(_mm256_loadu_ps(ob + i), vc)));
+    for (; i < Dv; ++i) o[i] = o[i] * a + ob[i] * c;
+    m = mn;
+}
+// out = o / l, correctly rounded (divps).
+void finish(float* o, float l, int64_t Dv) {
+    const __m256 vl = _mm256_set1_ps(l);
+    int64_t i = 0;
+    for (; i + 8 <= Dv; i += 8) _mm256_storeu_ps(o + i, _mm256_div_ps(_mm256_loadu_ps(o + i), vl));
+    for (; i < Dv; ++i) o[i] = canon_div(o[i], l);
 }
 
-// Keys j0 + jbase .. are the block's keys from index jbase on; query i sees block keys
-// [a0[i], a1[i]) (non-decreasing in i): a tile of keys no query of a query tile sees is skipped
-// (the causal half of a prompt block; its scores would never be read).
-void qk_tile(const double* const* qs, int nq, const double* keys, int64_t nk, int64_t D, double* out, int64_t ld /* out: nq rows of stride ld */,
-             int64_t jbase, const int64_t* a0, const int64_t* a1) {
-    for (int64_t j0 = 0; j0 < nk; j0 += kTk) {
-        const int64_t nj = std::min<int64_t>(kTk, nk - j0);
-        const double* kr[kTk];
-        for (int j = 0; j < kTk; ++j) kr[j] = keys + (j0 + std::min<int64_t>(j, nj - 1)) * D;
-        for (int i0 = 0; i0 < nq; i0 += kTq) {
-            const int ni = std::min(kTq, nq - i0);
-            if (jbase + j0 >= a1[i0 + ni - 1] || jbase + j0 + nj <= a0[i0]) continue;
-            double lanes[kTq][kTk][4];
-            if (ni == 3) qk_block<3>(qs + i0, kr, D, lanes);
-            else if (ni == 2) qk_block<2>(qs + i0, kr, D, lanes);
-            else qk_block<1>(qs + i0, kr, D, lanes);
-            for (int i = 0; i < ni; ++i)
-                for (int j = 0; j < nj; ++j)
-                    out[(i0 + i) * ld + j0 + j] = (lanes[i][j][0] + lanes[i][j][1]) + (lanes[i][j][2] + lanes[i][j][3]);
-        }
-    }
-}
+// A tile: tokens [t0, t1) of the ubatch.
+struct Tile {
+    int64_t t0, t1;
+};
 
-#if defined(__AVX2__) && defined(__FMA__)
-// NI queries (a compile-time count, so the accumulators stay in registers) x 32 dims.
-template <int NI>
-void pv_rows(const float* const* ws, const float* vals, int64_t jb, int64_t je, int64_t D, int64_t d0, float* const* outs) {
-    __m256 acc[NI][4];
-    for (auto& row : acc)
-        for (auto& x : row) x = _mm256_setzero_ps();
-    for (int64_t j = jb; j < je; ++j) {
-        const float* vr = vals + j * D + d0;
-        const __m256 v0 = _mm256_loadu_ps(vr), v1 = _mm256_loadu_ps(vr + 8);
-        const __m256 v2 = _mm256_loadu_ps(vr + 16), v3 = _mm256_loadu_ps(vr + 24);
-        for (int i = 0; i < NI; ++i) {
-            const __m256 w = _mm256_set1_ps(ws[i][j]);
-            acc[i][0] = _mm256_fmadd_ps(w, v0, acc[i][0]);
-            acc[i][1] = _mm256_fmadd_ps(w, v1, acc[i][1]);
-            acc[i][2] = _mm256_fmadd_ps(w, v2, acc[i][2]);
-            acc[i][3] = _mm256_fmadd_ps(w, v3, acc[i][3]);
-        }
-    }
-    for (int i = 0; i < NI; ++i)
-        for (int c = 0; c < 4; ++c) _mm256_storeu_ps(outs[i] + d0 + 8 * c, acc[i][c]);
-}
-#endif
-
-// out_i[d] = fma(w_i[j], v_j[d], out_i[d]) for keys j in order (the reference's sequence;
-// a zero weight leaves out unchanged: out starts at +0 and a round-to-nearest sum is never
-// -0, so keys no query of a tile sees, [a0, a1) outside, are skipped). Tiles of 3 queries x
-// 32 dims stay in registers over the keys instead of being loaded and stored per key.
-void pv_tile(const float* const* ws, int nq, const float* vals, int64_t nk, int64_t D, float* const* outs, const int64_t* a0,
-             const int64_t* a1) {
-    // Each output element is its own chain over the keys, so slices of 32 dims run in
-    // parallel without changing any element's order (this is what spreads a long-context
-    // decode step over the cores).
-    const int64_t n_slices = (D + 31) / 32;
-    auto slice = [&](int64_t sl) {
-        const int64_t d0 = sl * 32, d1 = std::min(D, d0 + 32);
-#if defined(__AVX2__) && defined(__FMA__)
-        if (d1 - d0 == 32) {
-            for (int i0 = 0; i0 < nq; i0 += kTq) {
-                const int ni = std::min(kTq, nq - i0);
-                const int64_t jb = a0[i0], je = a1[i0 + ni - 1];
-                if (ni == 3) pv_rows<3>(ws + i0, vals, jb, je, D, d0, outs + i0);
-                else if (ni == 2) pv_rows<2>(ws + i0, vals, jb, je, D, d0, outs + i0);
-                else pv_rows<1>(ws + i0, vals, jb, je, D, d0, outs + i0);
+// Prompt form: one task per (tile, kv head); the tile's tokens fold their blocks in order into
+// their output rows (o), m and l kept aside.
+void run_tiles(const Ctx& cx, const std::vector<Tile>& tiles, int64_t Hkv) {
+    tbb::parallel_for(int64_t(0), int64_t(tiles.size()) * Hkv, [&](int64_t task) {
+        const Tile& tl = tiles[size_t(task / Hkv)];
+        const int64_t hk = task % Hkv;
+        BlockScratch s;
+        std::vector<float> obuf(size_t(kMaxSub * cx.Dv));
+        for (int64_t t = tl.t0; t < tl.t1; ++t)
+            for (int64_t g0 = 0; g0 < cx.group; g0 += kMaxSub) {
+                const int nq = int(std::min<int64_t>(kMaxSub, cx.group - g0));
+                const int64_t h0 = hk * cx.group + g0;
+                float m[kMaxSub], l[kMaxSub], mb[kMaxSub], lb[kMaxSub];
+                float* out[kMaxSub];
+                float* ob[kMaxSub];
+                for (int i = 0; i < nq; ++i) out[i] = reinterpret_cast<float*>(cx.dst->row(h0 + i, t));
+                const int64_t bf = cx.first_block(t), bl = attn_block_of(cx.pos[t]);
+                for (int64_t b = bf; b <= bl; ++b) {
+                    int64_t lo, hi;
+                    cx.range(t, b, lo, hi);
+                    // The first block's partial is the running state: written in place.
+                    for (int i = 0; i < nq; ++i) ob[i] = b == bf ? out[i] : obuf.data() + i * cx.Dv;
+                    cx.partial(t, hk, h0, nq, lo, hi, s, b == bf ? m : mb, b == bf ? l : lb, ob);
+                    if (b != bf)
+                        for (int i = 0; i < nq; ++i) fold(m[i], l[i], out[i], mb[i], lb[i], ob[i], cx.Dv);
+                }
+                for (int i = 0; i < nq; ++i) finish(out[i], l[i], cx.Dv);
             }
-            return;
+    });
+}
+
+// Decode form: one task per (token, kv head, block) into a buffer of partials, then one per
+// (token, head) folding them in block order.
+void run_split(const Ctx& cx, int64_t T, int64_t H, int64_t Hkv) {
+    std::vector<int64_t> base(size_t(T) + 1, 0);  // token t's blocks: partial slots base[t] ..
+    for (int64_t t = 0; t < T; ++t) base[size_t(t) + 1] = base[size_t(t)] + attn_block_of(cx.pos[t]) - cx.first_block(t) + 1;
+    const int64_t stride = cx.Dv + 2;  // m_b, l_b, o_b[Dv]
+    thread_local std::vector<float> buf;  // reused: a fresh large buffer per call would be page-faulted in
+    buf.resize(size_t(base[size_t(T)] * H * stride));
+    float* const pb = buf.data();
+    // Slot of (token t, block index jb from its first block, head h).
+    auto slot = [&](int64_t t, int64_t jb, int64_t h) { return pb + ((base[size_t(t)] + jb) * H + h) * stride; };
+    tbb::parallel_for(int64_t(0), base[size_t(T)] * Hkv, [&](int64_t task) {
+        const int64_t gb = task / Hkv, hk = task % Hkv;
+        const int64_t t = int64_t(std::upper_bound(base.begin(), base.end(), gb) - base.begin()) - 1;
+        const int64_t jb = gb - base[size_t(t)], b = cx.first_block(t) + jb;
+        int64_t lo, hi;
+        cx.range(t, b, lo, hi);
+        BlockScratch s;
+        for (int64_t g0 = 0; g0 < cx.group; g0 += kMaxSub) {
+            const int nq = int(std::min<int64_t>(kMaxSub, cx.group - g0));
+            const int64_t h0 = hk * cx.group + g0;
+            float mb[kMaxSub], lb[kMaxSub];
+            float* ob[kMaxSub];
+            for (int i = 0; i < nq; ++i) ob[i] = slot(t, jb, h0 + i) + 2;
+            cx.partial(t, hk, h0, nq, lo, hi, s, mb, lb, ob);
+            for (int i = 0; i < nq; ++i) {
+                slot(t, jb, h0 + i)[0] = mb[i];
+                slot(t, jb, h0 + i)[1] = lb[i];
+            }
         }
-#endif
-        for (int i = 0; i < nq; ++i) {
-            std::fill(outs[i] + d0, outs[i] + d1, 0.0f);
-            for (int64_t j = a0[i]; j < a1[i]; ++j) simd::fma_axpy(ws[i][j], vals + j * D + d0, outs[i] + d0, d1 - d0);
+    });
+    tbb::parallel_for(int64_t(0), T * H, [&](int64_t task) {
+        const int64_t t = task / H, h = task % H, nb = base[size_t(t) + 1] - base[size_t(t)];
+        float* out = reinterpret_cast<float*>(cx.dst->row(h, t));
+        const float* s0 = slot(t, 0, h);
+        float m = s0[0], l = s0[1];
+        std::copy(s0 + 2, s0 + 2 + cx.Dv, out);
+        for (int64_t jb = 1; jb < nb; ++jb) {
+            const float* sj = slot(t, jb, h);
+            fold(m, l, out, sj[0], sj[1], sj + 2, cx.Dv);
         }
-    };
-    // Short key ranges (decode at short context): a few microseconds of work, less than
-    // waking the other worker costs; one thread does all slices.
-    if (int64_t(nq) * nk * D < (int64_t(1) << 18)) {
-        for (int64_t sl = 0; sl < n_slices; ++sl) slice(sl);
-        return;
-    }
-    tbb::parallel_for(int64_t(0), n_slices, slice);
+        finish(out, l, cx.Dv);
+    });
 }
 
 }  // namespace
+#endif
 
-// Tasks are (block of up to 64 tokens, kv head); inside, segments of consecutive positions
-// go through the tiles above. Visibility and ring rows come
-// from core/rules/attention_rule.h, as in the reference.
+// Visibility and ring rows come from core/rules/attention_rule.h, as in the reference.
 void attention(const Tensor& dst) {
     const Tensor& q = *dst.src[0];
     const Tensor& k = *dst.src[1];
@@ -177,74 +327,23 @@ void attention(const Tensor& dst) {
     const int32_t* seq = dst.src[4]->data_as<const int32_t>();
     const AttentionParams p = dst.get_params<AttentionParams>();
     const int64_t Dk = q.ne[0], H = q.ne[1], T = q.ne[2], Dv = dst.ne[0];
-    const int64_t R = p.ring_rows, n_seq = k.ne[1] / R, Hkv = p.n_head_kv, group = H / Hkv;
+    const int64_t R = p.ring_rows, n_seq = k.ne[1] / R, Hkv = p.n_head_kv;
     for (int64_t t = 0; t < T; ++t) check_attention_query(seq[t], pos[t], p.window, R, n_seq);
-    const int64_t n_blocks = (T + kQueryBlock - 1) / kQueryBlock;
-    tbb::parallel_for(int64_t(0), n_blocks * Hkv, [&](int64_t task) {
-        const int64_t t0 = (task / Hkv) * kQueryBlock, t1 = std::min(T, t0 + kQueryBlock), hk = task % Hkv;
-        KeyBlock kb;
-        std::vector<double> qd(size_t(kQueryBlock * Dk)), sc;
-        std::vector<float> w;
-        for (int64_t t = t0; t < t1;) {
-            // A segment: consecutive positions of one sequence. Their windows' union is one
-            // range of keys, each visible to some query of the segment, so every row read
-            // holds a real key (a zero weight never meets an unwritten row).
-            const int64_t s = seq[t];
-            int64_t nq = 1;
-            while (t + nq < t1 && seq[t + nq] == s && pos[t + nq] == pos[t + nq - 1] + 1) ++nq;
-            kb.lo = attn_first_key(pos[t], p.window);
-            kb.hi = pos[t + nq - 1];
-            kb.load(k, v, s, R, hk, Dk, Dv);
-            const int64_t nk = kb.hi - kb.lo + 1;
-            sc.resize(size_t(nq * nk));
-            w.resize(size_t(nq * nk));
-            int64_t a0[kQueryBlock], a1[kQueryBlock];  // keys of query i: block keys [a0, a1)
-            for (int64_t i = 0; i < nq; ++i) {
-                a0[i] = attn_first_key(pos[t + i], p.window) - kb.lo;
-                a1[i] = pos[t + i] - kb.lo + 1;
-            }
-            for (int64_t g = 0; g < group; ++g) {
-                const int64_t h = hk * group + g;
-                const double* qp[kQueryBlock];
-                const float* wp[kQueryBlock];
-                float* op[kQueryBlock];
-                for (int64_t i = 0; i < nq; ++i) {
-                    const float* qh = reinterpret_cast<const float*>(q.row(h, t + i));
-                    for (int64_t d = 0; d < Dk; ++d) qd[size_t(i * Dk + d)] = qh[d];
-                    qp[i] = qd.data() + i * Dk;
-                    wp[i] = w.data() + i * nk;
-                    op[i] = reinterpret_cast<float*>(dst.row(h, t + i));
-                }
-                // Scores are independent per (query, key): chunks of keys in parallel.
-                tbb::parallel_for(tbb::blocked_range<int64_t>(0, nk, 512), [&](const tbb::blocked_range<int64_t>& r) {
-                    qk_tile(qp, int(nq), kb.k.data() + r.begin() * Dk, r.end() - r.begin(), Dk, sc.data() + r.begin(), nk, r.begin(), a0, a1);
-                });
-                for (int64_t i = 0; i < nq; ++i) {
-                    // Keys of query i: [k0, pt], as the reference; weights elsewhere are 0.
-                    const int64_t b0 = a0[i], b1 = a1[i];
-                    float* e = w.data() + i * nk;
-                    std::fill(e, e + b0, 0.0f);
-                    std::fill(e + b1, e + nk, 0.0f);
-                    float mx = -INFINITY;
-                    for (int64_t j = b0; j < b1; ++j) {
-                        float x = float(sc[size_t(i * nk + j)]) * p.scale;
-                        if (p.softcap > 0) x = p.softcap * det_tanh(x / p.softcap);
-                        e[j] = x;
-                        mx = std::fmax(mx, x);
-                    }
-                    int64_t j = b0;
-                    for (const simd::fbatch vmx(mx); j + simd::W <= b1; j += simd::W)
-                        simd::det_exp(simd::fbatch::load_unaligned(e + j) - vmx).store_unaligned(e + j);
-                    for (; j < b1; ++j) e[j] = det_exp(e[j] - mx);
-                    double sum = 0;
-                    for (j = b0; j < b1; ++j) sum += e[j];  // in order, as the reference
-                    for (j = b0; j < b1; ++j) e[j] = float(double(e[j]) / sum);
-                }
-                pv_tile(wp, int(nq), kb.v.data(), nk, Dv, op, a0, a1);
-            }
-            t += nq;
-        }
-    });
+#if defined(LS_ATTN_AVX2)
+    // Every cache type the KV cache offers (and BF16), head sizes in whole registers. Anything
+    // else (none in use) runs the reference itself.
+    if (Dk % 8 == 0 && Dv % 8 == 0 && cache_type_ok(k.type) && cache_type_ok(v.type)) {
+        const Ctx cx{&q, &k, &v, &dst, pos, seq, p, Dk, Dv, R, H / Hkv};
+        // A few tokens (decode steps): split over key blocks. Otherwise tiles of tokens, about
+        // 8 tasks at least, 16 tokens at most per tile (each token reads only its own keys).
+        if (T <= 4) return run_split(cx, T, H, Hkv);
+        const int64_t per = std::clamp<int64_t>(T * Hkv / 8, 1, 16);
+        std::vector<Tile> tiles;
+        for (int64_t t = 0; t < T; t += per) tiles.push_back({t, std::min(T, t + per)});
+        return run_tiles(cx, tiles, Hkv);
+    }
+#endif
+    ref::attention(dst);
 }
 
 }  // namespace ls::cpu

@@ -1,13 +1,12 @@
 // delta_scan on the CPU: the reference recurrence (core/ref/delta_scan.cpp), parallel over
 // (run, value head); each task keeps its head's state in place in the slot's memory (no copy)
-// and scans the run's tokens in order. Dot products are det_dot4, as the reference: the same
-// bits for any batching.
+// and scans the run's tokens in order. Dot products are canon_dot (core/rules/canon.h), as the
+// reference: the same bits for any batching.
 #include <tbb/parallel_for.h>
 
-#include <cmath>
 #include <vector>
 
-#include "core/rules/detmath.h"
+#include "core/rules/canon.h"
 #include "core/ir/op_params.h"
 #include "core/rules/scan_runs.h"
 #include "cpu/ops/cpu_ops.h"
@@ -17,47 +16,28 @@
 namespace ls::cpu {
 namespace {
 
-#if defined(__AVX__)
-// Rows S_i (i = 0..R-1, Dk floats each, Dk % 4 == 0) of one head's state, one token: the
-// reference step for each row, with the R rows interleaved. Each row's det_dot4 is one chain
-// of dependent double adds per lane; one row at a time waits on the add latency at every
-// step, R rows side by side overlap. Per row and lane the operations and their order are
-// exactly simd::dot4's and the scalar loops', so the bits are the same.
-template <int R>
-void rows_step(float* S, int64_t Dk, const float* kn, const float* qn, const float* v, float decay, float b, float* out) {
-    __m256d acc[R];
-    alignas(32) double l[4];
-    auto reduce = [&](__m256d a) {  // det_dot4's (s0 + s1) + (s2 + s3)
-        _mm256_store_pd(l, a);
-        return float((l[0] + l[1]) + (l[2] + l[3]));
-    };
-    // S_i = S_i * decay, d_i = dot4(S_i, kn)
-    const __m128 vdec = _mm_set1_ps(decay);
-    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_pd();
-    for (int64_t j = 0; j < Dk; j += 4) {
-        const __m256d kd = _mm256_cvtps_pd(_mm_loadu_ps(kn + j));
-        for (int r = 0; r < R; ++r) {
-            float* Si = S + r * Dk + j;
-            const __m128 sv = _mm_mul_ps(_mm_loadu_ps(Si), vdec);
-            _mm_storeu_ps(Si, sv);
-            acc[r] = _mm256_add_pd(acc[r], _mm256_mul_pd(_mm256_cvtps_pd(sv), kd));
-        }
+#if defined(LS_CPU_CANON_SIMD)
+// One row S_i (Dk floats, Dk a multiple of simd::VW) of one head's state, one token: the
+// reference step, each canon_dot fused with the elementwise pass that produces its operand
+// (chunk j/VW of the row goes to partial-sum register (j/VW) mod NR, simd.h). Returns o_i.
+inline float row_step(float* Si, int64_t Dk, const float* kn, const float* qn, float vi, float decay, float b) {
+    using namespace simd;
+    vecf r[NR];
+    for (auto& x : r) x = vzero();
+    const vecf vdec = vset1(decay);
+    for (int64_t j = 0; j < Dk; j += VW) {  // S_i = S_i * decay; d = canon_dot(S_i, kn)
+        const vecf sv = vmul(vload(Si + j), vdec);
+        vstore(Si + j, sv);
+        r[(j / VW) % NR] = vadd(r[(j / VW) % NR], vmul(sv, vload(kn + j)));
     }
-    __m128 vu[R];
-    for (int r = 0; r < R; ++r) vu[r] = _mm_set1_ps((v[r] - reduce(acc[r])) * b);
-    // S_i = S_i + u_i * kn (product rounded, then the sum), out_i = dot4(S_i, qn)
-    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_pd();
-    for (int64_t j = 0; j < Dk; j += 4) {
-        const __m128 kv = _mm_loadu_ps(kn + j);
-        const __m256d qd = _mm256_cvtps_pd(_mm_loadu_ps(qn + j));
-        for (int r = 0; r < R; ++r) {
-            float* Si = S + r * Dk + j;
-            const __m128 sv = _mm_add_ps(_mm_loadu_ps(Si), _mm_mul_ps(vu[r], kv));
-            _mm_storeu_ps(Si, sv);
-            acc[r] = _mm256_add_pd(acc[r], _mm256_mul_pd(_mm256_cvtps_pd(sv), qd));
-        }
+    const vecf vu = vset1((vi - tree(r)) * b);
+    for (auto& x : r) x = vzero();
+    for (int64_t j = 0; j < Dk; j += VW) {  // S_i = S_i + u * kn; o = canon_dot(S_i, qn)
+        const vecf sv = vadd(vload(Si + j), vmul(vu, vload(kn + j)));
+        vstore(Si + j, sv);
+        r[(j / VW) % NR] = vadd(r[(j / VW) % NR], vmul(sv, vload(qn + j)));
     }
-    for (int r = 0; r < R; ++r) out[r] = reduce(acc[r]);
+    return tree(r);
 }
 #endif
 
@@ -87,8 +67,8 @@ template <bool kSingle> void scan(const Tensor& dst) {
             const float* q = row + hk * Dk;
             const float* k = row + Hk * Dk + hk * Dk;
             const float* v = row + 2 * Hk * Dk + h * Dv;
-            const float rq = 1.0f / std::sqrt(simd::dot4(q, q, Dk) + p.eps);
-            const float rk = 1.0f / std::sqrt(simd::dot4(k, k, Dk) + p.eps);
+            const float rq = canon_div(1.0f, canon_sqrt(simd::canon_dot(q, q, Dk) + p.eps));
+            const float rk = canon_div(1.0f, canon_sqrt(simd::canon_dot(k, k, Dk) + p.eps));
             for (int64_t j = 0; j < Dk; ++j) {
                 qn[size_t(j)] = q[j] * rq * p.scale;
                 kn[size_t(j)] = k[j] * rk;
@@ -97,25 +77,24 @@ template <bool kSingle> void scan(const Tensor& dst) {
             const float b = reinterpret_cast<const float*>(beta.row(tok))[h];
             float* out = reinterpret_cast<float*>(dst.row(h, tok));
             // Elementwise float steps in xsimd batches (each lane the scalar operation: a
-            // product rounded, then a sum rounded; no fused multiply-add), dots by simd::dot4.
+            // product rounded, then a sum rounded; no fused multiply-add), dots by canon_dot.
             const simd::fbatch vdecay(decay);
             int64_t i0 = 0;
-#if defined(__AVX__)
-            constexpr int kRows = 4;
-            if (Dk % 4 == 0)
-                for (; i0 + kRows <= Dv; i0 += kRows) rows_step<kRows>(S + i0 * Dk, Dk, kn.data(), qn.data(), v + i0, decay, b, out + i0);
+#if defined(LS_CPU_CANON_SIMD)
+            if (Dk % simd::VW == 0)
+                for (; i0 < Dv; ++i0) out[i0] = row_step(S + i0 * Dk, Dk, kn.data(), qn.data(), v[i0], decay, b);
 #endif
             for (int64_t i = i0; i < Dv; ++i) {
                 float* Si = S + i * Dk;
                 int64_t j = 0;
                 for (; j + simd::W <= Dk; j += simd::W) (simd::fbatch::load_unaligned(Si + j) * vdecay).store_unaligned(Si + j);
                 for (; j < Dk; ++j) Si[j] = Si[j] * decay;
-                const float u = (v[i] - simd::dot4(Si, kn.data(), Dk)) * b;
+                const float u = (v[i] - simd::canon_dot(Si, kn.data(), Dk)) * b;
                 const simd::fbatch vu(u);
                 for (j = 0; j + simd::W <= Dk; j += simd::W)
                     (simd::fbatch::load_unaligned(Si + j) + vu * simd::fbatch::load_unaligned(kn.data() + j)).store_unaligned(Si + j);
                 for (; j < Dk; ++j) Si[j] = Si[j] + u * kn[size_t(j)];
-                out[i] = simd::dot4(Si, qn.data(), Dk);
+                out[i] = simd::canon_dot(Si, qn.data(), Dk);
             }
         }
     });

@@ -13,13 +13,28 @@
 
 namespace ls::cpu {
 
-// Types without a tiled kernel: F32 sums exact products in double like the reference (only
-// the order of the double sum differs); the rest use the reference dot itself until they
-// get a kernel that follows the canonical float chain (core/ref/mul_mat.cpp) - the older
-// vec_dot kernels sum in 8 float lanes, which is close but not bit-identical.
+// Types without a tiled kernel. Float weights: canon_dot of the weight row with the activation
+// row (core/quant/quant.cpp vec_dot_ref: the activation is F16 for F16 weights, whose products
+// are then exact, and F32 otherwise), vectorized in simd.h's 32 lanes. The other quantized types
+// use the reference dot itself: exact block sums and the canonical float chain.
 float dot_canonical(DType t, const uint8_t* w, const uint8_t* a, int64_t k) {
-    if (t == DType::F32)
-        return float(simd::dot_f64(reinterpret_cast<const float*>(w), reinterpret_cast<const float*>(a), k));
+#if defined(LS_CPU_CANON_SIMD)
+    using namespace simd;
+    if (t == DType::F32) return simd::canon_dot(reinterpret_cast<const float*>(w), reinterpret_cast<const float*>(a), k);
+    if (t == DType::F16 || t == DType::BF16) {
+        const auto* wh = reinterpret_cast<const uint16_t*>(w);
+        if (t == DType::F16) {
+            const auto* ah = reinterpret_cast<const uint16_t*>(a);
+            return canon_sum_v(
+                k, [&](int64_t i) { return vmul(vload_f16(wh + i), vload_f16(ah + i)); },
+                [&](int64_t i) { return fp16_to_fp32(wh[i]) * fp16_to_fp32(ah[i]); });
+        }
+        const auto* af = reinterpret_cast<const float*>(a);
+        return canon_sum_v(
+            k, [&](int64_t i) { return vmul(vload_bf16(wh + i), vload(af + i)); },
+            [&](int64_t i) { return bf16_to_fp32(wh[i]) * af[i]; });
+    }
+#endif
     return vec_dot_ref(t, w, a, k);
 }
 

@@ -1,7 +1,5 @@
 #include <tbb/parallel_for.h>
 
-#include <cmath>
-
 #include "core/ir/op_params.h"
 #include "cpu/ops/cpu_ops.h"
 #include "cpu/simd.h"
@@ -17,7 +15,8 @@ void rms_norm(const Tensor& dst) {
         const int64_t i1 = r % x.ne[1], i2 = (r / x.ne[1]) % x.ne[2], i3 = r / (x.ne[1] * x.ne[2]);
         const float* px = reinterpret_cast<const float*>(x.row(i1, i2, i3));
         float* py = reinterpret_cast<float*>(dst.row(i1, i2, i3));
-        const float rs = 1.0f / std::sqrt(float(simd::dot_f64(px, px, K) / K) + eps);
+        // core/ref/rms_norm.cpp: the canonical sum of squares, its mean and 1/sqrt correctly rounded.
+        const float rs = canon_div(1.0f, canon_sqrt(canon_div(simd::canon_dot(px, px, K), float(K)) + eps));
         using simd::fbatch;
         int64_t i = 0;
         const fbatch vr(rs);
