@@ -62,6 +62,22 @@ std::vector<DeviceInfo> list_devices() {
     return v;
 }
 
+std::vector<RefusedDevice> refused_devices() {
+    std::vector<RefusedDevice> v;
+#ifdef LOCKSTEP_HAVE_VULKAN
+    for (const auto& [name, why] : vulkan_refused_devices()) v.push_back({"vulkan", name, why});
+#endif
+    return v;
+}
+
+std::string backend_requirements(const std::string& name) {
+#ifdef LOCKSTEP_HAVE_VULKAN
+    if (name == "vulkan") return vulkan_requirements();
+#endif
+    (void)name;
+    return "";
+}
+
 std::unique_ptr<Backend> create_backend(const BackendOptions& o) {
     if (o.device < 0) throw std::runtime_error("--device must be >= 0, got " + std::to_string(o.device));
     if (o.name == "cpu" || o.name == "reference") {

@@ -23,6 +23,15 @@ std::vector<std::string> backend_names();
 // missing contributes none (and never throws).
 std::vector<DeviceInfo> list_devices();
 
+// Devices a backend's driver reports that the backend cannot use, and why (what they lack);
+// none where the backend is not built or has no driver. Never throws.
+struct RefusedDevice {
+    std::string backend, name, reason;
+};
+std::vector<RefusedDevice> refused_devices();
+// What a backend needs of a device, in words ("" where it has no device requirements).
+std::string backend_requirements(const std::string& name);
+
 // Whether this build includes the backend (cpu and reference always do).
 bool backend_built(const std::string& name);
 // Devices the backend can use on this machine: 0 when it is not built, or its driver or

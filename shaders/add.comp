@@ -12,9 +12,9 @@ void main() {
     if (g >= n) return;
     const uint i0 = g % pc.p.ne0, i1 = (g / pc.p.ne0) % pc.p.ne1, i2 = (g / (pc.p.ne0 * pc.p.ne1)) % pc.p.ne2,
                i3 = g / (pc.p.ne0 * pc.p.ne1 * pc.p.ne2);
-    const float a = F32(pc.p.a + uint64_t(i1) * pc.p.anb1 + uint64_t(i2) * pc.p.anb2 + uint64_t(i3) * pc.p.anb3).v[i0];
-    const float b = F32(pc.p.b + uint64_t(i1 % pc.p.bne1) * pc.p.bnb1 + uint64_t(i2 % pc.p.bne2) * pc.p.bnb2 +
-                        uint64_t(i3 % pc.p.bne3) * pc.p.bnb3).v[i0 % pc.p.bne0];
+    const float a = F32(addr_mad(addr_mad(addr_mad(pc.p.a, i1, pc.p.anb1), i2, pc.p.anb2), i3, pc.p.anb3)).v[i0];
+    const float b = F32(addr_mad(addr_mad(addr_mad(pc.p.b, i1 % pc.p.bne1, pc.p.bnb1), i2 % pc.p.bne2, pc.p.bnb2),
+                                 i3 % pc.p.bne3, pc.p.bnb3)).v[i0 % pc.p.bne0];
     precise float r = a + b;
     F32(pc.p.dst).v[g] = r;
 }

@@ -1,77 +1,125 @@
-// attention over a ring-buffered KV cache (core/ref/attention.cpp, SEMANTICS.md section 1):
-// query (s, p) reads keys max(0, p-W+1)..p of its slot, key k at row s*R + k mod R. One
-// workgroup per (token, head). Each score is one invocation's in-order double dot (as
-// det_dot), the exp sum is one invocation's in-order double sum, and each output element is
-// one invocation's fma chain over the keys in order, so the result is the reference's bits.
-// The host checked every (seq, pos) before recording.
+// attention over a ring-buffered KV cache (core/ref/attention.cpp, SEMANTICS.md section 1,
+// core/rules/attention_rule.h): query (s, p) reads keys max(0, p-W+1)..p of its slot, key k
+// at row s*R + k mod R, cut into blocks of 64 absolute positions. One workgroup of 64
+// invocations per (query, head) block range:
+//  - invocation j scores the block's key j: canon_dot(q, k) with its 32 partial sums over
+//    q in shared memory, then the fixed tree (the reference's order exactly), times scale,
+//    soft-capped when asked;
+//  - every invocation takes the block's max and the sum l_b of p_k = det_exp(s_k - m_b) in
+//    key order from shared memory (the same values everywhere), and owns the output
+//    elements i = l, l + 64, ...: o_b[i] summed over the block's keys in order;
+//  - split == 0: the workgroup walks the query's blocks in order and folds each into the
+//    running state (attn_fold), then divides; split != 0 (decode: few queries, many keys):
+//    the workgroup computes one block and writes its partial (m_b, l_b, o_b) to `part`, and
+//    attention_fold.comp folds them in block order. A block's partial depends on that block
+//    only, so both give the reference's bits.
+// K/V elements are read in their stored type and dequantized exactly (dequant_elem). The
+// host checked every (seq, pos) before recording.
 #version 450
-#extension GL_GOOGLE_include_directive : require
 #extension GL_GOOGLE_include_directive : require
 #include "shaders/common.glsl"
 layout(local_size_x = 64) in;
 layout(push_constant, std430) uniform Pc { PcAttention p; } pc;
-layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer F32C { float v[]; };
 
-shared float s_max[64];
-shared double s_sum;
+const uint BLOCK = 64u;    // kAttnBlock
+const uint MAXD = 512u;    // Dk and Dv at most (supports_attention)
+const uint NV = MAXD / 64u;
+
+shared float s_q[MAXD];
+shared float s_sc[BLOCK];
+shared float s_p[BLOCK];
 
 void main() {
     const uint l = gl_LocalInvocationID.x;
-    const uint h = gl_WorkGroupID.x, t = gl_WorkGroupID.y;
+    const uint H = pc.p.H, Dk = pc.p.Dk, Dv = pc.p.Dv;
+    const uint h = pc.p.split != 0u ? gl_WorkGroupID.x % H : gl_WorkGroupID.x;
+    const uint bi = pc.p.split != 0u ? gl_WorkGroupID.x / H : 0u;
+    const uint t = gl_WorkGroupID.y;
     const int W = pc.p.p.window, R = pc.p.p.ring_rows;
     const int s = I32(pc.p.seq).v[t], pt = I32(pc.p.pos).v[t];
     const int k0 = W > 0 ? max(0, pt - W + 1) : 0;
-    const uint n = uint(pt - k0 + 1);
-    const uint hk = h / (pc.p.H / uint(pc.p.p.n_head_kv));
-    const uint64_t q = pc.p.q + uint64_t(h) * pc.p.q_nb1 + uint64_t(t) * pc.p.q_nb2;
-    F32C sc = F32C(pc.p.scores + (uint64_t(t) * pc.p.H + h) * pc.p.max_keys * 4u);
+    const int b_first = k0 / int(BLOCK), b_last = pt / int(BLOCK);
+    if (pc.p.split != 0u && int(bi) > b_last - b_first) return;  // uniform over the workgroup
+    const int b_lo = pc.p.split != 0u ? b_first + int(bi) : b_first;
+    const int b_hi = pc.p.split != 0u ? b_lo : b_last;
+    const uint hk = h / (H / uint(pc.p.p.n_head_kv));
+    const addr_t q = addr_mad(addr_mad(pc.p.q, h, pc.p.q_nb1), t, pc.p.q_nb2);
+    for (uint i = l; i < Dk; i += 64u) s_q[i] = F32(q).v[i];
+    barrier();
 
-    float mx = uintBitsToFloat(0xFF800000u);
-    for (uint j = l; j < n; j += 64u) {
-        const int kp = k0 + int(j);
-        const uint64_t krow = pc.p.k + uint64_t(s * R + kp % R) * pc.p.k_nb1;
-        precise double acc = 0.0;
-        for (uint i = 0u; i < pc.p.Dk; ++i) {
-            precise double prod = double(F32(q).v[i]) * double(dequant_elem(pc.p.ktype, krow, hk * pc.p.Dk + i));
-            acc = acc + prod;
+    float m = 0.0, lsum = 0.0;
+    float o[NV];
+    for (uint c = 0u; c < NV; ++c) o[c] = 0.0;
+    for (int b = b_lo; b <= b_hi; ++b) {
+        const int lo = max(k0, b * int(BLOCK)), hi = min(pt, b * int(BLOCK) + int(BLOCK) - 1);
+        const uint nk = uint(hi - lo + 1);
+        if (l < nk) {
+            const int kp = lo + int(l);
+            const addr_t krow = addr_mad(pc.p.k, uint(s * R + kp % R), pc.p.k_nb1);
+            float part[32];
+            for (uint j = 0u; j < 32u; ++j) part[j] = 0.0;
+            for (uint i0 = 0u; i0 < Dk; i0 += 32u)
+                for (uint j = 0u; j < 32u && i0 + j < Dk; ++j) {
+                    const uint i = i0 + j;
+                    precise float acc = part[j] + s_q[i] * dequant_elem(pc.p.ktype, krow, hk * Dk + i);
+                    part[j] = acc;
+                }
+            precise float x = canon_tree(part) * pc.p.p.scale;
+            if (pc.p.p.softcap > 0.0) x = pc.p.p.softcap * det_tanh(canon_div(x, pc.p.p.softcap));
+            s_sc[l] = x;
         }
-        precise float v = d2f(acc) * pc.p.p.scale;
-        if (pc.p.p.softcap > 0.0) v = pc.p.p.softcap * det_tanh(div_rn(v, pc.p.p.softcap));
-        sc.v[j] = v;
-        mx = max(mx, v);
-    }
-    s_max[l] = mx;
-    barrier();
-    if (l == 0u) {
-        for (uint i = 1u; i < 64u; ++i) mx = max(mx, s_max[i]);
-        s_max[0] = mx;
-    }
-    barrier();
-    mx = s_max[0];
-    for (uint j = l; j < n; j += 64u) {
-        precise float d = sc.v[j] - mx;
-        sc.v[j] = det_exp(d);
-    }
-    memoryBarrierBuffer();
-    barrier();
-    if (l == 0u) {
-        precise double sum = 0.0;
-        for (uint j = 0u; j < n; ++j) sum = sum + double(sc.v[j]);
-        s_sum = sum;
-    }
-    barrier();
-    const double sum = s_sum;
-    for (uint j = l; j < n; j += 64u) sc.v[j] = d2f(ddiv_rn(double(sc.v[j]), sum));
-    memoryBarrierBuffer();
-    barrier();
-    const uint64_t outp = pc.p.dst + (uint64_t(t) * pc.p.H + h) * pc.p.Dv * 4u;
-    for (uint i = l; i < pc.p.Dv; i += 64u) {
-        precise float o = 0.0;
-        for (uint j = 0u; j < n; ++j) {
-            const int kp = k0 + int(j);
-            const uint64_t vrow = pc.p.v + uint64_t(s * R + kp % R) * pc.p.v_nb1;
-            o = fma_rn(sc.v[j], dequant_elem(pc.p.vtype, vrow, hk * pc.p.Dv + i), o);
+        barrier();
+        float mb = uintBitsToFloat(0xFF800000u);
+        for (uint j = 0u; j < nk; ++j) mb = canon_fmax(mb, s_sc[j]);
+        if (l < nk) {
+            precise float d = s_sc[l] - mb;
+            s_p[l] = det_exp(d);
         }
-        F32(outp).v[i] = o;
+        barrier();
+        precise float lb = 0.0;
+        for (uint j = 0u; j < nk; ++j) lb = lb + s_p[j];
+        float ob[NV];
+        for (uint c = 0u; c < NV; ++c) ob[c] = 0.0;
+        for (uint j = 0u; j < nk; ++j) {
+            const int kp = lo + int(j);
+            const addr_t vrow = addr_mad(pc.p.v, uint(s * R + kp % R), pc.p.v_nb1);
+            const float pk = s_p[j];
+            for (uint c = 0u; c < NV; ++c) {
+                const uint i = l + 64u * c;
+                if (i >= Dv) break;
+                precise float acc = ob[c] + pk * dequant_elem(pc.p.vtype, vrow, hk * Dv + i);
+                ob[c] = acc;
+            }
+        }
+        if (b == b_lo) {
+            m = mb;
+            lsum = lb;
+            for (uint c = 0u; c < NV; ++c) o[c] = ob[c];
+        } else {  // attn_fold
+            const float mn = canon_fmax(m, mb);
+            precise float da = m - mn, dc = mb - mn;
+            const float a = det_exp(da), cc = det_exp(dc);
+            precise float nl = lsum * a + lb * cc;
+            lsum = nl;
+            for (uint c = 0u; c < NV; ++c) {
+                precise float no = o[c] * a + ob[c] * cc;
+                o[c] = no;
+            }
+            m = mn;
+        }
+        barrier();  // s_sc and s_p are rewritten by the next block
     }
+    if (pc.p.split != 0u) {
+        const addr_t slot = addr_mad(pc.p.part, (t * H + h) * pc.p.nblk + bi, (Dv + 2u) * 4u);
+        if (l == 0u) {
+            F32(slot).v[0] = m;
+            F32(slot).v[1] = lsum;
+        }
+        for (uint c = 0u; c < NV; ++c)
+            if (l + 64u * c < Dv) F32(slot).v[2u + l + 64u * c] = o[c];
+        return;
+    }
+    const addr_t outp = addr_mad(pc.p.dst, t * H + h, Dv * 4u);
+    for (uint c = 0u; c < NV; ++c)
+        if (l + 64u * c < Dv) F32(outp).v[l + 64u * c] = canon_div(o[c], lsum);
 }

@@ -19,18 +19,18 @@ void main() {
     const uint ri = id / C, c = id % C;
     const int slot = I32(pc.p.runs).v[4u * ri], first = I32(pc.p.runs).v[4u * ri + 1u];
     const int n = I32(pc.p.runs).v[4u * ri + 2u], reset = I32(pc.p.runs).v[4u * ri + 3u];
-    const uint64_t st = pc.p.state + uint64_t(slot) * pc.p.st_nb1;
+    const addr_t st = addr_mad(pc.p.state, uint(slot), pc.p.st_nb1);
     float win[MAX_K];
     for (uint k = 0u; k + 1u < K; ++k) win[k] = reset != 0 ? 0.0 : F32(st).v[k * C + c];
     for (int t = 0; t < n; ++t) {
         const uint tok = uint(I32(pc.p.order).v[first + t]);
-        win[K - 1u] = F32(pc.p.x + uint64_t(tok) * pc.p.x_nb1).v[c];
+        win[K - 1u] = F32(addr_mad(pc.p.x, tok, pc.p.x_nb1)).v[c];
         precise float acc = 0.0;
         for (uint k = 0u; k < K; ++k) {
             precise float prod = F32(pc.p.w).v[c * K + k] * win[k];
             acc = acc + prod;
         }
-        F32(pc.p.y + uint64_t(tok) * pc.p.y_nb1).v[c] = acc;
+        F32(addr_mad(pc.p.y, tok, pc.p.y_nb1)).v[c] = acc;
         for (uint k = 0u; k + 1u < K; ++k) win[k] = win[k + 1u];
     }
     for (uint k = 0u; k + 1u < K; ++k) F32(st).v[k * C + c] = win[k];

@@ -1,4 +1,4 @@
-// gelu over contiguous floats (core/ref/gelu.cpp, core/rules/detmath.h). One invocation per element.
+// gelu over contiguous floats (core/ref/gelu.cpp, core/rules/canon.h). One invocation per element.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_GOOGLE_include_directive : require

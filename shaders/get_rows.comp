@@ -12,6 +12,6 @@ void main() {
     if (g >= pc.p.K * pc.p.n) return;
     const uint i = g / pc.p.K, e = g % pc.p.K;
     const int r = pc.p.idx64 != 0u ? I32(pc.p.idx).v[2u * i] : I32(pc.p.idx).v[i];
-    const uint64_t row = pc.p.src + uint64_t(r) * pc.p.src_nb1;
-    F32(pc.p.dst + uint64_t(i) * pc.p.dst_nb1).v[e] = dequant_elem(pc.p.type, row, e);
+    const addr_t row = addr_mad(pc.p.src, uint(r), pc.p.src_nb1);
+    F32(addr_mad(pc.p.dst, i, pc.p.dst_nb1)).v[e] = dequant_elem(pc.p.type, row, e);
 }

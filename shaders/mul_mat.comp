@@ -21,7 +21,7 @@ layout(local_size_x = 64) in;
 layout(push_constant, std430) uniform Pc { PcMulMat p; } pc;
 const uint MT = 8u;  // activation rows per invocation (the host dispatches M / MT)
 #define ACT_ROW(m) (m)
-#define WROW(n, m) (pc.p.w + uint64_t(n) * pc.p.w_nb1)
+#define WROW(n, m) addr_mad(pc.p.w, n, pc.p.w_nb1)
 #include "shaders/mul_mat_dot.glsl"
 
 void main() {

@@ -26,8 +26,8 @@ void main() {
     if (g >= nblk * pc.p.rows) return;
     const uint r = g / nblk, b = g % nblk;
     const uint i1 = r % pc.p.ne1, i2 = (r / pc.p.ne1) % pc.p.ne2, i3 = r / (pc.p.ne1 * pc.p.ne2);
-    const uint64_t x = pc.p.x + uint64_t(i1) * pc.p.nb1 + uint64_t(i2) * pc.p.nb2 + uint64_t(i3) * pc.p.nb3 + uint64_t(b) * bsz * 4u;
-    const uint64_t arow = pc.p.act + uint64_t(r) * pc.p.act_nb1;
+    const addr_t x = addr_mad(addr_mad(addr_mad(addr_mad(pc.p.x, i1, pc.p.nb1), i2, pc.p.nb2), i3, pc.p.nb3), b, bsz * 4u);
+    const addr_t arow = addr_mad(pc.p.act, r, pc.p.act_nb1);
 #if ATYPE == LS_TYPE_F32
     F32(arow).v[b] = F32(x).v[0];
 #elif ATYPE == LS_TYPE_F16
@@ -35,10 +35,10 @@ void main() {
 #elif ATYPE == LS_TYPE_Q8_0 || ATYPE == LS_TYPE_Q8_1
     float amax = 0.0;
     for (uint j = 0u; j < 32u; ++j) amax = max(amax, abs(F32(x).v[j]));
-    const float d = div_rn(amax, 127.0);
-    const float id = amax != 0.0 ? div_rn(127.0, amax) : 0.0;
+    const float d = canon_div(amax, 127.0);
+    const float id = amax != 0.0 ? canon_div(127.0, amax) : 0.0;
     const uint bs = ATYPE == LS_TYPE_Q8_0 ? 34u : 36u, qo = ATYPE == LS_TYPE_Q8_0 ? 2u : 4u;
-    const uint64_t blk = arow + uint64_t(b) * bs;
+    const addr_t blk = addr_mad(arow, b, bs);
     int sum = 0;
     for (uint j = 0u; j < 32u; ++j) {
         precise float v = F32(x).v[j] * id;
@@ -54,13 +54,13 @@ void main() {
 #else  // Q8_K
     float amax = 0.0;
     for (uint j = 0u; j < 256u; ++j) amax = max(amax, abs(F32(x).v[j]));
-    const uint64_t blk = arow + uint64_t(b) * 292u;
+    const addr_t blk = addr_mad(arow, b, 292u);
     if (amax == 0.0) {
         for (uint j = 0u; j < 292u; ++j) st8(blk, j, 0u);
         return;
     }
-    const float iscale = div_rn(127.0, amax);
-    F32(blk).v[0] = div_rn(1.0, iscale);
+    const float iscale = canon_div(127.0, amax);
+    F32(blk).v[0] = canon_div(1.0, iscale);
     for (uint g16 = 0u; g16 < 16u; ++g16) {
         int s = 0;
         for (uint l = 0u; l < 16u; ++l) {

@@ -23,14 +23,14 @@ layout(push_constant, std430) uniform Pc { PcMulMatId p; } pc;
 const uint MT = 1u;
 int expert_of(uint m) { return I32(pc.p.ids).v[m]; }
 #define ACT_ROW(m) ((m) / pc.p.k * pc.p.X + (pc.p.X == 1u ? 0u : (m) % pc.p.k))
-#define WROW(n, m) (pc.p.w + uint64_t(uint(expert_of(m))) * pc.p.w_nb2 + uint64_t(n) * pc.p.w_nb1)
+#define WROW(n, m) addr_mad(addr_mad(pc.p.w, uint(expert_of(m)), pc.p.w_nb2), n, pc.p.w_nb1)
 #include "shaders/mul_mat_dot.glsl"
 
 void main() {
     const uint n = gl_GlobalInvocationID.x, m0 = gl_GlobalInvocationID.y * MT;
     if (n >= pc.p.N || m0 >= pc.p.M) return;
     if (expert_of(m0) < 0 || uint(expert_of(m0)) >= pc.p.E) {
-        F32(pc.p.dst + (uint64_t(m0) * pc.p.N + (n)) * 4u).v[0] = uintBitsToFloat(0x7FC00000u);
+        F32(addr_mad(pc.p.dst, m0 * pc.p.N + n, 4u)).v[0] = uintBitsToFloat(0x7FC00000u);
         return;
     }
     dot_rows(n, m0);

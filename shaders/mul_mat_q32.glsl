@@ -19,11 +19,11 @@ const uint AB = 34u, AQ = 2u;
 #endif
 
 // Integer levels of weight block wb.
-void wlevels(uint64_t wb, out int q[32]) {
+void wlevels(addr_t wb, out int q[32]) {
     // Weight levels from 32-bit loads (blocks are 2-aligned; ldw* handle both cases).
 #if WTYPE == LS_TYPE_Q8_0
     uint ww[8];
-    ldw8(wb + 2u, ww);
+    ldw8(addr_add(wb, 2u), ww);
     for (uint j = 0u; j < 32u; ++j) q[j] = sb(ww[j / 4u], j % 4u);
 #else
 #if WTYPE == LS_TYPE_Q4_0 || WTYPE == LS_TYPE_Q5_0
@@ -32,14 +32,14 @@ void wlevels(uint64_t wb, out int q[32]) {
     const uint qs = WTYPE == LS_TYPE_Q4_1 ? 4u : 8u;
 #endif
     uint ww[4];
-    ldw4(wb + qs, ww);
+    ldw4(addr_add(wb, qs), ww);
     for (uint j = 0u; j < 16u; ++j) {
         const uint byte = (ww[j / 4u] >> (8u * (j % 4u))) & 0xFFu;
         q[j] = int(byte & 15u);
         q[j + 16u] = int(byte >> 4);
     }
 #if WTYPE == LS_TYPE_Q5_0 || WTYPE == LS_TYPE_Q5_1
-    const uint qh = ldw1(wb + (WTYPE == LS_TYPE_Q5_0 ? 2u : 4u));
+    const uint qh = ldw1(addr_add(wb, (WTYPE == LS_TYPE_Q5_0 ? 2u : 4u)));
     for (uint j = 0u; j < 32u; ++j) q[j] |= int((qh >> j) & 1u) << 4;
 #endif
 #if WTYPE == LS_TYPE_Q4_0

@@ -16,7 +16,7 @@ const uint WB = 210u, SUB = 16u, D = 208u, DMIN = 0u;
 const bool HAS_MIN = WTYPE == LS_TYPE_Q2_K || WTYPE == LS_TYPE_Q4_K || WTYPE == LS_TYPE_Q5_K;
 
 // Integer level of element e of a super-block (the reference's *_value helpers).
-int wlevel(uint64_t wb, uint e) {
+int wlevel(addr_t wb, uint e) {
 #if WTYPE == LS_TYPE_Q2_K
     const uint n = e / 128u, j = (e % 128u) / 32u, l = e % 32u;
     return int((ld8(wb, 16u + 32u * n + l) >> (2u * j)) & 3u);
@@ -41,7 +41,7 @@ int wlevel(uint64_t wb, uint e) {
 }
 
 // Scale (and min) of sub-block s.
-void wscale(uint64_t wb, uint s, out int sc, out int mn) {
+void wscale(addr_t wb, uint s, out int sc, out int mn) {
 #if WTYPE == LS_TYPE_Q2_K
     const uint v = ld8(wb, s);
     sc = int(v & 15u);
@@ -67,17 +67,17 @@ void wscale(uint64_t wb, uint s, out int sc, out int mn) {
 
 #if WTYPE == LS_TYPE_Q4_K || WTYPE == LS_TYPE_Q5_K || WTYPE == LS_TYPE_Q6_K
 // Integer sums of one super-block from 32-bit loads (exact, so their order is free).
-void block_isums(uint64_t wb, uint64_t abase, uint mc, inout int isum[MT], inout int msum[MT]) {
+void block_isums(addr_t wb, addr_t abase, uint mc, inout int isum[MT], inout int msum[MT]) {
     int q[32];
 #if WTYPE == LS_TYPE_Q6_K
     uint scw[4];
-    ldw4(wb + 192u, scw);
+    ldw4(addr_add(wb, 192u), scw);
     for (uint hn = 0u; hn < 2u; ++hn) {
         uint qhw[8];
-        ldw8(wb + 128u + 32u * hn, qhw);
+        ldw8(addr_add(wb, 128u + 32u * hn), qhw);
         for (uint kk = 0u; kk < 2u; ++kk) {
             uint qlw[8];
-            ldw8(wb + 64u * hn + 32u * kk, qlw);
+            ldw8(addr_add(wb, 64u * hn + 32u * kk), qlw);
             for (uint k2 = 0u; k2 < 2u; ++k2) {
                 const uint k = kk + 2u * k2;
                 for (uint l = 0u; l < 32u; ++l) {
@@ -89,7 +89,7 @@ void block_isums(uint64_t wb, uint64_t abase, uint mc, inout int isum[MT], inout
                 const int sc0 = sb(scw[s0 / 4u], s0 % 4u), sc1 = sb(scw[(s0 + 1u) / 4u], (s0 + 1u) % 4u);
                 for (uint m = 0u; m < mc; ++m) {
                     uint aw[8];
-                    ldw8(abase + uint64_t(m) * pc.p.act_nb1 + 4u + 128u * hn + 32u * k, aw);
+                    ldw8(addr_add(addr_mad(abase, m, pc.p.act_nb1), 4u + 128u * hn + 32u * k), aw);
                     int si0 = 0, si1 = 0;
                     for (uint l = 0u; l < 16u; ++l) si0 += q[l] * sb(aw[l / 4u], l % 4u);
                     for (uint l = 16u; l < 32u; ++l) si1 += q[l] * sb(aw[l / 4u], l % 4u);
@@ -100,14 +100,14 @@ void block_isums(uint64_t wb, uint64_t abase, uint mc, inout int isum[MT], inout
     }
 #else
     uint scw[3];
-    for (uint i = 0u; i < 3u; ++i) scw[i] = ldw1(wb + 4u + 4u * i);
+    for (uint i = 0u; i < 3u; ++i) scw[i] = ldw1(addr_add(wb, 4u + 4u * i));
 #if WTYPE == LS_TYPE_Q5_K
     uint qhw[8];
-    ldw8(wb + 16u, qhw);
+    ldw8(addr_add(wb, 16u), qhw);
 #endif
     for (uint c = 0u; c < 4u; ++c) {
         uint qw[8];
-        ldw8(wb + (WTYPE == LS_TYPE_Q4_K ? 16u : 48u) + 32u * c, qw);
+        ldw8(addr_add(wb, (WTYPE == LS_TYPE_Q4_K ? 16u : 48u) + 32u * c), qw);
         for (uint h = 0u; h < 2u; ++h) {
             const uint s = 2u * c + h;
             for (uint l = 0u; l < 32u; ++l) {
@@ -128,13 +128,13 @@ void block_isums(uint64_t wb, uint64_t abase, uint mc, inout int isum[MT], inout
             }
 #undef SCB
             for (uint m = 0u; m < mc; ++m) {
-                const uint64_t ab = abase + uint64_t(m) * pc.p.act_nb1;
+                const addr_t ab = addr_mad(abase, m, pc.p.act_nb1);
                 uint aw[8];
-                ldw8(ab + 4u + 32u * s, aw);
+                ldw8(addr_add(ab, 4u + 32u * s), aw);
                 int si = 0;
                 for (uint l = 0u; l < 32u; ++l) si += q[l] * sb(aw[l / 4u], l % 4u);
                 isum[m] += sc * si;
-                const uint bw = ldw1(ab + 260u + 4u * s);
+                const uint bw = ldw1(addr_add(ab, 260u + 4u * s));
                 msum[m] += mn * ((int(bw << 16) >> 16) + (int(bw) >> 16));
             }
         }

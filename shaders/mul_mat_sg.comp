@@ -1,5 +1,5 @@
 // mul_mat, stage 2, the subgroup variant (32-element blocks) for a few activation rows
-// (decode steps): one subgroup per weight row. Lane i computes the exact integer sums (and the scale products) of blocks i, i + S, ...
+// (decode steps): one subgroup per weight row. Lane i computes the exact integer sums (and the products d_w * d_a) of blocks i, i + S, ...
 // (S = the subgroup's size), so the row is read by S lanes at once; then every lane walks the
 // blocks in order, taking each block's values from the lane that computed them
 // (subgroupShuffle), and runs the plain path's float chain: each output is the same bits.
@@ -31,7 +31,7 @@ void main() {
     for (uint r = gl_SubgroupID; r < R; r += gl_NumSubgroups) {
         const uint n = (gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x) * R + r;
         if (n >= pc.p.N) break;  // uniform over the subgroup
-        const uint64_t w = pc.p.w + uint64_t(n) * pc.p.w_nb1;
+        const addr_t w = addr_mad(pc.p.w, n, pc.p.w_nb1);
         float sum[MSG];
         for (uint m = 0u; m < MSG; ++m) sum[m] = 0.0;
         for (uint b0 = 0u; b0 < nb; b0 += S) {
@@ -40,21 +40,21 @@ void main() {
             float dd[MSG], mw[MSG], ma[MSG];
             for (uint m = 0u; m < MSG; ++m) { sumi[m] = 0; dd[m] = 0.0; mw[m] = 0.0; ma[m] = 0.0; }
             if (b < nb) {
-                const uint64_t wb = w + uint64_t(b) * WB;
+                const addr_t wb = addr_mad(w, b, WB);
                 wlevels(wb, q);
                 const float dw = h2f(ldh(wb));
                 for (uint m = 0u; m < mc; ++m) {
-                    const uint64_t ab = pc.p.act + uint64_t(m) * pc.p.act_nb1 + uint64_t(b) * AB;
+                    const addr_t ab = addr_mad(addr_mad(pc.p.act, m, pc.p.act_nb1), b, AB);
                     uint aw[8];
-                    ldw8(ab + AQ, aw);
+                    ldw8(addr_add(ab, AQ), aw);
                     int si = 0;  // exact: any order
                     for (uint j = 0u; j < 32u; ++j) si += q[j] * sb(aw[j / 4u], j % 4u);
                     sumi[m] = si;
                     precise float d = dw * h2f(ldh(ab));
                     dd[m] = d;
 #if WTYPE == LS_TYPE_Q4_1 || WTYPE == LS_TYPE_Q5_1
-                    mw[m] = h2f(ldh(wb + 2u));
-                    ma[m] = h2f(ldh(ab + 2u));
+                    mw[m] = h2f(ldh(addr_add(wb, 2u)));
+                    ma[m] = h2f(ldh(addr_add(ab, 2u)));
 #endif
                 }
             }
@@ -63,13 +63,14 @@ void main() {
                 for (uint m = 0u; m < mc; ++m) {
                     const int sj = subgroupShuffle(sumi[m], j);
                     const float dj = subgroupShuffle(dd[m], j);
-                    sum[m] = fma_rn(dj, float(sj), sum[m]);
+                    precise float s = sum[m] + dj * float(sj);
 #if WTYPE == LS_TYPE_Q4_1 || WTYPE == LS_TYPE_Q5_1
-                    sum[m] = fma_rn(subgroupShuffle(mw[m], j), subgroupShuffle(ma[m], j), sum[m]);
+                    s = s + subgroupShuffle(mw[m], j) * subgroupShuffle(ma[m], j);
 #endif
+                    sum[m] = s;
                 }
         }
         if (lane == 0u)
-            for (uint m = 0u; m < mc; ++m) F32(pc.p.dst + (uint64_t(m) * pc.p.N + n) * 4u).v[0] = sum[m];
+            for (uint m = 0u; m < mc; ++m) F32(addr_mad(pc.p.dst, m * pc.p.N + n, 4u)).v[0] = sum[m];
     }
 }

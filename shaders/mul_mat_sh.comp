@@ -29,7 +29,7 @@ void main() {
     if (m0 >= pc.p.M) return;  // uniform over the workgroup
     const uint mc = min(MT, pc.p.M - m0);
     const bool live = n < pc.p.N;
-    const uint64_t w = pc.p.w + uint64_t(n) * pc.p.w_nb1;
+    const addr_t w = addr_mad(pc.p.w, n, pc.p.w_nb1);
     float sum[MT];
     for (uint m = 0u; m < MT; ++m) sum[m] = 0.0;
     int q[32];
@@ -39,25 +39,25 @@ void main() {
         barrier();  // the previous round's reads are done
         for (uint i = lid; i < mc * cb * 8u; i += gl_WorkGroupSize.x) {
             const uint m = i / (cb * 8u), r = i % (cb * 8u), bb = r / 8u, k = r % 8u;
-            const uint64_t ab = pc.p.act + uint64_t(m0 + m) * pc.p.act_nb1 + uint64_t(b0 + bb) * AB;
-            s_q[(m * CB + bb) * 8u + k] = ldw1(ab + AQ + 4u * k);
+            const addr_t ab = addr_mad(addr_mad(pc.p.act, m0 + m, pc.p.act_nb1), b0 + bb, AB);
+            s_q[(m * CB + bb) * 8u + k] = ldw1(addr_add(ab, AQ + 4u * k));
         }
         for (uint i = lid; i < mc * cb; i += gl_WorkGroupSize.x) {
             const uint m = i / cb, bb = i % cb;
-            const uint64_t ab = pc.p.act + uint64_t(m0 + m) * pc.p.act_nb1 + uint64_t(b0 + bb) * AB;
+            const addr_t ab = addr_mad(addr_mad(pc.p.act, m0 + m, pc.p.act_nb1), b0 + bb, AB);
             s_d[m * CB + bb] = h2f(ldh(ab));
 #if WTYPE == LS_TYPE_Q4_1 || WTYPE == LS_TYPE_Q5_1
-            s_s[m * CB + bb] = h2f(ldh(ab + 2u));
+            s_s[m * CB + bb] = h2f(ldh(addr_add(ab, 2u)));
 #endif
         }
         barrier();
         if (live) {
             for (uint bb = 0u; bb < cb; ++bb) {
-                const uint64_t wb = w + uint64_t(b0 + bb) * WB;
+                const addr_t wb = addr_mad(w, b0 + bb, WB);
                 wlevels(wb, q);
                 const float dw = h2f(ldh(wb));
 #if WTYPE == LS_TYPE_Q4_1 || WTYPE == LS_TYPE_Q5_1
-                const float mw = h2f(ldh(wb + 2u));
+                const float mw = h2f(ldh(addr_add(wb, 2u)));
 #endif
                 for (uint m = 0u; m < mc; ++m) {
                     const uint base = (m * CB + bb) * 8u;
@@ -65,15 +65,15 @@ void main() {
                     for (uint k = 0u; k < 8u; ++k) aw[k] = s_q[base + k];
                     int sumi = 0;  // exact: any order
                     for (uint j = 0u; j < 32u; ++j) sumi += q[j] * sb(aw[j / 4u], j % 4u);
-                    precise float dd = dw * s_d[m * CB + bb];
-                    sum[m] = fma_rn(dd, float(sumi), sum[m]);
+                    precise float s = sum[m] + (dw * s_d[m * CB + bb]) * float(sumi);
 #if WTYPE == LS_TYPE_Q4_1 || WTYPE == LS_TYPE_Q5_1
-                    sum[m] = fma_rn(mw, s_s[m * CB + bb], sum[m]);
+                    s = s + mw * s_s[m * CB + bb];
 #endif
+                    sum[m] = s;
                 }
             }
         }
     }
     if (live)
-        for (uint m = 0u; m < mc; ++m) F32(pc.p.dst + (uint64_t(m0 + m) * pc.p.N + n) * 4u).v[0] = sum[m];
+        for (uint m = 0u; m < mc; ++m) F32(addr_mad(pc.p.dst, (m0 + m) * pc.p.N + n, 4u)).v[0] = sum[m];
 }

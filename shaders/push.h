@@ -1,26 +1,31 @@
 // Push-constant blocks of the Vulkan shaders: ONE definition, included by the host
 // (backends/vulkan/) and by every shader (shaders/*.comp, after shaders/common.glsl).
-// Tensors are passed as buffer device addresses; strides in bytes. Op parameters are the
-// structs of core/ir/op_params.h, embedded as they are. std430 and C++ agree on these layouts
-// (64-bit fields first, then 32-bit ones); the sizes are checked at the end.
+// Tensors are passed as buffer device addresses (addr_t); strides in bytes. Op parameters are
+// the structs of core/ir/op_params.h, embedded as they are. std430 and C++ agree on these
+// layouts (8-byte fields first, then 4-byte ones); the sizes are checked at the end.
 #ifndef LS_SHADERS_PUSH_H
 #define LS_SHADERS_PUSH_H
 #include "core/ir/op_params.h"
 #ifdef __cplusplus
 #include <cstdint>
 namespace ls::vk {
+// A buffer device address. The shaders read the same 8 bytes as uvec2(low word, high word)
+// (little-endian; std430 aligns both to 8), so no shader needs 64-bit integers.
+typedef uint64_t addr_t;
+#else
+#define addr_t uvec2
 #endif
 
 // get_rows: dst F32 [K, n] row i = src row idx[i], dequantized from `type`.
 // set_rows: dst row idx[i] = src F32 row i, converted to `type`.
 struct PcRows {
-    uint64_t src, idx, dst;
+    addr_t src, idx, dst;
     uint32_t type, K, n, idx64, src_nb1, dst_nb1;
 };
 
 // add / mul: dst [ne] = a op b, b broadcast (b's ne divides a's); rows contiguous.
 struct PcBinary {
-    uint64_t a, b, dst;
+    addr_t a, b, dst;
     uint32_t ne0, ne1, ne2, ne3;
     uint32_t bne0, bne1, bne2, bne3;
     uint32_t anb1, anb2, anb3, bnb1, bnb2, bnb3;
@@ -29,14 +34,14 @@ struct PcBinary {
 // scale / gelu / silu / sigmoid / softplus / softcap over n contiguous floats (s: scale's
 // factor, softcap's cap).
 struct PcUnary {
-    uint64_t x, dst;
+    addr_t x, dst;
     uint32_t n;
     float s;
 };
 
 // rms_norm over rows of K (rows flattened as i1 + ne1*(i2 + ne2*i3)); dst contiguous.
 struct PcRmsNorm {
-    uint64_t x, w, dst;
+    addr_t x, w, dst;
     uint32_t K, rows, ne1, ne2, nb1, nb2, nb3, has_w;
     RmsNormParams p;
     uint32_t pad;
@@ -45,52 +50,53 @@ struct PcRmsNorm {
 // rope: x [D, H, T] (row strides nb1, nb2), cs = (cos, sin) per (token, pair) computed on
 // the host with the reference's double formula; dst contiguous.
 struct PcRope {
-    uint64_t x, cs, dst;
+    addr_t x, cs, dst;
     uint32_t D, H, T, nb1, nb2, pad;
     RopeParams p;
 };
 
 struct PcSoftmax {
-    uint64_t x, dst;
+    addr_t x, dst;
     uint32_t K, rows;
     SoftmaxParams p;
     uint32_t pad;
 };
 
 // attention: q [Dk, H, T] (strides q_nb1, q_nb2), caches k/v of types ktype/vtype (row
-// strides k_nb1/v_nb1), pos/seq I32 [T], dst F32 [Dv, H, T]; scores: scratch of
-// max_keys floats per (t, h).
+// strides k_nb1/v_nb1), pos/seq I32 [T], dst F32 [Dv, H, T]. split != 0: the key-block pass
+// writes each block's partial (m, l, o[Dv]) to part, nblk slots per (t, h), and the fold
+// pass (attention_fold.comp) folds them in block order.
 struct PcAttention {
-    uint64_t q, k, v, pos, seq, dst, scores;
-    uint32_t Dk, Dv, H, T, ktype, vtype, k_nb1, v_nb1, q_nb1, q_nb2, max_keys;
+    addr_t q, k, v, pos, seq, dst, part;
+    uint32_t Dk, Dv, H, T, ktype, vtype, k_nb1, v_nb1, q_nb1, q_nb2, nblk, split;
     AttentionParams p;
 };
 
 // mul_mat, stage 1: quantizes x rows (K floats, flattened as m + ne1*(i2 + ne2*i3), strides
 // nb1..nb3) to the weight's dot type, act rows of act_nb1 bytes.
 struct PcMulMatAct {
-    uint64_t x, act;
+    addr_t x, act;
     uint32_t K, rows, ne1, ne2, nb1, nb2, nb3, act_nb1;
 };
 
 // mul_mat, stage 2: dst[m * N + n] = dot(w row n, act row m).
 struct PcMulMat {
-    uint64_t w, act, dst;
+    addr_t w, act, dst;
     uint32_t K, N, M, w_nb1, act_nb1, pad;
 };
 
 // mul_mat_id, stage 2: PcMulMat's fields (M = number of (token, expert) pairs), plus the
 // ids [k, T], the expert stride of w, the expert count, k and X (x rows per token).
 struct PcMulMatId {
-    uint64_t w, act, dst;
+    addr_t w, act, dst;
     uint32_t K, N, M, w_nb1, act_nb1, pad;
-    uint64_t ids;
+    addr_t ids;
     uint32_t w_nb2, E, k, X;
 };
 
 // topk over columns of x [E, T] (row stride x_nb1); dst [k, T] contiguous.
 struct PcTopk {
-    uint64_t x, dst;
+    addr_t x, dst;
     uint32_t x_nb1, E, T, pad;
     TopkParams p;
     uint32_t pad2;
@@ -99,14 +105,14 @@ struct PcTopk {
 // conv1d_scan: x rows [C] (stride x_nb1), w [K per channel], state rows per slot
 // (stride st_nb1), runs [4 per run], order [T], y rows (stride y_nb1).
 struct PcConv1dScan {
-    uint64_t x, w, state, runs, order, y;
+    addr_t x, w, state, runs, order, y;
     uint32_t x_nb1, st_nb1, y_nb1, C, K, n_runs;
 };
 
 // delta_scan: qkv rows (stride qkv_nb1), g and beta [Hv per token], state rows per slot
 // (stride st_nb1), runs, order, y [Hv * Dv per token] contiguous.
 struct PcDeltaScan {
-    uint64_t qkv, g, beta, state, runs, order, y;
+    addr_t qkv, g, beta, state, runs, order, y;
     uint32_t qkv_nb1, st_nb1, n_runs, pad;
     DeltaScanParams p;
     uint32_t pad2;
@@ -116,7 +122,7 @@ struct PcDeltaScan {
 static_assert(sizeof(PcConv1dScan) == 72 && sizeof(PcDeltaScan) == 104 && sizeof(PcMulMatId) == 72 && sizeof(PcTopk) == 48,
               "push-constant layouts");
 static_assert(sizeof(PcRows) == 48 && sizeof(PcBinary) == 80 && sizeof(PcUnary) == 24 && sizeof(PcRmsNorm) == 64 &&
-              sizeof(PcRope) == 64 && sizeof(PcSoftmax) == 32 && sizeof(PcAttention) == 120 &&
+              sizeof(PcRope) == 64 && sizeof(PcSoftmax) == 32 && sizeof(PcAttention) == 128 &&
               sizeof(PcMulMatAct) == 48 && sizeof(PcMulMat) == 48);
 static_assert(sizeof(PcAttention) <= 128, "128 bytes of push constants is all Vulkan guarantees");
 }  // namespace ls::vk

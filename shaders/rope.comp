@@ -14,8 +14,8 @@ void main() {
     const uint per_head = half_ + (pc.p.D - uint(pc.p.p.n_dims));
     if (g >= per_head * pc.p.H * pc.p.T) return;
     const uint i = g % per_head, h = (g / per_head) % pc.p.H, t = g / (per_head * pc.p.H);
-    const uint64_t x = pc.p.x + uint64_t(h) * pc.p.nb1 + uint64_t(t) * pc.p.nb2;
-    const uint64_t y = pc.p.dst + (uint64_t(t) * pc.p.H + h) * pc.p.D * 4u;
+    const addr_t x = addr_mad(addr_mad(pc.p.x, h, pc.p.nb1), t, pc.p.nb2);
+    const addr_t y = addr_mad(pc.p.dst, t * pc.p.H + h, pc.p.D * 4u);
     if (i >= half_) {
         const uint e = uint(pc.p.p.n_dims) + (i - half_);
         F32(y).v[e] = F32(x).v[e];

@@ -1,4 +1,4 @@
-// scale over contiguous floats (core/ref/scale.cpp, core/rules/detmath.h). One invocation per element.
+// scale over contiguous floats (core/ref/scale.cpp). One invocation per element.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_GOOGLE_include_directive : require

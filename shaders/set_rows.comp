@@ -20,8 +20,8 @@ void main() {
     const int r = index_at(i);
     for (uint j = i + 1u; j < pc.p.n; ++j)
         if (index_at(j) == r) return;  // a later row overwrites this one
-    const uint64_t src = pc.p.src + uint64_t(i) * pc.p.src_nb1 + uint64_t(b) * bsz * 4u;
-    const uint64_t dst = pc.p.dst + uint64_t(r) * pc.p.dst_nb1;
+    const addr_t src = addr_mad(addr_mad(pc.p.src, i, pc.p.src_nb1), b, bsz * 4u);
+    const addr_t dst = addr_mad(pc.p.dst, uint(r), pc.p.dst_nb1);
     if (pc.p.type == LS_TYPE_F32) { F32(dst).v[b] = F32(src).v[0]; return; }
     if (pc.p.type == LS_TYPE_F16) { st16(dst, 2u * b, f2h(F32(src).v[0])); return; }
     if (pc.p.type == LS_TYPE_BF16) { st16(dst, 2u * b, f2bf(F32(src).v[0])); return; }
@@ -31,9 +31,9 @@ void main() {
         // d = amax / 127, q = rne(x * (127 / amax))
         float amax = 0.0;
         for (uint j = 0u; j < 32u; ++j) amax = max(amax, abs(x[j]));
-        const float d = div_rn(amax, 127.0);
-        const float id = amax != 0.0 ? div_rn(127.0, amax) : 0.0;
-        const uint64_t blk = dst + uint64_t(b) * 34u;
+        const float d = canon_div(amax, 127.0);
+        const float id = amax != 0.0 ? canon_div(127.0, amax) : 0.0;
+        const addr_t blk = addr_mad(dst, b, 34u);
         st16(blk, 0u, f2h(d));
         for (uint j = 0u; j < 32u; ++j) {
             precise float v = x[j] * id;
@@ -45,9 +45,9 @@ void main() {
     float amax = 0.0, mx = 0.0;
     for (uint j = 0u; j < 32u; ++j)
         if (abs(x[j]) > amax) { amax = abs(x[j]); mx = x[j]; }
-    const float d = div_rn(mx, -8.0);
-    const float id = d != 0.0 ? div_rn(1.0, d) : 0.0;
-    const uint64_t blk = dst + uint64_t(b) * 18u;
+    const float d = canon_div(mx, -8.0);
+    const float id = d != 0.0 ? canon_div(1.0, d) : 0.0;
+    const addr_t blk = addr_mad(dst, b, 18u);
     st16(blk, 0u, f2h(d));
     for (uint j = 0u; j < 16u; ++j) {
         precise float v0 = x[j] * id, v1 = x[j + 16u] * id;

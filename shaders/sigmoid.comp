@@ -1,4 +1,4 @@
-// sigmoid over contiguous floats (core/ref/sigmoid.cpp, det_sigmoid of core/rules/detmath.h). One invocation per element.
+// sigmoid over contiguous floats (core/ref/sigmoid.cpp, det_sigmoid of core/rules/canon.h). One invocation per element.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_GOOGLE_include_directive : require

@@ -1,4 +1,4 @@
-// silu over contiguous floats (core/ref/silu.cpp, core/rules/detmath.h). One invocation per element.
+// silu over contiguous floats (core/ref/silu.cpp, core/rules/canon.h). One invocation per element.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_GOOGLE_include_directive : require

@@ -10,6 +10,6 @@ void main() {
     const uint g = gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * 64u;
     if (g >= pc.p.n) return;
     const float x = F32(pc.p.x).v[g];
-    precise float r = pc.p.s * det_tanh(div_rn(x, pc.p.s));
+    precise float r = pc.p.s * det_tanh(canon_div(x, pc.p.s));
     F32(pc.p.dst).v[g] = r;
 }

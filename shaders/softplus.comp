@@ -1,4 +1,4 @@
-// softplus over contiguous floats (core/ref/softplus.cpp, det_softplus of core/rules/detmath.h). One invocation per element.
+// softplus over contiguous floats (core/ref/softplus.cpp, det_softplus of core/rules/canon.h). One invocation per element.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_GOOGLE_include_directive : require

@@ -1,7 +1,7 @@
 // topk (core/ref/topk.cpp, core/rules/topk_rule.h): one invocation per column of x [E, T]. The
 // order "larger value first, NaN last, equal values by lower index" is total, so every
-// backend picks the same entries in the same order; the values' sum is in double in
-// selection order and each quotient is rounded once.
+// backend picks the same entries in the same order; the values' sum is canon_sum in
+// selection order and each quotient canon_div (topk_values).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "shaders/common.glsl"
@@ -20,7 +20,7 @@ bool before(float xa, int a, float xb, int b) {
 void main() {
     const uint t = gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * 64u;
     if (t >= pc.p.T) return;
-    const uint64_t col = pc.p.x + uint64_t(t) * pc.p.x_nb1;
+    const addr_t col = addr_mad(pc.p.x, t, pc.p.x_nb1);
     const int E = int(pc.p.E), k = pc.p.p.k;
     int ids[TOPK_MAX];
     for (int j = 0; j < k; ++j) {
@@ -32,15 +32,20 @@ void main() {
         }
         ids[j] = best;
     }
-    const uint64_t o = pc.p.dst + uint64_t(t) * uint64_t(k) * 4u;
+    const addr_t o = addr_mad(pc.p.dst, t, uint(k) * 4u);
     if (pc.p.p.values == 0) {
         for (int j = 0; j < k; ++j) I32(o).v[j] = ids[j];
         return;
     }
-    precise double s = 0.0;
-    for (int j = 0; j < k; ++j) s = s + double(F32(col).v[ids[j]]);
+    float part[32];
+    for (uint l = 0u; l < 32u; ++l) part[l] = 0.0;
+    for (int j = 0; j < k; ++j) {
+        precise float t = part[j % 32] + F32(col).v[ids[j]];
+        part[j % 32] = t;
+    }
+    const float s = canon_tree(part);
     for (int j = 0; j < k; ++j) {
         const float v = F32(col).v[ids[j]];
-        F32(o).v[j] = pc.p.p.norm != 0 ? d2f(ddiv_rn(double(v), s)) : v;
+        F32(o).v[j] = pc.p.p.norm != 0 ? canon_div(v, s) : v;
     }
 }

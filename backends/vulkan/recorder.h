@@ -1,6 +1,6 @@
 // The two passes of VulkanBackend::compute, as the per-op files (ops/*.cpp) see them:
 //  Plan: the host pass, before anything is recorded, so an op's checks fail with every
-//    buffer untouched; it also sizes the aux buffer (activation rows, attention scores) and
+//    buffer untouched; it also sizes the aux buffer (activation rows, attention partials) and
 //    builds rope's cos/sin tables.
 //  Recorder: the recording pass, one command buffer per graph; a dispatch gets a barrier
 //    only where it touches memory an earlier unfenced dispatch wrote (or writes memory one
@@ -26,16 +26,24 @@ struct Range {
     uint64_t lo, hi;
 };
 
+// How an attention node runs: the key blocks a query spans at most, and whether the blocks
+// are spread over workgroups with a fold pass (ops/attention.cpp).
+struct AttnPlan {
+    uint32_t nblk = 1;
+    bool split = false;
+};
+
 struct Plan {
     // The bytes of a tensor whose values the host needs (a graph input's data, else a
     // download).
     std::function<std::vector<uint8_t>(const Tensor*)> host_bytes;
-    size_t act_bytes = 0, score_bytes = 0;
+    size_t act_bytes = 0, attn_bytes = 0;
+    int attn_split = -1;  // Context::attn_split: -1 by size, 0 never, 1 always (tests)
     std::vector<float> rope_tables;            // (cos, sin) pairs
     std::map<const Tensor*, size_t> rope_off;  // node -> float offset of its table
     // Nodes with the same positions, factors and parameters share one table.
     std::map<std::tuple<const Tensor*, const Tensor*, int32_t, int32_t, float, float>, size_t> rope_dedup;
-    std::map<const Tensor*, uint32_t> attn_keys;  // attention node -> key slots per query
+    std::map<const Tensor*, AttnPlan> attn;
 };
 
 class Recorder {
@@ -67,7 +75,7 @@ public:
 
     Context& ctx;
     const Plan& plan;
-    Range act{}, scores{};   // the aux buffer's activation rows and attention scores
+    Range act{}, attn{};     // the aux buffer's activation rows and attention block partials
     uint64_t rope_base = 0;  // address of plan.rope_tables in the aux buffer
     // The activation rows in `act` are this tensor quantized to act_t, so a mul_mat on the
     // same input (q, k, v; gate, up) skips the quantizer.

@@ -1,6 +1,6 @@
 // Vulkan instance, device, queue, memory and pipelines of the Vulkan backend (internal):
 // vk_loader.cpp (loader, instance, usable devices), vk_device.cpp (Context's device and
-// queue), vk_memory.cpp (suballocation, host copies), vk_pipelines.cpp, vk_fp_probe.cpp.
+// queue), vk_memory.cpp (suballocation, host copies), vk_pipelines.cpp.
 #pragma once
 #define VK_NO_PROTOTYPES
 #include <vulkan/vulkan.h>
@@ -41,9 +41,23 @@ struct Loader {
 #define LS_X(f) PFN_##f f = nullptr;
     LS_VK_INSTANCE_FNS(LS_X)
 #undef LS_X
-    std::vector<VkPhysicalDevice> usable;  // devices that meet kRequirements, in enumeration order
+    std::vector<VkPhysicalDevice> usable;  // devices that meet the requirements, in enumeration order
     std::string error;                     // why there is none, when empty
 };
+
+// What the shaders need of a device (README "Backends"): Vulkan 1.2, a compute queue,
+// bufferDeviceAddress (tensors are passed as addresses), storageBuffer8BitAccess and
+// storageBuffer16BitAccess (block formats read and written in place, a byte or a half at a
+// time, converted to 32 bits at once: the modules declare neither Int8 nor Int16). No
+// float64, no int64, no 8/16-bit arithmetic. Returns what `pd` lacks, in those names
+// (empty: usable).
+std::vector<std::string> missing_requirements(Loader& L, VkPhysicalDevice pd);
+// Every Vulkan device the loader reports, usable or not (`lockstep devices`).
+struct DeviceReport {
+    std::string name, type;
+    std::vector<std::string> missing;
+};
+std::vector<DeviceReport> device_reports();
 // The process-wide loader and instance (created once; error set when unavailable).
 Loader& loader();
 
@@ -87,13 +101,10 @@ public:
     // Whether mul_mat takes the subgroup variant (mul_mat_sg_*) for 1 to 4 activation rows:
     // on GPUs with subgroup shuffles (LOCKSTEP_VK_SUBGROUP=0 never, =1 also on CPU devices).
     bool use_subgroup_dot = false;
-    // Whether the device's GLSL fma() is fused (one rounding), as the probe at init found it;
-    // shaders get it as the specialization constant NATIVE_FMA (shaders/common.glsl).
-    // LOCKSTEP_VK_FMA=native / emulated overrides the probe (for testing the probe itself).
-    bool native_fma = false;
-    // Likewise for double -> float conversion (NATIVE_D2F; LOCKSTEP_VK_D2F=native / emulated).
-    bool native_d2f = false;
-    std::string probe_report;  // what the probes found, in words
+    // Attention's split form (key blocks over workgroups, then a fold pass): -1 where the
+    // plan's size rule picks it, 0 never, 1 whenever a query spans two blocks or more
+    // (LOCKSTEP_VK_ATTN_SPLIT=0 / 1, for the tests of both forms).
+    int attn_split = -1;
 
     // Suballocation of device memory (chunks of kChunkBytes; larger requests get their own).
     Chunk* allocate(size_t bytes, size_t& offset);
@@ -114,10 +125,7 @@ public:
 
 private:
     Chunk* new_chunk(size_t bytes, bool dedicated);
-    VkPipeline make_pipeline(const std::string& variant, bool native_fma, bool native_d2f);
-    void probe_native();
-    // Runs fma_probe.comp (mode) with every native path on: `in` to n floats.
-    std::vector<float> run_probe(uint32_t mode, const void* in, size_t in_bytes, uint32_t n);
+    VkPipeline make_pipeline(const std::string& variant);
     void destroy_chunk(Chunk* c);
     void staging_copy(Chunk* c, size_t off, size_t n, bool to_device, uint8_t* host);
     uint32_t mem_type_ = 0;

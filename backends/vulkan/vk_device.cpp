@@ -2,6 +2,7 @@
 // memory types it uses, and which mul_mat variants it takes.
 #include "backends/vulkan/vk_context.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -57,15 +58,13 @@ Context::Context(int device) {
     qci.queueCount = 1;
     qci.pQueuePriorities = &prio;
     VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+    // Exactly the features of missing_requirements (vk_loader.cpp).
     f12.bufferDeviceAddress = VK_TRUE;
-    f12.shaderInt8 = VK_TRUE;
     f12.storageBuffer8BitAccess = VK_TRUE;
     VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
     f11.storageBuffer16BitAccess = VK_TRUE;
     f11.pNext = &f12;
     VkPhysicalDeviceFeatures2 f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-    f.features.shaderInt64 = VK_TRUE;
-    f.features.shaderFloat64 = VK_TRUE;
     f.pNext = &f11;
     VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
     dci.pNext = &f;
@@ -123,7 +122,10 @@ Context::Context(int device) {
     mem_type_ = uint32_t(best);
     staging_type_ = uint32_t(host);
     heap_size_ = mp.memoryHeaps[mp.memoryTypes[best].heapIndex].size;
-    probe_native();
+    if (const char* e = std::getenv("LOCKSTEP_VK_ATTN_SPLIT")) attn_split = std::string(e) == "1" ? 1 : std::string(e) == "0" ? 0 : -1;
+    if (std::getenv("LOCKSTEP_VK_VERBOSE"))
+        std::fprintf(stderr, "vulkan: %s: subgroup %u, memory %s\n", name.c_str(), subgroup_size,
+                     host_mapped_ ? "mapped (device-local, host-cached)" : "device-local, copies through a staging buffer");
 }
 
 Context::~Context() {

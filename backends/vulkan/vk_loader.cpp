@@ -9,14 +9,16 @@
 #include <vector>
 
 namespace ls::vk {
-namespace {
 
-// What the shaders need: buffer device addresses, 64-bit integers and doubles (exact sums),
-// 8/16-bit storage (block formats read in place).
-bool usable(Loader& L, VkPhysicalDevice pd) {
+std::vector<std::string> missing_requirements(Loader& L, VkPhysicalDevice pd) {
+    std::vector<std::string> miss;
     VkPhysicalDeviceProperties props;
     L.vkGetPhysicalDeviceProperties(pd, &props);
-    if (props.apiVersion < VK_API_VERSION_1_2) return false;
+    if (props.apiVersion < VK_API_VERSION_1_2) {
+        miss.push_back("Vulkan 1.2 (has " + std::to_string(VK_API_VERSION_MAJOR(props.apiVersion)) + "." +
+                       std::to_string(VK_API_VERSION_MINOR(props.apiVersion)) + ")");
+        return miss;  // the 1.1 / 1.2 feature structures cannot be asked for
+    }
     VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
     VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
     f11.pNext = &f12;
@@ -29,11 +31,29 @@ bool usable(Loader& L, VkPhysicalDevice pd) {
     L.vkGetPhysicalDeviceQueueFamilyProperties(pd, &nq, q.data());
     bool compute = false;
     for (auto& qf : q) compute |= (qf.queueFlags & VK_QUEUE_COMPUTE_BIT) != 0;
-    return compute && f12.bufferDeviceAddress && f.features.shaderInt64 && f.features.shaderFloat64 && f12.shaderInt8 &&
-           f12.storageBuffer8BitAccess && f11.storageBuffer16BitAccess;
+    if (!compute) miss.push_back("a compute queue");
+    if (!f12.bufferDeviceAddress) miss.push_back("bufferDeviceAddress");
+    if (!f12.storageBuffer8BitAccess) miss.push_back("storageBuffer8BitAccess");
+    if (!f11.storageBuffer16BitAccess) miss.push_back("storageBuffer16BitAccess");
+    return miss;
 }
 
-}  // namespace
+std::vector<DeviceReport> device_reports() {
+    std::vector<DeviceReport> out;
+    Loader& L = loader();
+    if (!L.instance) return out;
+    uint32_t n = 0;
+    L.vkEnumeratePhysicalDevices(L.instance, &n, nullptr);
+    std::vector<VkPhysicalDevice> all(n);
+    L.vkEnumeratePhysicalDevices(L.instance, &n, all.data());
+    for (VkPhysicalDevice pd : all) {
+        VkPhysicalDeviceProperties props;
+        L.vkGetPhysicalDeviceProperties(pd, &props);
+        const char* types[] = {"other", "integrated GPU", "discrete GPU", "virtual GPU", "CPU"};
+        out.push_back({props.deviceName, props.deviceType <= 4 ? types[props.deviceType] : "other", missing_requirements(L, pd)});
+    }
+    return out;
+}
 
 Loader& loader() {
     static Loader L;
@@ -62,10 +82,9 @@ Loader& loader() {
         std::vector<VkPhysicalDevice> all(n);
         L.vkEnumeratePhysicalDevices(L.instance, &n, all.data());
         for (VkPhysicalDevice pd : all)
-            if (usable(L, pd)) L.usable.push_back(pd);
+            if (missing_requirements(L, pd).empty()) L.usable.push_back(pd);
         if (L.usable.empty())
-            L.error = n ? "no Vulkan device has what the shaders need (Vulkan 1.2, buffer device address, int64, "
-                          "float64, 8/16-bit storage)"
+            L.error = n ? "no Vulkan device has what the shaders need (`lockstep devices` says what each one lacks)"
                         : "the Vulkan loader reports no device";
     });
     return L;

@@ -11,12 +11,12 @@ namespace ls::vk {
 
 VkPipeline Context::pipeline(const std::string& variant) {
     if (auto it = pipelines_.find(variant); it != pipelines_.end()) return it->second;
-    VkPipeline p = make_pipeline(variant, native_fma, native_d2f);
+    VkPipeline p = make_pipeline(variant);
     pipelines_[variant] = p;
     return p;
 }
 
-VkPipeline Context::make_pipeline(const std::string& variant, bool fused, bool d2f) {
+VkPipeline Context::make_pipeline(const std::string& variant) {
     const ShaderBlob* blob = nullptr;
     for (size_t i = 0; i < kShaderBlobCount; ++i)
         if (variant == kShaderBlobs[i].name) blob = &kShaderBlobs[i];
@@ -31,13 +31,12 @@ VkPipeline Context::make_pipeline(const std::string& variant, bool fused, bool d
     cpi.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
     cpi.stage.module = mod;
     cpi.stage.pName = "main";
-    // constant_id 0: NATIVE_FMA, 1: NATIVE_D2F (32-bit VkBool32s); ignored by shaders that
-    // do not use them.
-    // 2: SUBGROUP_SIZE, 3: SUBGROUP_OPS (VK_SUBGROUP_FEATURE_* bits), 4: SHARED_BYTES.
-    const uint32_t spec[5] = {fused ? VK_TRUE : VK_FALSE, d2f ? VK_TRUE : VK_FALSE, subgroup_size, subgroup_ops, shared_bytes};
-    VkSpecializationMapEntry entries[5];
-    for (uint32_t i = 0; i < 5; ++i) entries[i] = {i, 4 * i, 4};
-    VkSpecializationInfo si{5, entries, sizeof(spec), spec};
+    // constant_id 0: SUBGROUP_SIZE, 1: SUBGROUP_OPS (VK_SUBGROUP_FEATURE_* bits),
+    // 2: SHARED_BYTES (shaders/common.glsl); ignored by shaders that do not use them.
+    const uint32_t spec[3] = {subgroup_size, subgroup_ops, shared_bytes};
+    VkSpecializationMapEntry entries[3];
+    for (uint32_t i = 0; i < 3; ++i) entries[i] = {i, 4 * i, 4};
+    VkSpecializationInfo si{3, entries, sizeof(spec), spec};
     cpi.stage.pSpecializationInfo = &si;
     cpi.layout = layout;
     VkPipeline p;

@@ -89,7 +89,7 @@ private:
     }
 
     std::shared_ptr<Context> ctx_;
-    std::unique_ptr<Buffer> aux_;  // activation rows, attention scores, rope tables
+    std::unique_ptr<Buffer> aux_;  // activation rows, attention block partials, rope tables
     bool profile_ = std::getenv("LOCKSTEP_PROFILE") != nullptr;
     std::map<std::string, double> prof_;
 };
@@ -98,13 +98,14 @@ void VulkanBackend::compute(const Graph& g) {
     // Pass 1 (host): checks that must fail before any write, and the aux buffer's layout.
     Plan plan;
     plan.host_bytes = [&](const Tensor* t) { return host_bytes(g, t); };
+    plan.attn_split = ctx_->attn_split;
     for (const Tensor* n : g.nodes()) {
         if (!supports(*n))
             throw std::runtime_error("vulkan backend does not support " + std::string(op_name(n->op)) + " on " + shape_str(*n));
         op_entry(n->op).plan(*n, plan);
     }
     auto al = [](size_t n) { return (n + 255) / 256 * 256; };
-    const size_t act_off = 0, score_off = al(plan.act_bytes), rope_base = score_off + al(plan.score_bytes);
+    const size_t act_off = 0, attn_off = al(plan.act_bytes), rope_base = attn_off + al(plan.attn_bytes);
     const size_t aux_need = rope_base + plan.rope_tables.size() * 4 + 256;
     if (!aux_ || aux_->size < aux_need) {
         aux_.reset();
@@ -114,7 +115,7 @@ void VulkanBackend::compute(const Graph& g) {
     const uint64_t aux = own(*aux_).chunk->addr + own(*aux_).off;
     Recorder rec(*ctx_, *this, plan, profile_, prof_);
     rec.act = Range{aux + act_off, aux + act_off + std::max<size_t>(plan.act_bytes, 1)};
-    rec.scores = Range{aux + score_off, aux + score_off + std::max<size_t>(plan.score_bytes, 1)};
+    rec.attn = Range{aux + attn_off, aux + attn_off + std::max<size_t>(plan.attn_bytes, 1)};
     rec.rope_base = aux + rope_base;
 
     // Pass 2: record one command buffer.
@@ -154,9 +155,28 @@ std::vector<VulkanDeviceDesc> vulkan_devices() noexcept {
                          ", subgroup " + std::to_string(sub.subgroupSize) +
                          ((sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) && (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT)
                               ? " (arithmetic)" : (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) && (sub.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT) ? " (basic)" : " (no ops)") +
-                         ", int64 fp64 int8/16-bit storage, " +
+                         ", " +
                          std::to_string(props.properties.limits.maxComputeSharedMemorySize / 1024) + " KiB shared";
             out.push_back(d);
+        }
+    } catch (...) {
+    }
+    return out;
+}
+
+const char* vulkan_requirements() noexcept {
+    return "Vulkan 1.2, a compute queue, bufferDeviceAddress, storageBuffer8BitAccess, storageBuffer16BitAccess "
+           "(no float64, int64, int8 or int16 arithmetic)";
+}
+
+std::vector<std::pair<std::string, std::string>> vulkan_refused_devices() noexcept {
+    std::vector<std::pair<std::string, std::string>> out;
+    try {
+        for (const vk::DeviceReport& d : vk::device_reports()) {
+            if (d.missing.empty()) continue;
+            std::string why;
+            for (const std::string& m : d.missing) why += (why.empty() ? "" : ", ") + m;
+            out.emplace_back(d.name + " (" + d.type + ")", why);
         }
     } catch (...) {
     }

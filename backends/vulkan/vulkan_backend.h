@@ -4,6 +4,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/ir/backend.h"
@@ -16,9 +17,14 @@ struct VulkanDeviceDesc {
     std::string features;
 };
 
-// Devices that can run lockstep's shaders (Vulkan 1.2+, buffer device address, int64,
-// float64, 8/16-bit storage). Empty when there is no loader or no such device; never throws.
+// Devices that can run lockstep's shaders (vulkan_requirements()). Empty when there is no
+// loader or no such device; never throws.
 std::vector<VulkanDeviceDesc> vulkan_devices() noexcept;
+// What a device must offer, in words (README "Backends").
+const char* vulkan_requirements() noexcept;
+// Every device the loader reports that vulkan_devices() leaves out, with what it lacks
+// ("name", "bufferDeviceAddress, shaderInt8"). Never throws.
+std::vector<std::pair<std::string, std::string>> vulkan_refused_devices() noexcept;
 // Throws std::runtime_error with the reason (no loader, no device, index out of range).
 std::unique_ptr<Backend> make_vulkan_backend(int device);
 

@@ -13,9 +13,15 @@ int cmd_devices(const Options&) {
     for (const DeviceInfo& d : devs)
         std::printf("%-8s %-5d %-40s %12s  %s\n", d.backend.c_str(), d.index, d.name.c_str(), mib(d.memory_total).c_str(),
                     d.features.c_str());
-    for (const std::string& b : backend_names())
-        if (b != "reference" && b != "cpu" && backend_built(b) && backend_device_count(b) == 0)
+    // Devices a backend refuses are listed too, with what they lack.
+    for (const RefusedDevice& d : refused_devices())
+        std::printf("%-8s %-5s %-40s %12s  refused: lacks %s\n", d.backend.c_str(), "-", d.name.c_str(), "", d.reason.c_str());
+    for (const std::string& b : backend_names()) {
+        if (b == "reference" || b == "cpu" || !backend_built(b)) continue;
+        if (const std::string req = backend_requirements(b); !req.empty()) std::printf("%s needs: %s\n", b.c_str(), req.c_str());
+        if (backend_device_count(b) == 0)
             std::printf("%s: built, but no usable device on this machine (--backend %s says why)\n", b.c_str(), b.c_str());
+    }
     return 0;
 }
 

@@ -4,36 +4,50 @@
 
 namespace ls::vk {
 
+// Head sizes up to 512 (shaders/attention.comp MAXD: q in shared memory, 8 outputs per
+// invocation).
 bool supports_attention(const Tensor& n) {
     return cache_type(n.src[1]->type) && cache_type(n.src[2]->type) && host_readable(n.src[3]) && host_readable(n.src[4]) &&
-           n.src[0]->nb[0] == 4 && n.src[2]->ne[1] == n.src[1]->ne[1];
+           n.src[0]->nb[0] == 4 && n.src[2]->ne[1] == n.src[1]->ne[1] && n.src[0]->ne[0] <= 512 && n.ne[0] <= 512;
 }
 
-// The queries' ring checks, and the score scratch: keys per query at most, per (t, h).
+// The queries' ring checks; the key blocks a query spans at most; whether to split: few
+// (query, head) pairs over several key blocks (decode) spread their blocks over workgroups,
+// whose partials (m, l, o[Dv]) go to the aux buffer for the fold pass. Many pairs (prompts)
+// fill the device as they are, one workgroup per pair walking its blocks.
 void plan_attention(const Tensor& n, Plan& plan) {
     const AttentionParams p = n.get_params<AttentionParams>();
     const std::vector<uint8_t> pb = plan.host_bytes(n.src[3]), sb = plan.host_bytes(n.src[4]);
     const auto* pos = reinterpret_cast<const int32_t*>(pb.data());
     const auto* seq = reinterpret_cast<const int32_t*>(sb.data());
-    const int64_t T = n.src[0]->ne[2], H = n.src[0]->ne[1], n_seq = n.src[1]->ne[1] / p.ring_rows;
-    int64_t keys = 1;
+    const int64_t T = n.src[0]->ne[2], H = n.src[0]->ne[1], Dv = n.ne[0], n_seq = n.src[1]->ne[1] / p.ring_rows;
+    int64_t nblk = 1;
     for (int64_t t = 0; t < T; ++t) {
         check_attention_query(seq[t], pos[t], p.window, p.ring_rows, n_seq);
-        keys = std::max(keys, pos[t] - attn_first_key(pos[t], p.window) + 1);
+        nblk = std::max(nblk, attn_block_of(pos[t]) - attn_block_of(attn_first_key(pos[t], p.window)) + 1);
     }
-    plan.attn_keys[&n] = uint32_t(keys);
-    plan.score_bytes = std::max(plan.score_bytes, size_t(T * H * keys) * 4);
+    const size_t part_bytes = size_t(T * H * nblk * (Dv + 2)) * 4;
+    bool split = nblk >= 2 && T * H < 256 && part_bytes <= (size_t(256) << 20) && T * H * nblk <= 65535;
+    if (plan.attn_split >= 0) split = plan.attn_split == 1 && nblk >= 2 && H * nblk <= 65535;
+    plan.attn[&n] = {uint32_t(nblk), split};
+    if (split) plan.attn_bytes = std::max(plan.attn_bytes, part_bytes);
 }
 
 void record_attention(const Tensor& n, Recorder& r) {
     const Tensor *a = n.src[0], *k = n.src[1], *v = n.src[2];
     const uint32_t H = uint32_t(a->ne[1]), T = uint32_t(a->ne[2]);
-    PcAttention pc{r.addr(a), r.addr(k), r.addr(v), r.addr(n.src[3]), r.addr(n.src[4]), r.addr(&n), r.scores.lo,
+    const AttnPlan ap = r.plan.attn.at(&n);
+    PcAttention pc{r.addr(a), r.addr(k), r.addr(v), r.addr(n.src[3]), r.addr(n.src[4]), r.addr(&n), r.attn.lo,
                    uint32_t(a->ne[0]), uint32_t(n.ne[0]), H, T, uint32_t(k->type), uint32_t(v->type),
-                   uint32_t(k->nb[1]), uint32_t(v->nb[1]), uint32_t(a->nb[1]), uint32_t(a->nb[2]), r.plan.attn_keys.at(&n),
-                   n.get_params<AttentionParams>()};
-    r.dispatch("attention", pc, H, T, {r.range(a), r.range(k), r.range(v), r.range(n.src[3]), r.range(n.src[4])},
-               {r.range(&n), r.scores});
+                   uint32_t(k->nb[1]), uint32_t(v->nb[1]), uint32_t(a->nb[1]), uint32_t(a->nb[2]), ap.nblk,
+                   uint32_t(ap.split), n.get_params<AttentionParams>()};
+    const std::initializer_list<Range> reads = {r.range(a), r.range(k), r.range(v), r.range(n.src[3]), r.range(n.src[4])};
+    if (!ap.split) {
+        r.dispatch("attention", pc, H, T, reads, {r.range(&n)});
+        return;
+    }
+    r.dispatch("attention", pc, H * ap.nblk, T, reads, {r.attn});
+    r.dispatch("attention_fold", pc, H, T, {r.attn, r.range(n.src[3])}, {r.range(&n)});
 }
 
 }  // namespace ls::vk

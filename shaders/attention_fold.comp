@@ -1,0 +1,44 @@
+// attention, the fold pass of the split form (attention.comp with split != 0): one workgroup
+// per (head, query) folds the query's block partials (m_b, l_b, o_b) in increasing block
+// order exactly as attn_fold (core/rules/attention_rule.h), the first block's partial as the
+// running state, then out[i] = canon_div(o[i], l). Invocation l owns elements l, l + 64, ...;
+// m and l are folded identically by every invocation.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "shaders/common.glsl"
+layout(local_size_x = 64) in;
+layout(push_constant, std430) uniform Pc { PcAttention p; } pc;
+
+const uint NV = 8u;  // Dv <= 512 (supports_attention)
+
+void main() {
+    const uint l = gl_LocalInvocationID.x;
+    const uint H = pc.p.H, Dv = pc.p.Dv;
+    const uint h = gl_WorkGroupID.x, t = gl_WorkGroupID.y;
+    const int W = pc.p.p.window;
+    const int pt = I32(pc.p.pos).v[t];
+    const int k0 = W > 0 ? max(0, pt - W + 1) : 0;
+    const uint nb = uint(pt / 64 - k0 / 64 + 1);
+    const addr_t base = addr_mad(pc.p.part, (t * H + h) * pc.p.nblk, (Dv + 2u) * 4u);
+    float m = F32(base).v[0], lsum = F32(base).v[1];
+    float o[NV];
+    for (uint c = 0u; c < NV; ++c) o[c] = l + 64u * c < Dv ? F32(base).v[2u + l + 64u * c] : 0.0;
+    for (uint b = 1u; b < nb; ++b) {
+        const addr_t pb = addr_mad(base, b, (Dv + 2u) * 4u);
+        const float mb = F32(pb).v[0], lb = F32(pb).v[1];
+        const float mn = canon_fmax(m, mb);
+        precise float da = m - mn, dc = mb - mn;
+        const float a = det_exp(da), cc = det_exp(dc);
+        precise float nl = lsum * a + lb * cc;
+        lsum = nl;
+        for (uint c = 0u; c < NV; ++c) {
+            if (l + 64u * c >= Dv) break;
+            precise float no = o[c] * a + F32(pb).v[2u + l + 64u * c] * cc;
+            o[c] = no;
+        }
+        m = mn;
+    }
+    const addr_t outp = addr_mad(pc.p.dst, t * H + h, Dv * 4u);
+    for (uint c = 0u; c < NV; ++c)
+        if (l + 64u * c < Dv) F32(outp).v[l + 64u * c] = canon_div(o[c], lsum);
+}
