@@ -40,16 +40,20 @@ void attention(const Tensor& dst, Ctx& ctx) {
         check_attention_query(seq[t], pos[t], p.window, R, n_seq);
         nb_max = std::max(nb_max, attn_block_of(pos[t]) - attn_block_of(attn_first_key(pos[t], p.window)) + 1);
     }
+    // Few (head, query) pairs: split-K, partials and the fold kernel, even where one split
+    // covers every key block, so that a decode step's graph keeps its shape (kernels) as the
+    // context grows and only the grid changes (cudaGraphExecUpdate).
+    const bool split = H * T < kSplitTarget;
     int64_t per = nb_max, splits = 1;
-    if (H * T < kSplitTarget && nb_max > 1) {
+    if (split) {
         splits = std::min(nb_max, (kSplitTarget + H * T - 1) / (H * T));
         per = (nb_max + splits - 1) / splits;
         splits = (nb_max + per - 1) / per;
     }
     // Queries per launch: the grid's y, and the partials within the scratch cap.
-    const int64_t per_query = splits > 1 ? H * nb_max * (Dv + 2) : 1;
+    const int64_t per_query = split ? H * nb_max * (Dv + 2) : 1;
     const int64_t tq = std::max<int64_t>(1, std::min<int64_t>({T, int64_t(kMaxScratchFloats) / per_query, 65535}));
-    float* partials = splits > 1 ? static_cast<float*>(ctx.temp(size_t(tq * per_query) * sizeof(float))) : nullptr;
+    float* partials = split ? static_cast<float*>(ctx.temp(size_t(tq * per_query) * sizeof(float))) : nullptr;
     for (int64_t t0 = 0; t0 < T; t0 += tq) {
         const int64_t nt = std::min(tq, T - t0);
         const AttnArgs a{reinterpret_cast<const float*>(dptr(q)), shape_of(q), dptr(k), k.type, int64_t(k.nb[1]), dptr(v), v.type,
@@ -60,7 +64,7 @@ void attention(const Tensor& dst, Ctx& ctx) {
             using KO = decltype(ko);  // KO::value outputs per thread
             LS_LAUNCH(attention_kernel<KO::value>, dim3(unsigned(H), unsigned(nt), unsigned(splits)), kAttnThreads, ctx.stream)(a);
             LS_CUDA_CHECK_LAUNCH("attention_kernel");
-            if (splits > 1) {
+            if (split) {
                 LS_LAUNCH(attention_fold_kernel<KO::value>, dim3(unsigned(H), unsigned(nt)), kAttnThreads, ctx.stream)(a);
                 LS_CUDA_CHECK_LAUNCH("attention_fold_kernel");
             }

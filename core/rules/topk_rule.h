@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 
+#include "core/rules/canon.h"
 #include "core/rules/hd.h"
 
 namespace ls {
@@ -34,12 +35,11 @@ LS_HD inline void topk_select(const float* x, int64_t stride, int32_t n, int32_t
     }
 }
 
-// The selected values, divided by their sum when norm (sum in double, in selection order;
-// each quotient rounded once to float).
+// The selected values, divided by their sum when norm: the sum is canon_sum over the values
+// in selection order (core/rules/canon.h rule 5), each quotient correctly rounded.
 LS_HD inline void topk_values(const float* x, int64_t stride, const int32_t* ids, int32_t k, bool norm, float* out) {
-    double s = 0;
-    for (int32_t j = 0; j < k; ++j) s += double(x[ids[j] * stride]);
-    for (int32_t j = 0; j < k; ++j) out[j] = norm ? float(double(x[ids[j] * stride]) / s) : x[ids[j] * stride];
+    const float s = norm ? canon_sum_of(k, [&](int64_t j) { return x[ids[j] * stride]; }) : 1.0f;
+    for (int32_t j = 0; j < k; ++j) out[j] = norm ? canon_div(x[ids[j] * stride], s) : x[ids[j] * stride];
 }
 
 }  // namespace ls
