@@ -1,17 +1,22 @@
 // The attention kernels (launched by attention.cu). A header so that tests/backends/test_cuda_emu.cpp
 // can run them on the host, bit for bit against ref::attention, without a GPU.
 //
-// Every kernel computes SEMANTICS.md section 1 exactly as ref::attention does: query (s, p)
-// reads keys attn_first_key(p, W)..p of slot s, key k at cache row ring_row(s, k, R);
-//  1. score_k = float(q . k in double, exact products, order free) * scale, soft-capped
-//     with det_tanh;
-//  2. max of the scores (exact), e_k = det_exp(score_k - max), their sum in double;
-//  3. weights w_k = float(double(e_k) / sum);
-//  4. out_i = fma(w_k, v_k,i, out_i) over the keys in increasing order: one float chain per
-//     output value, never split.
-// The kernels differ only in which thread computes what and where rows are staged.
+// They compute SEMANTICS.md section 1 with the arithmetic of core/rules/attention_rule.h, as
+// ref::attention does: query (s, p) reads keys attn_first_key(p, W)..p of slot s, key k at
+// cache row ring_row(s, k, R), cut in blocks of kAttnBlock absolute positions. Per block b:
+//  1. s_k = canon_dot(q, k_k) * scale, soft-capped (softcap * det_tanh(s_k / softcap)): a
+//     warp per key, lane l holding canon_dot's partial sum l (block_reduce.cuh);
+//  2. m_b = max s_k, p_k = det_exp(s_k - m_b);
+//  3. l_b = sum of p_k and o_b[i] = sum of p_k v_k[i], each in key order from +0 (each
+//     thread owns outputs i = tid, tid + kAttnThreads, ...);
+// then the partials fold in increasing b (attn_fold) and out[i] = o[i] / l.
+// A block's partial depends on that block alone, so a query's key blocks may be spread over
+// several CUDA blocks (split-K, for decode: few queries over a long context): each writes
+// its partials to a scratch buffer, and attention_fold_kernel folds them in block order,
+// the very fold a single CUDA block runs in its registers. The split never changes a bit.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include "backends/cuda/block_reduce.cuh"
 #include "backends/cuda/quant_device.cuh"
@@ -21,182 +26,156 @@
 namespace ls::cuda {
 namespace {
 
-// ---------------------------------------------------------------- any batch (decode)
-// Two kernels, so that a decode step (one query per sequence, a few heads) still spreads
-// over the whole GPU: pass 1 gives every key its own warp, pass 2 splits the output values
-// of a head over several blocks. Scores go through `scratch` (n_max floats per (t, h)).
+constexpr int kAttnWarps = 4, kAttnThreads = 32 * kAttnWarps;
+// The widest key and value heads (the query is staged in shared memory; a thread owns at
+// most kAttnMaxHead / kAttnThreads outputs).
+constexpr int64_t kAttnMaxHead = 1024;
+static_assert(kAttnBlock <= kAttnThreads, "a thread per key of a block computes its p_k");
 
-// Pass 1: the scores (step 1). A block per (head h, query t, kScoreKeys consecutive keys of
-// its range), one warp per key.
-constexpr int kScoreWarps = 8, kScoreKeys = 32;
+// The launch's view of one attention node. Grid: (head h, query t0 + y, split z).
+struct AttnArgs {
+    const float* q;
+    Shape sq;
+    const uint8_t* kc;
+    DType kt;
+    int64_t k_nb1;
+    const uint8_t* vc;
+    DType vt;
+    int64_t v_nb1;
+    const int32_t *pos, *seq;  // per query (device)
+    int64_t t0;                // the launch's first query
+    int32_t W;
+    int64_t R, group;
+    float scale, softcap;
+    int64_t Dv;
+    uint8_t* out;
+    Shape so;
+    // Split z of a query takes its key blocks z * blocks_per_split .. + blocks_per_split - 1
+    // (counted from the query's first block). partials null: one split covers every block
+    // and the CUDA block writes the output. Otherwise each key block's (m_b, l_b, o_b[Dv])
+    // goes to partials, nb_max rows of Dv + 2 floats per (query, head).
+    int64_t blocks_per_split;
+    float* partials;
+    int64_t nb_max;
+};
 
-__global__ void __launch_bounds__(kScoreWarps * 32)
-attention_scores_kernel(const float* q, Shape sq, const uint8_t* kc, DType kt, int64_t k_nb1, const int32_t* pos,
-                        const int32_t* seq, int64_t t0, int32_t W, int64_t R, int64_t group, float scale, float softcap,
-                        float* scratch, int64_t n_max) {
-    const int64_t h = blockIdx.x, tl = blockIdx.y, t = t0 + tl;
-    const int64_t Dk = sq.ne[0], hk = h / group;
-    const int64_t s = seq[t], pt = pos[t], k0 = attn_first_key(pt, W), n = pt - k0 + 1;
-    const int64_t j0 = int64_t(blockIdx.z) * kScoreKeys, j1 = j0 + kScoreKeys < n ? j0 + kScoreKeys : n;
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    const float* qh = reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(q) + h * sq.nb[1] + t * sq.nb[2]);
-    float* sc = scratch + (tl * gridDim.x + h) * n_max;
-    for (int64_t j = j0 + warp; j < j1; j += kScoreWarps) {
-        const uint8_t* krow = kc + ring_row(s, k0 + j, R) * k_nb1;
-        double d = 0;
-        for (int64_t i = lane; i < Dk; i += 32) d += double(qh[i]) * double(cudaq::deq_elem(kt, krow, hk * Dk + i));
-        d = warp_sum(d);
-        if (lane == 0) {
-            float x = __fmul_rn(float(d), scale);
-            if (softcap > 0) x = __fmul_rn(softcap, det_tanh(__fdiv_rn(x, softcap)));
-            sc[j] = x;
-        }
-    }
+// The outputs of (head h, launch query y), and the partial row jb of that pair.
+__device__ inline float* attn_out(const AttnArgs& a, int64_t h, int64_t t) {
+    return reinterpret_cast<float*>(a.out + h * a.so.nb[1] + t * a.so.nb[2]);
+}
+__device__ inline float* attn_partial(const AttnArgs& a, int64_t h, int64_t y, int64_t jb) {
+    return a.partials + ((y * int64_t(gridDim.x) + h) * a.nb_max + jb) * (a.Dv + 2);
 }
 
-// Pass 2: steps 2-4. A block per (head h, query t, kPvCols consecutive output values). Every
-// block of a query computes the same max and sum from the scores (the same bits: a fixed
-// reduction tree), then walks the keys in chunks of kPvKeys: the chunk's weights and its
-// value rows (the block's columns only) are staged in shared memory, and each of the first
-// kPvCols threads extends its output's chain over the chunk's keys in order.
-constexpr int kPvCols = 64, kPvKeys = 64, kPvThreads = 256;
-
-__global__ void __launch_bounds__(kPvThreads)
-attention_pv_kernel(const float* scratch, int64_t n_max, const uint8_t* vc, DType vt, int64_t v_nb1, const int32_t* pos,
-                    const int32_t* seq, int64_t t0, int32_t W, int64_t R, int64_t group, int64_t Dv, uint8_t* out, Shape so) {
-    __shared__ double sd[32];
-    __shared__ float sf[32];
-    __shared__ float wts[kPvKeys];
-    __shared__ float vs[kPvKeys * kPvCols];
-    const int64_t h = blockIdx.x, tl = blockIdx.y, t = t0 + tl, c0 = int64_t(blockIdx.z) * kPvCols, hk = h / group;
-    const int64_t s = seq[t], pt = pos[t], k0 = attn_first_key(pt, W), n = pt - k0 + 1;
-    const int tid = threadIdx.x;
-    const float* sc = scratch + (tl * gridDim.x + h) * n_max;
-    float mx = -INFINITY;
-    for (int64_t j = tid; j < n; j += kPvThreads) mx = fmaxf(mx, sc[j]);
-    mx = block_max(mx, sf);
-    double sum = 0;
-    for (int64_t j = tid; j < n; j += kPvThreads) sum += det_exp(__fsub_rn(sc[j], mx));
-    sum = block_sum(sum, sd);
-    float acc = 0;
-    for (int64_t j0 = 0; j0 < n; j0 += kPvKeys) {
-        const int nk = int(n - j0 < kPvKeys ? n - j0 : kPvKeys);
-        __syncthreads();  // the previous chunk has been used
-        for (int j = tid; j < nk; j += kPvThreads) wts[j] = float(double(det_exp(__fsub_rn(sc[j0 + j], mx))) / sum);
-        for (int e = tid; e < nk * kPvCols; e += kPvThreads) {
-            const int j = e / kPvCols, c = e % kPvCols;
-            vs[e] = c0 + c < Dv ? cudaq::deq_elem(vt, vc + ring_row(s, k0 + j0 + j, R) * v_nb1, hk * Dv + c0 + c) : 0.0f;
+// KOUT outputs per thread: the smallest of 1, 2, 4, 8 with KOUT * kAttnThreads >= Dv.
+template <int KOUT>
+__global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnArgs a) {
+    __shared__ float qs[kAttnMaxHead];
+    __shared__ float ps[kAttnBlock];  // the block's scores, then its p_k
+    const int64_t h = blockIdx.x, y = blockIdx.y, t = a.t0 + y, Dk = a.sq.ne[0], Dv = a.Dv, hk = h / a.group;
+    const int64_t s = a.seq[t], pt = a.pos[t], k0 = attn_first_key(pt, a.W);
+    const int64_t b_first = attn_block_of(k0), b_last = attn_block_of(pt);
+    const int64_t b0 = b_first + int64_t(blockIdx.z) * a.blocks_per_split;
+    const int64_t b1 = b0 + a.blocks_per_split - 1 < b_last ? b0 + a.blocks_per_split - 1 : b_last;
+    if (b0 > b_last) return;  // the whole block: this query has fewer key blocks
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const float* qh = reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(a.q) + h * a.sq.nb[1] + t * a.sq.nb[2]);
+    for (int64_t i = tid; i < Dk; i += kAttnThreads) qs[i] = qh[i];
+    float m = 0, l = 0, o[KOUT], ob[KOUT];
+    for (int r = 0; r < KOUT; ++r) o[r] = 0;
+    for (int64_t b = b0; b <= b1; ++b) {
+        const int64_t lo = k0 > b * kAttnBlock ? k0 : b * kAttnBlock;
+        const int64_t hi = pt < b * kAttnBlock + kAttnBlock - 1 ? pt : b * kAttnBlock + kAttnBlock - 1;
+        const int nk = int(hi - lo + 1);
+        __syncthreads();  // qs is written; the previous block's p_k have been read
+        // 1. scores, a warp per key.
+        for (int j = warp; j < nk; j += kAttnWarps) {
+            const uint8_t* krow = a.kc + ring_row(s, lo + j, a.R) * a.k_nb1;
+            const float d = warp_canon_sum(Dk, lane, [&](int64_t i) { return __fmul_rn(qs[i], cudaq::deq_elem(a.kt, krow, hk * Dk + i)); });
+            float x = __fmul_rn(d, a.scale);
+            if (a.softcap > 0) x = __fmul_rn(a.softcap, det_tanh(canon_div(x, a.softcap)));
+            if (lane == 0) ps[j] = x;
         }
         __syncthreads();
-        if (tid < kPvCols)
-            for (int j = 0; j < nk; ++j) acc = __fmaf_rn(wts[j], vs[j * kPvCols + tid], acc);
-    }
-    if (tid < kPvCols && c0 + tid < Dv)
-        *reinterpret_cast<float*>(out + h * so.nb[1] + t * so.nb[2] + (c0 + tid) * 4) = acc;
-}
-
-// ---------------------------------------------------------------- one sequence (prefill)
-// Prefill of one sequence (every query of the ubatch in the same slot, positions
-// consecutive): a block per (head h, tile of kTQ consecutive queries) shares each key and
-// value row among its queries through shared memory, instead of every query reading the
-// whole key range again. The arithmetic per query is attention_kernel's: a score is one
-// double sum of exact products (order free), the softmax is the same two passes, and each
-// output value is the fma chain over that query's keys in increasing order (the tile walks
-// keys in increasing order and a query skips keys outside its range).
-constexpr int kTQ = 16, kTileThreads = 256, kTileFloats = 4096;  // 16 KiB of key or value rows
-
-__global__ void __launch_bounds__(kTileThreads)
-attention_tiled_kernel(const float* q, Shape sq, const uint8_t* kc, DType kt, int64_t k_nb1, const uint8_t* vc, DType vt,
-                       int64_t v_nb1, int64_t slot, int64_t p_first, int64_t T, int32_t W, int64_t R, int64_t group, float scale,
-                       float softcap, int64_t Dv, uint8_t* out, Shape so, float* scratch, int64_t n_max) {
-    // Key rows and queries are stored with a stride of Dk + 1 floats: the 16 threads of a
-    // query read 16 different keys at the same offset, which would otherwise share a bank.
-    __shared__ float rows[kTileFloats + 32];  // a chunk of key (pass 1) or value (pass 3) rows
-    __shared__ float qs[kTQ * 257];           // the tile's queries (Dk <= 256, checked by the host)
-    const int64_t h = blockIdx.x, t0 = int64_t(blockIdx.y) * kTQ, Dk = sq.ne[0], hk = h / group;
-    const int nq = int(T - t0 < kTQ ? T - t0 : kTQ);
-    const int tid = threadIdx.x;
-    auto first_key = [&](int64_t p) { return attn_first_key(p, W); };
-    const int64_t lo = first_key(p_first + t0), hi = p_first + t0 + nq - 1;  // keys lo..hi (union)
-    for (int64_t i = tid; i < int64_t(nq) * Dk; i += kTileThreads) {
-        const int64_t a = i / Dk, d = i % Dk;
-        qs[a * (Dk + 1) + d] = *reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(q) + h * sq.nb[1] + (t0 + a) * sq.nb[2] + d * 4);
-    }
-    // 1. scores, chunk by chunk: thread (a, j) of the chunk computes query a's score of key j.
-    const int kc_keys = int(kTileFloats / Dk) < kTileThreads / kTQ ? int(kTileFloats / Dk) : kTileThreads / kTQ;
-    for (int64_t c0 = lo; c0 <= hi; c0 += kc_keys) {
-        const int nk = int(hi - c0 + 1 < kc_keys ? hi - c0 + 1 : kc_keys);
-        __syncthreads();  // rows (and qs, the first time) are free / written
-        for (int64_t i = tid; i < int64_t(nk) * Dk; i += kTileThreads) {
-            const int64_t j = i / Dk, d = i % Dk;
-            rows[j * (Dk + 1) + d] = cudaq::deq_elem(kt, kc + ring_row(slot, c0 + j, R) * k_nb1, hk * Dk + d);
-        }
+        // 2. m_b (every thread, in key order as the reference), then p_k.
+        float mb = -INFINITY;
+        for (int j = 0; j < nk; ++j) mb = fmaxf(mb, ps[j]);
+        __syncthreads();  // every thread has read the scores
+        if (tid < nk) ps[tid] = det_exp(__fsub_rn(ps[tid], mb));
         __syncthreads();
-        const int a = tid / kc_keys, j = tid % kc_keys;
-        if (a < nq && j < nk) {
-            const int64_t p = p_first + t0 + a, key = c0 + j, k0 = first_key(p);
-            if (key >= k0 && key <= p) {
-                double d = 0;
-                for (int64_t e = 0; e < Dk; ++e) d += double(qs[a * (Dk + 1) + e]) * double(rows[j * (Dk + 1) + e]);
-                float x = __fmul_rn(float(d), scale);
-                if (softcap > 0) x = __fmul_rn(softcap, det_tanh(__fdiv_rn(x, softcap)));
-                scratch[((t0 + a) * gridDim.x + h) * n_max + (key - k0)] = x;
+        // 3. l_b (every thread the same chain) and the thread's o_b[i], in key order.
+        float lb = 0;
+        for (int r = 0; r < KOUT; ++r) ob[r] = 0;
+        for (int j = 0; j < nk; ++j) {
+            const float pk = ps[j];
+            lb = __fadd_rn(lb, pk);
+            const uint8_t* vrow = a.vc + ring_row(s, lo + j, a.R) * a.v_nb1;
+            for (int r = 0; r < KOUT; ++r) {
+                const int64_t i = tid + int64_t(r) * kAttnThreads;
+                if (i < Dv) ob[r] = __fadd_rn(ob[r], __fmul_rn(pk, cudaq::deq_elem(a.vt, vrow, hk * Dv + i)));
             }
         }
-    }
-    __syncthreads();
-    // 2. softmax per query, one warp per query: max (exact), exponentials, double sum, weights.
-    const int lane = tid % 32, warp = tid / 32;
-    for (int a = warp; a < nq; a += kTileThreads / 32) {
-        const int64_t p = p_first + t0 + a, n = p - first_key(p) + 1;
-        float* sc = scratch + ((t0 + a) * gridDim.x + h) * n_max;
-        float mx = -INFINITY;
-        for (int64_t j = lane; j < n; j += 32) mx = fmaxf(mx, sc[j]);
-        for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-        double sum = 0;
-        for (int64_t j = lane; j < n; j += 32) {
-            const float e = det_exp(__fsub_rn(sc[j], mx));
-            sc[j] = e;
-            sum += e;
-        }
-        for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-        for (int64_t j = lane; j < n; j += 32) sc[j] = float(double(sc[j]) / sum);
-    }
-    // 3. values: thread (a, l) owns query a's outputs l, l + 16, ...; keys in increasing order.
-    const int a = tid / 16, l = tid % 16;
-    const int64_t pa = p_first + t0 + a, k0a = first_key(pa);
-    const float* wa = scratch + ((t0 + a) * gridDim.x + h) * n_max;
-    constexpr int kMaxOut = 16;  // Dv <= 256 (checked by the host)
-    float acc[kMaxOut];
-    for (int o = 0; o < kMaxOut; ++o) acc[o] = 0;
-    const int vc_keys = int(kTileFloats / Dv);
-    for (int64_t c0 = lo; c0 <= hi; c0 += vc_keys) {
-        const int nk = int(hi - c0 + 1 < vc_keys ? hi - c0 + 1 : vc_keys);
-        __syncthreads();  // the weights are written; rows are free
-        for (int64_t i = tid; i < int64_t(nk) * Dv; i += kTileThreads) {
-            const int64_t j = i / Dv, d = i % Dv;
-            rows[j * Dv + d] = cudaq::deq_elem(vt, vc + ring_row(slot, c0 + j, R) * v_nb1, hk * Dv + d);
-        }
-        __syncthreads();
-        if (a < nq)
-            for (int j = 0; j < nk; ++j) {
-                const int64_t key = c0 + j;
-                if (key < k0a || key > pa) continue;
-                const float w = wa[key - k0a];
-                for (int o = 0; o < kMaxOut; ++o) {
-                    const int64_t i = l + 16 * int64_t(o);
-                    if (i < Dv) acc[o] = __fmaf_rn(w, rows[j * Dv + i], acc[o]);
-                }
+        if (a.partials) {
+            float* row = attn_partial(a, h, y, b - b_first);
+            if (tid == 0) row[0] = mb, row[1] = lb;
+            for (int r = 0; r < KOUT; ++r) {
+                const int64_t i = tid + int64_t(r) * kAttnThreads;
+                if (i < Dv) row[2 + i] = ob[r];
             }
-    }
-    if (a < nq) {
-        float* po = reinterpret_cast<float*>(out + h * so.nb[1] + (t0 + a) * so.nb[2]);
-        for (int o = 0; o < kMaxOut; ++o) {
-            const int64_t i = l + 16 * int64_t(o);
-            if (i < Dv) po[i] = acc[o];
+        } else if (b == b_first) {
+            m = mb, l = lb;
+            for (int r = 0; r < KOUT; ++r) o[r] = ob[r];
+        } else {
+            attn_fold(m, l, o, mb, lb, ob, KOUT);  // outputs past Dv stay 0 and are not stored
         }
+    }
+    if (a.partials) return;
+    float* po = attn_out(a, h, t);
+    for (int r = 0; r < KOUT; ++r) {
+        const int64_t i = tid + int64_t(r) * kAttnThreads;
+        if (i < Dv) po[i] = canon_div(o[r], l);
     }
 }
+
+// After a split attention_kernel: the partials of (head h, launch query y) folded in block
+// order, then out = o / l. Grid: (head, query); every thread runs the (m, l) chain itself.
+template <int KOUT>
+__global__ void __launch_bounds__(kAttnThreads) attention_fold_kernel(AttnArgs a) {
+    const int64_t h = blockIdx.x, y = blockIdx.y, t = a.t0 + y, Dv = a.Dv;
+    const int64_t pt = a.pos[t], k0 = attn_first_key(pt, a.W), nb = attn_block_of(pt) - attn_block_of(k0) + 1;
+    const int tid = threadIdx.x;
+    const float* first = attn_partial(a, h, y, 0);
+    float m = first[0], l = first[1], o[KOUT], ob[KOUT];
+    for (int r = 0; r < KOUT; ++r) {
+        const int64_t i = tid + int64_t(r) * kAttnThreads;
+        o[r] = i < Dv ? first[2 + i] : 0.0f;
+    }
+    for (int64_t jb = 1; jb < nb; ++jb) {
+        const float* row = attn_partial(a, h, y, jb);
+        for (int r = 0; r < KOUT; ++r) {
+            const int64_t i = tid + int64_t(r) * kAttnThreads;
+            ob[r] = i < Dv ? row[2 + i] : 0.0f;
+        }
+        attn_fold(m, l, o, row[0], row[1], ob, KOUT);
+    }
+    float* po = attn_out(a, h, t);
+    for (int r = 0; r < KOUT; ++r) {
+        const int64_t i = tid + int64_t(r) * kAttnThreads;
+        if (i < Dv) po[i] = canon_div(o[r], l);
+    }
+}
+
+// Calls f(std::integral_constant<int, KOUT>{}) with the KOUT the kernels take for value
+// heads of Dv; false when Dv exceeds kAttnMaxHead.
+template <class F> bool with_attn_outputs(int64_t Dv, F&& f) {
+    if (Dv <= kAttnThreads) f(std::integral_constant<int, 1>{});
+    else if (Dv <= 2 * kAttnThreads) f(std::integral_constant<int, 2>{});
+    else if (Dv <= 4 * kAttnThreads) f(std::integral_constant<int, 4>{});
+    else if (Dv <= 8 * kAttnThreads) f(std::integral_constant<int, 8>{});
+    else return false;
+    return true;
+}
+static_assert(8 * kAttnThreads == kAttnMaxHead, "with_attn_outputs covers every value head up to kAttnMaxHead");
 
 }  // namespace
 }  // namespace ls::cuda

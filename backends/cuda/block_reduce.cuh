@@ -1,52 +1,41 @@
-// Block- and warp-wide reductions of the op kernels. They are only used where the order
-// does not change the result (max of floats, integer sums) or where the definition allows
-// any order (double sums of exact products, core/rules/detmath.h); the trees are fixed
-// anyway, so a run repeats its bits.
+// The reductions of the op kernels. Every float sum is the canonical sum of
+// core/rules/canon.h (rule 5) computed by one warp: lane l holds partial sum l (the terms
+// i with i mod 32 == l, added in increasing i from +0), and the fixed tree s[l] += s[l + w]
+// for w = 16, 8, 4, 2, 1 is __shfl_down_sync by w. A sum is never spread over several warps
+// (that would change the order); a block with several warps gives each its own sums.
+// Maxima are exact in any order.
 #pragma once
 #include <cmath>
 #include <cstdint>
 
 #include "backends/cuda/tensor_shape.cuh"
-#include "core/rules/detmath.h"
+#include "core/rules/canon.h"
 
 namespace ls::cuda {
 
-// Sum over the block (blockDim.x a multiple of 32, at most 1024), result in every thread.
-// shared: 32 doubles. Fixed tree: the same bits on every run.
-__device__ inline double block_sum(double v, double* shared) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nw = blockDim.x / 32;
-    __syncthreads();  // shared may still be read by a previous call
-    if (lane == 0) shared[warp] = v;
-    __syncthreads();
-    if (warp == 0) {
-        v = lane < nw ? shared[lane] : 0.0;
-        for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-        if (lane == 0) shared[0] = v;
-    }
-    __syncthreads();
-    return shared[0];
+// The fixed tree over the warp's 32 partial sums (lane l passes partial l): the canonical
+// sum, returned to every lane. All 32 lanes must call it.
+__device__ inline float warp_canon_tree(float v) {
+    for (int w = kCanonLanes / 2; w >= 1; w /= 2) v = __fadd_rn(v, __shfl_down_sync(0xffffffffu, v, w));
+    return __shfl_sync(0xffffffffu, v, 0);
 }
 
-// Max over the block (exact in any order), result in every thread. shared: 32 floats.
-__device__ inline float block_max(float v, float* shared) {
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_down_sync(0xffffffffu, v, o));
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nw = blockDim.x / 32;
-    __syncthreads();
-    if (lane == 0) shared[warp] = v;
-    __syncthreads();
-    if (warp == 0) {
-        v = lane < nw ? shared[lane] : -INFINITY;
-        for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_down_sync(0xffffffffu, v, o));
-        if (lane == 0) shared[0] = v;
-    }
-    __syncthreads();
-    return shared[0];
+// canon_sum_of(n, term) by a warp: lane `lane` adds term(i) for i = lane, lane + 32, ... in
+// increasing i, then the tree. Every lane gets the sum. All 32 lanes must call it.
+template <class Term> __device__ inline float warp_canon_sum(int64_t n, int lane, Term term) {
+    float s = 0.0f;
+    for (int64_t i = lane; i < n; i += kCanonLanes) s = __fadd_rn(s, term(i));
+    return warp_canon_tree(s);
 }
 
-// Warp sum of doubles (fixed tree), result in lane 0.
-__device__ inline double warp_sum(double v) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+// canon_dot(a, b, n) by a warp (each product rounded, then added).
+__device__ inline float warp_canon_dot(const float* a, const float* b, int64_t n, int lane) {
+    return warp_canon_sum(n, lane, [&](int64_t i) { return __fmul_rn(a[i], b[i]); });
+}
+
+// Max over the warp (exact in any order), returned to every lane.
+__device__ inline float warp_max(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
     return v;
 }
 

@@ -8,7 +8,7 @@
 
 #include "backends/cuda/launch_context.h"
 #include "backends/cuda/tensor_shape.cuh"
-#include "core/rules/detmath.h"
+#include "core/rules/canon.h"
 
 namespace ls::cuda {
 

@@ -3,7 +3,7 @@
 
 namespace ls::cuda {
 namespace {
-// det_gelu of core/rules/detmath.h itself (the reference's definition), compiled for the device.
+// det_gelu of core/rules/canon.h itself (the reference's definition), compiled for the device.
 struct GeluF {
     __device__ float operator()(float x) const { return det_gelu(x); }
 };

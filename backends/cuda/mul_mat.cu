@@ -12,8 +12,8 @@
 namespace ls::cuda {
 namespace {
 
-// Step 2, float weights: exact products summed in double (any order), rounded once. The
-// blocks and warps of dot_q_kernel.
+// Step 2, float weights: canon_dot of the rows (core/rules/canon.h rule 5) by a warp, lane l
+// holding partial sum l. The blocks and warps of dot_q_kernel.
 __global__ void __launch_bounds__(32 * kWarps) dot_f_kernel(DType wt, const uint8_t* w, int64_t w_nb1, int64_t N, const uint8_t* act,
                                                             int64_t act_row_bytes, int64_t n_mrows, int64_t K, uint8_t* dst, Shape sd) {
     const int64_t n = int64_t(blockIdx.x) * kWarps + threadIdx.y;
@@ -22,10 +22,8 @@ __global__ void __launch_bounds__(32 * kWarps) dot_f_kernel(DType wt, const uint
     const int64_t m0 = int64_t(blockIdx.y) * kMRows, m1 = m0 + kMRows < n_mrows ? m0 + kMRows : n_mrows;
     for (int64_t m = m0; m < m1; ++m) {
         const uint8_t* arow = act + m * act_row_bytes;
-        double s = 0;
-        for (int64_t e = threadIdx.x; e < K; e += 32) s += cudaq::prod_f(wt, wrow, arow, e);
-        s = warp_sum(s);
-        if (threadIdx.x == 0) *reinterpret_cast<float*>(dst + row_offset(sd, m) + n * 4) = float(s);
+        const float s = warp_canon_sum(K, int(threadIdx.x), [&](int64_t e) { return cudaq::prod_f(wt, wrow, arow, e); });
+        if (threadIdx.x == 0) *reinterpret_cast<float*>(dst + row_offset(sd, m) + n * 4) = s;
     }
 }
 

@@ -68,10 +68,9 @@ __global__ void dot_f_id_kernel(DType wt, const uint8_t* w, const int32_t* ids, 
         if (threadIdx.x == 0) dst[p * N + n] = NAN;
         return;
     }
-    double s = 0;
-    for (int64_t e = threadIdx.x; e < K; e += 32) s += cudaq::prod_f(wt, wbase + n * g.w_nb1, act + ar * g.act_row_bytes, e);
-    s = warp_sum(s);
-    if (threadIdx.x == 0) dst[p * N + n] = float(s);
+    const uint8_t *wrow = wbase + n * g.w_nb1, *arow = act + ar * g.act_row_bytes;
+    const float s = warp_canon_sum(K, int(threadIdx.x), [&](int64_t e) { return cudaq::prod_f(wt, wrow, arow, e); });
+    if (threadIdx.x == 0) dst[p * N + n] = s;
 }
 
 // The pairs of one expert in tiles (written by group_pairs_kernel, in ctx.temp):

@@ -14,7 +14,7 @@
 #include "core/quant/dtype.h"
 #include "core/quant/quant.h"
 #include "core/quant/quant_blocks.h"
-#include "core/rules/detmath.h"
+#include "core/rules/canon.h"
 #include "core/rules/hd.h"
 
 #if defined(__CUDACC__)
@@ -285,7 +285,7 @@ LS_HD inline int quant_block_elems(DType t) {
 // ---------------------------------------------------------------- mul_mat blocks
 // Dot of one weight block with one activation block: an exact integer part (any thread,
 // any order), then the block's step of the float chain(s), which must run in block order.
-// The float weight types have no chain: they sum exact products in double (dot_f below).
+// The float weight types have no chain: their dot product is canon_dot (prod_f below).
 //
 // The integer part is defined once, by isum() below, from what each type tells about its
 // block: the weights of a sub-block of kSub elements as signed bytes four at a time
@@ -354,7 +354,7 @@ template <> struct WDot<DType::Q4_0> {
     LS_HD static uint32_t value4(const WB& x, int e) { return sub_bytes((ld4(x.qs + e % 16) >> (4 * (e / 16))) & 0x0F0F0F0Fu, 8); }
     LS_HD static int sub_scale(const WB&, int) { return 1; }
     LS_HD static void step(const WB& x, const AB& y, Isum s, float& sum, float&) {
-        sum = detp::fma(h2f(x.d) * h2f(y.d), static_cast<float>(s.i), sum);
+        sum = sum + (h2f(x.d) * h2f(y.d)) * static_cast<float>(s.i);
     }
     static constexpr bool has_min = false;
 };
@@ -365,8 +365,8 @@ template <> struct WDot<DType::Q4_1> {
     LS_HD static uint32_t value4(const WB& x, int e) { return (ld4(x.qs + e % 16) >> (4 * (e / 16))) & 0x0F0F0F0Fu; }
     LS_HD static int sub_scale(const WB&, int) { return 1; }
     LS_HD static void step(const WB& x, const AB& y, Isum s, float& sum, float&) {
-        sum = detp::fma(h2f(x.d) * h2f(y.d), static_cast<float>(s.i), sum);
-        sum = detp::fma(h2f(x.m), h2f(y.s), sum);
+        sum = sum + (h2f(x.d) * h2f(y.d)) * static_cast<float>(s.i);
+        sum = sum + h2f(x.m) * h2f(y.s);
     }
     static constexpr bool has_min = false;
 };
@@ -380,7 +380,7 @@ template <> struct WDot<DType::Q5_0> {
     }
     LS_HD static int sub_scale(const WB&, int) { return 1; }
     LS_HD static void step(const WB& x, const AB& y, Isum s, float& sum, float&) {
-        sum = detp::fma(h2f(x.d) * h2f(y.d), static_cast<float>(s.i), sum);
+        sum = sum + (h2f(x.d) * h2f(y.d)) * static_cast<float>(s.i);
     }
     static constexpr bool has_min = false;
 };
@@ -394,8 +394,8 @@ template <> struct WDot<DType::Q5_1> {
     }
     LS_HD static int sub_scale(const WB&, int) { return 1; }
     LS_HD static void step(const WB& x, const AB& y, Isum s, float& sum, float&) {
-        sum = detp::fma(h2f(x.d) * h2f(y.d), static_cast<float>(s.i), sum);
-        sum = detp::fma(h2f(x.m), h2f(y.s), sum);
+        sum = sum + (h2f(x.d) * h2f(y.d)) * static_cast<float>(s.i);
+        sum = sum + h2f(x.m) * h2f(y.s);
     }
     static constexpr bool has_min = false;
 };
@@ -406,7 +406,7 @@ template <> struct WDot<DType::Q8_0> {
     LS_HD static uint32_t value4(const WB& x, int e) { return ld4(x.qs + e); }
     LS_HD static int sub_scale(const WB&, int) { return 1; }
     LS_HD static void step(const WB& x, const AB& y, Isum s, float& sum, float&) {
-        sum = detp::fma(h2f(x.d) * h2f(y.d), static_cast<float>(s.i), sum);
+        sum = sum + (h2f(x.d) * h2f(y.d)) * static_cast<float>(s.i);
     }
     static constexpr bool has_min = false;
 };
@@ -424,8 +424,8 @@ template <> struct WDot<DType::Q2_K> {
         return m;
     }
     LS_HD static void step(const WB& x, const AB& y, Isum s, float& sum, float& msum) {
-        sum = detp::fma(y.d * h2f(x.d), static_cast<float>(s.i), sum);
-        msum = detp::fma(y.d * h2f(x.dmin), static_cast<float>(s.m), msum);
+        sum = sum + (y.d * h2f(x.d)) * static_cast<float>(s.i);
+        msum = msum + (y.d * h2f(x.dmin)) * static_cast<float>(s.m);
     }
     static constexpr bool has_min = true;
 };
@@ -442,7 +442,7 @@ template <> struct WDot<DType::Q3_K> {
     }
     LS_HD static int sub_scale(const WB& x, int s) { return q3k_scale(x.scales, s); }
     LS_HD static void step(const WB& x, const AB& y, Isum s, float& sum, float&) {
-        sum = detp::fma(y.d * h2f(x.d), static_cast<float>(s.i), sum);
+        sum = sum + (y.d * h2f(x.d)) * static_cast<float>(s.i);
     }
     static constexpr bool has_min = false;
 };
@@ -456,8 +456,8 @@ template <> struct WDot<DType::Q4_K> {
     LS_HD static int sub_scale(const WB& x, int s) { return k4_scale(x.scales, s); }
     LS_HD static int min_isum(const WB& x, const AB& y) { return k4_min_isum(x.scales, y.bsums); }
     LS_HD static void step(const WB& x, const AB& y, Isum s, float& sum, float& msum) {
-        sum = detp::fma(y.d * h2f(x.d), static_cast<float>(s.i), sum);
-        msum = detp::fma(y.d * h2f(x.dmin), static_cast<float>(s.m), msum);
+        sum = sum + (y.d * h2f(x.d)) * static_cast<float>(s.i);
+        msum = msum + (y.d * h2f(x.dmin)) * static_cast<float>(s.m);
     }
     static constexpr bool has_min = true;
 };
@@ -473,8 +473,8 @@ template <> struct WDot<DType::Q5_K> {
     LS_HD static int sub_scale(const WB& x, int s) { return k4_scale(x.scales, s); }
     LS_HD static int min_isum(const WB& x, const AB& y) { return k4_min_isum(x.scales, y.bsums); }
     LS_HD static void step(const WB& x, const AB& y, Isum s, float& sum, float& msum) {
-        sum = detp::fma(y.d * h2f(x.d), static_cast<float>(s.i), sum);
-        msum = detp::fma(y.d * h2f(x.dmin), static_cast<float>(s.m), msum);
+        sum = sum + (y.d * h2f(x.d)) * static_cast<float>(s.i);
+        msum = msum + (y.d * h2f(x.dmin)) * static_cast<float>(s.m);
     }
     static constexpr bool has_min = true;
 };
@@ -491,7 +491,7 @@ template <> struct WDot<DType::Q6_K> {
     }
     LS_HD static int sub_scale(const WB& x, int s) { return x.scales[s]; }
     LS_HD static void step(const WB& x, const AB& y, Isum s, float& sum, float&) {
-        sum = detp::fma(y.d * h2f(x.d), static_cast<float>(s.i), sum);
+        sum = sum + (y.d * h2f(x.d)) * static_cast<float>(s.i);
     }
     static constexpr bool has_min = false;
 };
@@ -541,13 +541,14 @@ template <DType W> LS_HD inline float row_dot(const uint8_t* wrow, const uint8_t
     return finish<W>(sum, msum);
 }
 
-// Exact product of element e of a float-type weight row and of its activation row
-// (F16 weights dot F16 activations, F32 and BF16 weights dot F32 activations).
-LS_HD inline double prod_f(DType w, const uint8_t* wrow, const uint8_t* arow, int64_t e) {
+// Term e of a float-type weight row's dot product with its activation row, the float
+// product (rounded) that canon_sum adds (F16 weights dot F16 activations, F32 and BF16
+// weights dot F32 activations), as vec_dot_ref.
+LS_HD inline float prod_f(DType w, const uint8_t* wrow, const uint8_t* arow, int64_t e) {
     switch (w) {
-        case DType::F32: return double(ldf(wrow + 4 * e)) * double(ldf(arow + 4 * e));
-        case DType::F16: return double(h2f(ldh(wrow + 2 * e))) * double(h2f(ldh(arow + 2 * e)));
-        case DType::BF16: return double(bf2f(ldh(wrow + 2 * e))) * double(ldf(arow + 4 * e));
+        case DType::F32: return ldf(wrow + 4 * e) * ldf(arow + 4 * e);
+        case DType::F16: return h2f(ldh(wrow + 2 * e)) * h2f(ldh(arow + 2 * e));
+        case DType::BF16: return bf2f(ldh(wrow + 2 * e)) * ldf(arow + 4 * e);
         default: return NAN;
     }
 }

@@ -6,19 +6,22 @@
 namespace ls::cuda {
 namespace {
 
-// One block per row, as ref::rms_norm: the sum of squares in double (exact products, order
-// free), r = 1 / sqrt(float(ss / K) + eps) with IEEE sqrt and division, y = x * r * w.
-__global__ void rms_norm_kernel(const uint8_t* x, Shape sx, const float* w, uint8_t* y, Shape sy, float eps) {
-    __shared__ double sd[32];
-    const int64_t r = blockIdx.x, K = sx.ne[0];
+// A warp per row (kRowWarps rows per block), as ref::rms_norm: ss = canon_dot(x, x) by the
+// warp (block_reduce.cuh), r = 1 / sqrt(ss / K + eps) with IEEE division and square root,
+// y = x * r * w.
+constexpr int kRowWarps = 4;
+
+__global__ void __launch_bounds__(32 * kRowWarps)
+rms_norm_kernel(const uint8_t* x, Shape sx, const float* w, uint8_t* y, Shape sy, float eps, int64_t n_rows) {
+    const int64_t r = int64_t(blockIdx.x) * kRowWarps + threadIdx.y, K = sx.ne[0];
+    if (r >= n_rows) return;  // the whole warp
+    const int lane = threadIdx.x;
     const int64_t i1 = r % sx.ne[1], i2 = (r / sx.ne[1]) % sx.ne[2], i3 = r / (sx.ne[1] * sx.ne[2]);
     const float* px = reinterpret_cast<const float*>(x + i1 * sx.nb[1] + i2 * sx.nb[2] + i3 * sx.nb[3]);
     float* py = reinterpret_cast<float*>(y + i1 * sy.nb[1] + i2 * sy.nb[2] + i3 * sy.nb[3]);
-    double ss = 0;
-    for (int64_t i = threadIdx.x; i < K; i += blockDim.x) ss += double(px[i]) * double(px[i]);
-    ss = block_sum(ss, sd);
-    const float rs = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(float(ss / double(K)), eps)));
-    for (int64_t i = threadIdx.x; i < K; i += blockDim.x) py[i] = __fmul_rn(__fmul_rn(px[i], rs), w ? w[i] : 1.0f);
+    const float ss = warp_canon_dot(px, px, K, lane);
+    const float rs = canon_div(1.0f, canon_sqrt(__fadd_rn(canon_div(ss, float(K)), eps)));
+    for (int64_t i = lane; i < K; i += 32) py[i] = __fmul_rn(__fmul_rn(px[i], rs), w ? w[i] : 1.0f);
 }
 
 }  // namespace
@@ -27,8 +30,9 @@ void rms_norm(const Tensor& dst, Ctx& ctx) {
     const Tensor& x = *dst.src[0];
     if (x.nelements() == 0) return;
     const float* w = dst.src[1] ? reinterpret_cast<const float*>(dptr(*dst.src[1])) : nullptr;
-    LS_LAUNCH(rms_norm_kernel, unsigned(x.nrows()), kThreads, ctx.stream)(dptr(x), shape_of(x), w, dptr(dst), shape_of(dst),
-                                                                       dst.get_params<RmsNormParams>().eps);
+    const int64_t n_rows = x.nrows();
+    LS_LAUNCH(rms_norm_kernel, blocks_for(n_rows, kRowWarps), dim3(32, kRowWarps), ctx.stream)(
+        dptr(x), shape_of(x), w, dptr(dst), shape_of(dst), dst.get_params<RmsNormParams>().eps, n_rows);
     LS_CUDA_CHECK_LAUNCH("rms_norm_kernel");
 }
 

@@ -195,8 +195,10 @@ LS_HD inline float det_log1p(float y) {
     const float f = m - 1.0f;  // exact (Sterbenz)
     const float s = canon_div(f, 2.0f + f);
     const float s2 = s * s;
-    float p = kL[0];
-    for (int i = 1; i < 5; ++i) p = p * s2 + kL[i];
+    // kL's values, local so that device code can index them (as det_exp's kP).
+    constexpr float cl[5] = {kL[0], kL[1], kL[2], kL[3], kL[4]};
+    float p = cl[0];
+    for (int i = 1; i < 5; ++i) p = p * s2 + cl[i];
     const float logm = (2.0f * s) * p;
     const float fe = float(e);
     return fe * kLn2Hi + (fe * kLn2Lo + (logm + canon_div(c, u)));

@@ -35,10 +35,10 @@ LS_HD inline void topk_select(const float* x, int64_t stride, int32_t n, int32_t
     }
 }
 
-// The selected values, divided by their sum when norm: the sum is canon_sum of the values in
-// selection order, each quotient canon_div (core/rules/canon.h; no double in any kernel).
+// The selected values, divided by their sum when norm: the sum is canon_sum over the values
+// in selection order (core/rules/canon.h rule 5), each quotient correctly rounded.
 LS_HD inline void topk_values(const float* x, int64_t stride, const int32_t* ids, int32_t k, bool norm, float* out) {
-    const float s = canon_sum_of(k, [&](int64_t j) { return x[ids[j] * stride]; });
+    const float s = norm ? canon_sum_of(k, [&](int64_t j) { return x[ids[j] * stride]; }) : 1.0f;
     for (int32_t j = 0; j < k; ++j) out[j] = norm ? canon_div(x[ids[j] * stride], s) : x[ids[j] * stride];
 }
 

@@ -36,54 +36,45 @@ cuda::Shape shape_of(const Tensor& t) {
     return s;
 }
 
+uint32_t bits(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+}
+
 emu::Dim3 dim(int64_t x, int64_t y = 1, int64_t z = 1) { return {unsigned(x), unsigned(y), unsigned(z)}; }
 
 struct Attn {
     const Tensor &q, &k, &v, &dst;
     AttentionParams p;
     const int32_t *pos, *seq;
-    int64_t H, T, Dv, R, group, n_max = 1;
+    int64_t H, T, Dv, R, group, nb_max = 1;
     explicit Attn(const Tensor& d)
         : q(*d.src[0]), k(*d.src[1]), v(*d.src[2]), dst(d), p(d.get_params<AttentionParams>()),
           pos(d.src[3]->data_as<const int32_t>()), seq(d.src[4]->data_as<const int32_t>()), H(q.ne[1]), T(q.ne[2]),
           Dv(d.ne[0]), R(p.ring_rows), group(H / p.n_head_kv) {
-        for (int64_t t = 0; t < T; ++t) n_max = std::max<int64_t>(n_max, pos[t] - attn_first_key(pos[t], p.window) + 1);
-    }
-    const float* qp() const { return q.data_as<const float>(); }
-    const uint8_t* kp() const { return k.data_as<const uint8_t>(); }
-    const uint8_t* vp() const { return v.data_as<const uint8_t>(); }
-    bool one_run() const {
-        bool r = T >= 2 && q.ne[0] <= 256 && Dv <= 256;
-        for (int64_t t = 1; r && t < T; ++t) r = seq[t] == seq[0] && pos[t] == pos[0] + t;
-        return r;
+        for (int64_t t = 0; t < T; ++t)
+            nb_max = std::max<int64_t>(nb_max, attn_block_of(pos[t]) - attn_block_of(attn_first_key(pos[t], p.window)) + 1);
     }
 };
 
-// The decode path (any batch): attention_scores_kernel, then attention_pv_kernel.
-std::vector<uint8_t> emu_two_pass(const Attn& a) {
-    std::vector<float> scratch(size_t(a.T * a.H * a.n_max), std::numeric_limits<float>::quiet_NaN());
+// attention_kernel with `per` key blocks per split: per >= nb_max is one CUDA block per
+// (head, query) folding in its registers; fewer is split-K, partials in a scratch buffer
+// (NaN-filled, so that a partial never written shows) folded by attention_fold_kernel.
+std::vector<uint8_t> emu_attention(const Attn& a, int64_t per) {
+    const int64_t splits = (a.nb_max + per - 1) / per;
+    std::vector<float> partials(splits > 1 ? size_t(a.T * a.H * a.nb_max * (a.Dv + 2)) : 0, std::numeric_limits<float>::quiet_NaN());
     std::vector<uint8_t> out(a.dst.nbytes(), 0xEE);
-    const int64_t score_blocks = (a.n_max + cuda::kScoreKeys - 1) / cuda::kScoreKeys;
-    emu::launch(dim(a.H, a.T, score_blocks), dim(cuda::kScoreWarps * 32), [&] {
-        cuda::attention_scores_kernel(a.qp(), shape_of(a.q), a.kp(), a.k.type, int64_t(a.k.nb[1]), a.pos, a.seq, 0, a.p.window, a.R,
-                                      a.group, a.p.scale, a.p.softcap, scratch.data(), a.n_max);
+    const cuda::AttnArgs args{a.q.data_as<const float>(), shape_of(a.q), a.k.data_as<const uint8_t>(), a.k.type, int64_t(a.k.nb[1]),
+                              a.v.data_as<const uint8_t>(), a.v.type, int64_t(a.v.nb[1]), a.pos, a.seq, 0, a.p.window, a.R, a.group,
+                              a.p.scale, a.p.softcap, a.Dv, out.data(), shape_of(a.dst), per,
+                              splits > 1 ? partials.data() : nullptr, a.nb_max};
+    const bool known = cuda::with_attn_outputs(a.Dv, [&](auto ko) {
+        constexpr int KOUT = decltype(ko)::value;
+        emu::launch(dim(a.H, a.T, splits), dim(cuda::kAttnThreads), [&] { cuda::attention_kernel<KOUT>(args); });
+        if (splits > 1) emu::launch(dim(a.H, a.T), dim(cuda::kAttnThreads), [&] { cuda::attention_fold_kernel<KOUT>(args); });
     });
-    emu::launch(dim(a.H, a.T, (a.Dv + cuda::kPvCols - 1) / cuda::kPvCols), dim(cuda::kPvThreads), [&] {
-        cuda::attention_pv_kernel(scratch.data(), a.n_max, a.vp(), a.v.type, int64_t(a.v.nb[1]), a.pos, a.seq, 0, a.p.window, a.R,
-                                  a.group, a.Dv, out.data(), shape_of(a.dst));
-    });
-    return out;
-}
-
-// The one-sequence prefill path: attention_tiled_kernel.
-std::vector<uint8_t> emu_tiled(const Attn& a) {
-    std::vector<float> scratch(size_t(a.T * a.H * a.n_max), std::numeric_limits<float>::quiet_NaN());
-    std::vector<uint8_t> out(a.dst.nbytes(), 0xEE);
-    emu::launch(dim(a.H, (a.T + cuda::kTQ - 1) / cuda::kTQ), dim(cuda::kTileThreads), [&] {
-        cuda::attention_tiled_kernel(a.qp(), shape_of(a.q), a.kp(), a.k.type, int64_t(a.k.nb[1]), a.vp(), a.v.type,
-                                     int64_t(a.v.nb[1]), a.seq[0], a.pos[0], a.T, a.p.window, a.R, a.group, a.p.scale,
-                                     a.p.softcap, a.Dv, out.data(), shape_of(a.dst), scratch.data(), a.n_max);
-    });
+    REQUIRE(known);
     return out;
 }
 
@@ -109,7 +100,7 @@ std::unique_ptr<RefRun> run_reference(const test::OpCase& oc, Backend& ref, uint
 TEST_CASE("CUDA attention kernels, emulated on the host, equal the reference bit for bit", "[cuda_emu]") {
     auto ref = make_reference_backend();
     const auto cases = test::op_cases();
-    int n_cases = 0, n_tiled = 0;
+    int n_cases = 0, n_split = 0;
     for (size_t i = 0; i < cases.size(); ++i) {
         const auto& oc = cases[i];
         if (oc.kind != "attention") continue;
@@ -119,18 +110,20 @@ TEST_CASE("CUDA attention kernels, emulated on the host, equal the reference bit
         const Attn a(node);
         const auto* want = node.data_as<const uint8_t>();
         INFO(oc.name);
-        const std::vector<uint8_t> two = emu_two_pass(a);
-        CHECK(std::memcmp(two.data(), want, two.size()) == 0);
-        ++n_cases;
-        if (a.one_run()) {
-            const std::vector<uint8_t> tiled = emu_tiled(a);
-            CHECK(std::memcmp(tiled.data(), want, tiled.size()) == 0);
-            ++n_tiled;
+        // Every split of the keys gives the same bits: one CUDA block, each key block its
+        // own, and two key blocks per split (a last split with one).
+        for (int64_t per : {a.nb_max, int64_t(1), int64_t(2)}) {
+            INFO("key blocks per split " << per << " of " << a.nb_max);
+            const std::vector<uint8_t> got = emu_attention(a, per);
+            CHECK(std::memcmp(got.data(), want, got.size()) == 0);
         }
+        ++n_cases;
+        n_split += a.nb_max > 2;
     }
-    // The table's attention cases: 9 geometries x 5 cache types, 2 of them one-sequence runs.
+    // The table's attention cases: 9 geometries x 5 cache types; the long key ranges span
+    // more than two key blocks.
     CHECK(n_cases == 45);
-    CHECK(n_tiled == 10);
+    CHECK(n_split > 0);
 }
 
 namespace {
@@ -200,20 +193,21 @@ TEST_CASE("CUDA mul_mat kernels (warp per row, dp4a tiles, tensor-core tiles), e
 }
 
 TEST_CASE("the CUDA emulator's warp shuffles and barriers follow CUDA", "[cuda_emu]") {
-    // A block of 64 threads (2 warps): a shuffle-down sum per warp and a block max through
-    // shared memory, and a thread that leaves early without holding up the barrier.
-    std::vector<double> sums(2, 0);
-    std::vector<float> maxes(64, 0);
+    // A block of 64 threads (2 warps): the canonical sum and a max per warp, and a thread
+    // that leaves early without holding up the barrier. The terms are chosen so that the
+    // order of the sum shows: warp_canon_sum must give canon_sum's bits exactly.
+    std::vector<float> terms(100);
+    for (size_t i = 0; i < terms.size(); ++i) terms[i] = (i % 3 == 0 ? 1e8f : 1.0f) * (i % 2 ? -1.0f : 1.0f) + float(i) * 0.37f;
+    std::vector<float> sums(2, 0), maxes(64, 0);
     emu::launch(dim(1), dim(64), [&] {
-        __shared__ float sf[32];
         const int lane = int(threadIdx.x % 32), warp = int(threadIdx.x / 32);
-        const double s = cuda::warp_sum(double(threadIdx.x));
+        const float s = cuda::warp_canon_sum(int64_t(terms.size()) - warp, lane, [&](int64_t i) { return terms[size_t(i)]; });
         if (lane == 0) sums[size_t(warp)] = s;
-        maxes[threadIdx.x] = cuda::block_max(float(threadIdx.x % 7) - float(warp), sf);
+        maxes[threadIdx.x] = cuda::warp_max(float(threadIdx.x % 7) - float(warp));
     });
-    CHECK(sums[0] == 496.0);         // 0 + ... + 31
-    CHECK(sums[1] == 496.0 + 1024);  // 32 + ... + 63
-    for (float m : maxes) CHECK(m == 6.0f);
+    CHECK(bits(sums[0]) == bits(canon_sum(terms.data(), int64_t(terms.size()))));
+    CHECK(bits(sums[1]) == bits(canon_sum(terms.data(), int64_t(terms.size()) - 1)));
+    for (int i = 0; i < 64; ++i) CHECK(maxes[size_t(i)] == (i < 32 ? 6.0f : 5.0f));
     std::vector<int> after(8, 0);
     emu::launch(dim(2), dim(8), [&] {
         if (threadIdx.x == 3) return;

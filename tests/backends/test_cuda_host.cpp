@@ -148,7 +148,7 @@ TEST_CASE("cuda: weights packed four to a word equal the per-element values", "[
     check_value4<DType::Q6_K>(rng, [](const BlockQ6_K& x, int e) { return q6k_value(x, e); });
 }
 
-TEST_CASE("cuda: float-weight products summed in order equal vec_dot_ref", "[cuda]") {
+TEST_CASE("cuda: float-weight products in canon_sum equal vec_dot_ref", "[cuda]") {
     std::mt19937 rng(13);
     for (DType w : {DType::F32, DType::F16, DType::BF16}) {
         const int64_t K = 640;
@@ -157,10 +157,9 @@ TEST_CASE("cuda: float-weight products summed in order equal vec_dot_ref", "[cud
         const std::vector<float> x = activations(rng, K);
         std::vector<uint8_t> a(row_bytes(at, K));
         quantize_row(at, x.data(), a.data(), K);
-        double s = 0;
-        for (int64_t e = 0; e < K; ++e) s += cudaq::prod_f(w, wr.data(), a.data(), e);
+        const float s = canon_sum_of(K, [&](int64_t e) { return cudaq::prod_f(w, wr.data(), a.data(), e); });
         INFO(dtype_name(w));
-        CHECK(bits(float(s)) == bits(vec_dot_ref(w, wr.data(), a.data(), K)));
+        CHECK(bits(s) == bits(vec_dot_ref(w, wr.data(), a.data(), K)));
     }
 }
 
