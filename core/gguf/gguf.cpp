@@ -199,6 +199,18 @@ GgufFile::~GgufFile() {
     if (map_) munmap(map_, map_size_);
 }
 
+void GgufFile::release(size_t offset, size_t n) const {
+    if (offset > size_ || n > size_ - offset) throw std::out_of_range("GgufFile::release past the end of the file");
+    if (!map_ || n == 0) return;
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    // Whole pages only, so that bytes outside the range keep their pages; the range that
+    // reaches the end of the file takes the last, partial page too.
+    const size_t begin = (offset + page - 1) / page * page;
+    const size_t end = offset + n == map_size_ ? (map_size_ + page - 1) / page * page : (offset + n) / page * page;
+    // Advice only: where the kernel refuses, the pages merely stay resident.
+    if (begin < end) madvise(static_cast<uint8_t*>(map_) + begin, end - begin, MADV_DONTNEED);
+}
+
 std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) fail("cannot open '" + path + "': " + std::strerror(errno));

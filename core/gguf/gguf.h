@@ -82,6 +82,11 @@ public:
     const GgufTensorInfo* find_tensor(const std::string& name) const;
     const uint8_t* base() const { return base_; }
     size_t size() const { return size_; }
+    // For a loader that has copied bytes [offset, offset + n) elsewhere: lets the kernel drop
+    // the whole pages inside that range from this process's memory (MADV_DONTNEED), so the
+    // copy and the mapping are not both resident. The range stays mapped and valid: a later
+    // read faults the bytes back in from the file. Nothing to do for from_memory images.
+    void release(size_t offset, size_t n) const;
 
 private:
     GgufFile() = default;

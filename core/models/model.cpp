@@ -1,5 +1,6 @@
 #include "core/models/model.h"
 
+#include <algorithm>
 #include <fstream>
 
 #include "core/ir/ops.h"
@@ -32,8 +33,15 @@ void Model::attach(std::unique_ptr<GgufFile> file, Backend& be, WeightMemory mem
     if (mem == WeightMemory::Map) {
         weights_buffer_ = be.wrap_host(file_->base(), size);
     } else {
+        // In slices, each released from the mapping once copied: the mapping and the copy
+        // are never both resident, so the process peaks near one copy of the weights, not two.
+        constexpr size_t kSlice = size_t(16) << 20;
         weights_buffer_ = be.alloc(size);
-        be.upload(*weights_buffer_, 0, file_->base(), size);
+        for (size_t at = 0; at < size; at += kSlice) {
+            const size_t n = std::min(kSlice, size - at);
+            be.upload(*weights_buffer_, at, file_->base() + at, n);
+            file_->release(at, n);
+        }
     }
     load_arch();
 }

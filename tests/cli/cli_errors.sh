@@ -41,6 +41,8 @@ printf 'not a model at all' > "$tmp/text.gguf"
 expect 1 "gguf: bad magic 'not ' \(expected 'GGUF'\): not a GGUF file" -- info -m "$tmp/text.gguf"
 expect 1 "cannot read"                    -- run -f /nonexistent/prompt.txt
 expect 0 "usage: lockstep run"            -- run --help
+expect 0 "-d LIST +depths"                -- bench --help
+expect 2 "-d values must be >= 0, got -1" -- bench -d -1
 # --backend cuda where no NVIDIA GPU answers (or in a build without CUDA): a clear error
 # before the model is read. Machines with a GPU run the CUDA suite instead.
 if ! nvidia-smi -L >/dev/null 2>&1; then

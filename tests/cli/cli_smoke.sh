@@ -48,6 +48,16 @@ else
   passes=$((passes + 1))
 fi
 
+# bench -d: generation timed after a 16-token context, in llama-bench's row name, and no pp
+# row for -p 0; the peers script (shared/tools/peers.sh) reads the row with `awk '$0 ~ "tg4"'`.
+if ! "$bin" bench -p 0 -n 4 -d 16 -r 1 -t 2 >"$tmp/depth.out" 2>"$tmp/depth.err"; then
+  fail "bench -d exited non-zero" "$tmp/depth.out" "$tmp/depth.err"
+elif ! grep -qE '\| tg4 @ d16 \| [0-9]*[1-9][0-9]*\.[0-9]+ ' "$tmp/depth.out" || grep -qE '\| pp' "$tmp/depth.out"; then
+  fail "bench -p 0 -n 4 -d 16 did not print exactly a 'tg4 @ d16' row with a speed" "$tmp/depth.out"
+else
+  passes=$((passes + 1))
+fi
+
 # info: the default model's architecture as the file declares it.
 if ! "$bin" info >"$tmp/info.out" 2>"$tmp/info.err"; then
   fail "info exited non-zero" "$tmp/info.out" "$tmp/info.err"
@@ -58,4 +68,4 @@ else
 fi
 
 echo "cli smoke: $passes passed, $fails failed"
-[ "$fails" -eq 0 ] && [ "$passes" -eq 4 ]
+[ "$fails" -eq 0 ] && [ "$passes" -eq 5 ]

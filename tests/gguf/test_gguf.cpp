@@ -8,6 +8,8 @@
 #include <iterator>
 #include <limits>
 #include <sstream>
+#include <stdexcept>
+#include <unistd.h>
 
 #include "core/gguf/gguf.h"
 #include "tests/support/test_util.h"
@@ -229,6 +231,50 @@ TEST_CASE("gguf: writer honours general.alignment and files open via mmap", "[gg
     CHECK(std::memcmp(f->find_tensor("b")->data, pattern(10, 2).data(), 10) == 0);
     REQUIRE_THROWS_WITH(w.set_u32("general.alignment", 48), Contains("not a nonzero power of two"));
     REQUIRE_THROWS_WITH(GgufFile::open(path), Contains("cannot open") && Contains(path));
+}
+
+TEST_CASE("gguf: release drops the resident pages of a copied range and keeps the bytes readable", "[gguf]") {
+    GgufWriter w;
+    const std::vector<uint8_t> payload = pattern(size_t(1) << 20, 3);
+    w.add_tensor("big", DType::F32, {int64_t(payload.size() / 4)}, payload);
+    const std::string path = ls::test::temp_path("gguf_release.gguf");
+    w.write(path);
+    const auto f = GgufFile::open(path);
+    std::filesystem::remove(path);
+    const auto* t = f->find_tensor("big");
+    REQUIRE(t);
+    const long long page = sysconf(_SC_PAGESIZE);
+    auto touch_all = [&] {
+        unsigned sum = 0;
+        for (size_t i = 0; i < f->size(); ++i) sum += f->base()[i];
+        return sum;
+    };
+    const unsigned sum = touch_all();
+    const long long full = ls::test::mapping_rss(f->base());
+    REQUIRE(full >= 0);  // -1: smaps unreadable
+    CHECK(full >= (long long)f->size() - page);
+
+    // Everything but the first byte: the first page holds a byte outside the range and stays.
+    f->release(1, f->size() - 1);
+    CHECK(ls::test::mapping_rss(f->base()) == page);
+    // The bytes read back from the file, unchanged.
+    CHECK(std::memcmp(t->data, payload.data(), payload.size()) == 0);
+    CHECK(touch_all() == sum);
+    CHECK(ls::test::mapping_rss(f->base()) == full);
+    f->release(0, f->size());
+    CHECK(ls::test::mapping_rss(f->base()) == 0);
+    // A range inside one page releases nothing.
+    CHECK(touch_all() == sum);
+    f->release(size_t(page) + 1, size_t(page) - 2);
+    CHECK(ls::test::mapping_rss(f->base()) == full);
+
+    REQUIRE_THROWS_AS(f->release(f->size(), 1), std::out_of_range);
+    REQUIRE_THROWS_AS(f->release(1, f->size()), std::out_of_range);
+    // An in-memory image is the caller's: release leaves it alone.
+    const auto bytes = w.to_bytes();
+    const auto m = parse(bytes);
+    m->release(0, m->size());
+    CHECK(std::memcmp(m->find_tensor("big")->data, payload.data(), payload.size()) == 0);
 }
 
 TEST_CASE("gguf: writer rejects inconsistent tensors", "[gguf]") {

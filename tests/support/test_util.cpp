@@ -2,7 +2,9 @@
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <unistd.h>
 #include <sstream>
 
@@ -70,6 +72,23 @@ std::string test_data(const std::string& rel) { return std::string(LOCKSTEP_TEST
 
 std::string temp_path(const std::string& name) {
     return (std::filesystem::temp_directory_path() / ("lockstep_" + std::to_string(::getpid()) + "_" + name)).string();
+}
+
+long long mapping_rss(const void* start) {
+    std::ifstream f("/proc/self/smaps");
+    std::string line;
+    bool in = false;
+    while (std::getline(f, line)) {
+        // A mapping's header line: "start-end perms offset dev inode [path]", addresses in hex.
+        const size_t dash = line.find('-');
+        if (dash != std::string::npos && dash > 0 && line.find(' ') > dash &&
+            line.find_first_not_of("0123456789abcdef") == dash) {
+            in = std::stoull(line.substr(0, dash), nullptr, 16) == reinterpret_cast<uintptr_t>(start);
+            continue;
+        }
+        if (in && line.rfind("Rss:", 0) == 0) return std::stoll(line.substr(4)) * 1024;  // "Rss:  123 kB"
+    }
+    return -1;
 }
 
 }  // namespace ls::test

@@ -20,6 +20,10 @@ std::string test_data(const std::string& rel);
 // suites in parallel processes over the same cases, and a file rewritten by one while
 // another has it mapped is a SIGBUS (seen as "Bus error" in vulkan_suite).
 std::string temp_path(const std::string& name);
+// The resident bytes (Rss in /proc/self/smaps) of the mapping that begins at `start`: how
+// much of a mapped file this process holds in memory. -1 where smaps is unreadable or no
+// mapping begins there.
+long long mapping_rss(const void* start);
 // Names (as --backend takes them) of the backends that op, contract and model tests compare
 // with the reference: $LOCKSTEP_TEST_BACKENDS (comma-separated; "all" = every backend this
 // build has and this machine can run), "cpu" when unset. Each GPU backend's suite is its own

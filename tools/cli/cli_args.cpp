@@ -78,6 +78,7 @@ Options parse_args(int argc, char** argv) {
         else if (a == "-p" || a == "--prompt") { o.prompt = value(); o.prompt_set = true; }
         else if (a == "-f" || a == "--file") o.file = value();
         else if ((a == "-n" || a == "--n-predict" || a == "--n-gen") && bench) o.bench_tg = parse_list(a, value());
+        else if ((a == "-d" || a == "--n-depth") && bench) o.bench_depth = parse_list(a, value());
         else if (a == "--prefill-vs-single" && bench) o.bench_prefill_vs_single = parse_list(a, value());
         else if (a == "--tg-seqs" && bench) o.bench_tg_seqs = parse_list(a, value());
         else if (a == "--scan-vs-single" && bench) o.bench_scan_vs_single = parse_list(a, value()).at(0);
@@ -140,8 +141,10 @@ std::string usage(const std::string& command) {
     if (command == "perplexity")
         return "usage: lockstep perplexity [-m FILE] -f TEXTFILE [-c N] [--chunks N] [options]\n" + common;
     if (command == "bench")
-        return "usage: lockstep bench [-m FILE] [-p 512,...] [-n 128,...] [-r REPS] [options]\n"
+        return "usage: lockstep bench [-m FILE] [-p 512,...] [-n 128,...] [-d 0,...] [-r REPS] [options]\n"
                "  -p LIST  prompt sizes (pp tests); -n LIST  generation lengths (tg tests); -r N  repetitions (5)\n"
+               "  -d LIST  depths (0): each pp/tg test runs after DEPTH random tokens already fill the\n"
+               "           context; the fill is not timed (rows 'tg64 @ d4096', as llama-bench prints)\n"
                "  --prefill-vs-single LIST  prompt sizes evaluated both in ubatches and one token per step,\n"
                "                           with the speed ratio (one repetition each: long prompts are slow)\n"
                "  --tg-seqs LIST  sequence counts decoded together (one token of each per step, 64 steps\n"

@@ -36,6 +36,7 @@ struct Options {
     int mmap = -1;                // --mmap (1) / --no-mmap (0); -1: copy if it fits in half the free memory
     // bench: -p and -n take comma-separated lists; -r repetitions
     std::vector<int64_t> bench_pp{512}, bench_tg{128};
+    std::vector<int64_t> bench_depth{0};           // -d: tokens in the context before each pp/tg test (untimed)
     std::vector<int64_t> bench_prefill_vs_single;  // prompt sizes timed chunked and token by token
     std::vector<int64_t> bench_tg_seqs;            // sequence counts decoded together (aggregate t/s)
     int64_t bench_scan_vs_single = 0;              // timed rounds of the batched vs single-sequence scan

@@ -27,13 +27,16 @@ Result stats(const std::vector<double>& v) {
 }  // namespace
 
 // Like llama-bench: ppN evaluates an N-token prompt on an empty cache; tgN generates N
-// tokens one at a time from an empty cache. Random tokens; one warm-up run each.
+// tokens one at a time from an empty cache. With -d D the cache first holds D tokens (a
+// prompt evaluated before the clock starts, each run) and the row reads "tgN @ dD".
+// Random tokens; one warm-up run each.
 int cmd_bench(const Options& o) {
     App app = open_app(o);
     SessionParams sp = app.session_params(o);
-    int64_t need = 1;
-    for (int64_t n : o.bench_pp) need = std::max(need, n);
-    for (int64_t n : o.bench_tg) need = std::max(need, n);
+    int64_t need = 1, depth_max = 0;
+    for (int64_t d : o.bench_depth) depth_max = std::max(depth_max, d);
+    for (int64_t n : o.bench_pp) need = std::max(need, depth_max + n);
+    for (int64_t n : o.bench_tg) need = std::max(need, depth_max + n);
     for (int64_t n : o.bench_prefill_vs_single) need = std::max(need, n);
     sp.n_ctx = std::max(sp.n_ctx, need);
     Session s(*app.model, *app.backend, sp);
@@ -51,25 +54,29 @@ int cmd_bench(const Options& o) {
                     gib, app.backend->name().c_str(), o.threads > 0 ? o.threads : -1, test.c_str(), r.mean, r.sd);
         std::fflush(stdout);
     };
-    // One warm-up run, then o.reps timed runs of `run` on n fresh random tokens.
-    auto measure = [&](const std::string& test, int64_t n, auto run) {
+    // One warm-up run, then o.reps timed runs of `run` on n fresh random tokens, each after
+    // `depth` untimed random tokens on an empty cache.
+    auto measure = [&](const std::string& test, int64_t n, int64_t depth, auto run) {
         if (n == 0) return;
         std::vector<double> tps;
         for (int r = -1; r < o.reps; ++r) {
-            auto t = tokens(n);
             s.reset();
+            if (depth > 0) s.eval(tokens(depth));
+            auto t = tokens(n);
             auto t0 = std::chrono::steady_clock::now();
             run(t);
             double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             if (r >= 0) tps.push_back(double(n) / sec);
         }
-        row(test + std::to_string(n), stats(tps));
+        row(test + std::to_string(n) + (depth > 0 ? " @ d" + std::to_string(depth) : ""), stats(tps));
     };
-    for (int64_t n : o.bench_pp) measure("pp", n, [&](const std::vector<int32_t>& t) { s.eval(t); });
-    for (int64_t n : o.bench_tg)
-        measure("tg", n, [&](const std::vector<int32_t>& t) {
-            for (int32_t id : t) s.eval({id});
-        });
+    for (int64_t d : o.bench_depth) {
+        for (int64_t n : o.bench_pp) measure("pp", n, d, [&](const std::vector<int32_t>& t) { s.eval(t); });
+        for (int64_t n : o.bench_tg)
+            measure("tg", n, d, [&](const std::vector<int32_t>& t) {
+                for (int32_t id : t) s.eval({id});
+            });
+    }
     // Chunked prefill against token-at-a-time on the same prompt, in one run: the ratio is
     // the figure (machines are noisy; both halves see the same noise). Neither computes
     // logits before the last token.
