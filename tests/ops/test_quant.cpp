@@ -227,8 +227,9 @@ TEST_CASE("quantize -> dequantize round trip stays within the type's error bound
 
 TEST_CASE("GEMM tiles equal vec_dot_ref bit for bit", "[quant]") {
     // Both follow the canonical sequence of core/ref/mul_mat.cpp: exact integer block sums,
-    // then one fma chain over the blocks. Random-byte weights reach the edge cases (-128 in
-    // Q8_0, a -128 Q6_K scale). Several rows per tile: each lane must equal its own row.
+    // then one chain sum = sum + (d_w*d_a)*isum over the blocks. Random-byte weights reach the
+    // edge cases (-128 in Q8_0, a -128 Q6_K scale). Several rows per tile: each lane must equal
+    // its own row.
     const int64_t lengths[] = {256, 640, 1024, 2048, 4096};
     uint32_t seed = 100;
     for (DType w : kWeightTypes) {
