@@ -59,10 +59,12 @@ void main() {
             float part[32];
             for (uint j = 0u; j < 32u; ++j) part[j] = 0.0;
             for (uint i0 = 0u; i0 < Dk; i0 += 32u)
-                for (uint j = 0u; j < 32u && i0 + j < Dk; ++j) {
+                for (uint j = 0u; j < 32u; ++j) {
                     const uint i = i0 + j;
-                    precise float acc = part[j] + s_q[i] * dequant_elem(pc.p.ktype, krow, hk * Dk + i);
-                    part[j] = acc;
+                    if (i < Dk) {
+                        precise float acc = part[j] + s_q[i] * dequant_elem(pc.p.ktype, krow, hk * Dk + i);
+                        part[j] = acc;
+                    }
                 }
             precise float x = canon_tree(part) * pc.p.p.scale;
             if (pc.p.p.softcap > 0.0) x = pc.p.p.softcap * det_tanh(canon_div(x, pc.p.p.softcap));

@@ -111,13 +111,16 @@ float canon_sqrt(float x) {
 
 // ---- rule 5: the canonical sum's fixed tree over 32 partials, s[l] += s[l + w] for
 // w = 16, 8, 4, 2, 1 (kernels that hold the partials in one invocation; the workgroup form
-// runs the same steps over shared memory).
+// runs the same steps over shared memory). Every loop over the 32 partials has a constant
+// trip count and constant indices once unrolled, so the partials stay in registers (a
+// dynamically indexed array goes to memory, per lane, on lavapipe).
+#define CANON_TREE_STEP(w) for (uint l = 0u; l < (w); ++l) { precise float t = s[l] + s[l + (w)]; s[l] = t; }
 float canon_tree(inout float s[32]) {
-    for (uint w = 16u; w >= 1u; w >>= 1u)
-        for (uint l = 0u; l < w; ++l) {
-            precise float t = s[l] + s[l + w];
-            s[l] = t;
-        }
+    CANON_TREE_STEP(16u)
+    CANON_TREE_STEP(8u)
+    CANON_TREE_STEP(4u)
+    CANON_TREE_STEP(2u)
+    CANON_TREE_STEP(1u)
     return s[0];
 }
 

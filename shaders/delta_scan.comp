@@ -15,11 +15,13 @@ layout(push_constant, std430) uniform Pc { PcDeltaScan p; } pc;
 float self_dot(addr_t a, uint n) {
     float part[32];
     for (uint l = 0u; l < 32u; ++l) part[l] = 0.0;
-    for (uint j = 0u; j < n; ++j) {
-        const float v = F32(a).v[j];
-        precise float s = part[j % 32u] + v * v;
-        part[j % 32u] = s;
-    }
+    for (uint j0 = 0u; j0 < n; j0 += 32u)
+        for (uint l = 0u; l < 32u; ++l)
+            if (j0 + l < n) {
+                const float v = F32(a).v[j0 + l];
+                precise float s = part[l] + v * v;
+                part[l] = s;
+            }
     return canon_tree(part);
 }
 
@@ -49,25 +51,33 @@ void main() {
             // S_i = e^g S_i, and canon_dot(S_i, kn) over the decayed row.
             float part[32];
             for (uint l = 0u; l < 32u; ++l) part[l] = 0.0;
-            for (uint j = 0u; j < Dk; ++j) {
-                precise float s = F32(Si).v[j] * decay;
-                F32(Si).v[j] = s;
-                precise float kn = F32(k).v[j] * rk;
-                precise float acc = part[j % 32u] + s * kn;
-                part[j % 32u] = acc;
-            }
+            for (uint j0 = 0u; j0 < Dk; j0 += 32u)
+                for (uint l = 0u; l < 32u; ++l) {
+                    const uint j = j0 + l;
+                    if (j < Dk) {
+                        precise float s = F32(Si).v[j] * decay;
+                        F32(Si).v[j] = s;
+                        precise float kn = F32(k).v[j] * rk;
+                        precise float acc = part[l] + s * kn;
+                        part[l] = acc;
+                    }
+                }
             const float kv = canon_tree(part);
             precise float u = (F32(row).v[2u * Hk * Dk + h * Dv + i] - kv) * b;
             // S_i += u kn, and canon_dot(S_i, qn) with qn = q * rq * scale.
             for (uint l = 0u; l < 32u; ++l) part[l] = 0.0;
-            for (uint j = 0u; j < Dk; ++j) {
-                precise float kn = F32(k).v[j] * rk;
-                precise float s = F32(Si).v[j] + u * kn;
-                F32(Si).v[j] = s;
-                precise float qn = F32(q).v[j] * rq * pc.p.p.scale;
-                precise float acc = part[j % 32u] + s * qn;
-                part[j % 32u] = acc;
-            }
+            for (uint j0 = 0u; j0 < Dk; j0 += 32u)
+                for (uint l = 0u; l < 32u; ++l) {
+                    const uint j = j0 + l;
+                    if (j < Dk) {
+                        precise float kn = F32(k).v[j] * rk;
+                        precise float s = F32(Si).v[j] + u * kn;
+                        F32(Si).v[j] = s;
+                        precise float qn = F32(q).v[j] * rq * pc.p.p.scale;
+                        precise float acc = part[l] + s * qn;
+                        part[l] = acc;
+                    }
+                }
             F32(pc.p.y).v[(tok * Hv + h) * Dv + i] = canon_tree(part);
         }
     }

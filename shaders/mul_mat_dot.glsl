@@ -29,13 +29,14 @@ void dot_rows(uint n, uint m0) {
         for (uint i0 = 0u; i0 < pc.p.K; i0 += 32u)
             for (uint l = 0u; l < 32u; ++l) {
                 const uint i = i0 + l;
-                if (i >= pc.p.K) break;
+                if (i < pc.p.K) {
 #if WTYPE == LS_TYPE_F16
-                precise float s = part[l] + wval(w, i) * h2f(ld16(a, 2u * i));
+                    precise float s = part[l] + wval(w, i) * h2f(ld16(a, 2u * i));
 #else
-                precise float s = part[l] + wval(w, i) * F32(a).v[i];
+                    precise float s = part[l] + wval(w, i) * F32(a).v[i];
 #endif
-                part[l] = s;
+                    part[l] = s;
+                }
             }
         F32(addr_mad(pc.p.dst, (m0 + m) * pc.p.N + n, 4u)).v[0] = canon_tree(part);
     }
