@@ -97,10 +97,14 @@ TEST_CASE("gemma4: tiny model logits match transformers, whole and chunked, on e
                 const GoldenDiff d = compare_golden(got, gold);
                 // transformers computes in float32 torch with its own matmul order: its whole-prompt
                 // and token-at-a-time paths differ by 5.5e-4 (gemma4) and 1.4e-4 (gemma4moe) on these
-                // logits (|logit| <= 15 and 19, soft-capped at 30). lockstep sums in its own fixed
-                // order; measured 1.1e-4 from transformers' whole-prompt logits, both models.
+                // logits (|logit| <= 15 and 19, soft-capped at 30). lockstep computes in float32 too,
+                // in its own fixed order (core/rules/canon.h): measured 3.6e-4 (gemma4) from
+                // transformers' whole-prompt logits, on every backend alike. (With the float64 sums
+                // lockstep used before, 1.1e-4; float64 dot products alone on today's arithmetic
+                // give 2.0e-4, the old attention arithmetic alone 2.5e-4: no single op dominates,
+                // it is float32 rounding spread over the network, inside transformers' own spread.)
                 INFO("largest |logit - transformers| = " << d.worst);
-                CHECK(d.worst <= 2e-4);
+                CHECK(d.worst <= 4.5e-4);
                 CHECK(d.flipped == 0);
             }
         }
