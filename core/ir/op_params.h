@@ -92,7 +92,7 @@ struct DeltaScanParams {
 // topk: per column of x [E, T], the k entries that come first in the order "larger value
 // first, NaN last, ties to the lower index" (core/rules/topk_rule.h). values == 0: their indices
 // (I32 [k, T]); values != 0: their values (F32 [k, T]), divided by their sum when norm != 0
-// (sum in double in selection order, each quotient rounded once). Mixture-of-experts routing.
+// (canon_sum in selection order, each quotient correctly rounded). Mixture-of-experts routing.
 struct TopkParams {
     int32_t k;
     int32_t values;

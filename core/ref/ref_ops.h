@@ -19,8 +19,8 @@ void row_from_f32(DType t, const float* src, void* dst, int64_t n);
 // mul_mat_id's check of its expert ids (all of them, before any write): std::out_of_range
 // naming the first id outside [0, n_experts).
 void check_expert_ids(const int32_t* ids, int64_t n, int64_t n_experts);
-// One row of softmax(x * scale): the max, det_exp of the shifted values, their sum in double,
-// each quotient rounded once. The CPU backend runs rows of it on its threads.
+// One row of softmax(x * scale): the max, det_exp of the shifted values, their canon_sum,
+// each quotient correctly rounded (core/rules/canon.h). The CPU backend runs rows of it on its threads.
 void softmax_row(const float* x, float* y, int64_t K, float scale);
 // tanh-approximated GELU, the definition every backend matches.
 float gelu_tanh(float x);

@@ -146,8 +146,8 @@ struct RopeCase {
 };
 
 // Both sides quantize the activations the same way, sum integer blocks exactly and follow the
-// same float chain (core/ref/mul_mat.cpp); F32 weights sum exact products in double, which
-// rounds the same whatever the order. N = 37: not a multiple of any row block. `pad` > 0:
+// same float chain (core/ref/mul_mat.cpp); float weights are canon_dot (32 partial sums and
+// a fixed tree, core/rules/canon.h), whatever the backend's vector width. N = 37: not a multiple of any row block. `pad` > 0:
 // the activations are a view at an offset.
 struct MulMatCase {
     DType type;
@@ -217,7 +217,7 @@ struct AttentionCase {
 };
 
 // Recurrent scans over the runs of a ubatch (SEMANTICS.md section 2); the state written back
-// is compared too. Double sums of exact products and det_exp on every backend.
+// is compared too. canon_dot sums and det_exp on every backend.
 struct ScanRuns {
     int64_t T;
     std::vector<int32_t> runs, order;
