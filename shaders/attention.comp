@@ -14,11 +14,28 @@
 //    attention_fold.comp folds them in block order. A block's partial depends on that block
 //    only, so both give the reference's bits.
 // K/V elements are read in their stored type and dequantized exactly (dequant_elem). The
-// host checked every (seq, pos) before recording.
+// variants named for a cache type have K and V of that type compiled in: a run-time type
+// test inside the key loops costs every branch of dequant_elem where a workgroup runs as SIMD
+// lanes of a CPU thread (lavapipe executes both sides of a branch under a mask; pp64 attention
+// 42 s -> 4 s). `attention` takes the types from the push constants (K and V of different
+// types). The host checked every (seq, pos) before recording.
+// variant: attention
+// variant: attention_f32 KVTYPE=LS_TYPE_F32
+// variant: attention_f16 KVTYPE=LS_TYPE_F16
+// variant: attention_bf16 KVTYPE=LS_TYPE_BF16
+// variant: attention_q8_0 KVTYPE=LS_TYPE_Q8_0
+// variant: attention_q4_0 KVTYPE=LS_TYPE_Q4_0
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "shaders/common.glsl"
 layout(local_size_x = 64) in;
+#ifdef KVTYPE
+#define KT KVTYPE
+#define VT KVTYPE
+#else
+#define KT pc.p.ktype
+#define VT pc.p.vtype
+#endif
 layout(push_constant, std430) uniform Pc { PcAttention p; } pc;
 
 const uint BLOCK = 64u;    // kAttnBlock
@@ -49,7 +66,7 @@ void main() {
 
     float m = 0.0, lsum = 0.0;
     float o[NV];
-    for (uint c = 0u; c < NV; ++c) o[c] = 0.0;
+    [[unroll]] for (uint c = 0u; c < NV; ++c) o[c] = 0.0;
     for (int b = b_lo; b <= b_hi; ++b) {
         const int lo = max(k0, b * int(BLOCK)), hi = min(pt, b * int(BLOCK) + int(BLOCK) - 1);
         const uint nk = uint(hi - lo + 1);
@@ -57,12 +74,12 @@ void main() {
             const int kp = lo + int(l);
             const addr_t krow = addr_mad(pc.p.k, uint(s * R + kp % R), pc.p.k_nb1);
             float part[32];
-            for (uint j = 0u; j < 32u; ++j) part[j] = 0.0;
+            [[unroll]] for (uint j = 0u; j < 32u; ++j) part[j] = 0.0;
             for (uint i0 = 0u; i0 < Dk; i0 += 32u)
-                for (uint j = 0u; j < 32u; ++j) {
+                [[unroll]] for (uint j = 0u; j < 32u; ++j) {
                     const uint i = i0 + j;
                     if (i < Dk) {
-                        precise float acc = part[j] + s_q[i] * dequant_elem(pc.p.ktype, krow, hk * Dk + i);
+                        precise float acc = part[j] + s_q[i] * dequant_elem(KT, krow, hk * Dk + i);
                         part[j] = acc;
                     }
                 }
@@ -81,29 +98,30 @@ void main() {
         precise float lb = 0.0;
         for (uint j = 0u; j < nk; ++j) lb = lb + s_p[j];
         float ob[NV];
-        for (uint c = 0u; c < NV; ++c) ob[c] = 0.0;
+        [[unroll]] for (uint c = 0u; c < NV; ++c) ob[c] = 0.0;
         for (uint j = 0u; j < nk; ++j) {
             const int kp = lo + int(j);
             const addr_t vrow = addr_mad(pc.p.v, uint(s * R + kp % R), pc.p.v_nb1);
             const float pk = s_p[j];
-            for (uint c = 0u; c < NV; ++c) {
+            [[unroll]] for (uint c = 0u; c < NV; ++c) {
                 const uint i = l + 64u * c;
-                if (i >= Dv) break;
-                precise float acc = ob[c] + pk * dequant_elem(pc.p.vtype, vrow, hk * Dv + i);
-                ob[c] = acc;
+                if (i < Dv) {
+                    precise float acc = ob[c] + pk * dequant_elem(VT, vrow, hk * Dv + i);
+                    ob[c] = acc;
+                }
             }
         }
         if (b == b_lo) {
             m = mb;
             lsum = lb;
-            for (uint c = 0u; c < NV; ++c) o[c] = ob[c];
+            [[unroll]] for (uint c = 0u; c < NV; ++c) o[c] = ob[c];
         } else {  // attn_fold
             const float mn = canon_fmax(m, mb);
             precise float da = m - mn, dc = mb - mn;
             const float a = det_exp(da), cc = det_exp(dc);
             precise float nl = lsum * a + lb * cc;
             lsum = nl;
-            for (uint c = 0u; c < NV; ++c) {
+            [[unroll]] for (uint c = 0u; c < NV; ++c) {
                 precise float no = o[c] * a + ob[c] * cc;
                 o[c] = no;
             }
@@ -117,11 +135,11 @@ void main() {
             F32(slot).v[0] = m;
             F32(slot).v[1] = lsum;
         }
-        for (uint c = 0u; c < NV; ++c)
+        [[unroll]] for (uint c = 0u; c < NV; ++c)
             if (l + 64u * c < Dv) F32(slot).v[2u + l + 64u * c] = o[c];
         return;
     }
     const addr_t outp = addr_mad(pc.p.dst, t * H + h, Dv * 4u);
-    for (uint c = 0u; c < NV; ++c)
+    [[unroll]] for (uint c = 0u; c < NV; ++c)
         if (l + 64u * c < Dv) F32(outp).v[l + 64u * c] = canon_div(o[c], lsum);
 }

@@ -11,6 +11,9 @@
 #extension GL_EXT_buffer_reference_uvec2 : require
 #extension GL_EXT_shader_8bit_storage : require
 #extension GL_EXT_shader_16bit_storage : require
+// [[unroll]] on loops over small fixed arrays: unrolled, their indices are constants and the
+// arrays stay in registers (lavapipe keeps a dynamically indexed array in memory, per lane).
+#extension GL_EXT_control_flow_attributes : require
 // int32_t / uint32_t: the field types of push.h and core/ir/op_params.h (no 64-bit types).
 #extension GL_EXT_shader_explicit_arithmetic_types_int32 : require
 // LS_TYPE_*: the GGUF type ids of the `type` push-constant fields and the WTYPE / ATYPE
@@ -56,11 +59,11 @@ uint ld32(addr_t a, uint i) { return ld16(a, i) | (ld16(a, i + 2) << 16); }
 // byte outside [p, p + n).
 void ldw8(addr_t p, out uint w[8]) {
     if ((p.x & 3u) == 0u) {
-        for (uint i = 0u; i < 8u; ++i) w[i] = U32(p).v[i];
+        [[unroll]] for (uint i = 0u; i < 8u; ++i) w[i] = U32(p).v[i];
     } else {
         uint prev = uint(U16(p).v[0]);
         const addr_t q = addr_add(p, 2u);
-        for (uint i = 0u; i < 7u; ++i) {
+        [[unroll]] for (uint i = 0u; i < 7u; ++i) {
             const uint x = U32(q).v[i];
             w[i] = prev | (x << 16);
             prev = x >> 16;
@@ -70,11 +73,11 @@ void ldw8(addr_t p, out uint w[8]) {
 }
 void ldw4(addr_t p, out uint w[4]) {
     if ((p.x & 3u) == 0u) {
-        for (uint i = 0u; i < 4u; ++i) w[i] = U32(p).v[i];
+        [[unroll]] for (uint i = 0u; i < 4u; ++i) w[i] = U32(p).v[i];
     } else {
         uint prev = uint(U16(p).v[0]);
         const addr_t q = addr_add(p, 2u);
-        for (uint i = 0u; i < 3u; ++i) {
+        [[unroll]] for (uint i = 0u; i < 3u; ++i) {
             const uint x = U32(q).v[i];
             w[i] = prev | (x << 16);
             prev = x >> 16;
@@ -87,6 +90,11 @@ uint ldw1(addr_t p) {
     return uint(U16(p).v[0]) | (uint(U16(addr_add(p, 2u)).v[0]) << 16);
 }
 uint ldh(addr_t p) { return uint(U16(p).v[0]); }  // p even
+// The same at a 4-byte aligned p: no test of the address. Where a workgroup runs as SIMD lanes
+// of a CPU thread (lavapipe) both sides of ldw*'s test run, at a loop over the lanes per load.
+void ldw8a(addr_t p, out uint w[8]) { for (uint i = 0u; i < 8u; ++i) w[i] = U32(p).v[i]; }
+void ldw4a(addr_t p, out uint w[4]) { for (uint i = 0u; i < 4u; ++i) w[i] = U32(p).v[i]; }
+uint ldw1a(addr_t p) { return U32(p).v[0]; }
 // Signed byte k of a word.
 int sb(uint w, uint k) { return int(w << (24u - 8u * k)) >> 24; }
 

@@ -37,8 +37,10 @@ void main() {
     for (uint j = 0u; j < 32u; ++j) amax = max(amax, abs(F32(x).v[j]));
     const float d = canon_div(amax, 127.0);
     const float id = amax != 0.0 ? canon_div(127.0, amax) : 0.0;
-    const uint bs = ATYPE == LS_TYPE_Q8_0 ? 34u : 36u, qo = ATYPE == LS_TYPE_Q8_0 ? 2u : 4u;
-    const addr_t blk = addr_mad(arow, b, bs);
+    // 36-byte blocks, quants at 4 (Q8_0: d, two bytes of padding), so stage 2 reads them as
+    // aligned words (backends/vulkan/ops/mul_mat_act.h act_row_bytes).
+    const addr_t blk = addr_mad(arow, b, 36u);
+    const uint qo = 4u;
     int sum = 0;
     for (uint j = 0u; j < 32u; ++j) {
         precise float v = F32(x).v[j] * id;
@@ -47,7 +49,9 @@ void main() {
         st8(blk, qo + j, uint(q) & 0xFFu);
     }
     st16(blk, 0u, f2h(d));
-#if ATYPE == LS_TYPE_Q8_1
+#if ATYPE == LS_TYPE_Q8_0
+    st16(blk, 2u, 0u);
+#else
     precise float s = d * float(sum);
     st16(blk, 2u, f2h(s));
 #endif

@@ -57,7 +57,7 @@ void dot_rows(uint n, uint m0) {
         for (uint m = 0u; m < mc; ++m) {
             const addr_t ab = addr_mad(addr_mad(pc.p.act, ACT_ROW(m0 + m), pc.p.act_nb1), b, AB);
             uint aw[8];
-            ldw8(addr_add(ab, AQ), aw);
+            ldw8a(addr_add(ab, AQ), aw);
             int sumi = 0;  // exact: any order
             for (uint j = 0u; j < 32u; ++j) sumi += q[j] * sb(aw[j / 4u], j % 4u);
             precise float s = sum[m] + (dw * h2f(ldh(ab))) * float(sumi);

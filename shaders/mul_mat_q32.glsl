@@ -12,11 +12,9 @@ const uint WB = 24u;
 #else
 const uint WB = 34u;
 #endif
-#if WTYPE == LS_TYPE_Q4_1 || WTYPE == LS_TYPE_Q5_1
+// Activation blocks (mul_mat_act.comp): 36 bytes, quants at 4 (Q8_1: d, s; Q8_0: d and two
+// bytes of padding), so their words are 4-byte aligned.
 const uint AB = 36u, AQ = 4u;
-#else
-const uint AB = 34u, AQ = 2u;
-#endif
 
 // Integer levels of weight block wb.
 void wlevels(addr_t wb, out int q[32]) {
@@ -32,14 +30,22 @@ void wlevels(addr_t wb, out int q[32]) {
     const uint qs = WTYPE == LS_TYPE_Q4_1 ? 4u : 8u;
 #endif
     uint ww[4];
+#if WTYPE == LS_TYPE_Q4_1 || WTYPE == LS_TYPE_Q5_1
+    ldw4a(addr_add(wb, qs), ww);  // 20- and 24-byte blocks: 4-byte aligned
+#else
     ldw4(addr_add(wb, qs), ww);
+#endif
     for (uint j = 0u; j < 16u; ++j) {
         const uint byte = (ww[j / 4u] >> (8u * (j % 4u))) & 0xFFu;
         q[j] = int(byte & 15u);
         q[j + 16u] = int(byte >> 4);
     }
 #if WTYPE == LS_TYPE_Q5_0 || WTYPE == LS_TYPE_Q5_1
-    const uint qh = ldw1(addr_add(wb, (WTYPE == LS_TYPE_Q5_0 ? 2u : 4u)));
+#if WTYPE == LS_TYPE_Q5_1
+    const uint qh = ldw1a(addr_add(wb, 4u));
+#else
+    const uint qh = ldw1(addr_add(wb, 2u));
+#endif
     for (uint j = 0u; j < 32u; ++j) q[j] |= int((qh >> j) & 1u) << 4;
 #endif
 #if WTYPE == LS_TYPE_Q4_0

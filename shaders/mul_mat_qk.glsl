@@ -89,7 +89,7 @@ void block_isums(addr_t wb, addr_t abase, uint mc, inout int isum[MT], inout int
                 const int sc0 = sb(scw[s0 / 4u], s0 % 4u), sc1 = sb(scw[(s0 + 1u) / 4u], (s0 + 1u) % 4u);
                 for (uint m = 0u; m < mc; ++m) {
                     uint aw[8];
-                    ldw8(addr_add(addr_mad(abase, m, pc.p.act_nb1), 4u + 128u * hn + 32u * k), aw);
+                    ldw8a(addr_add(addr_mad(abase, m, pc.p.act_nb1), 4u + 128u * hn + 32u * k), aw);
                     int si0 = 0, si1 = 0;
                     for (uint l = 0u; l < 16u; ++l) si0 += q[l] * sb(aw[l / 4u], l % 4u);
                     for (uint l = 16u; l < 32u; ++l) si1 += q[l] * sb(aw[l / 4u], l % 4u);
@@ -100,14 +100,15 @@ void block_isums(addr_t wb, addr_t abase, uint mc, inout int isum[MT], inout int
     }
 #else
     uint scw[3];
-    for (uint i = 0u; i < 3u; ++i) scw[i] = ldw1(addr_add(wb, 4u + 4u * i));
+    // 144- and 176-byte blocks: 4-byte aligned
+    for (uint i = 0u; i < 3u; ++i) scw[i] = ldw1a(addr_add(wb, 4u + 4u * i));
 #if WTYPE == LS_TYPE_Q5_K
     uint qhw[8];
-    ldw8(addr_add(wb, 16u), qhw);
+    ldw8a(addr_add(wb, 16u), qhw);
 #endif
     for (uint c = 0u; c < 4u; ++c) {
         uint qw[8];
-        ldw8(addr_add(wb, (WTYPE == LS_TYPE_Q4_K ? 16u : 48u) + 32u * c), qw);
+        ldw8a(addr_add(wb, (WTYPE == LS_TYPE_Q4_K ? 16u : 48u) + 32u * c), qw);
         for (uint h = 0u; h < 2u; ++h) {
             const uint s = 2u * c + h;
             for (uint l = 0u; l < 32u; ++l) {
@@ -130,11 +131,11 @@ void block_isums(addr_t wb, addr_t abase, uint mc, inout int isum[MT], inout int
             for (uint m = 0u; m < mc; ++m) {
                 const addr_t ab = addr_mad(abase, m, pc.p.act_nb1);
                 uint aw[8];
-                ldw8(addr_add(ab, 4u + 32u * s), aw);
+                ldw8a(addr_add(ab, 4u + 32u * s), aw);
                 int si = 0;
                 for (uint l = 0u; l < 32u; ++l) si += q[l] * sb(aw[l / 4u], l % 4u);
                 isum[m] += sc * si;
-                const uint bw = ldw1(addr_add(ab, 260u + 4u * s));
+                const uint bw = ldw1a(addr_add(ab, 260u + 4u * s));
                 msum[m] += mn * ((int(bw << 16) >> 16) + (int(bw) >> 16));
             }
         }

@@ -46,7 +46,7 @@ void main() {
                 for (uint m = 0u; m < mc; ++m) {
                     const addr_t ab = addr_mad(addr_mad(pc.p.act, m, pc.p.act_nb1), b, AB);
                     uint aw[8];
-                    ldw8(addr_add(ab, AQ), aw);
+                    ldw8a(addr_add(ab, AQ), aw);
                     int si = 0;  // exact: any order
                     for (uint j = 0u; j < 32u; ++j) si += q[j] * sb(aw[j / 4u], j % 4u);
                     sumi[m] = si;

@@ -40,7 +40,7 @@ void main() {
         for (uint i = lid; i < mc * cb * 8u; i += gl_WorkGroupSize.x) {
             const uint m = i / (cb * 8u), r = i % (cb * 8u), bb = r / 8u, k = r % 8u;
             const addr_t ab = addr_mad(addr_mad(pc.p.act, m0 + m, pc.p.act_nb1), b0 + bb, AB);
-            s_q[(m * CB + bb) * 8u + k] = ldw1(addr_add(ab, AQ + 4u * k));
+            s_q[(m * CB + bb) * 8u + k] = ldw1a(addr_add(ab, AQ + 4u * k));
         }
         for (uint i = lid; i < mc * cb; i += gl_WorkGroupSize.x) {
             const uint m = i / cb, bb = i % cb;

@@ -18,6 +18,9 @@ typedef uint64_t addr_t;
 
 // get_rows: dst F32 [K, n] row i = src row idx[i], dequantized from `type`.
 // set_rows: dst row idx[i] = src F32 row i, converted to `type`.
+// idx64: bit 0 set for I64 indices; LS_ROWS_REPEAT (set_rows) when the host found a row named
+// twice, so each source row looks for a later writer (otherwise nobody scans: O(n) not O(n^2)).
+#define LS_ROWS_REPEAT 2u
 struct PcRows {
     addr_t src, idx, dst;
     uint32_t type, K, n, idx64, src_nb1, dst_nb1;

@@ -9,7 +9,7 @@
 layout(local_size_x = 64) in;
 layout(push_constant, std430) uniform Pc { PcRows p; } pc;
 
-int index_at(uint i) { return pc.p.idx64 != 0u ? I32(pc.p.idx).v[2u * i] : I32(pc.p.idx).v[i]; }
+int index_at(uint i) { return (pc.p.idx64 & 1u) != 0u ? I32(pc.p.idx).v[2u * i] : I32(pc.p.idx).v[i]; }
 
 void main() {
     const uint bsz = (pc.p.type == LS_TYPE_Q8_0 || pc.p.type == LS_TYPE_Q4_0) ? 32u : 1u;
@@ -18,8 +18,9 @@ void main() {
     if (g >= nblk * pc.p.n) return;
     const uint i = g / nblk, b = g % nblk;
     const int r = index_at(i);
-    for (uint j = i + 1u; j < pc.p.n; ++j)
-        if (index_at(j) == r) return;  // a later row overwrites this one
+    if ((pc.p.idx64 & LS_ROWS_REPEAT) != 0u)
+        for (uint j = i + 1u; j < pc.p.n; ++j)
+            if (index_at(j) == r) return;  // a later row overwrites this one
     const addr_t src = addr_mad(addr_mad(pc.p.src, i, pc.p.src_nb1), b, bsz * 4u);
     const addr_t dst = addr_mad(pc.p.dst, uint(r), pc.p.dst_nb1);
     if (pc.p.type == LS_TYPE_F32) { F32(dst).v[b] = F32(src).v[0]; return; }

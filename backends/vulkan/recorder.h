@@ -11,6 +11,7 @@
 #include <functional>
 #include <initializer_list>
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -31,6 +32,7 @@ struct Range {
 struct AttnPlan {
     uint32_t nblk = 1;
     bool split = false;
+    bool tile = false;  // the query-tile form (shaders/attention_tile.comp)
 };
 
 struct Plan {
@@ -39,11 +41,14 @@ struct Plan {
     std::function<std::vector<uint8_t>(const Tensor*)> host_bytes;
     size_t act_bytes = 0, attn_bytes = 0;
     int attn_split = -1;  // Context::attn_split: -1 by size, 0 never, 1 always (tests)
+    bool attn_tile = false;  // Context::attn_tile
     std::vector<float> rope_tables;            // (cos, sin) pairs
     std::map<const Tensor*, size_t> rope_off;  // node -> float offset of its table
     // Nodes with the same positions, factors and parameters share one table.
     std::map<std::tuple<const Tensor*, const Tensor*, int32_t, int32_t, float, float>, size_t> rope_dedup;
     std::map<const Tensor*, AttnPlan> attn;
+    // set_rows nodes whose index vector names some row twice (the last writer must win).
+    std::set<const Tensor*> rows_repeat;
 };
 
 class Recorder {

@@ -105,6 +105,10 @@ public:
     // plan's size rule picks it, 0 never, 1 whenever a query spans two blocks or more
     // (LOCKSTEP_VK_ATTN_SPLIT=0 / 1, for the tests of both forms).
     int attn_split = -1;
+    // Attention's query-tile form (shaders/attention_tile.comp) for prompt ubatches: on CPU
+    // devices (lavapipe) by default, where it reads each key once per 64 queries; 0 never,
+    // 1 on every device (LOCKSTEP_VK_ATTN_TILE=0 / 1, for the tests of both forms).
+    bool attn_tile = false;
 
     // Suballocation of device memory (chunks of kChunkBytes; larger requests get their own).
     Chunk* allocate(size_t bytes, size_t& offset);

@@ -123,6 +123,10 @@ Context::Context(int device) {
     staging_type_ = uint32_t(host);
     heap_size_ = mp.memoryHeaps[mp.memoryTypes[best].heapIndex].size;
     if (const char* e = std::getenv("LOCKSTEP_VK_ATTN_SPLIT")) attn_split = std::string(e) == "1" ? 1 : std::string(e) == "0" ? 0 : -1;
+    {
+        const char* e = std::getenv("LOCKSTEP_VK_ATTN_TILE");
+        attn_tile = e ? std::string(e) == "1" : props.properties.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+    }
     if (std::getenv("LOCKSTEP_VK_VERBOSE"))
         std::fprintf(stderr, "vulkan: %s: subgroup %u, memory %s\n", name.c_str(), subgroup_size,
                      host_mapped_ ? "mapped (device-local, host-cached)" : "device-local, copies through a staging buffer");

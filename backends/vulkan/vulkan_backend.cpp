@@ -99,6 +99,7 @@ void VulkanBackend::compute(const Graph& g) {
     Plan plan;
     plan.host_bytes = [&](const Tensor* t) { return host_bytes(g, t); };
     plan.attn_split = ctx_->attn_split;
+    plan.attn_tile = ctx_->attn_tile;
     for (const Tensor* n : g.nodes()) {
         if (!supports(*n))
             throw std::runtime_error("vulkan backend does not support " + std::string(op_name(n->op)) + " on " + shape_str(*n));

@@ -354,14 +354,18 @@ std::vector<OpCase> op_cases() {
         {0, 160, 2, 4, 1, 256, 0.f, {150, 70, 159}, {0, 1, 0}},                 // Gemma 3 heads, long key ranges
         {24, 40, 1, 2, 1, 64, 0.f, {}, {}},                                     // a 40-query prefill chunk, windowed, wrapped
     };
-    for (A a : att) {
-        if (a.pos.empty())  // positions 60..99 of sequence 0
-            for (int32_t i = 0; i < 40; ++i) {
-                a.pos.push_back(60 + i);
-                a.seq.push_back(0);
-            }
+    auto add_attention = [&](A a) {
         for (DType t : kCacheTypes) add_case(c, "attention", AttentionCase{a.W, a.R, a.n_seq, a.H, a.Hkv, a.D, a.softcap, a.pos, a.seq, t});
-    }
+    };
+    // Queries first..first+n-1 of sequence s.
+    auto run = [](A a, int32_t n, int32_t first, int32_t s) {
+        for (int32_t j = 0; j < n; ++j) {
+            a.pos.push_back(first + j);
+            a.seq.push_back(s);
+        }
+        return a;
+    };
+    for (A a : att) add_attention(a.pos.empty() ? run(a, 40, 60, 0) : a);  // positions 60..99 of sequence 0
 
     // Runs of different lengths, tokens of different sequences interleaved in the ubatch, a
     // reset run beside runs that continue their slot's stored state, an unused slot (must
@@ -389,6 +393,15 @@ std::vector<OpCase> op_cases() {
             add_case(c, "elementwise", ElementCase{k, s[0], s[1], s[2], 10}, true);
     for (DType t : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K})
         for (int64_t M : {1, 5}) add_case(c, "mul_mat", MulMatCase{t, traits(t).block == 256 ? 256 : 96, M, 64}, true);
+
+    // Prompts in attention's query-tile form (64 queries of one sequence per workgroup, the
+    // default on lavapipe): 100 queries from position 0 (a full tile and a partial one, two key
+    // blocks), Gemma 3 heads; 64 queries of sequence 1 then 20 of sequence 0 (one sequence per
+    // tile), windowed over a wrapped ring; 8 queries of two sequences in one tile (the
+    // per-query form instead).
+    add_attention(run({0, 128, 1, 4, 1, 256, 0.f, {}, {}}, 100, 0, 0));
+    add_attention(run(run({16, 24, 2, 2, 1, 32, 0.f, {}, {}}, 64, 70, 1), 20, 5, 0));
+    add_attention(run(run({8, 12, 2, 2, 1, 32, 0.f, {}, {}}, 4, 30, 0), 4, 9, 1));
     return c;
 }
 

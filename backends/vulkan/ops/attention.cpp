@@ -26,6 +26,18 @@ void plan_attention(const Tensor& n, Plan& plan) {
         check_attention_query(seq[t], pos[t], p.window, p.ring_rows, n_seq);
         nblk = std::max(nblk, attn_block_of(pos[t]) - attn_block_of(attn_first_key(pos[t], p.window)) + 1);
     }
+    // The query-tile form: prompt ubatches (8 queries or more) whose tiles of 64 queries each
+    // hold one sequence, K and V of one type, head sizes up to 256 (even, on rows of whole
+    // words, for the 16-bit types read a word at a time).
+    const Tensor *k = n.src[1], *v = n.src[2];
+    const int64_t Dk = n.src[0]->ne[0];
+    bool tile = plan.attn_tile && T >= 8 && k->type == v->type && Dk <= 256 && Dv <= 256 && Dk % 2 == 0 &&
+                Dv % 2 == 0 && k->nb[1] % 4 == 0 && v->nb[1] % 4 == 0;
+    for (int64_t t = 0; tile && t < T; ++t) tile = seq[t] == seq[t - t % 64];
+    if (tile) {
+        plan.attn[&n] = {uint32_t(nblk), false, true};
+        return;
+    }
     const size_t part_bytes = size_t(T * H * nblk * (Dv + 2)) * 4;
     bool split = nblk >= 2 && T * H < 256 && part_bytes <= (size_t(256) << 20) && T * H * nblk <= 65535;
     if (plan.attn_split >= 0) split = plan.attn_split == 1 && nblk >= 2 && H * nblk <= 65535;
@@ -42,11 +54,17 @@ void record_attention(const Tensor& n, Recorder& r) {
                    uint32_t(k->nb[1]), uint32_t(v->nb[1]), uint32_t(a->nb[1]), uint32_t(a->nb[2]), ap.nblk,
                    uint32_t(ap.split), n.get_params<AttentionParams>()};
     const std::initializer_list<Range> reads = {r.range(a), r.range(k), r.range(v), r.range(n.src[3]), r.range(n.src[4])};
-    if (!ap.split) {
-        r.dispatch("attention", pc, H, T, reads, {r.range(&n)});
+    // K and V of one cache type: the variant with that type compiled in (shaders/attention.comp).
+    const std::string variant = k->type == v->type ? "attention_" + lower_name(k->type) : "attention";
+    if (ap.tile && r.addr(k) % 4 == 0 && r.addr(v) % 4 == 0) {
+        r.dispatch("attention_tile_" + lower_name(k->type), pc, H, (T + 63) / 64, reads, {r.range(&n)});
         return;
     }
-    r.dispatch("attention", pc, H * ap.nblk, T, reads, {r.attn});
+    if (!ap.split) {
+        r.dispatch(variant, pc, H, T, reads, {r.range(&n)});
+        return;
+    }
+    r.dispatch(variant, pc, H * ap.nblk, T, reads, {r.attn});
     r.dispatch("attention_fold", pc, H, T, {r.attn, r.range(n.src[3])}, {r.range(&n)});
 }
 

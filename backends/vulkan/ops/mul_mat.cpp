@@ -15,7 +15,7 @@ void record_mul_mat(const Tensor& n, Recorder& r) {
     const Tensor *a = n.src[0], *b = n.src[1];
     const DType at = vec_dot_type(a->type);
     const uint32_t K = uint32_t(a->ne[0]), rows = uint32_t(b->nrows());
-    const uint32_t act_nb1 = uint32_t(row_bytes(at, K));
+    const uint32_t act_nb1 = uint32_t(act_row_bytes(at, K));
     if (r.act_x != b || r.act_t != at) {
         record_act(b, at, K, act_nb1, r);
         r.act_x = b;

@@ -2,24 +2,21 @@
 // (shaders/mul_mat_act.comp) into the aux buffer's act region; stage 2 reads them there.
 #pragma once
 #include <algorithm>
-#include <cctype>
 #include <string>
 
+#include "backends/vulkan/ops/type_support.h"
 #include "backends/vulkan/recorder.h"
 #include "core/quant/quant.h"
 
 namespace ls::vk {
 
-// "q4_k" for Q4_K: the suffix of the shader variant names.
-inline std::string lower_name(DType t) {
-    std::string s = dtype_name(t);
-    for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-}
+// Bytes of an activation row as stage 2 reads it: Q8_0 blocks padded to 36 bytes like Q8_1's,
+// so every quant word is 4-byte aligned (shaders/mul_mat_q32.glsl); other types as stored.
+inline size_t act_row_bytes(DType at, int64_t K) { return at == DType::Q8_0 ? size_t(K / 32) * 36 : row_bytes(at, K); }
 
 inline void plan_act(const Tensor& n, Plan& plan) {
     const Tensor* x = n.src[1];
-    plan.act_bytes = std::max(plan.act_bytes, size_t(x->nrows()) * row_bytes(vec_dot_type(n.src[0]->type), x->ne[0]));
+    plan.act_bytes = std::max(plan.act_bytes, size_t(x->nrows()) * act_row_bytes(vec_dot_type(n.src[0]->type), x->ne[0]));
 }
 
 // The act region holding x's rows as `at` (act_nb1 bytes each), rows of them.

@@ -17,7 +17,7 @@ void record_mul_mat_id(const Tensor& n, Recorder& r) {
     const Tensor *a = n.src[0], *b = n.src[1], *ids = n.src[2];
     const DType at = vec_dot_type(a->type);
     const uint32_t K = uint32_t(a->ne[0]), rows = uint32_t(b->nrows());
-    const uint32_t act_nb1 = uint32_t(row_bytes(at, K));
+    const uint32_t act_nb1 = uint32_t(act_row_bytes(at, K));
     record_act(b, at, K, act_nb1, r);
     r.act_x = nullptr;  // the activation rows are this node's now
     const uint32_t N = uint32_t(a->ne[1]), pairs = uint32_t(ids->nelements());

@@ -1,5 +1,8 @@
 // What the shaders can read and write, for the supports_<op> functions.
 #pragma once
+#include <cctype>
+#include <string>
+
 #include "core/ir/tensor.h"
 
 namespace ls::vk {
@@ -20,6 +23,12 @@ inline bool weight_type(DType t) { return dequant_type(t) && t != DType::Q8_K; }
 // KV cache types set_rows writes and attention reads.
 inline bool cache_type(DType t) {
     return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::Q8_0 || t == DType::Q4_0;
+}
+// "q4_k" for Q4_K: the suffix of the shader variant names (mul_mat_q4_k, attention_f16).
+inline std::string lower_name(DType t) {
+    std::string s = dtype_name(t);
+    for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return s;
 }
 // Tensors whose values the host needs (indices, positions): graph inputs or persistent.
 inline bool host_readable(const Tensor* t) {
