@@ -120,9 +120,9 @@ TEST_CASE("CUDA attention kernels, emulated on the host, equal the reference bit
         ++n_cases;
         n_split += a.nb_max > 2;
     }
-    // The table's attention cases: 9 geometries x 5 cache types; the long key ranges span
+    // The table's attention cases: 12 geometries x 5 cache types; the long key ranges span
     // more than two key blocks.
-    CHECK(n_cases == 45);
+    CHECK(n_cases == 60);
     CHECK(n_split > 0);
 }
 
