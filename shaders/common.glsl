@@ -57,9 +57,15 @@ uint ld32(addr_t a, uint i) { return ld16(a, i) | (ld16(a, i + 2) << 16); }
 // Wide loads at an even address p (p % 4 == 0 or 2): 32 / 16 bytes as little-endian words,
 // with aligned 32-bit loads (a 2-aligned start takes a 16-bit load at each end) and never a
 // byte outside [p, p + n).
+// Their forms at a 4-byte aligned p (ldw*a): no test of the address. Where a workgroup runs
+// as SIMD lanes of a CPU thread (lavapipe) both sides of the test run, each load a loop over
+// the lanes.
+void ldw8a(addr_t p, out uint w[8]) { for (uint i = 0u; i < 8u; ++i) w[i] = U32(p).v[i]; }
+void ldw4a(addr_t p, out uint w[4]) { for (uint i = 0u; i < 4u; ++i) w[i] = U32(p).v[i]; }
+uint ldw1a(addr_t p) { return U32(p).v[0]; }
 void ldw8(addr_t p, out uint w[8]) {
     if ((p.x & 3u) == 0u) {
-        [[unroll]] for (uint i = 0u; i < 8u; ++i) w[i] = U32(p).v[i];
+        ldw8a(p, w);
     } else {
         uint prev = uint(U16(p).v[0]);
         const addr_t q = addr_add(p, 2u);
@@ -73,7 +79,7 @@ void ldw8(addr_t p, out uint w[8]) {
 }
 void ldw4(addr_t p, out uint w[4]) {
     if ((p.x & 3u) == 0u) {
-        [[unroll]] for (uint i = 0u; i < 4u; ++i) w[i] = U32(p).v[i];
+        ldw4a(p, w);
     } else {
         uint prev = uint(U16(p).v[0]);
         const addr_t q = addr_add(p, 2u);
@@ -86,15 +92,10 @@ void ldw4(addr_t p, out uint w[4]) {
     }
 }
 uint ldw1(addr_t p) {
-    if ((p.x & 3u) == 0u) return U32(p).v[0];
+    if ((p.x & 3u) == 0u) return ldw1a(p);
     return uint(U16(p).v[0]) | (uint(U16(addr_add(p, 2u)).v[0]) << 16);
 }
 uint ldh(addr_t p) { return uint(U16(p).v[0]); }  // p even
-// The same at a 4-byte aligned p: no test of the address. Where a workgroup runs as SIMD lanes
-// of a CPU thread (lavapipe) both sides of ldw*'s test run, at a loop over the lanes per load.
-void ldw8a(addr_t p, out uint w[8]) { for (uint i = 0u; i < 8u; ++i) w[i] = U32(p).v[i]; }
-void ldw4a(addr_t p, out uint w[4]) { for (uint i = 0u; i < 4u; ++i) w[i] = U32(p).v[i]; }
-uint ldw1a(addr_t p) { return U32(p).v[0]; }
 // Signed byte k of a word.
 int sb(uint w, uint k) { return int(w << (24u - 8u * k)) >> 24; }
 

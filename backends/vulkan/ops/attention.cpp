@@ -54,12 +54,12 @@ void record_attention(const Tensor& n, Recorder& r) {
                    uint32_t(k->nb[1]), uint32_t(v->nb[1]), uint32_t(a->nb[1]), uint32_t(a->nb[2]), ap.nblk,
                    uint32_t(ap.split), n.get_params<AttentionParams>()};
     const std::initializer_list<Range> reads = {r.range(a), r.range(k), r.range(v), r.range(n.src[3]), r.range(n.src[4])};
-    // K and V of one cache type: the variant with that type compiled in (shaders/attention.comp).
-    const std::string variant = k->type == v->type ? "attention_" + lower_name(k->type) : "attention";
     if (ap.tile && r.addr(k) % 4 == 0 && r.addr(v) % 4 == 0) {
         r.dispatch("attention_tile_" + lower_name(k->type), pc, H, (T + 63) / 64, reads, {r.range(&n)});
         return;
     }
+    // K and V of one cache type: the variant with that type compiled in (shaders/attention.comp).
+    const std::string variant = k->type == v->type ? "attention_" + lower_name(k->type) : "attention";
     if (!ap.split) {
         r.dispatch(variant, pc, H, T, reads, {r.range(&n)});
         return;

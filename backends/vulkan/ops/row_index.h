@@ -2,7 +2,6 @@
 // before anything is recorded: a bad index changes nothing.
 #pragma once
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "backends/vulkan/recorder.h"
@@ -10,23 +9,19 @@
 
 namespace ls::vk {
 
-// Returns whether some row is named twice.
-inline bool plan_row_indices(const Tensor* idx, int64_t rows, const char* op, Plan& plan) {
+inline void plan_row_indices(const Tensor* idx, int64_t rows, const char* op, Plan& plan) {
     const std::vector<uint8_t> v = plan.host_bytes(idx);
     check_row_indices(v.data(), size_t(idx->nb[0]), idx->type == DType::I64, idx->ne[0], rows, op);
-    std::vector<int64_t> seen(size_t(idx->ne[0]));
-    for (int64_t i = 0; i < idx->ne[0]; ++i) {
-        const uint8_t* e = v.data() + size_t(i) * size_t(idx->nb[0]);
-        if (idx->type == DType::I64) {
-            std::memcpy(&seen[size_t(i)], e, 8);
-        } else {
-            int32_t x;
-            std::memcpy(&x, e, 4);
-            seen[size_t(i)] = x;
-        }
-    }
-    std::sort(seen.begin(), seen.end());
-    return std::adjacent_find(seen.begin(), seen.end()) != seen.end();
+}
+
+// Whether some row is named twice (set_rows: then the last writer must win).
+inline bool row_indices_repeat(const Tensor* idx, Plan& plan) {
+    const std::vector<uint8_t> v = plan.host_bytes(idx);
+    std::vector<int64_t> rows(size_t(idx->ne[0]));
+    for (int64_t i = 0; i < idx->ne[0]; ++i)
+        rows[size_t(i)] = row_index_at(v.data(), size_t(idx->nb[0]), idx->type == DType::I64, i);
+    std::sort(rows.begin(), rows.end());
+    return std::adjacent_find(rows.begin(), rows.end()) != rows.end();
 }
 
 }  // namespace ls::vk

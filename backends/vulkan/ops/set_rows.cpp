@@ -9,7 +9,8 @@ bool supports_set_rows(const Tensor& n) {
 }
 
 void plan_set_rows(const Tensor& n, Plan& plan) {
-    if (plan_row_indices(n.src[1], n.src[2]->ne[1], "set_rows", plan)) plan.rows_repeat.insert(&n);
+    plan_row_indices(n.src[1], n.src[2]->ne[1], "set_rows", plan);
+    if (row_indices_repeat(n.src[1], plan)) plan.rows_repeat.insert(&n);
 }
 
 void record_set_rows(const Tensor& n, Recorder& r) {
