@@ -25,18 +25,25 @@ int32_t Sampler::sample(float* logits, int n, const std::vector<int32_t>& histor
         logits[id] += bias;
     }
 
-    // 2. repetition penalty over the last repeat_last_n tokens, once per distinct token
-    if (p_.repeat_penalty != 1.0f && p_.repeat_last_n != 0 && !history.empty()) {
+    // 2. penalties over the last repeat_last_n tokens: the repetition penalty once per distinct
+    // token, the frequency penalty once per occurrence, the presence penalty once
+    const bool penalize = p_.repeat_penalty != 1.0f || p_.frequency_penalty != 0.0f || p_.presence_penalty != 0.0f;
+    if (penalize && p_.repeat_last_n != 0 && !history.empty()) {
         size_t from = 0;
         if (p_.repeat_last_n > 0 && history.size() > size_t(p_.repeat_last_n))
             from = history.size() - size_t(p_.repeat_last_n);
         seen_.assign(history.begin() + std::ptrdiff_t(from), history.end());
         std::sort(seen_.begin(), seen_.end());
-        seen_.erase(std::unique(seen_.begin(), seen_.end()), seen_.end());
-        for (int32_t id : seen_) {
+        for (size_t i = 0; i < seen_.size();) {
+            const int32_t id = seen_[i];
+            size_t j = i;
+            while (j < seen_.size() && seen_[j] == id) ++j;
+            const float count = float(j - i);
+            i = j;
             if (id < 0 || id >= n) continue;
             float& l = logits[id];
-            l = l > 0 ? l / p_.repeat_penalty : l * p_.repeat_penalty;
+            if (p_.repeat_penalty != 1.0f) l = l > 0 ? l / p_.repeat_penalty : l * p_.repeat_penalty;
+            l -= count * p_.frequency_penalty + p_.presence_penalty;
         }
     }
 

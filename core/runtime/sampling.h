@@ -1,4 +1,4 @@
-// Token sampling: logit bias, repetition penalty, top-k, temperature, top-p, min-p, and a
+// Token sampling: logit bias, repetition / frequency / presence penalties, top-k, temperature, top-p, min-p, and a
 // seeded draw. Deterministic for a given seed and input.
 #pragma once
 #include <cstdint>
@@ -14,6 +14,9 @@ struct SamplerParams {
     float top_p = 0.95f;  // >= 1: off
     float min_p = 0.05f;  // <= 0: off
     float repeat_penalty = 1.0f;  // 1: off
+    // OpenAI's penalties: logit -= count * frequency_penalty + (count > 0) * presence_penalty,
+    // count = the token's occurrences in the penalized history (0: off).
+    float frequency_penalty = 0.0f, presence_penalty = 0.0f;
     int repeat_last_n = 64;       // how many of the latest history tokens are penalized (-1: all)
     uint64_t seed = 0;
     std::vector<std::pair<int32_t, float>> logit_bias;  // added to the logit; -inf bans a token

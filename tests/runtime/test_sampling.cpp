@@ -155,6 +155,24 @@ TEST_CASE("sampling: repetition penalty (llama.cpp semantics)", "[sampling]") {
     CHECK(l1 == std::vector<float>{2.0f, -4.0f, 1.5f, 0.5f});
 }
 
+TEST_CASE("sampling: frequency and presence penalties (OpenAI semantics)", "[sampling]") {
+    SamplerParams p = plain(0.0f);
+    p.frequency_penalty = 0.5f;
+    p.presence_penalty = 0.25f;
+    p.repeat_last_n = 64;
+    Sampler s(p);
+    std::vector<float> l = {2.0f, 1.0f, 1.9f, 0.5f};
+    // token 0 seen 3 times: 2 - 1.5 - 0.25; token 1 once: 1 - 0.5 - 0.25; 2 and 3 unseen
+    CHECK(s.sample(l.data(), 4, {0, 1, 0, 0}) == 2);
+    CHECK(l == std::vector<float>{0.25f, 0.25f, 1.9f, 0.5f});
+    // With the repetition penalty too: divided first, then the counts subtracted.
+    p.repeat_penalty = 2.0f;
+    Sampler s2(p);
+    std::vector<float> l2 = {2.0f, -1.0f};
+    s2.sample(l2.data(), 2, {0, 1, 1});
+    CHECK(l2 == std::vector<float>{1.0f - 0.5f - 0.25f, -2.0f - 1.0f - 0.25f});
+}
+
 TEST_CASE("sampling: logit bias", "[sampling]") {
     SamplerParams p = plain(0.0f);
     p.logit_bias = {{2, -std::numeric_limits<float>::infinity()}};

@@ -27,5 +27,6 @@ int cmd_perplexity(const Options& o);
 int cmd_bench(const Options& o);
 int cmd_info(const Options& o);
 int cmd_devices(const Options& o);
+int cmd_serve(const Options& o);
 
 }  // namespace ls::cli

@@ -7,7 +7,7 @@
 namespace ls::cli {
 namespace {
 
-const std::set<std::string> kCommands = {"run", "chat", "perplexity", "bench", "info", "devices"};
+const std::set<std::string> kCommands = {"run", "chat", "perplexity", "bench", "info", "devices", "serve"};
 
 template <class T> T parse_number(const std::string& flag, const std::string& v) {
     T out{};
@@ -62,6 +62,7 @@ Options parse_args(int argc, char** argv) {
     }
     if (!kCommands.count(o.command)) throw UsageError("unknown command '" + o.command + "'");
     const bool bench = o.command == "bench";
+    const bool serve = o.command == "serve";
     for (int i = 2; i < argc; ++i) {
         const std::string a = argv[i];
         auto value = [&]() -> std::string {
@@ -106,6 +107,27 @@ Options parse_args(int argc, char** argv) {
         else if (a == "--no-mmap") o.mmap = 0;
         else if (a == "-r" || a == "--repetitions") o.reps = int(positive(parse_number<int64_t>(a, value())));
         else if (a == "--system") o.system = value();
+        else if (a == "--host" && serve) o.host = value();
+        else if (a == "--port" && serve) {
+            const int64_t port = parse_number<int64_t>(a, value());
+            if (port < 0 || port > 65535) throw UsageError("--port must be in [0, 65535], got " + std::to_string(port));
+            o.port = int(port);
+        }
+        else if ((a == "-np" || a == "--parallel") && serve) {
+            const int64_t n = positive(parse_number<int64_t>(a, value()));
+            if (n > 256) throw UsageError(a + " must be at most 256, got " + std::to_string(n));
+            o.n_parallel = int(n);
+        }
+        else if (a == "--api-key" && serve) {
+            o.api_key = value();
+            if (o.api_key.empty()) throw UsageError("--api-key must not be empty");
+        }
+        else if (a == "--max-queue" && serve) {
+            const int64_t n = parse_number<int64_t>(a, value());
+            if (n < 0 || n > 4096) throw UsageError("--max-queue must be in [0, 4096], got " + std::to_string(n));
+            o.max_queue = int(n);
+        }
+        else if ((a == "--timeout" || a == "-to") && serve) o.timeout_s = int(positive(parse_number<int64_t>(a, value())));
         else throw UsageError("unknown option '" + a + "' for '" + o.command + "'");
     }
     if (o.temp < 0) throw UsageError("--temp must be >= 0");
@@ -151,6 +173,21 @@ std::string usage(const std::string& command) {
                "                  after a 16-token prompt each): aggregate t/s and the ratio to the first\n"
                "  --scan-vs-single N  CPU: N rounds of one decode step of the delta-rule scan (Qwen3.5\n"
                "                      sizes), the batched op vs its single-sequence-only twin\n" + common;
+    if (command == "serve")
+        return "usage: lockstep serve [-m FILE] [--host H] [--port N] [-np N] [options]\n"
+               "  an OpenAI-compatible HTTP server: POST /v1/completions, /v1/chat/completions (streamed with\n"
+               "  \"stream\": true), /tokenize, /detokenize; GET /v1/models, /health, /metrics\n"
+               "  --host H                address to listen on (default 127.0.0.1)\n"
+               "  --port N                port (default 8080; 0: any free port, printed at start)\n"
+               "  -np, --parallel N       slots: requests served at once (default 1)\n"
+               "  -c, --ctx-size N        context of EACH slot, prompt plus reply (default 4096)\n"
+               "  --api-key KEY           require 'Authorization: Bearer KEY' (GET /health excepted)\n"
+               "  --max-queue N           requests that may wait for a slot (default 64); more get 503\n"
+               "                          with Retry-After\n"
+               "  --timeout S             socket read/write timeout in seconds (default 600)\n"
+               "  --temp, --top-k, --top-p, --min-p, --repeat-penalty: defaults for what a request leaves out\n"
+               "  each step evaluates at most -ub tokens: one token of every generating slot, then prompt\n"
+               "  chunks, oldest request first\n" + common;
     if (command == "info") return "usage: lockstep info [-m FILE]\n";
     if (command == "devices") return "usage: lockstep devices\n  every device of every backend in this build (what --backend B --device N picks)\n";
     return "usage: lockstep COMMAND [options]\n"
@@ -161,6 +198,7 @@ std::string usage(const std::string& command) {
            "  bench       prompt-processing and generation speed\n"
            "  info        model metadata, tensor types, memory\n"
            "  devices     the devices each backend can run on\n"
+           "  serve       OpenAI-compatible HTTP server with continuous batching\n"
            "'lockstep COMMAND --help' shows a command's options.\n";
 }
 

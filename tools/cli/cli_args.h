@@ -42,6 +42,13 @@ struct Options {
     int64_t bench_scan_vs_single = 0;              // timed rounds of the batched vs single-sequence scan
     int reps = 5;
     std::string system;           // chat: --system
+    // serve
+    std::string host = "127.0.0.1";  // --host
+    int port = 8080;                 // --port
+    int n_parallel = 1;              // -np: slots
+    std::string api_key;             // --api-key
+    int max_queue = 64;              // --max-queue
+    int timeout_s = 600;             // --timeout
     bool help = false;
 };
 

@@ -1,4 +1,4 @@
-// lockstep: run, chat, perplexity, bench, info, devices.
+// lockstep: run, chat, perplexity, bench, info, devices, serve.
 #include <cstdio>
 #include <exception>
 
@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
         if (o.command == "bench") return cmd_bench(o);
         if (o.command == "info") return cmd_info(o);
         if (o.command == "devices") return cmd_devices(o);
+        if (o.command == "serve") return cmd_serve(o);
     } catch (const UsageError& e) {
         std::fprintf(stderr, "lockstep %s: %s\n\n%s", o.command.c_str(), e.what(), usage(o.command).c_str());
         return 2;

@@ -1,0 +1,32 @@
+#include <filesystem>
+
+#include "core/runtime/default_model.h"
+#include "tools/cli/app.h"
+#include "tools/server/serve.h"
+
+namespace ls::cli {
+
+int cmd_serve(const Options& o) {
+    server::ServeConfig c;
+    c.model_path = o.model.empty() ? ls::default_model_path() : o.model;
+    if (!std::filesystem::exists(c.model_path))
+        throw std::runtime_error(o.model.empty() ? "default model not found at " + c.model_path +
+                                                       "; run tools/scripts/fetch_model.sh, or pass -m FILE"
+                                                 : "model file not found: " + c.model_path);
+    c.backend = o.backend;
+    c.device = o.device;
+    c.threads = o.threads;
+    c.mmap = o.mmap;
+    App defaults;  // its parameter mappings only: the server loads the model itself, after it listens
+    c.session = defaults.session_params(o);
+    c.session.n_seq = o.n_parallel;
+    c.sampling = defaults.sampler_params(o);
+    c.host = o.host;
+    c.port = o.port;
+    c.api_key = o.api_key;
+    c.max_queue = o.max_queue;
+    c.timeout_s = o.timeout_s;
+    return server::serve(c);
+}
+
+}  // namespace ls::cli

@@ -1,0 +1,265 @@
+#include "tools/server/api_request.h"
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+namespace ls::server {
+
+using nlohmann::json;
+
+namespace {
+
+std::string type_name(const json& v) {
+    if (v.is_null()) return "null";
+    if (v.is_boolean()) return "a boolean";
+    if (v.is_number()) return "a number";
+    if (v.is_string()) return "a string";
+    if (v.is_array()) return "an array";
+    return "an object";
+}
+
+// A field that is absent or null keeps its default.
+const json* field(const json& body, const char* key) {
+    auto it = body.find(key);
+    if (it == body.end() || it->is_null()) return nullptr;
+    return &*it;
+}
+
+double number(const json& body, const char* key, double def, double lo, double hi) {
+    const json* v = field(body, key);
+    if (!v) return def;
+    if (!v->is_number()) throw ApiError(400, std::string("'") + key + "' must be a number, got " + type_name(*v), key);
+    const double x = v->get<double>();
+    if (!std::isfinite(x) || x < lo || x > hi)
+        throw ApiError(400, std::string("'") + key + "' must be in [" + json(lo).dump() + ", " + json(hi).dump() + "], got " + v->dump(), key);
+    return x;
+}
+
+int64_t integer(const json& body, const char* key, int64_t def, int64_t lo, int64_t hi) {
+    const json* v = field(body, key);
+    if (!v) return def;
+    if (!v->is_number_integer())
+        throw ApiError(400, std::string("'") + key + "' must be an integer, got " + (v->is_number() ? v->dump() : type_name(*v)), key);
+    const bool neg = v->is_number_unsigned() ? false : v->get<int64_t>() < 0;
+    if (!neg && v->is_number_unsigned() && v->get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+        throw ApiError(400, std::string("'") + key + "' is out of range: " + v->dump(), key);
+    const int64_t x = v->get<int64_t>();
+    if (x < lo || x > hi)
+        throw ApiError(400, std::string("'") + key + "' must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + v->dump(), key);
+    return x;
+}
+
+bool boolean(const json& body, const char* key, bool def) {
+    const json* v = field(body, key);
+    if (!v) return def;
+    if (!v->is_boolean()) throw ApiError(400, std::string("'") + key + "' must be a boolean, got " + type_name(*v), key);
+    return v->get<bool>();
+}
+
+// The fields both endpoints share: sampling, length, stop strings, streaming.
+void parse_common(const json& body, const ApiContext& ctx, GenRequest& r) {
+    SamplerParams& s = r.job.sampling;
+    // What a request leaves out comes from the server's flags, as with llama-server.
+    const SamplerParams& d = ctx.defaults;
+    s.temp = float(number(body, "temperature", d.temp, 0.0, 2.0));
+    s.top_p = float(number(body, "top_p", d.top_p, 0.0, 1.0));
+    if (s.top_p <= 0.0f) throw ApiError(400, "'top_p' must be greater than 0", "top_p");
+    s.top_k = int(integer(body, "top_k", d.top_k, 0, std::numeric_limits<int32_t>::max()));
+    s.min_p = float(number(body, "min_p", d.min_p, 0.0, 1.0));
+    s.repeat_penalty = float(number(body, "repeat_penalty", d.repeat_penalty, 0.0, 10.0));
+    if (s.repeat_penalty <= 0.0f) throw ApiError(400, "'repeat_penalty' must be greater than 0", "repeat_penalty");
+    s.repeat_last_n = int(integer(body, "repeat_last_n", d.repeat_last_n, -1, std::numeric_limits<int32_t>::max()));
+    s.frequency_penalty = float(number(body, "frequency_penalty", d.frequency_penalty, -2.0, 2.0));
+    s.presence_penalty = float(number(body, "presence_penalty", d.presence_penalty, -2.0, 2.0));
+    if (const json* seed = field(body, "seed")) {
+        if (!seed->is_number_integer()) throw ApiError(400, "'seed' must be an integer, got " + type_name(*seed), "seed");
+        s.seed = seed->is_number_unsigned() ? seed->get<uint64_t>() : uint64_t(seed->get<int64_t>());
+    } else {
+        s.seed = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
+    }
+    if (integer(body, "n", 1, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()) != 1)
+        throw ApiError(400, "only n = 1 is supported", "n");
+    if (boolean(body, "echo", false)) throw ApiError(400, "'echo' is not supported", "echo");
+    if (const json* bo = field(body, "best_of"); bo && !(bo->is_number_integer() && bo->get<int64_t>() == 1))
+        throw ApiError(400, "only best_of = 1 is supported", "best_of");
+
+    if (const json* lb = field(body, "logit_bias")) {
+        if (!lb->is_object()) throw ApiError(400, "'logit_bias' must be an object of token id -> bias, got " + type_name(*lb), "logit_bias");
+        for (auto it = lb->begin(); it != lb->end(); ++it) {
+            int64_t id = -1;
+            try {
+                size_t used = 0;
+                id = std::stoll(it.key(), &used);
+                if (used != it.key().size()) id = -1;
+            } catch (const std::exception&) {
+                id = -1;
+            }
+            if (id < 0 || id >= ctx.tok->n_vocab())
+                throw ApiError(400, "'logit_bias' key '" + it.key() + "' is not a token id in [0, " + std::to_string(ctx.tok->n_vocab()) + ")",
+                               "logit_bias");
+            if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < -100 || it->get<double>() > 100)
+                throw ApiError(400, "'logit_bias' values must be numbers in [-100, 100], got " + it->dump() + " for token " + it.key(),
+                               "logit_bias");
+            s.logit_bias.emplace_back(int32_t(id), float(it->get<double>()));
+        }
+    }
+
+    if (const json* st = field(body, "stop")) {
+        if (st->is_string()) {
+            r.job.stop.push_back(st->get<std::string>());
+        } else if (st->is_array()) {
+            for (const json& x : *st) {
+                if (!x.is_string()) throw ApiError(400, "'stop' must be a string or an array of strings", "stop");
+                r.job.stop.push_back(x.get<std::string>());
+            }
+        } else {
+            throw ApiError(400, "'stop' must be a string or an array of strings, got " + type_name(*st), "stop");
+        }
+        if (r.job.stop.size() > 16) throw ApiError(400, "'stop' takes at most 16 strings", "stop");
+        for (const auto& x : r.job.stop)
+            if (x.empty()) throw ApiError(400, "'stop' strings must not be empty", "stop");
+    }
+
+    r.stream = boolean(body, "stream", false);
+    if (const json* so = field(body, "stream_options")) {
+        if (!so->is_object()) throw ApiError(400, "'stream_options' must be an object, got " + type_name(*so), "stream_options");
+        if (!r.stream) throw ApiError(400, "'stream_options' is only allowed with stream = true", "stream_options");
+        r.include_usage = boolean(*so, "include_usage", false);
+    }
+}
+
+void set_max_tokens(const json& body, const char* key, GenRequest& r) {
+    const json* v = field(body, key);
+    if (!v) return;
+    // -1 (llama.cpp's "until the end") is accepted; otherwise at least one token.
+    const int64_t n = integer(body, key, -1, -1, std::numeric_limits<int32_t>::max());
+    if (n == 0) throw ApiError(400, std::string("'") + key + "' must be at least 1", key);
+    r.job.max_tokens = n;
+}
+
+void check_prompt(const GenRequest& r, const ApiContext& ctx) {
+    const int64_t n = int64_t(r.job.prompt.size());
+    if (n == 0) throw ApiError(400, "the prompt is empty", "prompt");
+    if (n >= ctx.n_ctx)
+        throw ApiError(400,
+                       "the prompt has " + std::to_string(n) + " tokens, which leaves no room in a slot's context of " +
+                           std::to_string(ctx.n_ctx) + " tokens (the server's -c)",
+                       "messages", "context_length_exceeded");
+}
+
+}  // namespace
+
+json parse_json_object(const std::string& body) {
+    json j = json::parse(body, nullptr, false);
+    if (j.is_discarded()) {
+        // Parse again with exceptions on, for the message that says where it fails.
+        std::string why = "malformed JSON";
+        try {
+            const json again = json::parse(body);
+            (void)again;
+        } catch (const json::parse_error& e) {
+            why = std::string("malformed JSON: ") + e.what();
+        }
+        throw ApiError(400, why);
+    }
+    if (!j.is_object()) throw ApiError(400, "the request body must be a JSON object, got " + type_name(j));
+    return j;
+}
+
+GenRequest parse_completion(const json& body, const ApiContext& ctx) {
+    GenRequest r;
+    parse_common(body, ctx, r);
+    set_max_tokens(body, "max_tokens", r);
+    // logprobs: the number of most likely alternatives to report per token (OpenAI: 0..5).
+    if (const json* lp = field(body, "logprobs")) {
+        if (lp->is_boolean()) {
+            r.logprobs = lp->get<bool>();
+        } else {
+            r.top_logprobs = int(integer(body, "logprobs", 0, 0, 20));
+            r.logprobs = true;
+        }
+    }
+    const json* p = field(body, "prompt");
+    if (!p) throw ApiError(400, "'prompt' is required", "prompt");
+    auto from_ids = [&](const json& arr) {
+        std::vector<int32_t> ids;
+        for (const json& x : arr) {
+            if (!x.is_number_integer()) throw ApiError(400, "a token prompt must hold integers only", "prompt");
+            const int64_t id = x.get<int64_t>();
+            if (id < 0 || id >= ctx.tok->n_vocab())
+                throw ApiError(400, "prompt token " + x.dump() + " outside the vocabulary [0, " + std::to_string(ctx.tok->n_vocab()) + ")",
+                               "prompt");
+            ids.push_back(int32_t(id));
+        }
+        return ids;
+    };
+    if (p->is_string()) {
+        r.job.prompt = ctx.tok->encode(p->get<std::string>(), ctx.tok->add_bos_default(), true);
+    } else if (p->is_array() && !p->empty() && (*p)[0].is_number()) {
+        r.job.prompt = from_ids(*p);
+    } else if (p->is_array() && p->size() == 1 && (*p)[0].is_string()) {
+        r.job.prompt = ctx.tok->encode((*p)[0].get<std::string>(), ctx.tok->add_bos_default(), true);
+    } else if (p->is_array() && p->size() == 1 && (*p)[0].is_array()) {
+        r.job.prompt = from_ids((*p)[0]);
+    } else if (p->is_array() && p->size() > 1) {
+        throw ApiError(400, "one prompt per request: a batch of prompts is not supported", "prompt");
+    } else {
+        throw ApiError(400, "'prompt' must be a string or an array of token ids", "prompt");
+    }
+    r.job.sampling.want_logprobs = r.logprobs;
+    r.job.sampling.n_logprobs = r.top_logprobs;
+    check_prompt(r, ctx);
+    return r;
+}
+
+GenRequest parse_chat(const json& body, const ApiContext& ctx) {
+    GenRequest r;
+    r.chat = true;
+    parse_common(body, ctx, r);
+    set_max_tokens(body, "max_tokens", r);
+    set_max_tokens(body, "max_completion_tokens", r);
+    r.logprobs = boolean(body, "logprobs", false);
+    r.top_logprobs = int(integer(body, "top_logprobs", 0, 0, 20));
+    if (r.top_logprobs > 0 && !r.logprobs) throw ApiError(400, "'top_logprobs' needs 'logprobs': true", "top_logprobs");
+    if (field(body, "tools") || field(body, "functions")) throw ApiError(400, "tool calls are not supported", "tools");
+
+    const json* msgs = field(body, "messages");
+    if (!msgs) throw ApiError(400, "'messages' is required", "messages");
+    if (!msgs->is_array() || msgs->empty()) throw ApiError(400, "'messages' must be a non-empty array", "messages");
+    std::vector<ChatMsg> chat;
+    for (size_t i = 0; i < msgs->size(); ++i) {
+        const json& m = (*msgs)[i];
+        const std::string where = "messages[" + std::to_string(i) + "]";
+        if (!m.is_object()) throw ApiError(400, where + " must be an object", "messages");
+        const json* role = field(m, "role");
+        if (!role || !role->is_string()) throw ApiError(400, where + ".role must be a string", "messages");
+        std::string rn = role->get<std::string>();
+        if (rn == "developer") rn = "system";
+        if (rn != "system" && rn != "user" && rn != "assistant")
+            throw ApiError(400, where + ".role '" + rn + "' is not one of system, developer, user, assistant", "messages");
+        std::string text;
+        const json* content = field(m, "content");
+        if (!content) {
+            if (rn != "assistant") throw ApiError(400, where + ".content is required", "messages");
+        } else if (content->is_string()) {
+            text = content->get<std::string>();
+        } else if (content->is_array()) {
+            for (const json& part : *content) {
+                if (!part.is_object() || !part.contains("type") || part["type"] != "text" || !part.contains("text") || !part["text"].is_string())
+                    throw ApiError(400, where + ".content parts must be {\"type\": \"text\", \"text\": ...}: only text is supported", "messages");
+                text += part["text"].get<std::string>();
+            }
+        } else {
+            throw ApiError(400, where + ".content must be a string or an array of text parts", "messages");
+        }
+        chat.push_back({rn, text});
+    }
+    r.job.prompt = ctx.tok->encode(format_chat(chat, true, ctx.arch), ctx.tok->add_bos_default(), true);
+    r.job.sampling.want_logprobs = r.logprobs;
+    r.job.sampling.n_logprobs = r.top_logprobs;
+    check_prompt(r, ctx);
+    return r;
+}
+
+}  // namespace ls::server

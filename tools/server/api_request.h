@@ -1,0 +1,46 @@
+// OpenAI-style request bodies → what the engine runs. Every check a client can fail is made
+// here, before anything is queued: malformed JSON, a wrong type, a value out of range, a prompt
+// longer than a slot's context, n other than 1. Each throws ApiError, which the HTTP layer
+// turns into an OpenAI-style {"error": {...}} with its status.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+
+#include "core/text/tokenizer.h"
+#include "tools/server/job.h"
+
+namespace ls::server {
+
+struct ApiError : std::runtime_error {
+    ApiError(int status_, const std::string& message, std::string param_ = {}, std::string code_ = {},
+             std::string type_ = "invalid_request_error")
+        : std::runtime_error(message), status(status_), type(std::move(type_)), param(std::move(param_)), code(std::move(code_)) {}
+    int status;
+    std::string type, param, code;
+};
+
+// What a request needs besides its body: the tokenizer, the model's architecture (its chat
+// template) and a slot's context.
+struct ApiContext {
+    const Tokenizer* tok = nullptr;
+    std::string arch;
+    int64_t n_ctx = 0;
+    SamplerParams defaults;  // the server's sampling flags (--temp, --top-k, ...): what a request leaves out
+};
+
+struct GenRequest {
+    JobParams job;
+    bool chat = false;
+    bool stream = false, include_usage = false;
+    bool logprobs = false;
+    int top_logprobs = 0;
+};
+
+// Parses a body as a JSON object; throws ApiError 400 naming the problem.
+nlohmann::json parse_json_object(const std::string& body);
+// POST /v1/completions and POST /v1/chat/completions.
+GenRequest parse_completion(const nlohmann::json& body, const ApiContext& ctx);
+GenRequest parse_chat(const nlohmann::json& body, const ApiContext& ctx);
+
+}  // namespace ls::server

@@ -1,0 +1,104 @@
+#include "tools/server/api_response.h"
+
+namespace ls::server {
+
+using nlohmann::json;
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+json error_body(int status, const std::string& message, const std::string& type, const std::string& param,
+                const std::string& code) {
+    json e = {{"message", message}, {"type", type}, {"param", param.empty() ? json(nullptr) : json(param)}};
+    e["code"] = code.empty() ? json(status) : json(code);
+    return {{"error", e}};
+}
+
+json usage_json(const Usage& u) {
+    return {{"prompt_tokens", u.prompt_tokens},
+            {"completion_tokens", u.completion_tokens},
+            {"total_tokens", u.prompt_tokens + u.completion_tokens},
+            {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
+}
+
+namespace {
+
+json bytes_of(const std::string& s) {
+    json b = json::array();
+    for (unsigned char c : s) b.push_back(int(c));
+    return b;
+}
+
+}  // namespace
+
+json logprobs_json(const ResponseMeta& m, const std::vector<TokenOut>& tokens, const Tokenizer& tok, size_t text_offset) {
+    if (m.chat) {
+        json content = json::array();
+        for (const TokenOut& t : tokens) {
+            json top = json::array();
+            for (const TokenLogprob& a : t.top) {
+                const std::string p = tok.token_to_piece(a.id, false);
+                top.push_back({{"token", p}, {"logprob", a.logprob}, {"bytes", bytes_of(p)}});
+            }
+            content.push_back({{"token", t.piece}, {"logprob", t.logprob}, {"bytes", bytes_of(t.piece)}, {"top_logprobs", top}});
+        }
+        return {{"content", content}};
+    }
+    json toks = json::array(), lps = json::array(), tops = json::array(), offs = json::array();
+    for (const TokenOut& t : tokens) {
+        toks.push_back(t.piece);
+        lps.push_back(t.logprob);
+        json top = json::object();
+        for (const TokenLogprob& a : t.top) top[tok.token_to_piece(a.id, false)] = a.logprob;
+        tops.push_back(top);
+        offs.push_back(text_offset);
+        text_offset += t.piece.size();
+    }
+    return {{"tokens", toks}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offs}};
+}
+
+json full_response(const ResponseMeta& m, const std::string& text, const std::vector<TokenOut>& tokens,
+                   const std::string& finish, const Usage& u, const Tokenizer& tok) {
+    json choice = {{"index", 0}, {"finish_reason", finish}};
+    choice["logprobs"] = m.logprobs ? logprobs_json(m, tokens, tok, 0) : json(nullptr);
+    if (m.chat)
+        choice["message"] = {{"role", "assistant"}, {"content", text}};
+    else
+        choice["text"] = text;
+    return {{"id", m.id},
+            {"object", m.chat ? "chat.completion" : "text_completion"},
+            {"created", m.created},
+            {"model", m.model},
+            {"choices", json::array({choice})},
+            {"usage", usage_json(u)}};
+}
+
+json stream_chunk(const ResponseMeta& m, const std::string& text, const std::vector<TokenOut>& tokens,
+                  const std::string& finish, bool first, size_t text_offset, const Tokenizer& tok) {
+    json choice = {{"index", 0}};
+    choice["finish_reason"] = finish.empty() ? json(nullptr) : json(finish);
+    choice["logprobs"] = m.logprobs && !tokens.empty() ? logprobs_json(m, tokens, tok, text_offset) : json(nullptr);
+    if (m.chat) {
+        json delta = json::object();
+        if (first) delta["role"] = "assistant";
+        if (!text.empty() || (first && finish.empty())) delta["content"] = text;
+        choice["delta"] = delta;
+    } else {
+        choice["text"] = text;
+    }
+    return {{"id", m.id},
+            {"object", m.chat ? "chat.completion.chunk" : "text_completion"},
+            {"created", m.created},
+            {"model", m.model},
+            {"choices", json::array({choice})}};
+}
+
+json usage_chunk(const ResponseMeta& m, const Usage& u) {
+    return {{"id", m.id},
+            {"object", m.chat ? "chat.completion.chunk" : "text_completion"},
+            {"created", m.created},
+            {"model", m.model},
+            {"choices", json::array()},
+            {"usage", usage_json(u)}};
+}
+
+}  // namespace ls::server

@@ -1,0 +1,38 @@
+// OpenAI-style response bodies: whole responses, stream chunks, usage, logprobs and errors.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/text/tokenizer.h"
+#include "tools/server/job.h"
+
+namespace ls::server {
+
+struct ResponseMeta {
+    std::string id, model;
+    int64_t created = 0;
+    bool chat = false;
+    bool logprobs = false;
+};
+
+// nlohmann::json::dump that never throws: bytes that are not UTF-8 (a token's piece may be
+// part of a character) come out as U+FFFD.
+std::string dump(const nlohmann::json& j);
+
+nlohmann::json error_body(int status, const std::string& message, const std::string& type = "invalid_request_error",
+                          const std::string& param = {}, const std::string& code = {});
+nlohmann::json usage_json(const Usage& u);
+// The logprobs object for these tokens; text_offset counts bytes of the reply before them.
+nlohmann::json logprobs_json(const ResponseMeta& m, const std::vector<TokenOut>& tokens, const Tokenizer& tok, size_t text_offset);
+// A whole (non-streamed) response.
+nlohmann::json full_response(const ResponseMeta& m, const std::string& text, const std::vector<TokenOut>& tokens,
+                             const std::string& finish, const Usage& u, const Tokenizer& tok);
+// One stream chunk: a text delta (with its tokens' logprobs) and/or the finish reason. The
+// first chat chunk carries the assistant role.
+nlohmann::json stream_chunk(const ResponseMeta& m, const std::string& text, const std::vector<TokenOut>& tokens,
+                            const std::string& finish, bool first, size_t text_offset, const Tokenizer& tok);
+// The last chunk of a stream with stream_options.include_usage: no choices, the usage.
+nlohmann::json usage_chunk(const ResponseMeta& m, const Usage& u);
+
+}  // namespace ls::server

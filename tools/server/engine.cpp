@@ -1,0 +1,242 @@
+#include "tools/server/engine.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace ls::server {
+
+Engine::Engine(Session& s, const Tokenizer& tok, Metrics& metrics, int max_queue)
+    : s_(s), tok_(tok), metrics_(metrics), max_queue_(size_t(std::max(0, max_queue))), slots_(size_t(s.params().n_seq)) {
+    thread_ = std::thread([this] { run(); });
+}
+
+void Engine::shutdown() {
+    {
+        std::lock_guard<std::mutex> l(m_);
+        if (stop_) return;
+        stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+    std::lock_guard<std::mutex> l(m_);
+    JobEvent bye;
+    bye.error = "server shutting down";
+    for (auto& j : queue_) j->push(bye);
+    queue_.clear();
+    for (auto& sl : slots_)
+        if (sl.job) sl.job->push(bye), sl.job.reset();
+}
+
+bool Engine::submit(std::shared_ptr<Job> job) {
+    {
+        std::lock_guard<std::mutex> l(m_);
+        if (stop_) return false;
+        // Waiting requests beyond the free slots count against the queue's bound.
+        const int64_t free_slots = int64_t(slots_.size()) - metrics_.slots_busy.load();
+        if (int64_t(queue_.size()) >= std::max<int64_t>(free_slots, 0) + int64_t(max_queue_)) return false;
+        queue_.push_back(std::move(job));
+        metrics_.queue_length = int64_t(queue_.size());
+    }
+    cv_.notify_all();
+    return true;
+}
+
+bool Engine::busy() const {
+    for (const auto& sl : slots_)
+        if (sl.job) return true;
+    return false;
+}
+
+void Engine::run() {
+    while (true) {
+        {
+            std::unique_lock<std::mutex> l(m_);
+            cv_.wait(l, [&] { return stop_ || !queue_.empty() || busy(); });
+            if (stop_) return;
+        }
+        drop_cancelled();
+        admit();
+        step();
+    }
+}
+
+void Engine::drop_cancelled() {
+    for (auto& sl : slots_)
+        if (sl.job && sl.job->cancelled()) {
+            // The slot's cache keeps what was evaluated: a later request may reuse it.
+            sl.job.reset();
+            metrics_.requests_cancelled++;
+            metrics_.slots_busy--;
+        }
+    std::lock_guard<std::mutex> l(m_);
+    const size_t before = queue_.size();
+    queue_.erase(std::remove_if(queue_.begin(), queue_.end(), [](const auto& j) { return j->cancelled(); }), queue_.end());
+    metrics_.requests_cancelled += before - queue_.size();
+    metrics_.queue_length = int64_t(queue_.size());
+}
+
+void Engine::admit() {
+    while (true) {
+        std::shared_ptr<Job> job;
+        {
+            std::lock_guard<std::mutex> l(m_);
+            if (queue_.empty()) return;
+            // The free slot whose cache shares the longest prefix with the prompt; among
+            // equals, the least recently used (its cache is the least likely to be wanted).
+            int best = -1;
+            size_t best_common = 0;
+            const auto& prompt = queue_.front()->params.prompt;
+            for (size_t i = 0; i < slots_.size(); ++i) {
+                if (slots_[i].job) continue;
+                const auto& have = s_.seq_tokens(int(i));
+                size_t c = 0;
+                while (c < have.size() && c < prompt.size() && have[c] == prompt[c]) ++c;
+                if (best < 0 || c > best_common || (c == best_common && slots_[i].last_used < slots_[size_t(best)].last_used))
+                    best = int(i), best_common = c;
+            }
+            if (best < 0) return;
+            job = std::move(queue_.front());
+            queue_.pop_front();
+            metrics_.queue_length = int64_t(queue_.size());
+            Slot& sl = slots_[size_t(best)];
+            sl = Slot{};
+            sl.job = std::move(job);
+            sl.admitted = sl.last_used = ++clock_;
+        }
+        metrics_.slots_busy++;
+        for (size_t i = 0; i < slots_.size(); ++i) {
+            Slot& sl = slots_[i];
+            if (!sl.job || sl.sampler) continue;
+            const JobParams& p = sl.job->params;
+            sl.sampler = std::make_unique<Sampler>(p.sampling);
+            sl.text = StopText(p.stop);
+            sl.usage.prompt_tokens = int64_t(p.prompt.size());
+            metrics_.prompt_tokens += p.prompt.size();
+            if (p.prompt.empty() || int64_t(p.prompt.size()) >= s_.params().n_ctx) {
+                finish(int(i), "", "the prompt has " + std::to_string(p.prompt.size()) + " tokens; a slot's context holds " +
+                                       std::to_string(s_.params().n_ctx));
+                continue;
+            }
+            const int64_t kept = s_.reuse_prefix(int(i), p.prompt);
+            sl.usage.cached_tokens = kept;
+            metrics_.prompt_tokens_reused += uint64_t(kept);
+            sl.rest.assign(p.prompt.begin() + kept, p.prompt.end());
+        }
+    }
+}
+
+void Engine::step() {
+    Batch b;
+    std::vector<int> rows;  // the slot of each logits row, in batch order
+    for (size_t i = 0; i < slots_.size(); ++i) {
+        Slot& sl = slots_[i];
+        if (!sl.job || !sl.generating) continue;
+        b.add(sl.next, int(i), int32_t(s_.seq_len(int(i))), true);
+        rows.push_back(int(i));
+    }
+    // Prompt chunks, oldest request first, up to one ubatch in all.
+    const int64_t ub = s_.params().n_ubatch;
+    int64_t budget = std::max<int64_t>(ub - int64_t(b.size()), 1);
+    std::vector<int> prefill;
+    for (size_t i = 0; i < slots_.size(); ++i)
+        if (slots_[i].job && !slots_[i].generating) prefill.push_back(int(i));
+    std::sort(prefill.begin(), prefill.end(), [&](int a, int c) { return slots_[size_t(a)].admitted < slots_[size_t(c)].admitted; });
+    for (int i : prefill) {
+        if (budget <= 0) break;
+        Slot& sl = slots_[size_t(i)];
+        const size_t k = size_t(std::min<int64_t>(budget, int64_t(sl.rest.size() - sl.at)));
+        const int32_t p0 = int32_t(s_.seq_len(i));
+        for (size_t t = 0; t < k; ++t) {
+            const bool last = sl.at + t + 1 == sl.rest.size();
+            b.add(sl.rest[sl.at + t], i, p0 + int32_t(t), last);
+            if (last) rows.push_back(i);
+        }
+        sl.at += k;
+        budget -= int64_t(k);
+    }
+    if (b.size() == 0) return;
+
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<float> logits;
+    try {
+        logits = s_.decode(b);
+    } catch (const std::exception& e) {
+        // A failed evaluation may have left any slot's memory half written: fail the
+        // requests in this batch and start every cache afresh.
+        for (size_t i = 0; i < slots_.size(); ++i)
+            if (slots_[i].job) finish(int(i), "", std::string("evaluation failed: ") + e.what());
+        s_.reset();
+        return;
+    }
+    metrics_.steps++;
+    metrics_.step_tokens += b.size();
+    metrics_.step_us += uint64_t(std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count());
+
+    const size_t n_vocab = size_t(s_.n_vocab());
+    for (size_t r = 0; r < rows.size(); ++r) on_logits(rows[r], logits.data() + r * n_vocab);
+}
+
+void Engine::on_logits(int i, float* logits) {
+    Slot& sl = slots_[size_t(i)];
+    sl.last_used = ++clock_;
+    if (!sl.generating) {
+        // The prompt is complete. Recurrent models remember the state here, so that the next
+        // request that continues this prompt (a chat's next turn) resumes from it.
+        s_.checkpoint(i);
+        sl.generating = true;
+    }
+    const JobParams& p = sl.job->params;
+    // The penalties' history is everything the sequence holds: prompt and generated tokens.
+    const int32_t id = sl.sampler->sample(logits, int(s_.n_vocab()), s_.seq_tokens(i));
+    if (tok_.is_eog(id)) {
+        finish(i, "stop");
+        return;
+    }
+    ++sl.n_gen;
+    sl.usage.completion_tokens = sl.n_gen;
+    metrics_.generated_tokens++;
+    TokenOut t;
+    t.id = id;
+    t.piece = tok_.token_to_piece(id, false);
+    if (p.sampling.want_logprobs) {
+        t.logprob = sl.sampler->last_logprob();
+        t.top = sl.sampler->last_top();
+    }
+    sl.sampled.push_back(t);
+    StopText::Out out = sl.text.push(t.piece);
+    if (out.stopped) {
+        emit(sl, std::move(out), "stop", "");
+        sl.job.reset();
+        metrics_.slots_busy--;
+        metrics_.requests_finished++;
+        return;
+    }
+    const bool length = (p.max_tokens >= 0 && sl.n_gen >= p.max_tokens) || s_.seq_len(i) + 1 > s_.params().n_ctx;
+    if (length) {
+        emit(sl, std::move(out), "", "");
+        finish(i, "length");
+        return;
+    }
+    if (!out.text.empty() || !out.tokens.empty()) emit(sl, std::move(out), "", "");
+    sl.next = id;
+}
+
+void Engine::emit(Slot& sl, StopText::Out&& out, const std::string& finish, const std::string& error) {
+    JobEvent e;
+    e.text = std::move(out.text);
+    for (size_t k : out.tokens) e.tokens.push_back(sl.sampled.at(k));
+    e.finish = finish;
+    e.error = error;
+    e.usage = sl.usage;
+    sl.job->push(std::move(e));
+}
+
+void Engine::finish(int i, const std::string& reason, const std::string& error) {
+    Slot& sl = slots_[size_t(i)];
+    emit(sl, sl.text.finish(), reason, error);
+    sl.job.reset();
+    metrics_.slots_busy--;
+    if (error.empty()) metrics_.requests_finished++;
+}
+
+}  // namespace ls::server

@@ -1,0 +1,79 @@
+// The engine thread: the one owner of the Session. Each step it builds one batch from every
+// busy slot (one token per generating slot, then prompt chunks up to the ubatch, oldest
+// request first, so a long prompt never stalls the others), evaluates it, and samples each
+// slot with its own sampler. Results go back on each job's channel.
+//
+// A request's answer never depends on what else is served: the backends give every sequence
+// the same bits whatever shares its ubatch (SEMANTICS.md), a slot's reused prefix gives the
+// logits of a fresh evaluation (Session::reuse_prefix), and each request samples with its own
+// seeded sampler over its own history.
+#pragma once
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/runtime/session.h"
+#include "core/text/tokenizer.h"
+#include "tools/server/job.h"
+#include "tools/server/metrics.h"
+#include "tools/server/stop_text.h"
+
+namespace ls::server {
+
+class Engine {
+public:
+    // The session's n_seq is the number of slots; at most max_queue requests wait for one.
+    Engine(Session& s, const Tokenizer& tok, Metrics& metrics, int max_queue);
+    ~Engine() { shutdown(); }
+    // Stops the thread and fails what is still queued or running ("server shutting down");
+    // submit() refuses from then on.
+    void shutdown();
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+
+    // Queues a job; false (and nothing queued) when every slot is busy and the queue is full.
+    bool submit(std::shared_ptr<Job> job);
+    int n_slots() const { return int(slots_.size()); }
+
+private:
+    struct Slot {
+        std::shared_ptr<Job> job;
+        std::vector<int32_t> rest;  // prompt tokens still to evaluate
+        size_t at = 0;
+        bool generating = false;
+        int32_t next = -1;          // the token sampled last, evaluated in the next step
+        int64_t n_gen = 0;
+        std::unique_ptr<Sampler> sampler;
+        StopText text;
+        std::vector<TokenOut> sampled;  // generated tokens, in order; released with their text
+        Usage usage;
+        uint64_t admitted = 0, last_used = 0;
+    };
+
+    void run();
+    bool busy() const;
+    void drop_cancelled();
+    void admit();
+    void step();
+    void on_logits(int i, float* logits);
+    void finish(int i, const std::string& reason, const std::string& error = {});
+    void emit(Slot& sl, StopText::Out&& out, const std::string& finish, const std::string& error);
+
+    Session& s_;
+    const Tokenizer& tok_;
+    Metrics& metrics_;
+    const size_t max_queue_;
+    std::vector<Slot> slots_;
+    uint64_t clock_ = 0;  // admissions and uses, for LRU and prompt order
+
+    std::mutex m_;
+    std::condition_variable cv_;
+    std::deque<std::shared_ptr<Job>> queue_;
+    bool stop_ = false;
+    std::thread thread_;
+};
+
+}  // namespace ls::server

@@ -1,0 +1,76 @@
+// A generation request as the engine sees it, and the channel its results come back on: the
+// HTTP handler that submitted it waits on the channel, the engine thread pushes to it.
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/runtime/sampling.h"
+
+namespace ls::server {
+
+struct JobParams {
+    std::vector<int32_t> prompt;  // tokens, BOS included where the model wants it
+    SamplerParams sampling;       // want_logprobs / n_logprobs for logprobs
+    int64_t max_tokens = -1;      // -1: until end of generation or a full context
+    std::vector<std::string> stop;
+};
+
+struct TokenOut {
+    int32_t id = 0;
+    std::string piece;  // the token's bytes (may be part of a UTF-8 character)
+    float logprob = 0;
+    std::vector<TokenLogprob> top;
+};
+
+struct Usage {
+    int64_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
+};
+
+// One message from the engine: new text (whole UTF-8 characters, stop strings held back)
+// with the tokens it completes; the last one has `finish` ("stop" or "length") or `error`.
+struct JobEvent {
+    std::string text;
+    std::vector<TokenOut> tokens;
+    std::string finish, error;
+    Usage usage;  // on the last event
+    bool last() const { return !finish.empty() || !error.empty(); }
+};
+
+class Job {
+public:
+    explicit Job(JobParams p) : params(std::move(p)) {}
+    const JobParams params;
+
+    void push(JobEvent e) {
+        {
+            std::lock_guard<std::mutex> l(m_);
+            q_.push_back(std::move(e));
+        }
+        cv_.notify_all();
+    }
+    // Waits up to `timeout` for an event; false if none came.
+    bool pop(JobEvent& e, std::chrono::milliseconds timeout) {
+        std::unique_lock<std::mutex> l(m_);
+        if (!cv_.wait_for(l, timeout, [&] { return !q_.empty(); })) return false;
+        e = std::move(q_.front());
+        q_.pop_front();
+        return true;
+    }
+    // The client went away: the engine drops the job at its next step.
+    void cancel() { cancelled_.store(true); }
+    bool cancelled() const { return cancelled_.load(); }
+
+private:
+    std::mutex m_;
+    std::condition_variable cv_;
+    std::deque<JobEvent> q_;
+    std::atomic<bool> cancelled_{false};
+};
+
+}  // namespace ls::server

@@ -1,0 +1,312 @@
+#include "tools/server/serve.h"
+
+#include <httplib.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <thread>
+
+#include "backends/registry.h"
+#include "core/models/registry.h"
+#include "core/text/tokenizer.h"
+#include "tools/server/api_request.h"
+#include "tools/server/api_response.h"
+#include "tools/server/engine.h"
+
+namespace ls::server {
+
+using nlohmann::json;
+
+namespace {
+
+// Everything the handlers share; set up by the loader, read once `ready`.
+struct State {
+    std::atomic<bool> ready{false};
+    std::string model_id;
+    std::unique_ptr<Backend> backend;
+    std::unique_ptr<Model> model;
+    std::unique_ptr<Tokenizer> tok;
+    std::unique_ptr<Session> session;
+    std::unique_ptr<Engine> engine;
+    ApiContext api;
+    Metrics metrics;
+    std::atomic<uint64_t> next_id{1};
+};
+
+void send_json(httplib::Response& res, int status, const json& j) {
+    res.status = status;
+    res.set_content(dump(j), "application/json");
+}
+
+void send_error(httplib::Response& res, const ApiError& e) {
+    send_json(res, e.status, error_body(e.status, e.what(), e.type, e.param, e.code));
+}
+
+std::string random_hex() {
+    static std::atomic<uint64_t> counter{0};
+    const uint64_t x = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()) * 0x9E3779B97F4A7C15ull + counter++;
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)x);
+    return buf;
+}
+
+// Streams (or, whole, sends) one job's results. Runs on the HTTP worker that took the
+// request; a failed write means the client left, and cancels the job. While nothing is
+// ready it writes a keep-alive every 200 ms (an SSE comment, or a space before the JSON
+// body, which JSON allows) so a client that left is noticed even while its request waits.
+bool pump(State& st, const std::shared_ptr<Job>& job, const ResponseMeta& meta, const GenRequest& g, httplib::DataSink& sink) {
+    auto write = [&](const std::string& s) {
+        if (!sink.write(s.data(), s.size())) {
+            job->cancel();
+            return false;
+        }
+        return true;
+    };
+    auto sse = [&](const json& j) { return write("data: " + dump(j) + "\n\n"); };
+    std::string text;
+    std::vector<TokenOut> tokens;
+    size_t offset = 0;
+    bool first = true;
+    while (true) {
+        JobEvent e;
+        if (!job->pop(e, std::chrono::milliseconds(200))) {
+            if (!write(g.stream ? ":\n\n" : " ")) return false;
+            continue;
+        }
+        if (!e.error.empty()) {
+            const json err = error_body(500, e.error, "server_error");
+            if (!(g.stream ? sse(err) : write(dump(err)))) return false;
+            break;
+        }
+        if (g.stream) {
+            if (!e.text.empty() || !e.tokens.empty() || (first && meta.chat)) {
+                if (!sse(stream_chunk(meta, e.text, e.tokens, "", first, offset, *st.tok))) return false;
+                first = false;
+                for (const auto& t : e.tokens) offset += t.piece.size();
+            }
+            if (!e.finish.empty()) {
+                if (!sse(stream_chunk(meta, "", {}, e.finish, first, offset, *st.tok))) return false;
+                if (g.include_usage && !sse(usage_chunk(meta, e.usage))) return false;
+                if (!write("data: [DONE]\n\n")) return false;
+                break;
+            }
+        } else {
+            text += e.text;
+            tokens.insert(tokens.end(), e.tokens.begin(), e.tokens.end());
+            if (!e.finish.empty()) {
+                if (!write(dump(full_response(meta, text, tokens, e.finish, e.usage, *st.tok)))) return false;
+                break;
+            }
+        }
+    }
+    sink.done();
+    return true;
+}
+
+void handle_generate(State& st, bool chat, const httplib::Request& req, httplib::Response& res) {
+    GenRequest g;
+    try {
+        const json body = parse_json_object(req.body);
+        g = chat ? parse_chat(body, st.api) : parse_completion(body, st.api);
+    } catch (const ApiError& e) {
+        send_error(res, e);
+        return;
+    }
+    auto job = std::make_shared<Job>(g.job);
+    if (!st.engine->submit(job)) {
+        st.metrics.requests_rejected++;
+        res.set_header("Retry-After", "1");
+        send_error(res, ApiError(503, "every slot is busy and the queue is full; retry later", "", "", "unavailable_error"));
+        return;
+    }
+    ResponseMeta meta;
+    meta.chat = chat;
+    meta.logprobs = g.logprobs;
+    meta.model = st.model_id;
+    meta.created = int64_t(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+    meta.id = (chat ? "chatcmpl-" : "cmpl-") + random_hex();
+    auto gp = std::make_shared<GenRequest>(std::move(g));
+    res.set_chunked_content_provider(
+        gp->stream ? "text/event-stream" : "application/json",
+        [&st, job, meta, gp](size_t, httplib::DataSink& sink) { return pump(st, job, meta, *gp, sink); },
+        [job](bool success) {
+            if (!success) job->cancel();
+        });
+    if (gp->stream) res.set_header("Cache-Control", "no-cache");
+}
+
+void routes(httplib::Server& svr, State& st, const ServeConfig& c) {
+    svr.set_pre_routing_handler([&st, &c](const httplib::Request& req, httplib::Response& res) {
+        if (req.path == "/health" || req.path == "/v1/health") return httplib::Server::HandlerResponse::Unhandled;
+        if (!c.api_key.empty()) {
+            const std::string bearer = "Bearer " + c.api_key;
+            if (req.get_header_value("Authorization") != bearer && req.get_header_value("X-Api-Key") != c.api_key) {
+                send_error(res, ApiError(401, "invalid or missing API key (Authorization: Bearer KEY)", "", "invalid_api_key",
+                                         "authentication_error"));
+                return httplib::Server::HandlerResponse::Handled;
+            }
+        }
+        if (!st.ready.load()) {
+            send_error(res, ApiError(503, "the model is loading", "", "", "unavailable_error"));
+            return httplib::Server::HandlerResponse::Handled;
+        }
+        return httplib::Server::HandlerResponse::Unhandled;
+    });
+    auto health = [&st](const httplib::Request&, httplib::Response& res) {
+        if (st.ready.load())
+            send_json(res, 200, {{"status", "ok"}});
+        else
+            send_error(res, ApiError(503, "the model is loading", "", "", "unavailable_error"));
+    };
+    svr.Get("/health", health);
+    svr.Get("/v1/health", health);
+    svr.Get("/v1/models", [&st](const httplib::Request&, httplib::Response& res) {
+        send_json(res, 200,
+                  {{"object", "list"},
+                   {"data", json::array({{{"id", st.model_id}, {"object", "model"}, {"created", 0}, {"owned_by", "lockstep"}}})}});
+    });
+    svr.Post("/v1/completions", [&st](const httplib::Request& req, httplib::Response& res) { handle_generate(st, false, req, res); });
+    svr.Post("/completions", [&st](const httplib::Request& req, httplib::Response& res) { handle_generate(st, false, req, res); });
+    svr.Post("/v1/chat/completions", [&st](const httplib::Request& req, httplib::Response& res) { handle_generate(st, true, req, res); });
+    svr.Post("/chat/completions", [&st](const httplib::Request& req, httplib::Response& res) { handle_generate(st, true, req, res); });
+    svr.Post("/tokenize", [&st](const httplib::Request& req, httplib::Response& res) {
+        try {
+            const json body = parse_json_object(req.body);
+            auto it = body.find("content");
+            if (it == body.end() || !it->is_string()) throw ApiError(400, "'content' must be a string", "content");
+            auto flag = [&](const char* k, bool def) {
+                auto f = body.find(k);
+                if (f == body.end() || f->is_null()) return def;
+                if (!f->is_boolean()) throw ApiError(400, std::string("'") + k + "' must be a boolean", k);
+                return f->get<bool>();
+            };
+            const bool add_special = flag("add_special", false), parse_special = flag("parse_special", true),
+                       with_pieces = flag("with_pieces", false);
+            const auto ids = st.tok->encode(it->get<std::string>(), add_special && st.tok->add_bos_default(), parse_special);
+            json out = json::array();
+            for (int32_t id : ids) {
+                if (with_pieces)
+                    out.push_back({{"id", id}, {"piece", st.tok->token_to_piece(id)}});
+                else
+                    out.push_back(id);
+            }
+            send_json(res, 200, {{"tokens", out}});
+        } catch (const ApiError& e) {
+            send_error(res, e);
+        }
+    });
+    svr.Post("/detokenize", [&st](const httplib::Request& req, httplib::Response& res) {
+        try {
+            const json body = parse_json_object(req.body);
+            auto it = body.find("tokens");
+            if (it == body.end() || !it->is_array()) throw ApiError(400, "'tokens' must be an array of token ids", "tokens");
+            std::vector<int32_t> ids;
+            for (const json& x : *it) {
+                if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= st.tok->n_vocab())
+                    throw ApiError(400, "'tokens' holds " + x.dump() + ", not a token id in [0, " + std::to_string(st.tok->n_vocab()) + ")",
+                                   "tokens");
+                ids.push_back(int32_t(x.get<int64_t>()));
+            }
+            send_json(res, 200, {{"content", st.tok->decode(ids, false)}});
+        } catch (const ApiError& e) {
+            send_error(res, e);
+        }
+    });
+    svr.Get("/metrics", [&st](const httplib::Request&, httplib::Response& res) {
+        res.set_content(st.metrics.render(st.engine->n_slots()), "text/plain; version=0.0.4");
+    });
+    svr.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty()) return;
+        std::string msg = res.status == 404 ? "no such endpoint: " + req.method + " " + req.path
+                        : res.status == 413 ? "the request body is too large"
+                                            : "request failed with HTTP status " + std::to_string(res.status);
+        send_json(res, res.status, error_body(res.status, msg, res.status == 404 ? "not_found_error" : "invalid_request_error"));
+    });
+    svr.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string msg = "internal error";
+        try {
+            std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+            msg = std::string("internal error: ") + e.what();
+        } catch (...) {
+        }
+        send_json(res, 500, error_body(500, msg, "server_error"));
+    });
+    svr.set_logger([&st](const httplib::Request&, const httplib::Response& res) { st.metrics.count_status(res.status); });
+}
+
+}  // namespace
+
+int serve(const ServeConfig& c) {
+    // SIGINT / SIGTERM are waited for below; every thread started from here on blocks them.
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+    signal(SIGPIPE, SIG_IGN);  // a client that left: a failed write, not a dead server
+
+    State st;
+    st.model_id = std::filesystem::path(c.model_path).filename().string();
+    httplib::Server svr;
+    // Each open stream and each queued request holds a worker: slots + queue + a few for
+    // the quick endpoints (health, metrics, errors, 503s).
+    const size_t workers = size_t(c.session.n_seq) + size_t(c.max_queue) + 8;
+    svr.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
+    svr.set_tcp_nodelay(true);
+    svr.set_read_timeout(c.timeout_s);
+    svr.set_write_timeout(c.timeout_s);
+    svr.set_keep_alive_max_count(1000);
+    svr.set_payload_max_length(size_t(64) << 20);
+    routes(svr, st, c);
+    int port = c.port;
+    if (port == 0) port = svr.bind_to_any_port(c.host);
+    else if (!svr.bind_to_port(c.host, port)) port = -1;
+    if (port <= 0) {
+        std::fprintf(stderr, "lockstep serve: error: cannot listen on %s:%d (in use, or not an address of this machine)\n",
+                     c.host.c_str(), c.port);
+        return 1;
+    }
+    std::thread http([&svr] { svr.listen_after_bind(); });
+    std::fprintf(stderr, "lockstep serve: listening on http://%s:%d (GET /health answers 503 until the model is loaded)\n",
+                 c.host.c_str(), port);
+
+    int rc = 0;
+    try {
+        const auto t0 = std::chrono::steady_clock::now();
+        std::fprintf(stderr, "lockstep serve: loading %s (%.0f MiB) on %s...\n", c.model_path.c_str(),
+                     double(std::filesystem::file_size(c.model_path)) / (1 << 20), c.backend.c_str());
+        st.backend = create_backend({c.backend, c.device, c.threads});
+        const auto mem = c.mmap < 0 ? Model::WeightMemory::Auto : c.mmap ? Model::WeightMemory::Map : Model::WeightMemory::Copy;
+        st.model = load_model(c.model_path, *st.backend, mem);
+        st.tok = std::make_unique<Tokenizer>(Tokenizer::from_gguf(st.model->gguf()));
+        st.session = std::make_unique<Session>(*st.model, *st.backend, c.session);
+        st.api.tok = st.tok.get();
+        st.api.arch = st.model->hparams().arch;
+        st.api.n_ctx = st.session->params().n_ctx;
+        st.api.defaults = c.sampling;
+        st.engine = std::make_unique<Engine>(*st.session, *st.tok, st.metrics, c.max_queue);
+        st.ready = true;
+        std::fprintf(stderr, "lockstep serve: ready in %.1f s: %s, %d slots of %lld tokens each, ubatch %lld\n",
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), st.api.arch.c_str(),
+                     int(c.session.n_seq), (long long)st.api.n_ctx, (long long)st.session->params().n_ubatch);
+        int sig = 0;
+        sigwait(&sigs, &sig);
+        std::fprintf(stderr, "lockstep serve: %s, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "lockstep serve: error: %s\n", e.what());
+        rc = 1;
+    }
+    // Requests still running get an error ("server shutting down") before the workers stop.
+    st.ready = false;
+    if (st.engine) st.engine->shutdown();
+    svr.stop();
+    http.join();
+    return rc;
+}
+
+}  // namespace ls::server

@@ -1,0 +1,29 @@
+// `lockstep serve`: an OpenAI-compatible HTTP server over one Session with -np slots.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "core/runtime/sampling.h"
+#include "core/runtime/session.h"
+
+namespace ls::server {
+
+struct ServeConfig {
+    std::string model_path;
+    std::string backend = "cpu";
+    int device = 0, threads = 0;
+    int mmap = -1;              // -1 auto, 0 copy, 1 map (as the CLI's --mmap / --no-mmap)
+    SessionParams session;      // n_ctx is each slot's context; n_seq the slots
+    SamplerParams sampling;     // what a request leaves out
+    std::string host = "127.0.0.1";
+    int port = 8080;
+    std::string api_key;        // empty: none asked
+    int max_queue = 64;         // requests waiting for a slot; more get 503
+    int timeout_s = 600;        // socket read / write timeout
+};
+
+// Listens, loads the model (GET /health answers 503 until it is ready), serves until SIGINT
+// or SIGTERM. Returns the process exit code; throws for a model that fails to load.
+int serve(const ServeConfig& c);
+
+}  // namespace ls::server
