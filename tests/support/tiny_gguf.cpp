@@ -104,6 +104,13 @@ void put_vocab(GgufWriter& w, int n_vocab) {
             scores.push_back(0.0f);
         }
     }
+    // A vocabulary smaller than the fixed tokens (a tiny model with 256 rows) ends within the
+    // byte tokens: bytes from 0xF5 up never occur in UTF-8 text.
+    if (int(tokens.size()) > n_vocab) {
+        tokens.resize(size_t(n_vocab));
+        types.resize(size_t(n_vocab));
+        scores.resize(size_t(n_vocab));
+    }
     w.set_string("tokenizer.ggml.model", "llama");
     w.set_string("tokenizer.ggml.pre", "default");
     w.set_string_array("tokenizer.ggml.tokens", tokens);
@@ -198,6 +205,73 @@ void write_tiny_gemma3(const std::string& path, const TinyGemma3Spec& spec) {
     if (!f) throw std::runtime_error("cannot open '" + path + "' for writing");
     const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
     if (std::fclose(f) != 0 || !ok) throw std::runtime_error("cannot write '" + path + "'");
+}
+
+void write_with_tiny_vocab(const std::string& in, const std::string& out) {
+    auto f = GgufFile::open(in);
+    const GgufTensorInfo* emb = f->find_tensor("token_embd.weight");
+    if (!emb) throw std::runtime_error(in + ": no token_embd.weight to size the vocabulary by");
+    const int n_vocab = int(emb->ne[1]);
+    if (n_vocab < tiny_vocab::kFirstByte + 0xF5)
+        throw std::runtime_error(in + ": " + std::to_string(n_vocab) + " embedding rows, fewer than the " +
+                                 std::to_string(tiny_vocab::kFirstByte + 0xF5) + " the tiny vocabulary needs for UTF-8 text");
+    GgufWriter w;
+    for (const auto& [key, v] : f->metadata()) {
+        if (key.rfind("tokenizer.", 0) == 0 || key == "general.alignment") continue;
+        auto raw = [&](GgufType elem, size_t esize, const auto& vals) {
+            std::vector<uint8_t> payload(vals.size() * esize);
+            for (size_t i = 0; i < vals.size(); ++i) {
+                if (elem == GgufType::F32) {
+                    const float x = float(vals[i]);
+                    std::memcpy(payload.data() + i * 4, &x, 4);
+                } else if (elem == GgufType::F64) {
+                    const double x = double(vals[i]);
+                    std::memcpy(payload.data() + i * 8, &x, 8);
+                } else {
+                    const uint64_t x = uint64_t(vals[i]);
+                    std::memcpy(payload.data() + i * esize, &x, esize);  // little-endian
+                }
+            }
+            w.set_array_raw(key, elem, vals.size(), std::move(payload));
+        };
+        switch (v.type) {
+            case GgufType::U8: w.set_u8(key, uint8_t(std::get<uint64_t>(v.scalar))); break;
+            case GgufType::I8: w.set_i8(key, int8_t(std::get<int64_t>(v.scalar))); break;
+            case GgufType::U16: w.set_u16(key, uint16_t(std::get<uint64_t>(v.scalar))); break;
+            case GgufType::I16: w.set_i16(key, int16_t(std::get<int64_t>(v.scalar))); break;
+            case GgufType::U32: w.set_u32(key, uint32_t(std::get<uint64_t>(v.scalar))); break;
+            case GgufType::I32: w.set_i32(key, int32_t(std::get<int64_t>(v.scalar))); break;
+            case GgufType::U64: w.set_u64(key, std::get<uint64_t>(v.scalar)); break;
+            case GgufType::I64: w.set_i64(key, std::get<int64_t>(v.scalar)); break;
+            case GgufType::F32: w.set_f32(key, float(std::get<double>(v.scalar))); break;
+            case GgufType::F64: w.set_f64(key, std::get<double>(v.scalar)); break;
+            case GgufType::BOOL: w.set_bool(key, std::get<bool>(v.scalar)); break;
+            case GgufType::STRING: w.set_string(key, std::get<std::string>(v.scalar)); break;
+            case GgufType::ARRAY:
+                switch (v.elem_type) {
+                    case GgufType::STRING: w.set_string_array(key, v.strings); break;
+                    case GgufType::F32: raw(GgufType::F32, 4, v.floats); break;
+                    case GgufType::F64: raw(GgufType::F64, 8, v.floats); break;
+                    case GgufType::U8: raw(GgufType::U8, 1, v.uints); break;
+                    case GgufType::U16: raw(GgufType::U16, 2, v.uints); break;
+                    case GgufType::U32: raw(GgufType::U32, 4, v.uints); break;
+                    case GgufType::U64: raw(GgufType::U64, 8, v.uints); break;
+                    case GgufType::I8: raw(GgufType::I8, 1, v.ints); break;
+                    case GgufType::I16: raw(GgufType::I16, 2, v.ints); break;
+                    case GgufType::I32: raw(GgufType::I32, 4, v.ints); break;
+                    case GgufType::I64: raw(GgufType::I64, 8, v.ints); break;
+                    case GgufType::BOOL: raw(GgufType::BOOL, 1, v.ints); break;
+                    default: throw std::runtime_error(in + ": key " + key + " is an array of arrays");
+                }
+                break;
+        }
+    }
+    put_vocab(w, n_vocab);
+    for (const GgufTensorInfo& t : f->tensors()) {
+        std::vector<int64_t> ne(t.ne, t.ne + std::max(t.n_dims, 1));
+        w.add_tensor(t.name, t.type, ne, std::vector<uint8_t>(t.data, t.data + t.nbytes));
+    }
+    w.write(out);
 }
 
 }  // namespace ls

@@ -33,6 +33,11 @@ void check_tiny_gemma3(const TinyGemma3Spec& spec);
 std::vector<uint8_t> make_tiny_gemma3(const TinyGemma3Spec& spec);
 void write_tiny_gemma3(const std::string& path, const TinyGemma3Spec& spec);
 
+// Copies the GGUF at `in` (metadata and tensors) to `out` with the tiny vocabulary below in
+// place of any tokenizer, sized to its token_embd rows: a tokenizer for the tiny test models
+// that have none (the hybrids), so text endpoints can drive them. Throws naming the problem.
+void write_with_tiny_vocab(const std::string& in, const std::string& out);
+
 // Token ids of the tiny vocabulary.
 namespace tiny_vocab {
 constexpr int32_t kPad = 0, kEos = 1, kBos = 2, kUnk = 3, kStartOfTurn = 4, kEndOfTurn = 5;

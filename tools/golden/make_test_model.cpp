@@ -25,6 +25,8 @@ const char* kUsage =
     "  --ctx N           training context length (default 256)\n"
     "  --type T          matmul weight type: f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_k..q6_k (default q8_0)\n"
     "  --seed N          random seed (default 1)\n"
+    "  --vocab-for FILE  instead: copy FILE's model (any architecture) with the tiny vocabulary as\n"
+    "                    its tokenizer, sized to its embedding rows (the tiny hybrids have none)\n"
     "Matmul row lengths (embd, heads*head-dim, ff) must be multiples of the type's block size\n"
     "(32 for q4_0..q8_0, 256 for the k-quants).\n";
 
@@ -50,7 +52,7 @@ uint64_t parse_u64(const std::string& flag, const std::string& v, uint64_t max) 
 
 int main(int argc, char** argv) {
     ls::TinyGemma3Spec spec;
-    std::string out;
+    std::string out, vocab_for;
     try {
         for (int i = 1; i < argc; ++i) {
             const std::string flag = argv[i];
@@ -66,7 +68,8 @@ int main(int argc, char** argv) {
             if (flag == "--out") {
                 if (v.empty()) throw UsageError("--out needs a file name");
                 out = v;
-            } else if (flag == "--layers") spec.n_layer = as_int();
+            } else if (flag == "--vocab-for") vocab_for = v;
+            else if (flag == "--layers") spec.n_layer = as_int();
             else if (flag == "--embd") spec.n_embd = as_int();
             else if (flag == "--heads") spec.n_head = as_int();
             else if (flag == "--kv-heads") spec.n_head_kv = as_int();
@@ -89,6 +92,16 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
         std::fprintf(stderr, "lockstep-make-test-model: %s\n\n%s", e.what(), kUsage);
         return 2;
+    }
+    if (!vocab_for.empty()) {
+        try {
+            ls::write_with_tiny_vocab(vocab_for, out);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "lockstep-make-test-model: %s\n", e.what());
+            return 1;
+        }
+        std::printf("wrote %s: %s with the tiny vocabulary\n", out.c_str(), vocab_for.c_str());
+        return 0;
     }
     try {
         ls::write_tiny_gemma3(out, spec);

@@ -105,6 +105,11 @@ void parse_common(const json& body, const ApiContext& ctx, GenRequest& r) {
         }
     }
 
+    // llama.cpp's extension: generate past the end-of-generation tokens (benchmarks).
+    if (boolean(body, "ignore_eos", false))
+        for (int32_t id = 0; id < ctx.tok->n_vocab(); ++id)
+            if (ctx.tok->is_eog(id)) s.logit_bias.emplace_back(id, -std::numeric_limits<float>::infinity());
+
     if (const json* st = field(body, "stop")) {
         if (st->is_string()) {
             r.job.stop.push_back(st->get<std::string>());
@@ -140,12 +145,12 @@ void set_max_tokens(const json& body, const char* key, GenRequest& r) {
 
 void check_prompt(const GenRequest& r, const ApiContext& ctx) {
     const int64_t n = int64_t(r.job.prompt.size());
-    if (n == 0) throw ApiError(400, "the prompt is empty", "prompt");
+    if (n == 0) throw ApiError(400, "the prompt is empty", r.chat ? "messages" : "prompt");
     if (n >= ctx.n_ctx)
         throw ApiError(400,
                        "the prompt has " + std::to_string(n) + " tokens, which leaves no room in a slot's context of " +
                            std::to_string(ctx.n_ctx) + " tokens (the server's -c)",
-                       "messages", "context_length_exceeded");
+                       r.chat ? "messages" : "prompt", "context_length_exceeded");
 }
 
 }  // namespace

@@ -1,0 +1,83 @@
+"""A bounded load test of `lockstep serve` on loopback: N requests at concurrency C over D
+distinct prompts (greedy; streamed and not), each answer checked against the same prompt
+served alone, so a lost, failed or mixed-up response is counted. Prints p50/p99 latency
+and throughput; exits 1 on any error or mismatch. It stops by itself: a fixed request
+count, and a timeout on every request.
+
+usage: load_test.py BINARY MODEL [--requests N] [--concurrency C] [--distinct D]
+                    [--max-tokens T] [-- serve args...]
+"""
+import argparse
+import concurrent.futures as cf
+import statistics
+import sys
+import time
+
+from harness import Server, generate
+
+
+def main():
+    argv = sys.argv[1:]
+    serve_args = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, serve_args = argv[:i], argv[i + 1:]
+    ap = argparse.ArgumentParser()
+    ap.add_argument("binary")
+    ap.add_argument("model")
+    ap.add_argument("--requests", type=int, default=300)
+    ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--distinct", type=int, default=20)
+    ap.add_argument("--max-tokens", type=int, default=8)
+    a = ap.parse_args(argv)
+
+    words = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike".split()
+    prompts = [f"Request {i}: " + " ".join(words[(i * 7 + k) % len(words)] for k in range(3 + i % 9)) for i in range(a.distinct)]
+
+    def req(i):
+        chat = i % 2 == 1
+        body = {"max_tokens": a.max_tokens, "temperature": 0}
+        if chat:
+            body["messages"] = [{"role": "user", "content": prompts[i % a.distinct]}]
+        else:
+            body["prompt"] = prompts[i % a.distinct]
+        return body, chat
+
+    with Server(a.binary, a.model, serve_args) as srv:
+        ref = [generate(srv, *req(i), stream=False) for i in range(a.distinct)]
+
+        def one(n):
+            i = n % a.distinct
+            body, chat = req(i)
+            t0 = time.perf_counter()
+            try:
+                out = generate(srv, body, chat, stream=(n // a.distinct) % 2 == 1)
+            except Exception as e:  # noqa: BLE001 - counted
+                return n, time.perf_counter() - t0, f"error: {e!r}", 0
+            dt = time.perf_counter() - t0
+            if out != ref[i]:
+                return n, dt, f"mismatch: {out} vs {ref[i]}", 0
+            return n, dt, None, out["completion_tokens"]
+
+        t0 = time.perf_counter()
+        with cf.ThreadPoolExecutor(a.concurrency) as ex:
+            results = list(ex.map(one, range(a.requests)))
+        wall = time.perf_counter() - t0
+        m = srv.metrics()
+
+    lat = sorted(r[1] for r in results)
+    bad = [r for r in results if r[2]]
+    gen = sum(r[3] for r in results)
+    p = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))]
+    print(f"load: {a.requests} requests at concurrency {a.concurrency} ({a.distinct} distinct prompts, {a.max_tokens} tokens, "
+          f"server {' '.join(serve_args) or 'defaults'}) in {wall:.1f} s: {len(bad)} errors or mismatches; "
+          f"latency p50 {p(0.50) * 1000:.0f} ms, p99 {p(0.99) * 1000:.0f} ms, mean {statistics.mean(lat) * 1000:.0f} ms; "
+          f"{a.requests / wall:.1f} requests/s, {gen / wall:.1f} generated tokens/s; "
+          f"{int(m['lockstep_prompt_tokens_reused_total'])} prompt tokens reused", flush=True)
+    for r in bad[:5]:
+        print("  request", r[0], r[2])
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
