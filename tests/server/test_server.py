@@ -11,7 +11,9 @@ usage: test_server.py SUITE BINARY MODEL [serve args...]
   backends     the same requests on a second backend (--backend X in the args) give the CPU's answers
 """
 import json
+import os
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -289,6 +291,10 @@ def suite_errors(binary, model, args):
 
 
 def suite_openai(binary, model, args):
+    # tools/scripts/test.sh installs the client into the cache folder fetch_model.sh uses.
+    cache = os.environ.get("LOCKSTEP_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "lockstep")
+    sys.path.insert(0, os.path.join(cache, "pyclient"))
     try:
         import openai
     except ImportError:
@@ -334,6 +340,11 @@ def suite_openai(binary, model, args):
 
 def suite_backends(binary, model, args):
     """args hold --backend X: the answers must equal the CPU backend's, request for request."""
+    backend = args[args.index("--backend") + 1]
+    devices = subprocess.run([binary, "devices"], capture_output=True, text=True).stdout
+    if not any(line.split()[:1] == [backend] for line in devices.splitlines()):
+        print(f"SKIP: no {backend} device on this machine ('lockstep devices' lists none)", flush=True)
+        sys.exit(77)
     reqs = [request_for(i, 8) for i in range(4)]
     with Server(binary, model, ["-np", "2"]) as cpu:
         ref = [generate(cpu, r, chat, False) for r, chat in reqs]

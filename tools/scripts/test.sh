@@ -6,6 +6,13 @@ cd "$(dirname "$0")/../.."
 
 bash tools/scripts/setup.sh
 jobs="$(nproc)"
+# The official openai Python client (PyPI), for the server test that drives lockstep serve with
+# it; kept in the cache folder beside the default model. Without it that one test is skipped.
+CACHE="${LOCKSTEP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/lockstep}"
+if ! PYTHONPATH="$CACHE/pyclient" python3 -c "import openai" 2>/dev/null; then
+  PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --quiet --disable-pip-version-check --no-input --root-user-action=ignore \
+    --target "$CACHE/pyclient" --upgrade "openai>=1.0" >&2 || echo "lockstep: could not install the openai client" >&2
+fi
 # Every lockstep_tests run below passes --warn NoTests: Catch2 exits 0 when a filter, or one
 # comma-separated part of it, matches nothing, so a renamed test would silently drop out.
 

@@ -205,38 +205,40 @@ void Engine::on_logits(int i, float* logits) {
     sl.sampled.push_back(t);
     StopText::Out out = sl.text.push(t.piece);
     if (out.stopped) {
-        emit(sl, std::move(out), "stop", "");
-        sl.job.reset();
-        metrics_.slots_busy--;
-        metrics_.requests_finished++;
+        finish(i, "stop", "", &out);
         return;
     }
     const bool length = (p.max_tokens >= 0 && sl.n_gen >= p.max_tokens) || s_.seq_len(i) + 1 > s_.params().n_ctx;
     if (length) {
-        emit(sl, std::move(out), "", "");
-        finish(i, "length");
+        finish(i, "length", "", &out);
         return;
     }
-    if (!out.text.empty() || !out.tokens.empty()) emit(sl, std::move(out), "", "");
+    if (!out.text.empty() || !out.tokens.empty()) emit(sl, *sl.job, std::move(out), "", "");
     sl.next = id;
 }
 
-void Engine::emit(Slot& sl, StopText::Out&& out, const std::string& finish, const std::string& error) {
+void Engine::emit(const Slot& sl, Job& job, StopText::Out&& out, const std::string& finish, const std::string& error) {
     JobEvent e;
     e.text = std::move(out.text);
     for (size_t k : out.tokens) e.tokens.push_back(sl.sampled.at(k));
     e.finish = finish;
     e.error = error;
     e.usage = sl.usage;
-    sl.job->push(std::move(e));
+    job.push(std::move(e));
 }
 
-void Engine::finish(int i, const std::string& reason, const std::string& error) {
+void Engine::finish(int i, const std::string& reason, const std::string& error, StopText::Out* last) {
     Slot& sl = slots_[size_t(i)];
-    emit(sl, sl.text.finish(), reason, error);
-    sl.job.reset();
+    // What was released last, then whatever the stop-string check still holds back.
+    StopText::Out out = last ? std::move(*last) : StopText::Out{};
+    StopText::Out rest = sl.text.finish();
+    out.text += rest.text;
+    out.tokens.insert(out.tokens.end(), rest.tokens.begin(), rest.tokens.end());
+    // The slot is free and counted so before the client hears of it.
+    std::shared_ptr<Job> job = std::move(sl.job);
     metrics_.slots_busy--;
     if (error.empty()) metrics_.requests_finished++;
+    emit(sl, *job, std::move(out), reason, error);
 }
 
 }  // namespace ls::server

@@ -59,8 +59,9 @@ private:
     void admit();
     void step();
     void on_logits(int i, float* logits);
-    void finish(int i, const std::string& reason, const std::string& error = {});
-    void emit(Slot& sl, StopText::Out&& out, const std::string& finish, const std::string& error);
+    // Ends slot i's job: `last` is what the final token released (if any).
+    void finish(int i, const std::string& reason, const std::string& error = {}, StopText::Out* last = nullptr);
+    void emit(const Slot& sl, Job& job, StopText::Out&& out, const std::string& finish, const std::string& error);
 
     Session& s_;
     const Tokenizer& tok_;
