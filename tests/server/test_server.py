@@ -165,6 +165,20 @@ def suite_cancel(binary, model, args):
         check(m["lockstep_slots_busy"] == 0, f"a slot is still busy: {m['lockstep_slots_busy']}")
         check(m["lockstep_generated_tokens_total"] - m0["lockstep_generated_tokens_total"] < 40 * 3,
               "the cancelled request generated all its tokens")
+        # A non-streamed request whose client leaves while it generates: the keep-alive
+        # spaces written before its JSON body fail, and it is cancelled too.
+        before = srv.metrics()["lockstep_requests_cancelled_total"]
+        s = socket.create_connection(("127.0.0.1", srv.port))
+        body = json.dumps({"prompt": PROMPTS[3], "max_tokens": 400, "temperature": 0}).encode()
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
+                  + str(len(body)).encode() + b"\r\n\r\n" + body)
+        time.sleep(0.3)
+        s.close()
+        t0 = time.time()
+        while srv.metrics()["lockstep_requests_cancelled_total"] == before:
+            check(time.time() - t0 < 30, "a non-streamed request whose client left was not cancelled")
+            time.sleep(0.01)
+        check(srv.metrics()["lockstep_slots_busy"] == 0, "the left request's slot is still busy")
         # The freed slot serves again.
         check(generate(srv, reqs[1], False, stream=False) == alone[1], "the cancelled prompt, asked again, differs")
         print(f"cancel: the hung-up stream was dropped {steps_after:.0f} engine steps after the hang-up; "
@@ -259,7 +273,7 @@ def suite_errors(binary, model, args):
 
         def long_request(delay):
             time.sleep(delay)
-            st, payload, hdrs = srv.request("POST", "/v1/completions", {"prompt": "Count:", "max_tokens": 30, "temperature": 0})
+            st, payload, hdrs = srv.request("POST", "/v1/completions", {"prompt": "Count:", "max_tokens": 60, "temperature": 0, "ignore_eos": True})
             statuses.append(st)
             if st == 503:
                 retry.append(hdrs.get("Retry-After"))

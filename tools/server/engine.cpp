@@ -173,7 +173,14 @@ void Engine::step() {
     metrics_.step_us += uint64_t(std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count());
 
     const size_t n_vocab = size_t(s_.n_vocab());
-    for (size_t r = 0; r < rows.size(); ++r) on_logits(rows[r], logits.data() + r * n_vocab);
+    for (size_t r = 0; r < rows.size(); ++r) {
+        try {
+            on_logits(rows[r], logits.data() + r * n_vocab);
+        } catch (const std::exception& e) {
+            // Sampling or detokenizing failed for this request alone: end it, keep the rest.
+            if (slots_[size_t(rows[r])].job) finish(rows[r], "", std::string("sampling failed: ") + e.what());
+        }
+    }
 }
 
 void Engine::on_logits(int i, float* logits) {

@@ -55,9 +55,9 @@ std::string random_hex() {
 }
 
 // Streams (or, whole, sends) one job's results. Runs on the HTTP worker that took the
-// request; a failed write means the client left, and cancels the job. While nothing is
-// ready it writes a keep-alive every 200 ms (an SSE comment, or a space before the JSON
-// body, which JSON allows) so a client that left is noticed even while its request waits.
+// request; a failed write means the client left, and cancels the job. Between results it
+// writes keep-alives (an SSE comment, or a space before the JSON body, which JSON allows) so
+// a client that left is noticed even while its request waits or generates.
 bool pump(State& st, const std::shared_ptr<Job>& job, const ResponseMeta& meta, const GenRequest& g, httplib::DataSink& sink) {
     auto write = [&](const std::string& s) {
         if (!sink.write(s.data(), s.size())) {
@@ -71,12 +71,20 @@ bool pump(State& st, const std::shared_ptr<Job>& job, const ResponseMeta& meta, 
     std::vector<TokenOut> tokens;
     size_t offset = 0;
     bool first = true;
+    // A stream writes at every token anyway; a whole response writes a space about every
+    // step while it generates, so that a client that left is noticed as soon as a stream's.
+    using clock = std::chrono::steady_clock;
+    const auto keepalive = std::chrono::milliseconds(g.stream ? 200 : 20);
+    auto last_write = clock::now();
     while (true) {
         JobEvent e;
-        if (!job->pop(e, std::chrono::milliseconds(200))) {
+        const bool got = job->pop(e, std::chrono::milliseconds(200));
+        if (!(got && e.last()) && clock::now() - last_write >= keepalive) {
             if (!write(g.stream ? ":\n\n" : " ")) return false;
-            continue;
+            last_write = clock::now();
         }
+        if (!got) continue;
+        if (g.stream) last_write = clock::now();
         if (!e.error.empty()) {
             const json err = error_body(500, e.error, "server_error");
             if (!(g.stream ? sse(err) : write(dump(err)))) return false;
