@@ -6,7 +6,7 @@ within a round). Stdlib only.
 Per round and server:
   * aggregate generated tokens/s with 1, 4 and 8 concurrent streams (servers with -np 4, and
     -np 8 for 8 streams): each stream a distinct prompt, greedy, N tokens (ignore_eos);
-  * time to first token of a request (a ~100-token prompt) that arrives while three others
+  * time to first token of a request (a 147-token prompt) that arrives while three others
     decode (-np 4).
 
 usage: server_bench.py --lockstep BIN --llama-server BIN --model GGUF [--rounds 2] [--tokens 64]
