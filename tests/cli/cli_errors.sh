@@ -35,6 +35,20 @@ expect 1 "model file not found: /nonexistent.gguf" -- run -m /nonexistent.gguf -
 tiny="$src/tests/data/gemma4_tiny.gguf"
 head -c "$(($(wc -c <"$tiny") - 100))" "$tiny" > "$tmp/trunc.gguf"  # header whole, tensor data cut short
 expect 1 "gguf: tensor '[^']+' extends past end of file .*trunc\.gguf" -- run -m "$tmp/trunc.gguf" -p hi
+# serve: flags, a model that fails to load after the server listens, a port already taken.
+expect 2 "--port must be in \[0, 65535\], got 70000" -- serve --port 70000
+expect 2 "-np must be positive"           -- serve -np 0
+expect 2 "--max-queue must be in \[0, 4096\]" -- serve --max-queue -1
+expect 2 "unknown option '--bogus' for 'serve'" -- serve --bogus
+expect 2 "unknown option '--host' for 'run'" -- run --host 0.0.0.0 -p hi
+expect 1 "model file not found: /nonexistent.gguf" -- serve -m /nonexistent.gguf
+expect 1 "serve: error: gguf: tensor '[^']+' extends past end of file .*trunc\.gguf" -- serve -m "$tmp/trunc.gguf" --port 0
+python3 -c "import socket, time; s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); print(s.getsockname()[1], flush=True); time.sleep(60)" > "$tmp/port" &
+holder=$!
+for _ in $(seq 100); do [ -s "$tmp/port" ] && break; sleep 0.05; done
+taken="$(cat "$tmp/port")"
+expect 1 "cannot listen on 127.0.0.1:$taken" -- serve -m "$tiny" --port "$taken"
+kill "$holder" 2>/dev/null
 printf 'GGUF\x03\x00\x00\x00' > "$tmp/short.gguf"
 expect 1 "gguf: truncated file: tensor count needs 8 bytes at offset 8, only 0 left" -- info -m "$tmp/short.gguf"
 printf 'not a model at all' > "$tmp/text.gguf"
