@@ -356,7 +356,10 @@ def suite_backends(binary, model, args):
     """args hold --backend X: the answers must equal the CPU backend's, request for request."""
     backend = args[args.index("--backend") + 1]
     devices = subprocess.run([binary, "devices"], capture_output=True, text=True).stdout
-    if not any(line.split()[:1] == [backend] for line in devices.splitlines()):
+    # Device rows are "BACKEND INDEX NAME ..."; "BACKEND needs: ..." and "BACKEND: built, but no
+    # usable device" lines are not devices.
+    if not any(line.split()[:1] == [backend] and line.split()[1:2] and line.split()[1].isdigit()
+               for line in devices.splitlines()):
         print(f"SKIP: no {backend} device on this machine ('lockstep devices' lists none)", flush=True)
         sys.exit(77)
     reqs = [request_for(i, 8) for i in range(4)]
