@@ -1,6 +1,7 @@
 """A real `lockstep serve` on 127.0.0.1 and a stdlib HTTP client for it (no packages needed):
 start/stop, JSON requests, Server-Sent Events, and the normalised result of a generation that
 the tests compare byte for byte."""
+import ctypes
 import http.client
 import json
 import os
@@ -20,7 +21,18 @@ class Server:
         self.api_key = api_key
         self.log_path = log or f"/tmp/lockstep-serve-{os.getpid()}-{time.monotonic_ns()}.log"
         self.log = open(self.log_path, "w+")
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        # The server dies with this process, should a test be killed (a CTest timeout).
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
+                                     preexec_fn=lambda: libc.prctl(1, signal.SIGKILL))  # PR_SET_PDEATHSIG
+        try:
+            self._wait_ready(ready_timeout)
+        except BaseException:
+            self.proc.kill()  # never leave a server behind
+            self.proc.wait()
+            raise
+
+    def _wait_ready(self, ready_timeout):
         self.port = None
         t0 = time.time()
         while self.port is None:

@@ -12,9 +12,11 @@ Per round and server:
 usage: server_bench.py --lockstep BIN --llama-server BIN --model GGUF [--rounds 2] [--tokens 64]
 """
 import argparse
+import ctypes
 import http.client
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -34,7 +36,9 @@ class Proc:
     def __init__(self, cmd, port):
         self.port = port
         self.log = open(f"/tmp/server-bench-{port}.log", "w")
-        self.p = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        libc = ctypes.CDLL("libc.so.6")
+        self.p = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
+                                  preexec_fn=lambda: libc.prctl(1, signal.SIGKILL))  # dies with this script
         t0 = time.time()
         while True:
             if self.p.poll() is not None:

@@ -279,7 +279,19 @@ int serve(const ServeConfig& c) {
                      c.host.c_str(), c.port);
         return 1;
     }
-    std::thread http([&svr] { svr.listen_after_bind(); });
+    std::atomic<bool> listen_ended{false};
+    std::thread http([&svr, &listen_ended] {
+        svr.listen_after_bind();
+        listen_ended = true;
+    });
+    // stop() does nothing until the accept loop runs: wait for it, so that a model that fails
+    // to load below can stop the server instead of leaving it running.
+    while (!svr.is_running() && !listen_ended) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (listen_ended) {
+        http.join();
+        std::fprintf(stderr, "lockstep serve: error: the HTTP server stopped at once on %s:%d\n", c.host.c_str(), port);
+        return 1;
+    }
     std::fprintf(stderr, "lockstep serve: listening on http://%s:%d (GET /health answers 503 until the model is loaded)\n",
                  c.host.c_str(), port);
 
