@@ -329,6 +329,9 @@ void GgufFile::parse() {
         at = c.pos();
         const uint32_t type_id = c.get<uint32_t>("type");
         const DTypeTraits* tr = dtype_traits_or_null(type_id);
+        if (!tr && gguf_type_name_not_run(type_id))
+            fail(tn + " has type " + gguf_type_name_not_run(type_id) + " (GGUF type id " + std::to_string(type_id) +
+                 "), which lockstep cannot run yet; it runs " + dtype_names());
         if (!tr) fail(tn + " has unknown type id " + std::to_string(type_id) + " (at offset " + std::to_string(at) + ")");
         ti.type = static_cast<DType>(type_id);
         ti.offset = c.get<uint64_t>("data offset");

@@ -30,7 +30,26 @@ constexpr Entry kTable[] = {
     {28, {"f64", 1, 8, false}},
     {30, {"bf16", 1, 2, false}},
 };
+// ggml's ids of the types lockstep does not run yet (ids 4, 5 and 31-33, 36-38 were retired
+// by ggml and are unknown).
+struct NotRun { uint32_t id; const char* name; };
+constexpr NotRun kNotRun[] = {
+    {16, "iq2_xxs"}, {17, "iq2_xs"}, {18, "iq3_xxs"}, {19, "iq1_s"}, {20, "iq4_nl"}, {21, "iq3_s"},
+    {22, "iq2_s"},   {23, "iq4_xs"}, {29, "iq1_m"},   {34, "tq1_0"}, {35, "tq2_0"},  {39, "mxfp4"},
+};
 }  // namespace
+
+const char* gguf_type_name_not_run(uint32_t id) {
+    for (const auto& e : kNotRun)
+        if (e.id == id) return e.name;
+    return nullptr;
+}
+
+std::string dtype_names() {
+    std::string all;
+    for (const auto& e : kTable) all += std::string(all.empty() ? "" : ", ") + e.t.name;
+    return all;
+}
 
 const DTypeTraits* dtype_traits_or_null(uint32_t id) {
     for (const auto& e : kTable)

@@ -30,6 +30,11 @@ inline const char* dtype_name(DType t) { return traits(t).name; }
 inline int64_t block_size(DType t) { return traits(t).block; }
 // Bytes of a row of n elements; throws if n is not a multiple of the block size.
 size_t row_bytes(DType t, int64_t n);
+// The name of a GGUF type id that llama.cpp writes but lockstep cannot run yet ("iq4_nl",
+// "tq1_0", "mxfp4", ...), for refusals that name the type; nullptr for any other id.
+const char* gguf_type_name_not_run(uint32_t ggml_id);
+// The types lockstep runs, comma-separated ("f32, f16, q4_0, ...").
+std::string dtype_names();
 // Parses "f32", "q8_0", ... (case-insensitive). Throws with the list of valid names.
 DType dtype_from_name(const std::string& s);
 

@@ -334,6 +334,11 @@ TEST_CASE("gguf: malformed tensor infos are rejected with precise messages", "[g
     REQUIRE_THROWS_WITH(one({~uint64_t(0)}, 0, 0, 32), Contains("invalid dimension 0 = -1"));
     REQUIRE_THROWS_WITH(one({1, 1, 1, 1, 8}, 0, 0, 32), Contains("'blk.0.attn_q.weight' has 5 dimensions"));
     REQUIRE_THROWS_WITH(one({8}, 4, 0, 32), Contains("tensor 'blk.0.attn_q.weight' has unknown type id 4"));
+    // A type llama.cpp writes but lockstep does not run is named, with what lockstep runs.
+    REQUIRE_THROWS_WITH(one({32}, 20, 0, 32), Contains("tensor 'blk.0.attn_q.weight' has type iq4_nl (GGUF type id 20), "
+                                                       "which lockstep cannot run yet; it runs f32, f16, q4_0") &&
+                                                  Contains("q6_k"));
+    REQUIRE_THROWS_WITH(one({32}, 39, 0, 32), Contains("has type mxfp4 (GGUF type id 39)"));
     REQUIRE_THROWS_WITH(one({33}, 8, 0, 64), Contains("q8_0 has ne[0] = 33, not a multiple of the block size 32"));
     REQUIRE_THROWS_WITH(one({1ull << 40}, 0, 0, 32), Contains("extends past end of file"));
 
