@@ -24,6 +24,8 @@ using gemm::legacy_extra_off;
 using gemm::legacy_off;
 
 namespace {
+// Q4_1, Q5_1: 32-element blocks with a scale and a min, over Q8_1 activations (minblock_tile8).
+bool is_min_block(DType t) { return t == DType::Q4_1 || t == DType::Q5_1; }
 size_t act_bytes(DType t, int64_t k) {
     if (is_legacy(t)) return legacy_extra_off(k) + 2 * sizeof(float) * static_cast<size_t>(k / QK);
     return row_bytes(vec_dot_type(t), k);
@@ -50,6 +52,7 @@ template <int Max, class Run> void by_token_groups(int ntok, Run run) {
 template <int G>
 void run_tile(DType t, const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t k, float* const* out, int nr, size_t pf) {
     if (is_legacy(t)) return gemm::legacy_tile8<G>(t, wr, a, astride, k, out, nr, pf);
+    if (is_min_block(t)) return gemm::minblock_tile8<G>(t, wr, a, astride, k, out, nr, pf);
     return gemm::kquant_tile8<G>(t, wr, a, astride, k, out, nr, pf);
 }
 }  // namespace
@@ -57,7 +60,7 @@ void run_tile(DType t, const uint8_t* const* wr, const uint8_t* a, size_t astrid
 
 bool gemm_supported(DType t) {
 #if LS_GEMM_AVX2
-    return is_legacy(t) || t == DType::Q4_K || t == DType::Q6_K;
+    return is_legacy(t) || is_min_block(t) || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K;
 #else
     (void)t;
     return false;
@@ -93,7 +96,7 @@ void gemm_prepare_act(DType t, const float* x, uint8_t* dst, int64_t k) {
 void gemm_tile(DType t, const uint8_t* w, size_t wstride, int nr, const uint8_t* a, size_t astride, int ntok,
                int64_t k, float* const* out) {
     // Validates k against the block size (throws); cheap test first, this runs per row group.
-    if (!gemm_supported(t) || k <= 0 || k % (is_legacy(t) ? QK : QK_K) != 0) row_bytes(t, k);
+    if (!gemm_supported(t) || k <= 0 || k % (is_legacy(t) || is_min_block(t) ? QK : QK_K) != 0) row_bytes(t, k);
 #if LS_GEMM_V512
     if (is_legacy(t) && nr >= 1 && nr <= 16 && ntok > 8) {
         const uint8_t* wr[16];

@@ -1,4 +1,4 @@
-// The K-quant types (256-element super-blocks: Q4_K, Q6_K) in 8-row tiles: per super-block
+// The K-quant types (256-element super-blocks: Q4_K, Q5_K, Q6_K) in 8-row tiles: per super-block
 // and row, the unpacked values and scale vectors are reused by every token; the 8 rows'
 // 8-lane partial sums go through one hadd tree per super-block. With AVX-512 BW a row's 256
 // values go in four 512-bit vectors instead of eight 256-bit ones: the same exact sums.
@@ -6,6 +6,7 @@
 
 #if LS_GEMM_AVX2
 #include <cstring>
+#include <type_traits>
 
 #include "core/quant/quant_blocks.h"
 #include "cpu/gemm/vec256.h"
@@ -31,10 +32,13 @@ namespace {
 }
 #endif
 
-// Q4_K / Q8_K. Per row and super-block: 256 unsigned nibbles in element order, 8 int16 scale
-// broadcasts, the mins duplicated per bsum pair.
-template <int G>
-void q4k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t nb, float* const* out, int nr, size_t pf) {
+// Q4_K and Q5_K / Q8_K. Per row and super-block: 256 unsigned values in element order (Q4_K's
+// nibbles; Q5_K's with their fifth bit from qh, 0..31, so maddubs' pair sums stay below
+// 2 * 31 * 128 and exact), 8 int16 scale broadcasts, the mins duplicated per bsum pair. The
+// two types share scales, mins and the float combination (core/quant/quant_k.cpp).
+template <int G, class Block>
+void q45k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t nb, float* const* out, int nr, size_t pf) {
+    constexpr bool kQ5 = std::is_same_v<Block, BlockQ5_K>;
     alignas(64) uint8_t qb[8][QK_K];
     __m256i scv[8][8], mnv[8];
 #if LS_GEMM_K512
@@ -46,13 +50,26 @@ void q4k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_
     for (int64_t i = 0; i < nb; ++i) {
         alignas(16) uint16_t dh[8], mh[8];
         for (int r = 0; r < 8; ++r) {
-            const BlockQ4_K& b = reinterpret_cast<const BlockQ4_K*>(wr[r])[i];
+            const Block& b = reinterpret_cast<const Block*>(wr[r])[i];
             std::memcpy(&dh[r], &b.d, 2);
             std::memcpy(&mh[r], &b.dmin, 2);
             for (int j = 0; j < 4; ++j) {
                 const __m256i q = loadu(b.qs + 32 * j);
-                _mm256_store_si256(reinterpret_cast<__m256i*>(qb[r] + 64 * j), _mm256_and_si256(q, m4));
-                _mm256_store_si256(reinterpret_cast<__m256i*>(qb[r] + 64 * j + 32), _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
+                __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+                if constexpr (kQ5) {
+                    // Element 32m + l takes bit m of qh[l] as its bit 4: mask the bit, then move
+                    // it to bit 4 (a 16-bit shift of one set bit that stays inside its byte).
+                    const __m256i hq = loadu(b.qh);
+                    const int m0 = 2 * j, m1 = 2 * j + 1;
+                    auto bit4 = [&](int m) {
+                        const __m256i x = _mm256_and_si256(hq, _mm256_set1_epi8(static_cast<char>(1 << m)));
+                        return m <= 4 ? _mm256_slli_epi16(x, 4 - m) : _mm256_srli_epi16(x, m - 4);
+                    };
+                    lo = _mm256_or_si256(lo, bit4(m0));
+                    hi = _mm256_or_si256(hi, bit4(m1));
+                }
+                _mm256_store_si256(reinterpret_cast<__m256i*>(qb[r] + 64 * j), lo);
+                _mm256_store_si256(reinterpret_cast<__m256i*>(qb[r] + 64 * j + 32), hi);
             }
             // 6-bit scales and mins as bytes (same unpacking as k4_scale_min, four at a time).
             uint32_t u[3];
@@ -68,7 +85,7 @@ void q4k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_
             // mins duplicated (m0 m0 m1 m1 ... m7 m7) to pair with the 16 bsums.
             mnv[r] = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(sm, _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)));
         }
-        if (pf) prefetch_group(wr[0] + pf, sizeof(BlockQ4_K), i);
+        if (pf) prefetch_group(wr[0] + pf, sizeof(Block), i);
         const __m256 dw = load_d8(dh), dm = load_d8(mh);
 #if LS_GEMM_K512
         for (int r = 0; r < 8; ++r) join_scales(scv[r], scz[r]);
@@ -187,7 +204,8 @@ template <int G>
 void kquant_tile8(DType t, const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t k, float* const* out, int nr,
                   size_t pf) {
     switch (t) {
-        case DType::Q4_K: return q4k_tile<G>(wr, a, astride, k / QK_K, out, nr, pf);
+        case DType::Q4_K: return q45k_tile<G, BlockQ4_K>(wr, a, astride, k / QK_K, out, nr, pf);
+        case DType::Q5_K: return q45k_tile<G, BlockQ5_K>(wr, a, astride, k / QK_K, out, nr, pf);
         case DType::Q6_K: return q6k_tile<G>(wr, a, astride, k / QK_K, out, nr, pf);
         default: break;
     }

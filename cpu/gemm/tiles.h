@@ -21,7 +21,11 @@ inline constexpr int kMaxGroup16 = 64;  // tokens per call of a 16-row tile, at 
 template <int G>
 void legacy_tile8(DType t, const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t k, float* const* out, int nr,
                   size_t pf);
-// Q4_K, Q6_K: 8 rows.
+// Q4_1, Q5_1 (over Q8_1 activations): 8 rows.
+template <int G>
+void minblock_tile8(DType t, const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t k, float* const* out, int nr,
+                    size_t pf);
+// Q4_K, Q5_K, Q6_K: 8 rows.
 template <int G>
 void kquant_tile8(DType t, const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t k, float* const* out, int nr,
                   size_t pf);
