@@ -170,7 +170,9 @@ def suite_cancel(binary, model, args):
         before = srv.metrics()["lockstep_requests_cancelled_total"]
         s = socket.create_connection(("127.0.0.1", srv.port))
         body = json.dumps({"prompt": PROMPTS[3], "max_tokens": 400, "temperature": 0}).encode()
-        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
+        # (It accepts gzip, as most clients do: the keep-alive must still reach the socket.)
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip, br\r\n"
+                  b"Content-Type: application/json\r\nContent-Length: "
                   + str(len(body)).encode() + b"\r\n\r\n" + body)
         time.sleep(0.3)
         s.close()
@@ -263,6 +265,12 @@ def suite_errors(binary, model, args):
         expect(400, "POST", "/tokenize", {"content": 5}, param="content")
         expect(400, "POST", "/detokenize", {"tokens": [1, 10 ** 9]}, param="tokens")
         expect(400, "POST", "/detokenize", {"tokens": "abc"}, param="tokens")
+        # values nested 100000 deep (printing them would recurse that deep)
+        deep = "[" * 100000 + "]" * 100000
+        expect(400, "POST", "/detokenize", raw='{"tokens": [' + deep + "]}", param="tokens")
+        expect(400, "POST", "/v1/completions", raw='{"prompt": "x", "logit_bias": {"5": ' + deep + "}}", param="logit_bias")
+        expect(400, "POST", "/v1/completions", raw='{"prompt": "x", "stop": ' + deep + "}", param="stop")
+        expect(400, "POST", "/v1/completions", {"prompt": "x", "stop": ["z" * 2000]}, param="stop")
         # garbage on the socket, and a client that leaves halfway through its body
         for raw in (b"\x00\x01garbage\r\n\r\n", b"POST /v1/completions HTTP/1.1\r\nContent-Length: 1000\r\n\r\n{\"pro"):
             s = socket.create_connection(("127.0.0.1", srv.port))
@@ -300,7 +308,7 @@ def suite_errors(binary, model, args):
         m = srv.metrics()
         check(m['lockstep_http_requests_total{status="4xx"}'] >= len(cases) + len(chat_cases), m)
         check(m["lockstep_requests_rejected_total"] == 1, m)
-    print(f"errors: {len(cases) + len(chat_cases) + 17} bad requests answered with their status and a JSON error; "
+    print(f"errors: {len(cases) + len(chat_cases) + 21} bad requests answered with their status and a JSON error; "
           "the server stayed healthy", flush=True)
 
 

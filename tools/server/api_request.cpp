@@ -98,7 +98,12 @@ void parse_common(const json& body, const ApiContext& ctx, GenRequest& r) {
             if (id < 0 || id >= ctx.tok->n_vocab())
                 throw ApiError(400, "'logit_bias' key '" + it.key() + "' is not a token id in [0, " + std::to_string(ctx.tok->n_vocab()) + ")",
                                "logit_bias");
-            if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < -100 || it->get<double>() > 100)
+            // (A value is printed only once it is known to be a number: dumping an arbitrary
+            // client value would recurse as deep as its nesting.)
+            if (!it->is_number())
+                throw ApiError(400, "'logit_bias' values must be numbers in [-100, 100], got " + type_name(*it) + " for token " + it.key(),
+                               "logit_bias");
+            if (!std::isfinite(it->get<double>()) || it->get<double>() < -100 || it->get<double>() > 100)
                 throw ApiError(400, "'logit_bias' values must be numbers in [-100, 100], got " + it->dump() + " for token " + it.key(),
                                "logit_bias");
             s.logit_bias.emplace_back(int32_t(id), float(it->get<double>()));
@@ -122,8 +127,11 @@ void parse_common(const json& body, const ApiContext& ctx, GenRequest& r) {
             throw ApiError(400, "'stop' must be a string or an array of strings, got " + type_name(*st), "stop");
         }
         if (r.job.stop.size() > 16) throw ApiError(400, "'stop' takes at most 16 strings", "stop");
-        for (const auto& x : r.job.stop)
+        for (const auto& x : r.job.stop) {
             if (x.empty()) throw ApiError(400, "'stop' strings must not be empty", "stop");
+            // Each token's partial-match check costs the stop strings' length: keep it bounded.
+            if (x.size() > 1024) throw ApiError(400, "'stop' strings may be at most 1024 bytes long", "stop");
+        }
     }
 
     r.stream = boolean(body, "stream", false);
@@ -227,7 +235,9 @@ GenRequest parse_chat(const json& body, const ApiContext& ctx) {
     r.logprobs = boolean(body, "logprobs", false);
     r.top_logprobs = int(integer(body, "top_logprobs", 0, 0, 20));
     if (r.top_logprobs > 0 && !r.logprobs) throw ApiError(400, "'top_logprobs' needs 'logprobs': true", "top_logprobs");
-    if (field(body, "tools") || field(body, "functions")) throw ApiError(400, "tool calls are not supported", "tools");
+    for (const char* k : {"tools", "functions"})
+        if (const json* t = field(body, k); t && !(t->is_array() && t->empty()))
+            throw ApiError(400, "tool calls are not supported", k);
 
     const json* msgs = field(body, "messages");
     if (!msgs) throw ApiError(400, "'messages' is required", "messages");

@@ -22,6 +22,10 @@ json usage_json(const Usage& u) {
 
 namespace {
 
+// A token's text; "" for an id the tokenizer does not have (a model whose embedding rows
+// outnumber its vocabulary can still produce one).
+std::string piece_of(const Tokenizer& tok, int32_t id) { return id >= 0 && id < tok.n_vocab() ? tok.token_to_piece(id, false) : ""; }
+
 json bytes_of(const std::string& s) {
     json b = json::array();
     for (unsigned char c : s) b.push_back(int(c));
@@ -36,7 +40,7 @@ json logprobs_json(const ResponseMeta& m, const std::vector<TokenOut>& tokens, c
         for (const TokenOut& t : tokens) {
             json top = json::array();
             for (const TokenLogprob& a : t.top) {
-                const std::string p = tok.token_to_piece(a.id, false);
+                const std::string p = piece_of(tok, a.id);
                 top.push_back({{"token", p}, {"logprob", a.logprob}, {"bytes", bytes_of(p)}});
             }
             content.push_back({{"token", t.piece}, {"logprob", t.logprob}, {"bytes", bytes_of(t.piece)}, {"top_logprobs", top}});
@@ -48,7 +52,7 @@ json logprobs_json(const ResponseMeta& m, const std::vector<TokenOut>& tokens, c
         toks.push_back(t.piece);
         lps.push_back(t.logprob);
         json top = json::object();
-        for (const TokenLogprob& a : t.top) top[tok.token_to_piece(a.id, false)] = a.logprob;
+        for (const TokenLogprob& a : t.top) top[piece_of(tok, a.id)] = a.logprob;
         tops.push_back(top);
         offs.push_back(text_offset);
         text_offset += t.piece.size();

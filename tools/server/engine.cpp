@@ -117,10 +117,20 @@ void Engine::admit() {
                                        std::to_string(s_.params().n_ctx));
                 continue;
             }
-            const int64_t kept = s_.reuse_prefix(int(i), p.prompt);
-            sl.usage.cached_tokens = kept;
-            metrics_.prompt_tokens_reused += uint64_t(kept);
-            sl.rest.assign(p.prompt.begin() + kept, p.prompt.end());
+            try {
+                const int64_t kept = s_.reuse_prefix(int(i), p.prompt);
+                sl.usage.cached_tokens = kept;
+                metrics_.prompt_tokens_reused += uint64_t(kept);
+                sl.rest.assign(p.prompt.begin() + kept, p.prompt.end());
+            } catch (const std::exception& e) {
+                // (A failed cache edit, e.g. restoring a checkpoint: this request fails, the
+                // slot starts afresh.)
+                finish(int(i), "", std::string("preparing the slot failed: ") + e.what());
+                try {
+                    s_.seq_rm(int(i), 0);
+                } catch (const std::exception&) {
+                }
+            }
         }
     }
 }
@@ -204,7 +214,8 @@ void Engine::on_logits(int i, float* logits) {
     metrics_.generated_tokens++;
     TokenOut t;
     t.id = id;
-    t.piece = tok_.token_to_piece(id, false);
+    // An id past the tokenizer's vocabulary (embedding rows can outnumber it) has no text.
+    t.piece = id < tok_.n_vocab() ? tok_.token_to_piece(id, false) : std::string();
     if (p.sampling.want_logprobs) {
         t.logprob = sl.sampler->last_logprob();
         t.top = sl.sampler->last_top();

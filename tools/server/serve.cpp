@@ -139,8 +139,19 @@ void handle_generate(State& st, bool chat, const httplib::Request& req, httplib:
     meta.id = (chat ? "chatcmpl-" : "cmpl-") + random_hex();
     auto gp = std::make_shared<GenRequest>(std::move(g));
     res.set_chunked_content_provider(
-        gp->stream ? "text/event-stream" : "application/json",
-        [&st, job, meta, gp](size_t, httplib::DataSink& sink) { return pump(st, job, meta, *gp, sink); },
+        // (Not plain "application/json": httplib would gzip that for clients that accept it,
+        // and the compressor would hold back the keep-alive spaces that detect a client gone.)
+        gp->stream ? "text/event-stream" : "application/json; charset=utf-8",
+        [&st, job, meta, gp](size_t, httplib::DataSink& sink) {
+            // httplib calls this outside its own exception handling: nothing may escape.
+            try {
+                return pump(st, job, meta, *gp, sink);
+            } catch (const std::exception& e) {
+                std::fprintf(stderr, "lockstep serve: response failed: %s\n", e.what());
+                job->cancel();
+                return false;
+            }
+        },
         [job](bool success) {
             if (!success) job->cancel();
         });
@@ -215,7 +226,8 @@ void routes(httplib::Server& svr, State& st, const ServeConfig& c) {
             std::vector<int32_t> ids;
             for (const json& x : *it) {
                 if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= st.tok->n_vocab())
-                    throw ApiError(400, "'tokens' holds " + x.dump() + ", not a token id in [0, " + std::to_string(st.tok->n_vocab()) + ")",
+                    throw ApiError(400, "'tokens' holds " + (x.is_number() ? x.dump() : std::string("a non-number")) +
+                                            ", not a token id in [0, " + std::to_string(st.tok->n_vocab()) + ")",
                                    "tokens");
                 ids.push_back(int32_t(x.get<int64_t>()));
             }
@@ -262,8 +274,10 @@ int serve(const ServeConfig& c) {
     st.model_id = std::filesystem::path(c.model_path).filename().string();
     httplib::Server svr;
     // Each open stream and each queued request holds a worker: slots + queue + a few for
-    // the quick endpoints (health, metrics, errors, 503s).
-    const size_t workers = size_t(c.session.n_seq) + size_t(c.max_queue) + 8;
+    // the quick endpoints (health, metrics, errors, 503s). (A connection holds a worker from
+    // accept on; httplib 0.11 has no cap on connections, so many idle ones can still delay
+    // the quick endpoints until their read timeout.)
+    const size_t workers = size_t(c.session.n_seq) + size_t(c.max_queue) + 16;
     svr.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
     svr.set_tcp_nodelay(true);
     svr.set_read_timeout(c.timeout_s);
