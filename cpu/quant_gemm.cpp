@@ -60,7 +60,8 @@ void run_tile(DType t, const uint8_t* const* wr, const uint8_t* a, size_t astrid
 
 bool gemm_supported(DType t) {
 #if LS_GEMM_AVX2
-    return is_legacy(t) || is_min_block(t) || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K;
+    return is_legacy(t) || is_min_block(t) || t == DType::Q2_K || t == DType::Q3_K || t == DType::Q4_K || t == DType::Q5_K ||
+           t == DType::Q6_K;
 #else
     (void)t;
     return false;

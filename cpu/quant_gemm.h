@@ -3,7 +3,7 @@
 // included), so a (weight row, token) value never depends on how many tokens are in the batch:
 // each output is one float lane whose operations are, per block i in order,
 //     acc = acc + (d_w[i] * d_a[i]) * float(exact integer block sum)   (each operation rounded)
-// (Q4_K and Q5_K also keep macc = macc + (dmin_w * d_a) * float(exact min sum), output acc - macc;
+// (Q2_K, Q4_K and Q5_K also keep macc = macc + (dmin_w * d_a) * float(exact min sum), output acc - macc;
 // Q4_1 and Q5_1 add acc = acc + m_w * s_a after each block's product),
 // whatever the group size or the lane's position.
 #pragma once
@@ -14,7 +14,7 @@
 
 namespace ls::cpu {
 
-// True if weight type t has a tiled kernel in this build (the 32-element block types, Q4_K, Q5_K, Q6_K on AVX2).
+// True if weight type t has a tiled kernel in this build (the 32-element block types and Q2_K..Q6_K on AVX2).
 bool gemm_supported(DType t);
 // Weight rows per gemm_tile call for type t and ntok tokens: 16 for the legacy types with
 // more than 8 tokens where the CPU has AVX-512 VNNI, else 8. (gemm_tile takes up to 16 rows

@@ -1,4 +1,4 @@
-// The K-quant types (256-element super-blocks: Q4_K, Q5_K, Q6_K) in 8-row tiles: per super-block
+// The K-quant types (256-element super-blocks: Q2_K..Q6_K) in 8-row tiles: per super-block
 // and row, the unpacked values and scale vectors are reused by every token; the 8 rows'
 // 8-lane partial sums go through one hadd tree per super-block. With AVX-512 BW a row's 256
 // values go in four 512-bit vectors instead of eight 256-bit ones: the same exact sums.
@@ -8,6 +8,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "core/quant/block_access.h"
 #include "core/quant/quant_blocks.h"
 #include "cpu/gemm/vec256.h"
 
@@ -198,12 +199,85 @@ void q6k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_
     }
     for (int g = 0; g < G; ++g) store_out(acc[g], out[g], nr);
 }
+// Q2_K and Q3_K / Q8_K: 16 sub-blocks of 16 with an int16 scale each. Per row and super-block:
+// 256 unsigned values u in element order (Q2_K: 0..3; Q3_K: 0..7 with x = u - 4), scv[j] the
+// scales of sub-blocks 2j (low 128 bits) and 2j + 1 (high), as for Q6_K. Q2_K subtracts its
+// mins (sum_s min_s * bsum_s, like Q4_K's macc); Q3_K its offset (4 * sum_s sc_s * bsum_s,
+// like Q6_K's). The same exact integers as core/quant/quant_k.cpp, then its float sequence.
+// AVX2 only (every build runs this same code).
+template <int G, class Block>
+void q23k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t nb, float* const* out, int nr, size_t pf) {
+    constexpr bool kQ2 = std::is_same_v<Block, BlockQ2_K>;
+    alignas(64) uint8_t qb[8][QK_K];
+    __m256i scv[8][8], corr[8];  // corr: Q2_K's 16 mins, Q3_K's 16 scales times 4 (int16)
+    __m256 acc[G], macc[G];
+    for (int g = 0; g < G; ++g) acc[g] = macc[g] = _mm256_setzero_ps();
+    const __m256i m3 = _mm256_set1_epi8(0x03), one = _mm256_set1_epi8(0x01);
+    for (int64_t i = 0; i < nb; ++i) {
+        alignas(16) uint16_t dh[8], mh[8];
+        for (int r = 0; r < 8; ++r) {
+            const Block& b = reinterpret_cast<const Block*>(wr[r])[i];
+            std::memcpy(&dh[r], &b.d, 2);
+            alignas(32) int16_t sc[16], cr[16];
+            if constexpr (kQ2) {
+                std::memcpy(&mh[r], &b.dmin, 2);
+                for (int t = 0; t < 16; ++t) sc[t] = int16_t(q2k_scale(b.scales, t)), cr[t] = int16_t(q2k_min(b.scales, t));
+            } else {
+                for (int t = 0; t < 16; ++t) sc[t] = int16_t(q3k_scale(b.scales, t)), cr[t] = int16_t(4 * sc[t]);
+            }
+            [[maybe_unused]] __m256i hm{};
+            if constexpr (!kQ2) hm = loadu(b.hmask);
+            for (int n = 0; n < 2; ++n) {
+                const __m256i q = loadu(b.qs + 32 * n);
+                for (int j = 0; j < 4; ++j) {
+                    // 2-bit field j of each byte: shifted within 16 bits, then masked to the byte.
+                    __m256i u = _mm256_and_si256(_mm256_srli_epi16(q, 2 * j), m3);
+                    if constexpr (!kQ2)  // Q3_K: bit 4n + j of hmask[l] is the value's bit 2
+                        u = _mm256_or_si256(u, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hm, 4 * n + j), one), 2));
+                    _mm256_store_si256(reinterpret_cast<__m256i*>(qb[r] + 128 * n + 32 * j), u);
+                }
+            }
+            for (int j = 0; j < 8; ++j) scv[r][j] = _mm256_set_m128i(_mm_set1_epi16(sc[2 * j + 1]), _mm_set1_epi16(sc[2 * j]));
+            corr[r] = _mm256_load_si256(reinterpret_cast<const __m256i*>(cr));
+        }
+        if (pf) prefetch_group(wr[0] + pf, sizeof(Block), i);
+        const __m256 dw = load_d8(dh);
+        [[maybe_unused]] const __m256 dm = kQ2 ? load_d8(mh) : _mm256_setzero_ps();
+        for (int g = 0; g < G; ++g) {
+            const BlockQ8_K& y = reinterpret_cast<const BlockQ8_K*>(a + astride * static_cast<size_t>(g))[i];
+            const __m256i bs = loadu(y.bsums);
+            __m256i v[8], mv[8];
+            for (int r = 0; r < 8; ++r) {
+                __m256i s = _mm256_setzero_si256();
+                for (int j = 0; j < 8; ++j) {
+                    const __m256i p = _mm256_maddubs_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(qb[r] + 32 * j)),
+                                                           loadu(y.qs + 32 * j));
+                    s = _mm256_add_epi32(s, _mm256_madd_epi16(p, scv[r][j]));
+                }
+                if constexpr (kQ2) {
+                    v[r] = s;
+                    mv[r] = _mm256_madd_epi16(corr[r], bs);
+                } else {
+                    v[r] = _mm256_sub_epi32(s, _mm256_madd_epi16(corr[r], bs));
+                }
+            }
+            float yd;
+            std::memcpy(&yd, &y.d, 4);
+            const __m256 ydv = _mm256_set1_ps(yd);
+            acc[g] = _mm256_add_ps(acc[g], _mm256_mul_ps(_mm256_mul_ps(dw, ydv), _mm256_cvtepi32_ps(hsum8(v))));
+            if constexpr (kQ2) macc[g] = _mm256_add_ps(macc[g], _mm256_mul_ps(_mm256_mul_ps(dm, ydv), _mm256_cvtepi32_ps(hsum8(mv))));
+        }
+    }
+    for (int g = 0; g < G; ++g) store_out(kQ2 ? _mm256_sub_ps(acc[g], macc[g]) : acc[g], out[g], nr);
+}
 }  // namespace
 
 template <int G>
 void kquant_tile8(DType t, const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t k, float* const* out, int nr,
                   size_t pf) {
     switch (t) {
+        case DType::Q2_K: return q23k_tile<G, BlockQ2_K>(wr, a, astride, k / QK_K, out, nr, pf);
+        case DType::Q3_K: return q23k_tile<G, BlockQ3_K>(wr, a, astride, k / QK_K, out, nr, pf);
         case DType::Q4_K: return q45k_tile<G, BlockQ4_K>(wr, a, astride, k / QK_K, out, nr, pf);
         case DType::Q5_K: return q45k_tile<G, BlockQ5_K>(wr, a, astride, k / QK_K, out, nr, pf);
         case DType::Q6_K: return q6k_tile<G>(wr, a, astride, k / QK_K, out, nr, pf);

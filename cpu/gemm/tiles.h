@@ -25,7 +25,7 @@ void legacy_tile8(DType t, const uint8_t* const* wr, const uint8_t* a, size_t as
 template <int G>
 void minblock_tile8(DType t, const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t k, float* const* out, int nr,
                     size_t pf);
-// Q4_K, Q5_K, Q6_K: 8 rows.
+// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K: 8 rows.
 template <int G>
 void kquant_tile8(DType t, const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t k, float* const* out, int nr,
                   size_t pf);
