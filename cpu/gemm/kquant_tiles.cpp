@@ -17,6 +17,16 @@ using namespace ls::qb;
 
 namespace {
 
+// Row r's sum over a super-block in 256-bit halves: sum_j madd(maddubs(qb[32j..], y[32j..]),
+// sc[j]) in 8 int32 lanes (exact), the AVX2 twin of ksum512.
+[[gnu::always_inline]] inline __m256i ksum256(const uint8_t* qb, const int8_t* yq, const __m256i* sc, __m256i s) {
+    for (int j = 0; j < 8; ++j) {
+        const __m256i p = _mm256_maddubs_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(qb + 32 * j)), loadu(yq + 32 * j));
+        s = _mm256_add_epi32(s, _mm256_madd_epi16(p, sc[j]));
+    }
+    return s;
+}
+
 #if LS_GEMM_K512
 // Row r's sum over a super-block: sum_m madd(maddubs(qb[64m..], y[64m..]), sc[m]) in 16
 // lanes, folded to 8 (exact int32 adds). sc[m] holds the int16 scales of 256-bit halves 2m
@@ -104,13 +114,7 @@ void q45k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64
             }
 #else
             for (int r = 0; r < 8; ++r) {
-                __m256i s = _mm256_setzero_si256();
-                for (int j = 0; j < 8; ++j) {
-                    const __m256i p = _mm256_maddubs_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(qb[r] + 32 * j)),
-                                                           loadu(y.qs + 32 * j));
-                    s = _mm256_add_epi32(s, _mm256_madd_epi16(p, scv[r][j]));
-                }
-                v[r] = s;
+                v[r] = ksum256(qb[r], y.qs, scv[r], _mm256_setzero_si256());
                 mv[r] = _mm256_madd_epi16(mnv[r], bs);
             }
 #endif
@@ -182,15 +186,8 @@ void q6k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_
             for (int r = 0; r < 8; ++r)
                 v[r] = _mm256_sub_epi32(ksum512(qb[r], y4, scz[r], _mm512_setzero_si512()), _mm256_madd_epi16(sc32[r], bs));
 #else
-            for (int r = 0; r < 8; ++r) {
-                __m256i s = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_madd_epi16(sc32[r], bs));
-                for (int j = 0; j < 8; ++j) {
-                    const __m256i p = _mm256_maddubs_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(qb[r] + 32 * j)),
-                                                           loadu(y.qs + 32 * j));
-                    s = _mm256_add_epi32(s, _mm256_madd_epi16(p, scv[r][j]));
-                }
-                v[r] = s;
-            }
+            for (int r = 0; r < 8; ++r)
+                v[r] = ksum256(qb[r], y.qs, scv[r], _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_madd_epi16(sc32[r], bs)));
 #endif
             float yd;
             std::memcpy(&yd, &y.d, 4);
@@ -248,12 +245,7 @@ void q23k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64
             const __m256i bs = loadu(y.bsums);
             __m256i v[8], mv[8];
             for (int r = 0; r < 8; ++r) {
-                __m256i s = _mm256_setzero_si256();
-                for (int j = 0; j < 8; ++j) {
-                    const __m256i p = _mm256_maddubs_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(qb[r] + 32 * j)),
-                                                           loadu(y.qs + 32 * j));
-                    s = _mm256_add_epi32(s, _mm256_madd_epi16(p, scv[r][j]));
-                }
+                const __m256i s = ksum256(qb[r], y.qs, scv[r], _mm256_setzero_si256());
                 if constexpr (kQ2) {
                     v[r] = s;
                     mv[r] = _mm256_madd_epi16(corr[r], bs);

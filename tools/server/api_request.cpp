@@ -112,8 +112,7 @@ void parse_common(const json& body, const ApiContext& ctx, GenRequest& r) {
 
     // llama.cpp's extension: generate past the end-of-generation tokens (benchmarks).
     if (boolean(body, "ignore_eos", false))
-        for (int32_t id = 0; id < ctx.tok->n_vocab(); ++id)
-            if (ctx.tok->is_eog(id)) s.logit_bias.emplace_back(id, -std::numeric_limits<float>::infinity());
+        for (int32_t id : ctx.eog_ids) s.logit_bias.emplace_back(id, -std::numeric_limits<float>::infinity());
 
     if (const json* st = field(body, "stop")) {
         if (st->is_string()) {

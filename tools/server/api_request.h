@@ -27,6 +27,7 @@ struct ApiContext {
     std::string arch;
     int64_t n_ctx = 0;
     SamplerParams defaults;  // the server's sampling flags (--temp, --top-k, ...): what a request leaves out
+    std::vector<int32_t> eog_ids;  // the end-of-generation tokens (banned by ignore_eos)
 };
 
 struct GenRequest {

@@ -77,13 +77,12 @@ void Engine::drop_cancelled() {
 
 void Engine::admit() {
     while (true) {
-        std::shared_ptr<Job> job;
+        int best = -1;
         {
             std::lock_guard<std::mutex> l(m_);
             if (queue_.empty()) return;
             // The free slot whose cache shares the longest prefix with the prompt; among
             // equals, the least recently used (its cache is the least likely to be wanted).
-            int best = -1;
             size_t best_common = 0;
             const auto& prompt = queue_.front()->params.prompt;
             for (size_t i = 0; i < slots_.size(); ++i) {
@@ -95,41 +94,38 @@ void Engine::admit() {
                     best = int(i), best_common = c;
             }
             if (best < 0) return;
-            job = std::move(queue_.front());
-            queue_.pop_front();
-            metrics_.queue_length = int64_t(queue_.size());
             Slot& sl = slots_[size_t(best)];
             sl = Slot{};
-            sl.job = std::move(job);
+            sl.job = std::move(queue_.front());
+            queue_.pop_front();
+            metrics_.queue_length = int64_t(queue_.size());
             sl.admitted = sl.last_used = ++clock_;
         }
         metrics_.slots_busy++;
-        for (size_t i = 0; i < slots_.size(); ++i) {
-            Slot& sl = slots_[i];
-            if (!sl.job || sl.sampler) continue;
-            const JobParams& p = sl.job->params;
-            sl.sampler = std::make_unique<Sampler>(p.sampling);
-            sl.text = StopText(p.stop);
-            sl.usage.prompt_tokens = int64_t(p.prompt.size());
-            metrics_.prompt_tokens += p.prompt.size();
-            if (p.prompt.empty() || int64_t(p.prompt.size()) >= s_.params().n_ctx) {
-                finish(int(i), "", "the prompt has " + std::to_string(p.prompt.size()) + " tokens; a slot's context holds " +
-                                       std::to_string(s_.params().n_ctx));
-                continue;
-            }
+        const int i = best;
+        Slot& sl = slots_[size_t(i)];
+        const JobParams& p = sl.job->params;
+        sl.sampler = std::make_unique<Sampler>(p.sampling);
+        sl.text = StopText(p.stop);
+        sl.usage.prompt_tokens = int64_t(p.prompt.size());
+        metrics_.prompt_tokens += p.prompt.size();
+        if (p.prompt.empty() || int64_t(p.prompt.size()) >= s_.params().n_ctx) {
+            finish(i, "", "the prompt has " + std::to_string(p.prompt.size()) + " tokens; a slot's context holds " +
+                              std::to_string(s_.params().n_ctx));
+            continue;
+        }
+        try {
+            const int64_t kept = s_.reuse_prefix(i, p.prompt);
+            sl.usage.cached_tokens = kept;
+            metrics_.prompt_tokens_reused += uint64_t(kept);
+            sl.rest.assign(p.prompt.begin() + kept, p.prompt.end());
+        } catch (const std::exception& e) {
+            // (A failed cache edit, e.g. restoring a checkpoint: this request fails, the
+            // slot starts afresh.)
+            finish(i, "", std::string("preparing the slot failed: ") + e.what());
             try {
-                const int64_t kept = s_.reuse_prefix(int(i), p.prompt);
-                sl.usage.cached_tokens = kept;
-                metrics_.prompt_tokens_reused += uint64_t(kept);
-                sl.rest.assign(p.prompt.begin() + kept, p.prompt.end());
-            } catch (const std::exception& e) {
-                // (A failed cache edit, e.g. restoring a checkpoint: this request fails, the
-                // slot starts afresh.)
-                finish(int(i), "", std::string("preparing the slot failed: ") + e.what());
-                try {
-                    s_.seq_rm(int(i), 0);
-                } catch (const std::exception&) {
-                }
+                s_.seq_rm(i, 0);
+            } catch (const std::exception&) {
             }
         }
     }

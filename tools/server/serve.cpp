@@ -323,6 +323,8 @@ int serve(const ServeConfig& c) {
         st.api.arch = st.model->hparams().arch;
         st.api.n_ctx = st.session->params().n_ctx;
         st.api.defaults = c.sampling;
+        for (int32_t id = 0; id < st.tok->n_vocab(); ++id)
+            if (st.tok->is_eog(id)) st.api.eog_ids.push_back(id);
         st.engine = std::make_unique<Engine>(*st.session, *st.tok, st.metrics, c.max_queue);
         st.ready = true;
         std::fprintf(stderr, "lockstep serve: ready in %.1f s: %s, %d slots of %lld tokens each, ubatch %lld\n",
