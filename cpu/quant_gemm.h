@@ -14,7 +14,8 @@
 
 namespace ls::cpu {
 
-// True if weight type t has a tiled kernel in this build (the 32-element block types and Q2_K..Q6_K on AVX2).
+// True if weight type t has a tiled kernel in this build (on AVX2: every quantized weight type
+// lockstep runs; float weights take dot_canonical).
 bool gemm_supported(DType t);
 // Weight rows per gemm_tile call for type t and ntok tokens: 16 for the legacy types with
 // more than 8 tokens where the CPU has AVX-512 VNNI, else 8. (gemm_tile takes up to 16 rows

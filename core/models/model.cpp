@@ -91,14 +91,8 @@ Tensor* Model::norm_weight(const std::string& name, int64_t n) {
 namespace {
 // Weight types the matmul ops take, with whole blocks per row.
 void check_matmul_type(const Tensor* t, const std::string& name, int64_t k) {
-    switch (t->type) {
-        case DType::F32: case DType::F16: case DType::BF16: case DType::Q4_0: case DType::Q4_1:
-        case DType::Q5_0: case DType::Q5_1: case DType::Q8_0: case DType::Q2_K: case DType::Q3_K:
-        case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: break;
-        default:
-            throw std::runtime_error("tensor '" + name + "' has type " + dtype_name(t->type) +
-                                     ", which lockstep cannot multiply with");
-    }
+    if (!is_weight_type(t->type))
+        throw std::runtime_error("tensor '" + name + "' has type " + dtype_name(t->type) + ", which lockstep cannot multiply with");
     if (k % block_size(t->type) != 0)
         throw std::runtime_error("tensor '" + name + "': row length " + std::to_string(k) + " is not a multiple of the " +
                                  dtype_name(t->type) + " block");

@@ -80,4 +80,49 @@ LS_HD inline int q6k_value(const BlockQ6_K& b, int e) {
     return (lo | (hi << 4)) - 32;
 }
 
+// ---------------------------------------------------------------- lookup-table types
+
+// The 16 int8 levels of IQ4_NL / IQ4_XS and of MXFP4 (E2M1 doubled: 0 0.5 1 1.5 2 3 4 6 and
+// their negatives), packed 8 to a 64-bit constant so host and device read the same numbers
+// without a table in memory.
+LS_HD inline int lut16(uint64_t lo, uint64_t hi, int i) {
+    return static_cast<int8_t>(static_cast<uint8_t>(((i < 8 ? lo : hi) >> (8 * (i & 7))) & 0xFF));
+}
+constexpr uint64_t kIQ4NLLo = 0xF6EADDCFBFAD9881ull, kIQ4NLHi = 0x7159453526190D01ull;  // -127 -104 ... -10 | 1 13 ... 113
+constexpr uint64_t kMXFP4Lo = 0x0C08060403020100ull, kMXFP4Hi = 0xF4F8FAFCFDFEFF00ull;  // 0 1 2 3 4 6 8 12 | -0 -1 ... -12
+LS_HD inline int iq4nl_level(int i) { return lut16(kIQ4NLLo, kIQ4NLHi, i); }
+LS_HD inline int mxfp4_level(int i) { return lut16(kMXFP4Lo, kMXFP4Hi, i); }
+// IQ4_XS: the scale of sub-block s (0..7), minus its bias: -32..31.
+LS_HD inline int iq4xs_scale(const BlockIQ4_XS& b, int s) {
+    const int lo = (b.scales_l[s / 2] >> (4 * (s % 2))) & 0x0F;
+    const int hi = (b.scales_h >> (2 * s)) & 3;
+    return (lo | (hi << 4)) - 32;
+}
+// IQ4_XS element e: sub-block e / 32, index nibble(qs + 16 * (e / 32), e % 32).
+LS_HD inline int iq4xs_value(const BlockIQ4_XS& b, int e) { return iq4nl_level(nibble(b.qs + 16 * (e / 32), e % 32)); }
+// MXFP4's scale, 2^(e - 128) (half of E8M0's 2^(e - 127), the levels being doubled), as the
+// bits of a float: subnormal for e < 2, exact for every e (ggml's e8m0_to_fp32_half).
+LS_HD inline uint32_t mxfp4_scale_bits(uint8_t e) { return e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23; }
+
+// ---------------------------------------------------------------- ternary types
+
+// TQ1_0 element e (value -1..1): a byte q holding base-3 digits as a fraction q / 256 ~
+// sum d_k 3^-(k+1); digit n is ((q * 3^n mod 256) * 3) >> 8. Elements 0..159 are digit e/32
+// of qs[e % 32], 160..239 digit (e-160)/16 of qs[32 + e % 16], 240..255 digit (e-240)/4 of qh[e % 4].
+LS_HD inline int tq1_value(const BlockTQ1_0& b, int e) {
+    int byte, n;
+    if (e < 160) { byte = b.qs[e % 32]; n = e / 32; }
+    else if (e < 240) { byte = b.qs[32 + (e - 160) % 16]; n = (e - 160) / 16; }
+    else { byte = b.qh[(e - 240) % 4]; n = (e - 240) / 4; }
+    int p = 1;
+    for (int k = 0; k < n; ++k) p *= 3;
+    const int q = (byte * p) & 0xFF;
+    return ((q * 3) >> 8) - 1;
+}
+// TQ2_0 element e = 128n + 32j + l: bits 2j..2j+1 of qs[32n + l], minus 1 (-1..2).
+LS_HD inline int tq2_value(const BlockTQ2_0& b, int e) {
+    const int n = e / 128, j = (e % 128) / 32, l = e % 32;
+    return ((b.qs[32 * n + l] >> (2 * j)) & 3) - 1;
+}
+
 }  // namespace ls::qb

@@ -25,6 +25,11 @@
 #define LS_TYPE_I32 26
 #define LS_TYPE_I64 27
 #define LS_TYPE_F64 28
+#define LS_TYPE_IQ4_NL 20
+#define LS_TYPE_IQ4_XS 23
 #define LS_TYPE_BF16 30
+#define LS_TYPE_TQ1_0 34
+#define LS_TYPE_TQ2_0 35
+#define LS_TYPE_MXFP4 39
 
 #endif  /* LS_CORE_QUANT_DTYPE_IDS_H */

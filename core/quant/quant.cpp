@@ -72,6 +72,7 @@ bool can_dequantize(DType t) {
         case DType::Q4_0: case DType::Q4_1: case DType::Q5_0: case DType::Q5_1:
         case DType::Q8_0: case DType::Q8_1: case DType::Q2_K: case DType::Q3_K:
         case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: case DType::Q8_K:
+        case DType::IQ4_NL: case DType::IQ4_XS: case DType::MXFP4: case DType::TQ1_0: case DType::TQ2_0:
             return true;
         default:
             return false;
@@ -112,6 +113,11 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
         case DType::Q5_K: return qref::dequant_q5_k(src, dst, nb);
         case DType::Q6_K: return qref::dequant_q6_k(src, dst, nb);
         case DType::Q8_K: return qref::dequant_q8_k(src, dst, nb);
+        case DType::IQ4_NL: return qref::dequant_iq4_nl(src, dst, nb);
+        case DType::IQ4_XS: return qref::dequant_iq4_xs(src, dst, nb);
+        case DType::MXFP4: return qref::dequant_mxfp4(src, dst, nb);
+        case DType::TQ1_0: return qref::dequant_tq1_0(src, dst, nb);
+        case DType::TQ2_0: return qref::dequant_tq2_0(src, dst, nb);
         default: unsupported("dequantize_row", t);
     }
 }
@@ -148,19 +154,40 @@ void quantize_row(DType t, const float* src, void* dst, int64_t n) {
         case DType::Q5_K: return qref::quant_q5_k(src, dst, nb);
         case DType::Q6_K: return qref::quant_q6_k(src, dst, nb);
         case DType::Q8_K: return qref::quant_q8_k(src, dst, nb);
+        case DType::IQ4_NL: return qref::quant_iq4_nl(src, dst, nb);
+        case DType::IQ4_XS: return qref::quant_iq4_xs(src, dst, nb);
+        case DType::MXFP4: return qref::quant_mxfp4(src, dst, nb);
+        case DType::TQ1_0: return qref::quant_tq1_0(src, dst, nb);
+        case DType::TQ2_0: return qref::quant_tq2_0(src, dst, nb);
         default: unsupported("quantize_row", t);
     }
 }
 
+// The activation type of each weight type (llama.cpp's pairing, so the integer block sums
+// line up with its blocks): 32-element blocks with Q8_0 (Q8_1 where the weight has a min, whose
+// term needs the activation block's sum), 256-element super-blocks with Q8_K (its bsums carry
+// the K-quants' min and offset terms), float weights with a float row.
 DType vec_dot_type(DType w) {
     switch (w) {
-        case DType::Q4_0: case DType::Q5_0: case DType::Q8_0: return DType::Q8_0;
+        case DType::Q4_0: case DType::Q5_0: case DType::Q8_0: case DType::IQ4_NL: case DType::MXFP4: return DType::Q8_0;
         case DType::Q4_1: case DType::Q5_1: return DType::Q8_1;
         case DType::Q2_K: case DType::Q3_K: case DType::Q4_K: case DType::Q5_K: case DType::Q6_K:
+        case DType::IQ4_XS: case DType::TQ1_0: case DType::TQ2_0:
             return DType::Q8_K;
         case DType::F16: return DType::F16;
         case DType::F32: case DType::BF16: return DType::F32;
         default: unsupported("vec_dot_type", w);
+    }
+}
+
+bool is_weight_type(DType t) {
+    switch (t) {
+        case DType::F32: case DType::F16: case DType::BF16: case DType::Q4_0: case DType::Q4_1: case DType::Q5_0:
+        case DType::Q5_1: case DType::Q8_0: case DType::Q2_K: case DType::Q3_K: case DType::Q4_K: case DType::Q5_K:
+        case DType::Q6_K: case DType::IQ4_NL: case DType::IQ4_XS: case DType::MXFP4: case DType::TQ1_0: case DType::TQ2_0:
+            return true;
+        default:
+            return false;
     }
 }
 
@@ -203,6 +230,11 @@ float vec_dot_ref(DType w, const void* wrow, const void* arow, int64_t n) {
         case DType::Q4_K: return qref::dot_q4_k_q8_k(wrow, arow, nb);
         case DType::Q5_K: return qref::dot_q5_k_q8_k(wrow, arow, nb);
         case DType::Q6_K: return qref::dot_q6_k_q8_k(wrow, arow, nb);
+        case DType::IQ4_NL: return qref::dot_iq4_nl_q8_0(wrow, arow, nb);
+        case DType::MXFP4: return qref::dot_mxfp4_q8_0(wrow, arow, nb);
+        case DType::IQ4_XS: return qref::dot_iq4_xs_q8_k(wrow, arow, nb);
+        case DType::TQ1_0: return qref::dot_tq1_0_q8_k(wrow, arow, nb);
+        case DType::TQ2_0: return qref::dot_tq2_0_q8_k(wrow, arow, nb);
         default: unsupported("vec_dot_ref", w);
     }
 }

@@ -21,6 +21,11 @@ void dequant_q4_k(const void* src, float* dst, int64_t nb);
 void dequant_q5_k(const void* src, float* dst, int64_t nb);
 void dequant_q6_k(const void* src, float* dst, int64_t nb);
 void dequant_q8_k(const void* src, float* dst, int64_t nb);
+void dequant_iq4_nl(const void* src, float* dst, int64_t nb);
+void dequant_iq4_xs(const void* src, float* dst, int64_t nb);
+void dequant_mxfp4(const void* src, float* dst, int64_t nb);
+void dequant_tq1_0(const void* src, float* dst, int64_t nb);
+void dequant_tq2_0(const void* src, float* dst, int64_t nb);
 
 void quant_q4_0(const float* src, void* dst, int64_t nb);
 void quant_q4_1(const float* src, void* dst, int64_t nb);
@@ -34,6 +39,11 @@ void quant_q4_k(const float* src, void* dst, int64_t nb);
 void quant_q5_k(const float* src, void* dst, int64_t nb);
 void quant_q6_k(const float* src, void* dst, int64_t nb);
 void quant_q8_k(const float* src, void* dst, int64_t nb);
+void quant_iq4_nl(const float* src, void* dst, int64_t nb);
+void quant_iq4_xs(const float* src, void* dst, int64_t nb);
+void quant_mxfp4(const float* src, void* dst, int64_t nb);
+void quant_tq1_0(const float* src, void* dst, int64_t nb);
+void quant_tq2_0(const float* src, void* dst, int64_t nb);
 
 // Dot products with the activation blocks (Q8_0 / Q8_1 / Q8_K), nb blocks.
 float dot_q4_0_q8_0(const void* w, const void* a, int64_t nb);
@@ -46,5 +56,10 @@ float dot_q3_k_q8_k(const void* w, const void* a, int64_t nb);
 float dot_q4_k_q8_k(const void* w, const void* a, int64_t nb);
 float dot_q5_k_q8_k(const void* w, const void* a, int64_t nb);
 float dot_q6_k_q8_k(const void* w, const void* a, int64_t nb);
+float dot_iq4_nl_q8_0(const void* w, const void* a, int64_t nb);
+float dot_mxfp4_q8_0(const void* w, const void* a, int64_t nb);
+float dot_iq4_xs_q8_k(const void* w, const void* a, int64_t nb);
+float dot_tq1_0_q8_k(const void* w, const void* a, int64_t nb);
+float dot_tq2_0_q8_k(const void* w, const void* a, int64_t nb);
 
 }  // namespace ls::qref

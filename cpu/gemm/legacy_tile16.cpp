@@ -1,4 +1,4 @@
-// The 32-element block types in 16-row tiles of 512-bit vectors (AVX-512 VNNI): half the
+// The 32-element block types with one scale in 16-row tiles of 512-bit vectors (AVX-512 VNNI): half the
 // instructions per row and token of the 8-row form, for the prompt (more than 8 tokens).
 #include "cpu/gemm/tiles.h"
 
@@ -23,14 +23,14 @@ void tile16(const uint8_t* const* wr, const uint8_t* a, size_t astride, size_t e
     for (int g = 0; g < G; ++g) acc[g] = _mm512_setzero_ps();
     for (int64_t i = 0; i < nb; ++i) {
         __m256i q[16];
-        alignas(32) uint16_t dh[16];
+        BlockScales<D, 16> ds;
         for (int r = 0; r < 16; ++r) {
             const Block& b = reinterpret_cast<const Block*>(wr[r])[i];
-            std::memcpy(&dh[r], &b.d, 2);
+            ds.set(r, b);
             q[r] = D::dec(b);
         }
         if (pf) prefetch_group(wr[0] + pf, sizeof(Block), i, 16);
-        const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(dh)));
+        const __m512 dw = _mm512_insertf32x8(_mm512_castps256_ps512(ds.get8(0)), ds.get8(8), 1);
         transpose8x8_i32(q);
         transpose8x8_i32(q + 8);
         __m512i z[8];
@@ -75,6 +75,8 @@ void legacy_tile16(DType t, const uint8_t* const* wr, const uint8_t* a, size_t a
         case DType::Q4_0: return tile16<LQ4_0, G>(wr, a, astride, extra_off, k / QK, out, nr, pf);
         case DType::Q5_0: return tile16<LQ5_0, G>(wr, a, astride, extra_off, k / QK, out, nr, pf);
         case DType::Q8_0: return tile16<LQ8_0, G>(wr, a, astride, extra_off, k / QK, out, nr, pf);
+        case DType::IQ4_NL: return tile16<LIQ4_NL, G>(wr, a, astride, extra_off, k / QK, out, nr, pf);
+        case DType::MXFP4: return tile16<LMXFP4, G>(wr, a, astride, extra_off, k / QK, out, nr, pf);
         default: break;
     }
 }

@@ -32,14 +32,14 @@ void legacy_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, siz
     for (int64_t i = 0; i < nb; ++i) {
         __m256i q[8];
         [[maybe_unused]] __m256i s8[8];
-        alignas(16) uint16_t dh[8];
+        BlockScales<D, 8> ds;
         for (int r = 0; r < 8; ++r) {
             const Block& b = reinterpret_cast<const Block*>(wr[r])[i];
-            std::memcpy(&dh[r], &b.d, 2);
+            ds.set(r, b);
             q[r] = D::dec(b);
         }
         if (pf) prefetch_group(wr[0] + pf, sizeof(Block), i);
-        const __m256 dw = load_d8(dh);
+        const __m256 dw = ds.get8();
         transpose8x8_i32(q);  // q[j] lane r = bytes 4j..4j+3 of row r
         if constexpr (D::kOff == 0)
             for (int j = 0; j < 8; ++j) {
@@ -82,6 +82,8 @@ void legacy_tile8(DType t, const uint8_t* const* wr, const uint8_t* a, size_t as
         case DType::Q4_0: return legacy_tile<LQ4_0, G>(wr, a, astride, extra_off, k / QK, out, nr, pf);
         case DType::Q5_0: return legacy_tile<LQ5_0, G>(wr, a, astride, extra_off, k / QK, out, nr, pf);
         case DType::Q8_0: return legacy_tile<LQ8_0, G>(wr, a, astride, extra_off, k / QK, out, nr, pf);
+        case DType::IQ4_NL: return legacy_tile<LIQ4_NL, G>(wr, a, astride, extra_off, k / QK, out, nr, pf);
+        case DType::MXFP4: return legacy_tile<LMXFP4, G>(wr, a, astride, extra_off, k / QK, out, nr, pf);
         default: break;
     }
 }

@@ -17,7 +17,7 @@ inline constexpr int kMaxGroup16 = 64;  // tokens per call of a 16-row tile, at 
 #define LS_GEMM_GROUPS_8(X) X(1) X(2) X(4) X(8) X(16) X(32)
 #define LS_GEMM_GROUPS_16(X) X(1) X(2) X(4) X(8) X(16) X(32) X(64)
 
-// Q4_0, Q5_0, Q8_0: 8 rows.
+// Q4_0, Q5_0, Q8_0, IQ4_NL, MXFP4: 8 rows.
 template <int G>
 void legacy_tile8(DType t, const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t k, float* const* out, int nr,
                   size_t pf);
@@ -29,8 +29,15 @@ void minblock_tile8(DType t, const uint8_t* const* wr, const uint8_t* a, size_t 
 template <int G>
 void kquant_tile8(DType t, const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t k, float* const* out, int nr,
                   size_t pf);
+// IQ4_XS: 8 rows.
+template <int G>
+void iq4xs_tile8(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t k, float* const* out, int nr, size_t pf);
+// TQ1_0, TQ2_0: 8 rows.
+template <int G>
+void ternary_tile8(DType t, const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t k, float* const* out, int nr,
+                   size_t pf);
 #if LS_GEMM_V512
-// Q4_0, Q5_0, Q8_0: 16 rows (AVX-512 VNNI).
+// Q4_0, Q5_0, Q8_0, IQ4_NL, MXFP4: 16 rows (AVX-512 VNNI).
 template <int G>
 void legacy_tile16(DType t, const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t k, float* const* out, int nr,
                    size_t pf);

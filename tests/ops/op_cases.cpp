@@ -402,6 +402,18 @@ std::vector<OpCase> op_cases() {
     add_attention(run({0, 128, 1, 4, 1, 256, 0.f, {}, {}}, 100, 0, 0));
     add_attention(run(run({16, 24, 2, 2, 1, 32, 0.f, {}, {}}, 64, 70, 1), 20, 5, 0));
     add_attention(run(run({8, 12, 2, 2, 1, 32, 0.f, {}, {}}, 4, 30, 0), 4, 9, 1));
+
+    // The lookup-table and ternary weight types (issue 19), appended so the cases above keep
+    // their seeds: the same shapes as the types above, and MoE experts in IQ4_XS and MXFP4
+    // (gpt-oss ships its experts in MXFP4).
+    for (DType t : {DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4, DType::TQ1_0, DType::TQ2_0}) {
+        const int64_t K = traits(t).block == 256 ? 512 : 96;
+        for (int64_t M : {1, 5, 70}) add_case(c, "mul_mat", MulMatCase{t, K, M});
+        if (traits(t).block == 32) add_case(c, "mul_mat", MulMatCase{t, 1056, 70});
+        add_case(c, "get_rows", GetRowsCase{t});
+    }
+    for (DType t : {DType::IQ4_XS, DType::MXFP4})
+        for (int64_t T : {6, 100}) add_case(c, "mul_mat_id", MulMatIdCase{t, 2, T});
     return c;
 }
 

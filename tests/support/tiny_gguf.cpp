@@ -33,14 +33,7 @@ private:
     uint64_t s_;
 };
 
-bool is_matmul_type(DType t) {
-    switch (t) {
-        case DType::F32: case DType::F16: case DType::BF16: case DType::Q4_0: case DType::Q4_1:
-        case DType::Q5_0: case DType::Q5_1: case DType::Q8_0: case DType::Q2_K: case DType::Q3_K:
-        case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: return true;
-        default: return false;
-    }
-}
+bool is_matmul_type(DType t) { return is_weight_type(t); }
 
 // (k, n) weight, N(0, 1/sqrt(k)) per element, quantized row by row to `type`.
 std::vector<uint8_t> matmul_weight(Rng& rng, DType type, int64_t k, int64_t n) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes tests/data/quant_vectors.bin: random GGUF blocks of every supported type and their
 dequantization computed by an independent implementation, the `gguf` Python package
-(gguf.quants.dequantize). Q8_1 and Q8_K are not in gguf.quants; their expected values are
+(gguf.quants.dequantize; written with gguf 0.19.0). Q8_1 and Q8_K are not in gguf.quants; their expected values are
 d * q computed here with numpy.
 
 Format (little-endian):
@@ -33,6 +33,11 @@ LAYOUT = {
     T.Q5_K: (256, 176, [0, 2], None),
     T.Q6_K: (256, 210, [208], None),
     T.Q8_K: (256, 292, [], 0),
+    T.IQ4_NL: (32, 18, [0], None),
+    T.IQ4_XS: (256, 136, [0], None),
+    T.MXFP4: (32, 17, [], None),
+    T.TQ1_0: (256, 54, [52], None),
+    T.TQ2_0: (256, 66, [64], None),
 }
 
 
@@ -52,6 +57,9 @@ def quant_entry(t):
     if f32_off is not None:
         d = (sane_scales(nblocks).astype(np.float32))
         raw[:, f32_off:f32_off + 4] = d.view(np.uint8).reshape(nblocks, 4)
+    if t == T.MXFP4:
+        # E8M0 exponents 0..250: subnormal scales included, none whose levels overflow to inf.
+        raw[:, 0] = rng.integers(0, 251, size=nblocks, dtype=np.uint8)
     if t == T.Q8_1:
         d = raw[:, 0:2].copy().view(np.float16).astype(np.float32)
         q = raw[:, 4:36].copy().view(np.int8).astype(np.float32)
