@@ -23,12 +23,13 @@ const char* kUsage =
     "  --vocab N         vocabulary size, >= 262 (default 300)\n"
     "  --window N        sliding window of the windowed layers (default 8; 0: none)\n"
     "  --ctx N           training context length (default 256)\n"
-    "  --type T          matmul weight type: f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_k..q6_k (default q8_0)\n"
+    "  --type T          matmul weight type: f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_k..q6_k iq4_nl\n"
+    "                    iq4_xs mxfp4 tq1_0 tq2_0 (default q8_0)\n"
     "  --seed N          random seed (default 1)\n"
     "  --vocab-for FILE  instead: copy FILE's model (any architecture) with the tiny vocabulary as\n"
     "                    its tokenizer, sized to its embedding rows (the tiny hybrids have none)\n"
     "Matmul row lengths (embd, heads*head-dim, ff) must be multiples of the type's block size\n"
-    "(32 for q4_0..q8_0, 256 for the k-quants).\n";
+    "(32 for q4_0..q8_0, iq4_nl and mxfp4, 256 for the k-quants, iq4_xs and the tq types).\n";
 
 struct UsageError : std::runtime_error {
     using std::runtime_error::runtime_error;
