@@ -23,24 +23,29 @@ constexpr Entry kTable[] = {
     {13, {"q5_k", 256, 2 + 2 + 12 + 32 + 128, true}},
     {14, {"q6_k", 256, 128 + 64 + 16 + 2, true}},
     {15, {"q8_k", 256, 4 + 256 + 32, true}},
+    {16, {"iq2_xxs", 256, 2 + 64, true}},
+    {17, {"iq2_xs", 256, 2 + 64 + 8, true}},
+    {18, {"iq3_xxs", 256, 2 + 96, true}},
+    {19, {"iq1_s", 256, 2 + 32 + 16, true}},
     {20, {"iq4_nl", 32, 2 + 16, true}},
+    {21, {"iq3_s", 256, 2 + 64 + 8 + 32 + 4, true}},
+    {22, {"iq2_s", 256, 2 + 64 + 8 + 8, true}},
     {23, {"iq4_xs", 256, 2 + 2 + 4 + 128, true}},
     {24, {"i8", 1, 1, false}},
     {25, {"i16", 1, 2, false}},
     {26, {"i32", 1, 4, false}},
     {27, {"i64", 1, 8, false}},
     {28, {"f64", 1, 8, false}},
+    {29, {"iq1_m", 256, 32 + 16 + 8, true}},
     {30, {"bf16", 1, 2, false}},
     {34, {"tq1_0", 256, 48 + 4 + 2, true}},
     {35, {"tq2_0", 256, 64 + 2, true}},
     {39, {"mxfp4", 32, 1 + 16, true}},
 };
-// ggml's ids of the types lockstep does not run yet (ids 4, 5 and 31-33, 36-38 were retired
-// by ggml and are unknown).
+// ggml's ids of the types lockstep does not run yet, refused by name (ids 4, 5, 31-33 and
+// 36-38 were retired by ggml and are unknown).
 struct NotRun { uint32_t id; const char* name; };
-constexpr NotRun kNotRun[] = {
-    {16, "iq2_xxs"}, {17, "iq2_xs"}, {18, "iq3_xxs"}, {19, "iq1_s"}, {21, "iq3_s"}, {22, "iq2_s"}, {29, "iq1_m"},
-};
+constexpr NotRun kNotRun[] = {{40, "nvfp4"}, {41, "q1_0"}};
 }  // namespace
 
 const char* gguf_type_name_not_run(uint32_t id) {

@@ -25,7 +25,14 @@
 #define LS_TYPE_I32 26
 #define LS_TYPE_I64 27
 #define LS_TYPE_F64 28
+#define LS_TYPE_IQ1_M 29
+#define LS_TYPE_IQ2_XXS 16
+#define LS_TYPE_IQ2_XS 17
+#define LS_TYPE_IQ3_XXS 18
+#define LS_TYPE_IQ1_S 19
 #define LS_TYPE_IQ4_NL 20
+#define LS_TYPE_IQ3_S 21
+#define LS_TYPE_IQ2_S 22
 #define LS_TYPE_IQ4_XS 23
 #define LS_TYPE_BF16 30
 #define LS_TYPE_TQ1_0 34

@@ -75,11 +75,13 @@ bool can_dequantize(DType t) {
         case DType::IQ4_NL: case DType::IQ4_XS: case DType::MXFP4: case DType::TQ1_0: case DType::TQ2_0:
             return true;
         default:
-            return false;
+            return is_grid_iq(t);
     }
 }
 
-bool can_quantize(DType t) { return can_dequantize(t); }
+// The grid i-quants have no quantizer here: a useful one searches the codebook with an
+// importance matrix (llama.cpp's llama-quantize --imatrix); lockstep runs such files.
+bool can_quantize(DType t) { return can_dequantize(t) && !is_grid_iq(t); }
 
 void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
     const int64_t nb = static_cast<int64_t>(row_bytes(t, n) / traits(t).block_bytes);
@@ -118,6 +120,13 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
         case DType::MXFP4: return qref::dequant_mxfp4(src, dst, nb);
         case DType::TQ1_0: return qref::dequant_tq1_0(src, dst, nb);
         case DType::TQ2_0: return qref::dequant_tq2_0(src, dst, nb);
+        case DType::IQ2_XXS: return qref::dequant_iq2_xxs(src, dst, nb);
+        case DType::IQ2_XS: return qref::dequant_iq2_xs(src, dst, nb);
+        case DType::IQ2_S: return qref::dequant_iq2_s(src, dst, nb);
+        case DType::IQ3_XXS: return qref::dequant_iq3_xxs(src, dst, nb);
+        case DType::IQ3_S: return qref::dequant_iq3_s(src, dst, nb);
+        case DType::IQ1_S: return qref::dequant_iq1_s(src, dst, nb);
+        case DType::IQ1_M: return qref::dequant_iq1_m(src, dst, nb);
         default: unsupported("dequantize_row", t);
     }
 }
@@ -172,7 +181,8 @@ DType vec_dot_type(DType w) {
         case DType::Q4_0: case DType::Q5_0: case DType::Q8_0: case DType::IQ4_NL: case DType::MXFP4: return DType::Q8_0;
         case DType::Q4_1: case DType::Q5_1: return DType::Q8_1;
         case DType::Q2_K: case DType::Q3_K: case DType::Q4_K: case DType::Q5_K: case DType::Q6_K:
-        case DType::IQ4_XS: case DType::TQ1_0: case DType::TQ2_0:
+        case DType::IQ4_XS: case DType::TQ1_0: case DType::TQ2_0: case DType::IQ2_XXS: case DType::IQ2_XS:
+        case DType::IQ2_S: case DType::IQ3_XXS: case DType::IQ3_S: case DType::IQ1_S: case DType::IQ1_M:
             return DType::Q8_K;
         case DType::F16: return DType::F16;
         case DType::F32: case DType::BF16: return DType::F32;
@@ -187,7 +197,7 @@ bool is_weight_type(DType t) {
         case DType::Q6_K: case DType::IQ4_NL: case DType::IQ4_XS: case DType::MXFP4: case DType::TQ1_0: case DType::TQ2_0:
             return true;
         default:
-            return false;
+            return is_grid_iq(t);
     }
 }
 
@@ -235,6 +245,13 @@ float vec_dot_ref(DType w, const void* wrow, const void* arow, int64_t n) {
         case DType::IQ4_XS: return qref::dot_iq4_xs_q8_k(wrow, arow, nb);
         case DType::TQ1_0: return qref::dot_tq1_0_q8_k(wrow, arow, nb);
         case DType::TQ2_0: return qref::dot_tq2_0_q8_k(wrow, arow, nb);
+        case DType::IQ2_XXS: return qref::dot_iq2_xxs_q8_k(wrow, arow, nb);
+        case DType::IQ2_XS: return qref::dot_iq2_xs_q8_k(wrow, arow, nb);
+        case DType::IQ2_S: return qref::dot_iq2_s_q8_k(wrow, arow, nb);
+        case DType::IQ3_XXS: return qref::dot_iq3_xxs_q8_k(wrow, arow, nb);
+        case DType::IQ3_S: return qref::dot_iq3_s_q8_k(wrow, arow, nb);
+        case DType::IQ1_S: return qref::dot_iq1_s_q8_k(wrow, arow, nb);
+        case DType::IQ1_M: return qref::dot_iq1_m_q8_k(wrow, arow, nb);
         default: unsupported("vec_dot_ref", w);
     }
 }

@@ -26,6 +26,13 @@ void dequant_iq4_xs(const void* src, float* dst, int64_t nb);
 void dequant_mxfp4(const void* src, float* dst, int64_t nb);
 void dequant_tq1_0(const void* src, float* dst, int64_t nb);
 void dequant_tq2_0(const void* src, float* dst, int64_t nb);
+void dequant_iq2_xxs(const void* src, float* dst, int64_t nb);
+void dequant_iq2_xs(const void* src, float* dst, int64_t nb);
+void dequant_iq2_s(const void* src, float* dst, int64_t nb);
+void dequant_iq3_xxs(const void* src, float* dst, int64_t nb);
+void dequant_iq3_s(const void* src, float* dst, int64_t nb);
+void dequant_iq1_s(const void* src, float* dst, int64_t nb);
+void dequant_iq1_m(const void* src, float* dst, int64_t nb);
 
 void quant_q4_0(const float* src, void* dst, int64_t nb);
 void quant_q4_1(const float* src, void* dst, int64_t nb);
@@ -61,5 +68,12 @@ float dot_mxfp4_q8_0(const void* w, const void* a, int64_t nb);
 float dot_iq4_xs_q8_k(const void* w, const void* a, int64_t nb);
 float dot_tq1_0_q8_k(const void* w, const void* a, int64_t nb);
 float dot_tq2_0_q8_k(const void* w, const void* a, int64_t nb);
+float dot_iq2_xxs_q8_k(const void* w, const void* a, int64_t nb);
+float dot_iq2_xs_q8_k(const void* w, const void* a, int64_t nb);
+float dot_iq2_s_q8_k(const void* w, const void* a, int64_t nb);
+float dot_iq3_xxs_q8_k(const void* w, const void* a, int64_t nb);
+float dot_iq3_s_q8_k(const void* w, const void* a, int64_t nb);
+float dot_iq1_s_q8_k(const void* w, const void* a, int64_t nb);
+float dot_iq1_m_q8_k(const void* w, const void* a, int64_t nb);
 
 }  // namespace ls::qref

@@ -335,16 +335,18 @@ TEST_CASE("gguf: malformed tensor infos are rejected with precise messages", "[g
     REQUIRE_THROWS_WITH(one({1, 1, 1, 1, 8}, 0, 0, 32), Contains("'blk.0.attn_q.weight' has 5 dimensions"));
     REQUIRE_THROWS_WITH(one({8}, 4, 0, 32), Contains("tensor 'blk.0.attn_q.weight' has unknown type id 4"));
     // A type llama.cpp writes but lockstep does not run is named, with what lockstep runs.
-    REQUIRE_THROWS_WITH(one({256}, 16, 0, 96), Contains("tensor 'blk.0.attn_q.weight' has type iq2_xxs (GGUF type id 16), "
-                                                        "which lockstep cannot run yet; it runs f32, f16, q4_0") &&
-                                                   Contains("q6_k") && Contains("iq4_xs") && Contains("mxfp4"));
-    REQUIRE_THROWS_WITH(one({256}, 29, 0, 96), Contains("has type iq1_m (GGUF type id 29)"));
+    REQUIRE_THROWS_WITH(one({64}, 40, 0, 64), Contains("tensor 'blk.0.attn_q.weight' has type nvfp4 (GGUF type id 40), "
+                                                       "which lockstep cannot run yet; it runs f32, f16, q4_0") &&
+                                                  Contains("q6_k") && Contains("iq2_xxs") && Contains("mxfp4"));
+    REQUIRE_THROWS_WITH(one({128}, 41, 0, 64), Contains("has type q1_0 (GGUF type id 41)"));
     // The types added by issue 19 load, with their block sizes.
     CHECK(one({32}, 20, 0, 32)->tensors()[0].nbytes == 18);   // iq4_nl
     CHECK(one({32}, 39, 0, 32)->tensors()[0].nbytes == 17);   // mxfp4
     CHECK(one({256}, 23, 0, 160)->tensors()[0].nbytes == 136);  // iq4_xs
     CHECK(one({256}, 34, 0, 64)->tensors()[0].nbytes == 54);  // tq1_0
     CHECK(one({256}, 35, 0, 96)->tensors()[0].nbytes == 66);  // tq2_0
+    CHECK(one({256}, 16, 0, 96)->tensors()[0].nbytes == 66);  // iq2_xxs
+    CHECK(one({256}, 29, 0, 64)->tensors()[0].nbytes == 56);  // iq1_m
     REQUIRE_THROWS_WITH(one({33}, 8, 0, 64), Contains("q8_0 has ne[0] = 33, not a multiple of the block size 32"));
     REQUIRE_THROWS_WITH(one({1ull << 40}, 0, 0, 32), Contains("extends past end of file"));
 

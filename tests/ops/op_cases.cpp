@@ -32,8 +32,28 @@ std::vector<float> randn(std::mt19937& rng, size_t n, float scale) {
 }
 
 std::vector<uint8_t> quantized_random(std::mt19937& rng, DType t, int64_t k, int64_t rows, float scale) {
-    std::vector<float> f = randn(rng, size_t(k * rows), scale);
     std::vector<uint8_t> out(row_bytes(t, k) * size_t(rows));
+    if (!can_quantize(t)) {
+        // The grid i-quants (no quantizer in lockstep): random bytes, every index, sign and
+        // sub-block scale drawn, with the f16 block scale set to about scale / 32 so outputs
+        // stay in the range of the quantized types' (a value is d * ls * grid / den).
+        for (auto& b : out) b = static_cast<uint8_t>(rng());
+        const size_t bb = traits(t).block_bytes;
+        std::uniform_real_distribution<float> u(0.5f, 1.0f);
+        for (size_t off = 0; off < out.size(); off += bb) {
+            const uint16_t h = fp32_to_fp16(scale / 32.0f * u(rng) * ((rng() & 1) ? -1.0f : 1.0f));
+            if (t == DType::IQ1_M) {  // the f16 scale in the top nibbles of the four u16 scale words
+                for (int w = 0; w < 4; ++w) {
+                    uint8_t& hi = out[off + 48 + 2 * size_t(w) + 1];
+                    hi = static_cast<uint8_t>((hi & 0x0F) | (((h >> (4 * w)) & 0x0F) << 4));
+                }
+            } else {
+                std::memcpy(&out[off], &h, 2);  // every other grid type starts with its f16 d
+            }
+        }
+        return out;
+    }
+    std::vector<float> f = randn(rng, size_t(k * rows), scale);
     for (int64_t r = 0; r < rows; ++r) quantize_row(t, f.data() + r * k, out.data() + r * row_bytes(t, k), k);
     return out;
 }
@@ -414,6 +434,12 @@ std::vector<OpCase> op_cases() {
     }
     for (DType t : {DType::IQ4_XS, DType::MXFP4})
         for (int64_t T : {6, 100}) add_case(c, "mul_mat_id", MulMatIdCase{t, 2, T});
+    // The grid i-quants (random blocks: lockstep has no quantizer for them).
+    for (DType t : {DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S, DType::IQ3_XXS, DType::IQ3_S, DType::IQ1_S, DType::IQ1_M}) {
+        for (int64_t M : {1, 5, 70}) add_case(c, "mul_mat", MulMatCase{t, 512, M});
+        add_case(c, "get_rows", GetRowsCase{t});
+    }
+    add_case(c, "mul_mat_id", MulMatIdCase{DType::IQ2_XXS, 2, 6});
     return c;
 }
 

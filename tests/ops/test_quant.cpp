@@ -43,7 +43,8 @@ std::vector<float> dequantize(DType t, const std::vector<uint8_t>& q, int64_t n)
 // Byte offsets of the f16 scale fields inside one block, for random-byte blocks.
 std::vector<int> f16_fields(DType t) {
     switch (t) {
-        case DType::Q4_0: case DType::Q5_0: case DType::Q8_0: case DType::IQ4_NL: case DType::IQ4_XS: return {0};
+        case DType::Q4_0: case DType::Q5_0: case DType::Q8_0: case DType::IQ4_NL: case DType::IQ4_XS: case DType::IQ2_XXS:
+        case DType::IQ2_XS: case DType::IQ2_S: case DType::IQ3_XXS: case DType::IQ3_S: case DType::IQ1_S: return {0};
         case DType::Q4_1: case DType::Q5_1: case DType::Q4_K: case DType::Q5_K: return {0, 2};
         case DType::Q2_K: return {80, 82};
         case DType::Q3_K: return {108};
@@ -68,6 +69,15 @@ std::vector<uint8_t> random_blocks(DType t, int64_t n, uint32_t seed) {
             const uint16_t h = ls::fp32_to_fp16(v);
             std::memcpy(&q[off + static_cast<size_t>(f)], &h, 2);
         }
+    // IQ1_M: its f16 scale is the top nibbles of the four u16 scale words.
+    if (t == DType::IQ1_M)
+        for (size_t off = 0; off < q.size(); off += bb) {
+            const uint16_t h = ls::fp32_to_fp16(std::exp2(ue(rng)) * ((rng() & 1) ? -1.0f : 1.0f));
+            for (int k = 0; k < 4; ++k) {
+                uint8_t& hi = q[off + 48 + 2 * static_cast<size_t>(k) + 1];
+                hi = static_cast<uint8_t>((hi & 0x0F) | (((h >> (4 * k)) & 0x0F) << 4));
+            }
+        }
     // MXFP4: exponents up to 2^32 keep the dot products finite; subnormal scales included.
     if (t == DType::MXFP4)
         for (size_t off = 0; off < q.size(); off += bb) q[off] = static_cast<uint8_t>(rng() % 161);
@@ -77,7 +87,8 @@ std::vector<uint8_t> random_blocks(DType t, int64_t n, uint32_t seed) {
 const DType kWeightTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1,
                               DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
                               DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS,
-                              DType::MXFP4, DType::TQ1_0, DType::TQ2_0};
+                              DType::MXFP4, DType::TQ1_0, DType::TQ2_0, DType::IQ2_XXS, DType::IQ2_XS,
+                              DType::IQ2_S, DType::IQ3_XXS, DType::IQ3_S, DType::IQ1_S, DType::IQ1_M};
 
 }  // namespace
 
@@ -117,7 +128,7 @@ TEST_CASE("dequantize_row matches the gguf Python package bit for bit", "[quant]
     f.read(reinterpret_cast<char*>(&count), 4);
     REQUIRE(std::string(magic, 4) == "LSQV");
     REQUIRE(version == 1);
-    REQUIRE(count >= 19);
+    REQUIRE(count >= 26);
     for (uint32_t e = 0; e < count; ++e) {
         uint32_t type = 0, n = 0, nbytes = 0;
         f.read(reinterpret_cast<char*>(&type), 4);
@@ -257,6 +268,35 @@ TEST_CASE("quantize -> dequantize round trip stays within the type's error bound
             INFO("type " << ls::dtype_name(t));
             const auto y = dequantize(t, quantize(t, z), 4096);
             for (float v : y) REQUIRE(v == 0.0f);
+        }
+    }
+}
+
+TEST_CASE("vec_dot_ref equals the dot product of the dequantized rows", "[quant]") {
+    // The reference dot products take exact integer block sums (the grid i-quants with their
+    // scales and +-1/8 deltas made integer, core/quant/iq_access.h) and one float chain; the
+    // dequantization is pinned to the gguf package above. Their agreement, up to float
+    // rounding, pins each dot product's layout: sum |w*a| * 2^-18 covers the chain's roundings
+    // (a few per block, relative 2^-24 each) with a wide margin, and a misplaced element or
+    // scale costs far more on random blocks.
+    uint32_t seed = 500;
+    for (DType w : kWeightTypes) {
+        if (w == DType::F32 || w == DType::F16 || w == DType::BF16) continue;
+        const int64_t n = 1024;
+        for (int rep = 0; rep < 4; ++rep) {
+            INFO("type " << ls::dtype_name(w) << " rep " << rep);
+            const auto wq = random_blocks(w, n, ++seed);
+            const DType at = ls::vec_dot_type(w);
+            const auto aq = quantize(at, gaussian(static_cast<size_t>(n), ++seed));
+            const auto wf = dequantize(w, wq, n), af = dequantize(at, aq, n);
+            double exact = 0, mag = 0;
+            for (int64_t i = 0; i < n; ++i) {
+                exact += double(wf[size_t(i)]) * af[size_t(i)];
+                mag += std::fabs(double(wf[size_t(i)]) * af[size_t(i)]);
+            }
+            const float got = ls::vec_dot_ref(w, wq.data(), aq.data(), n);
+            INFO("dot " << got << " dequantized " << exact << " magnitude " << mag);
+            CHECK(std::fabs(double(got) - exact) <= mag * std::exp2(-18.0));
         }
     }
 }

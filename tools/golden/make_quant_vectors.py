@@ -38,6 +38,13 @@ LAYOUT = {
     T.MXFP4: (32, 17, [], None),
     T.TQ1_0: (256, 54, [52], None),
     T.TQ2_0: (256, 66, [64], None),
+    T.IQ2_XXS: (256, 66, [0], None),
+    T.IQ2_XS: (256, 74, [0], None),
+    T.IQ2_S: (256, 82, [0], None),
+    T.IQ3_XXS: (256, 98, [0], None),
+    T.IQ3_S: (256, 110, [0], None),
+    T.IQ1_S: (256, 50, [0], None),
+    T.IQ1_M: (256, 56, [], None),
 }
 
 
@@ -60,6 +67,13 @@ def quant_entry(t):
     if t == T.MXFP4:
         # E8M0 exponents 0..250: subnormal scales included, none whose levels overflow to inf.
         raw[:, 0] = rng.integers(0, 251, size=nblocks, dtype=np.uint8)
+    if t == T.IQ1_M:
+        # The f16 scale lives in the top nibbles of the four u16 scale words (bytes 48..55).
+        h = sane_scales(nblocks).view(np.uint16).astype(np.uint16)
+        w = raw[:, 48:56].copy().view(np.uint16) & np.uint16(0x0FFF)
+        for k in range(4):
+            w[:, k] |= ((h >> np.uint16(4 * k)) & np.uint16(0xF)) << np.uint16(12)
+        raw[:, 48:56] = w.view(np.uint8)
     if t == T.Q8_1:
         d = raw[:, 0:2].copy().view(np.float16).astype(np.float32)
         q = raw[:, 4:36].copy().view(np.int8).astype(np.float32)
