@@ -53,7 +53,7 @@ template <int G>
 void run_tile(DType t, const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t k, float* const* out, int nr, size_t pf) {
     if (is_legacy(t)) return gemm::legacy_tile8<G>(t, wr, a, astride, k, out, nr, pf);
     if (is_min_block(t)) return gemm::minblock_tile8<G>(t, wr, a, astride, k, out, nr, pf);
-    if (t == DType::IQ4_XS) return gemm::iq4xs_tile8<G>(wr, a, astride, k, out, nr, pf);
+    if (t == DType::IQ4_XS || is_grid_iq(t)) return gemm::iq_tile8<G>(t, wr, a, astride, k, out, nr, pf);
     if (t == DType::TQ1_0 || t == DType::TQ2_0) return gemm::ternary_tile8<G>(t, wr, a, astride, k, out, nr, pf);
     return gemm::kquant_tile8<G>(t, wr, a, astride, k, out, nr, pf);
 }
@@ -63,7 +63,7 @@ void run_tile(DType t, const uint8_t* const* wr, const uint8_t* a, size_t astrid
 bool gemm_supported(DType t) {
 #if LS_GEMM_AVX2
     return is_legacy(t) || is_min_block(t) || t == DType::Q2_K || t == DType::Q3_K || t == DType::Q4_K || t == DType::Q5_K ||
-           t == DType::Q6_K || t == DType::IQ4_XS || t == DType::TQ1_0 || t == DType::TQ2_0;
+           t == DType::Q6_K || t == DType::IQ4_XS || t == DType::TQ1_0 || t == DType::TQ2_0 || is_grid_iq(t);
 #else
     (void)t;
     return false;

@@ -1,6 +1,6 @@
 // The exact integer sum of a row's 256 unpacked values against a Q8_K block, sub-block
-// scaled: shared by the super-block tiles (kquant_tiles.cpp, iq4xs_tile.cpp,
-// ternary_tile.cpp). Include only where LS_GEMM_AVX2 is set.
+// scaled: shared by the super-block tiles (kquant_tiles.cpp,
+// ternary_tile.cpp, iq_tiles.cpp). Include only where LS_GEMM_AVX2 is set.
 #pragma once
 #include <cstdint>
 

@@ -29,9 +29,9 @@ void minblock_tile8(DType t, const uint8_t* const* wr, const uint8_t* a, size_t 
 template <int G>
 void kquant_tile8(DType t, const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t k, float* const* out, int nr,
                   size_t pf);
-// IQ4_XS: 8 rows.
+// IQ4_XS and the grid i-quants (IQ2_*, IQ3_*, IQ1_*): 8 rows.
 template <int G>
-void iq4xs_tile8(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t k, float* const* out, int nr, size_t pf);
+void iq_tile8(DType t, const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t k, float* const* out, int nr, size_t pf);
 // TQ1_0, TQ2_0: 8 rows.
 template <int G>
 void ternary_tile8(DType t, const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t k, float* const* out, int nr,

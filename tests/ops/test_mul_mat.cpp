@@ -45,7 +45,9 @@ TEST_CASE("cpu mul_mat: one token alone equals the same token in a batch, bit fo
     // checked fall in every group size. N = 37 leaves a partial row group (rows repeated in
     // unused lanes must not disturb the others).
     const DType types[] = {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::Q4_1,
-                           DType::Q5_1, DType::Q5_K, DType::Q3_K, DType::Q2_K, DType::F16, DType::F32};
+                           DType::Q5_1, DType::Q5_K, DType::Q3_K, DType::Q2_K, DType::F16, DType::F32,
+                           DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4, DType::TQ1_0, DType::TQ2_0, DType::IQ2_XXS,
+                           DType::IQ2_XS, DType::IQ2_S, DType::IQ3_XXS, DType::IQ3_S, DType::IQ1_S, DType::IQ1_M};
     for (auto& be : test::backends_under_test()) {
         if (be->name() != "cpu") continue;  // the guarantee is per backend; this tests the CPU one
         for (DType t : types) {
