@@ -99,6 +99,17 @@ uint ldh(addr_t p) { return uint(U16(p).v[0]); }  // p even
 // Signed byte k of a word.
 int sb(uint w, uint k) { return int(w << (24u - 8u * k)) >> 24; }
 
+// ---- element values of the lookup-table and ternary types (core/quant/block_access.h)
+#include "core/quant/quant_levels.h"
+// IQ4_NL / IQ4_XS and MXFP4 level of index i (0..15): a byte of four constant words, so no
+// table sits in memory.
+int iq4nl_level(uint i) { const uvec4 t = uvec4(LS_IQ4NL_LEVEL_WORDS); return sb(t[i >> 2], i & 3u); }
+int mxfp4_level(uint i) { const uvec4 t = uvec4(LS_MXFP4_LEVEL_WORDS); return sb(t[i >> 2], i & 3u); }
+// MXFP4's scale 2^(e - 128) from its bits (mxfp4_scale_bits; subnormal for e < 2).
+float mxfp4_scale(uint e) { return uintBitsToFloat(e < 2u ? 0x00200000u << e : (e - 1u) << 23); }
+// TQ1_0: the digit (-1..1) that multiplier p = 3^n picks from a base-3 fraction byte (tq1_value).
+int tq1_digit(uint byte, uint p) { return int((((byte * p) & 0xFFu) * 3u) >> 8) - 1; }
+
 void st8(addr_t a, uint i, uint v) { U8(a).v[i] = uint8_t(v); }
 void st16(addr_t a, uint i, uint v) { st8(a, i, v & 0xFFu); st8(a, i + 1, v >> 8); }
 
@@ -174,9 +185,44 @@ float dequant_elem(uint type, addr_t row, uint e) {
         precise float v = d * float(q) + h2f(ld16(b, 2u));
         return v;
     }
+    if (type == LS_TYPE_IQ4_NL || type == LS_TYPE_MXFP4) {  // 18- / 17-byte blocks: byte loads
+        const bool nl = type == LS_TYPE_IQ4_NL;
+        const addr_t b = addr_mad(row, e / 32u, nl ? 18u : 17u);
+        const uint qs = nl ? 2u : 1u;
+        const uint i = j < 16u ? (ld8(b, qs + j) & 15u) : (ld8(b, qs + j - 16u) >> 4);
+        if (nl) { precise float v = h2f(ld16(b, 0u)) * float(iq4nl_level(i)); return v; }
+        precise float v = mxfp4_scale(ld8(b, 0u)) * float(mxfp4_level(i));
+        return v;
+    }
     const addr_t bk = addr_mad(row, e / 256u, type == LS_TYPE_Q2_K ? 84u : type == LS_TYPE_Q3_K ? 110u : type == LS_TYPE_Q4_K ? 144u
-                                                   : type == LS_TYPE_Q5_K ? 176u : type == LS_TYPE_Q6_K ? 210u : 292u);
+                                                   : type == LS_TYPE_Q5_K ? 176u : type == LS_TYPE_Q6_K ? 210u
+                                                   : type == LS_TYPE_IQ4_XS ? 136u : type == LS_TYPE_TQ1_0 ? 54u
+                                                   : type == LS_TYPE_TQ2_0 ? 66u : 292u);
     const uint el = e % 256u;
+    if (type == LS_TYPE_IQ4_XS) {
+        const uint s = el / 32u, l = el % 32u;
+        const uint lo = (ld8(bk, 4u + s / 2u) >> (4u * (s % 2u))) & 15u, hi = (ld16(bk, 2u) >> (2u * s)) & 3u;
+        const uint i = l < 16u ? (ld8(bk, 8u + 16u * s + l) & 15u) : (ld8(bk, 8u + 16u * s + l - 16u) >> 4);
+        precise float dl = h2f(ld16(bk, 0u)) * float(int(lo | (hi << 4)) - 32);
+        precise float v = dl * float(iq4nl_level(i));
+        return v;
+    }
+    if (type == LS_TYPE_TQ1_0) {
+        uint byte, n;
+        if (el < 160u) { byte = ld8(bk, el % 32u); n = el / 32u; }
+        else if (el < 240u) { byte = ld8(bk, 32u + (el - 160u) % 16u); n = (el - 160u) / 16u; }
+        else { byte = ld8(bk, 48u + (el - 240u) % 4u); n = (el - 240u) / 4u; }
+        uint p = 1u;
+        for (uint k = 0u; k < n; ++k) p *= 3u;
+        precise float v = h2f(ld16(bk, 52u)) * float(tq1_digit(byte, p));
+        return v;
+    }
+    if (type == LS_TYPE_TQ2_0) {
+        const uint n = el / 128u, jj = (el % 128u) / 32u, l = el % 32u;
+        const int x = int((ld8(bk, 32u * n + l) >> (2u * jj)) & 3u) - 1;
+        precise float v = h2f(ld16(bk, 64u)) * float(x);
+        return v;
+    }
     if (type == LS_TYPE_Q2_K) {
         const uint n = el / 128u, jj = (el % 128u) / 32u, l = el % 32u;
         const uint sc = ld8(bk, el / 16u);

@@ -42,7 +42,7 @@ void dot_rows(uint n, uint m0) {
     }
 }
 
-#elif WTYPE == LS_TYPE_Q4_0 || WTYPE == LS_TYPE_Q4_1 || WTYPE == LS_TYPE_Q5_0 || WTYPE == LS_TYPE_Q5_1 || WTYPE == LS_TYPE_Q8_0
+#elif WTYPE == LS_TYPE_Q4_0 || WTYPE == LS_TYPE_Q4_1 || WTYPE == LS_TYPE_Q5_0 || WTYPE == LS_TYPE_Q5_1 || WTYPE == LS_TYPE_Q8_0 || WTYPE == LS_TYPE_IQ4_NL || WTYPE == LS_TYPE_MXFP4
 #include "shaders/mul_mat_q32.glsl"
 void dot_rows(uint n, uint m0) {
     const uint mc = min(MT, pc.p.M - m0);
@@ -53,7 +53,7 @@ void dot_rows(uint n, uint m0) {
     for (uint b = 0u; b < pc.p.K / 32u; ++b) {
         const addr_t wb = addr_mad(w, b, WB);
         wlevels(wb, q);
-        const float dw = h2f(ldh(wb));
+        const float dw = wd(wb);
         for (uint m = 0u; m < mc; ++m) {
             const addr_t ab = addr_mad(addr_mad(pc.p.act, ACT_ROW(m0 + m), pc.p.act_nb1), b, AB);
             uint aw[8];
@@ -82,7 +82,7 @@ void dot_rows(uint n, uint m0) {
         const addr_t wb = addr_mad(w, b, WB);
         int isum[MT], msum[MT];
         for (uint m = 0u; m < MT; ++m) { isum[m] = 0; msum[m] = 0; }
-#if WTYPE == LS_TYPE_Q4_K || WTYPE == LS_TYPE_Q5_K || WTYPE == LS_TYPE_Q6_K
+#if QK_WORDS
         block_isums(wb, addr_mad(addr_mad(pc.p.act, ACT_ROW(m0), pc.p.act_nb1), b, 292u), mc, isum, msum);
 #else
         for (uint s = 0u; s < 256u / SUB; ++s) {

@@ -14,6 +14,11 @@
 // variant: mul_mat_id_q4_k WTYPE=LS_TYPE_Q4_K
 // variant: mul_mat_id_q5_k WTYPE=LS_TYPE_Q5_K
 // variant: mul_mat_id_q6_k WTYPE=LS_TYPE_Q6_K
+// variant: mul_mat_id_iq4_nl WTYPE=LS_TYPE_IQ4_NL
+// variant: mul_mat_id_iq4_xs WTYPE=LS_TYPE_IQ4_XS
+// variant: mul_mat_id_mxfp4 WTYPE=LS_TYPE_MXFP4
+// variant: mul_mat_id_tq1_0 WTYPE=LS_TYPE_TQ1_0
+// variant: mul_mat_id_tq2_0 WTYPE=LS_TYPE_TQ2_0
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "shaders/common.glsl"

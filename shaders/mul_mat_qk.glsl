@@ -1,8 +1,15 @@
-// K-quant weights (Q2_K .. Q6_K; WTYPE) against Q8_K activations (256-element
-// super-blocks): block layout, levels, sub-block scales and the exact integer sums of a
-// super-block. Needs pc (PcMulMat or PcMulMatId) and MT from the including kernel.
+// Weights of 256-element super-blocks against Q8_K activations: the K-quants (Q2_K .. Q6_K),
+// IQ4_XS and the ternary TQ1_0 / TQ2_0 (WTYPE): block layout, levels, sub-block scales and
+// the exact integer sums of a super-block. Needs pc (PcMulMat or PcMulMatId) and MT from the
+// including kernel.
 // WB block bytes, SUB sub-block size, D / DMIN byte offsets of the f16 scales.
-#if WTYPE == LS_TYPE_Q2_K
+#if WTYPE == LS_TYPE_IQ4_XS
+const uint WB = 136u, SUB = 32u, D = 0u, DMIN = 0u;
+#elif WTYPE == LS_TYPE_TQ1_0
+const uint WB = 54u, SUB = 256u, D = 52u, DMIN = 0u;
+#elif WTYPE == LS_TYPE_TQ2_0
+const uint WB = 66u, SUB = 256u, D = 64u, DMIN = 0u;
+#elif WTYPE == LS_TYPE_Q2_K
 const uint WB = 84u, SUB = 16u, D = 80u, DMIN = 82u;
 #elif WTYPE == LS_TYPE_Q3_K
 const uint WB = 110u, SUB = 16u, D = 108u, DMIN = 0u;
@@ -14,7 +21,11 @@ const uint WB = 176u, SUB = 32u, D = 0u, DMIN = 2u;
 const uint WB = 210u, SUB = 16u, D = 208u, DMIN = 0u;
 #endif
 const bool HAS_MIN = WTYPE == LS_TYPE_Q2_K || WTYPE == LS_TYPE_Q4_K || WTYPE == LS_TYPE_Q5_K;
+// The types whose super-block sums come from 32-bit loads (block_isums below); Q2_K and Q3_K
+// take them element by element (wlevel, wscale).
+#define QK_WORDS (WTYPE != LS_TYPE_Q2_K && WTYPE != LS_TYPE_Q3_K)
 
+#if WTYPE == LS_TYPE_Q2_K || WTYPE == LS_TYPE_Q3_K || WTYPE == LS_TYPE_Q4_K || WTYPE == LS_TYPE_Q5_K || WTYPE == LS_TYPE_Q6_K
 // Integer level of element e of a super-block (the reference's *_value helpers).
 int wlevel(addr_t wb, uint e) {
 #if WTYPE == LS_TYPE_Q2_K
@@ -65,11 +76,69 @@ void wscale(addr_t wb, uint s, out int sc, out int mn) {
 #endif
 }
 
-#if WTYPE == LS_TYPE_Q4_K || WTYPE == LS_TYPE_Q5_K || WTYPE == LS_TYPE_Q6_K
+#endif
+
+#if QK_WORDS
+// Quants a[0..n) of activation rows abase + m * act_nb1 from byte `off` of their blocks
+// (4-byte aligned) against levels q[0..n) (n = 4, 16 or 32), added to isum[m] times sc.
+void act_sums(addr_t abase, uint off, uint mc, uint n, int q[32], int sc, inout int isum[MT]) {
+    for (uint m = 0u; m < mc; ++m) {
+        const addr_t ab = addr_add(addr_mad(abase, m, pc.p.act_nb1), off);
+        int si = 0;
+        for (uint k = 0u; k < n / 4u; ++k) {
+            const uint aw = ldw1a(addr_add(ab, 4u * k));
+            for (uint l = 0u; l < 4u; ++l) si += q[4u * k + l] * sb(aw, l);
+        }
+        isum[m] += sc * si;
+    }
+}
+
 // Integer sums of one super-block from 32-bit loads (exact, so their order is free).
 void block_isums(addr_t wb, addr_t abase, uint mc, inout int isum[MT], inout int msum[MT]) {
     int q[32];
-#if WTYPE == LS_TYPE_Q6_K
+#if WTYPE == LS_TYPE_IQ4_XS
+    // 136-byte blocks: 4-byte aligned. Word 0: d, scales_h; word 1: scales_l.
+    const uint sh = ldw1a(wb) >> 16, sl = ldw1a(addr_add(wb, 4u));
+    for (uint s = 0u; s < 8u; ++s) {
+        uint qw[4];
+        ldw4a(addr_add(wb, 8u + 16u * s), qw);
+        for (uint j = 0u; j < 16u; ++j) {
+            const uint byte = (qw[j / 4u] >> (8u * (j % 4u))) & 0xFFu;
+            q[j] = iq4nl_level(byte & 15u);
+            q[j + 16u] = iq4nl_level(byte >> 4);
+        }
+        const int sc = int(((sl >> (4u * s)) & 15u) | (((sh >> (2u * s)) & 3u) << 4)) - 32;  // iq4xs_scale
+        act_sums(abase, 4u + 32u * s, mc, 32u, q, sc, isum);
+    }
+#elif WTYPE == LS_TYPE_TQ1_0
+    // 54-byte blocks: 2-aligned. Digit n of qs[0..32) is elements 32n.., of qs[32..48)
+    // elements 160 + 16n.., of qh elements 240 + 4n.. (tq1_value).
+    uint qw[8], hw[4];
+    ldw8(wb, qw);
+    ldw4(addr_add(wb, 32u), hw);
+    const uint hq = ldw1(addr_add(wb, 48u));
+    uint p = 1u;
+    for (uint n = 0u; n < 5u; ++n, p *= 3u) {
+        for (uint l = 0u; l < 32u; ++l) q[l] = tq1_digit((qw[l / 4u] >> (8u * (l % 4u))) & 0xFFu, p);
+        act_sums(abase, 4u + 32u * n, mc, 32u, q, 1, isum);
+        for (uint l = 0u; l < 16u; ++l) q[l] = tq1_digit((hw[l / 4u] >> (8u * (l % 4u))) & 0xFFu, p);
+        act_sums(abase, 4u + 160u + 16u * n, mc, 16u, q, 1, isum);
+        if (n < 4u) {
+            for (uint l = 0u; l < 4u; ++l) q[l] = tq1_digit((hq >> (8u * l)) & 0xFFu, p);
+            act_sums(abase, 4u + 240u + 4u * n, mc, 4u, q, 1, isum);
+        }
+    }
+#elif WTYPE == LS_TYPE_TQ2_0
+    // 66-byte blocks: 2-aligned. Element 128n + 32j + l: bits 2j.. of qs[32n + l] (tq2_value).
+    for (uint n = 0u; n < 2u; ++n) {
+        uint qw[8];
+        ldw8(addr_add(wb, 32u * n), qw);
+        for (uint j = 0u; j < 4u; ++j) {
+            for (uint l = 0u; l < 32u; ++l) q[l] = int((qw[l / 4u] >> (8u * (l % 4u) + 2u * j)) & 3u) - 1;
+            act_sums(abase, 4u + 128u * n + 32u * j, mc, 32u, q, 1, isum);
+        }
+    }
+#elif WTYPE == LS_TYPE_Q6_K
     uint scw[4];
     ldw4(addr_add(wb, 192u), scw);
     for (uint hn = 0u; hn < 2u; ++hn) {

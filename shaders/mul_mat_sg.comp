@@ -9,6 +9,8 @@
 // variant: mul_mat_sg_q5_0 WTYPE=LS_TYPE_Q5_0
 // variant: mul_mat_sg_q5_1 WTYPE=LS_TYPE_Q5_1
 // variant: mul_mat_sg_q8_0 WTYPE=LS_TYPE_Q8_0
+// variant: mul_mat_sg_iq4_nl WTYPE=LS_TYPE_IQ4_NL
+// variant: mul_mat_sg_mxfp4 WTYPE=LS_TYPE_MXFP4
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
@@ -42,7 +44,7 @@ void main() {
             if (b < nb) {
                 const addr_t wb = addr_mad(w, b, WB);
                 wlevels(wb, q);
-                const float dw = h2f(ldh(wb));
+                const float dw = wd(wb);
                 for (uint m = 0u; m < mc; ++m) {
                     const addr_t ab = addr_mad(addr_mad(pc.p.act, m, pc.p.act_nb1), b, AB);
                     uint aw[8];

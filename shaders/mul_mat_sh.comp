@@ -8,6 +8,8 @@
 // variant: mul_mat_sh_q5_0 WTYPE=LS_TYPE_Q5_0
 // variant: mul_mat_sh_q5_1 WTYPE=LS_TYPE_Q5_1
 // variant: mul_mat_sh_q8_0 WTYPE=LS_TYPE_Q8_0
+// variant: mul_mat_sh_iq4_nl WTYPE=LS_TYPE_IQ4_NL
+// variant: mul_mat_sh_mxfp4 WTYPE=LS_TYPE_MXFP4
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "shaders/common.glsl"
@@ -55,7 +57,7 @@ void main() {
             for (uint bb = 0u; bb < cb; ++bb) {
                 const addr_t wb = addr_mad(w, b0 + bb, WB);
                 wlevels(wb, q);
-                const float dw = h2f(ldh(wb));
+                const float dw = wd(wb);
 #if WTYPE == LS_TYPE_Q4_1 || WTYPE == LS_TYPE_Q5_1
                 const float mw = h2f(ldh(addr_add(wb, 2u)));
 #endif

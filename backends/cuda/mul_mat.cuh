@@ -9,6 +9,7 @@
 // any order and any grouping, and each output's float chain runs over the blocks in order.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include "backends/cuda/block_reduce.cuh"
 #include "backends/cuda/mma.cuh"
@@ -42,24 +43,23 @@ __global__ void __launch_bounds__(32 * kWarps) dot_q_kernel(const uint8_t* w, in
     }
 }
 
-// Blocks per stage of the tiled kernels: 4 of the 32-element types, 1 of the 256-element K-quants.
-template <DType W> __host__ __device__ constexpr int tile_kb() {
-    return W == DType::Q4_0 || W == DType::Q4_1 || W == DType::Q5_0 || W == DType::Q5_1 || W == DType::Q8_0 ? 4 : 1;
-}
+// Blocks per stage of the tiled kernels: 4 of the 32-element types, 1 of the 256-element ones.
+template <DType W> __host__ __device__ constexpr int tile_kb() { return cudaq::kBlockElems<W> == qb::QK ? 4 : 1; }
 
-// Copies blocks b0..b0+kb-1 of TR rows into s[TR][KB], as 16-bit words (block sizes and row
-// strides are even); row(r) is the address of row r, or null past the matrix: such rows and
-// blocks past the row are zero (their results are never stored). Every thread calls it.
+// Copies blocks b0..b0+kb-1 of TR rows into s[TR][KB], as 16-bit words where block sizes and
+// row strides are even (every type but MXFP4, whose 17-byte blocks are copied byte by byte);
+// row(r) is the address of row r, or null past the matrix: such rows and blocks past the row
+// are zero (their results are never stored). Every thread calls it.
 template <class B, int TR, int KB, class Row>
 __device__ inline void stage_blocks(B (&s)[TR][KB], Row row, int64_t b0, int kb, int tid, int n_threads) {
-    static_assert(sizeof(B) % 2 == 0, "blocks are copied as 16-bit words");
-    constexpr int WW = int(sizeof(B) / 2);
+    using U = std::conditional_t<sizeof(B) % 2 == 0, uint16_t, uint8_t>;
+    constexpr int WW = int(sizeof(B) / sizeof(U));
     for (int i = tid; i < TR * KB * WW; i += n_threads) {
         const int r = i / (KB * WW), j = (i / WW) % KB, o = i % WW;
         const uint8_t* p = row(r);
-        uint16_t v = 0;
-        if (p && j < kb) v = reinterpret_cast<const uint16_t*>(p + (b0 + j) * int64_t(sizeof(B)))[o];
-        reinterpret_cast<uint16_t*>(&s[r][j])[o] = v;
+        U v = 0;
+        if (p && j < kb) v = reinterpret_cast<const U*>(p + (b0 + j) * int64_t(sizeof(B)))[o];
+        reinterpret_cast<U*>(&s[r][j])[o] = v;
     }
 }
 

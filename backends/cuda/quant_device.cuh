@@ -108,11 +108,15 @@ LS_HD inline bool deq_supported(DType t) {
         case DType::F32: case DType::F16: case DType::BF16: case DType::Q4_0: case DType::Q4_1:
         case DType::Q5_0: case DType::Q5_1: case DType::Q8_0: case DType::Q8_1: case DType::Q2_K:
         case DType::Q3_K: case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: case DType::Q8_K:
+        case DType::IQ4_NL: case DType::IQ4_XS: case DType::MXFP4: case DType::TQ1_0: case DType::TQ2_0:
             return true;
         default:
             return false;
     }
 }
+
+// MXFP4's block scale 2^(e - 128) (block_access.h).
+LS_HD inline float mxfp4_scale(uint8_t e) { return detp::bits_float(int32_t(mxfp4_scale_bits(e))); }
 
 // Element e of a row of type t, as dequantize_row computes it (same float operations).
 LS_HD inline float deq_elem(DType t, const uint8_t* row, int64_t e) {
@@ -186,6 +190,28 @@ LS_HD inline float deq_elem(DType t, const uint8_t* row, int64_t e) {
         case DType::Q8_K: {
             const auto& b = reinterpret_cast<const BlockQ8_K*>(row)[e / QK_K];
             return b.d * static_cast<float>(b.qs[e % QK_K]);
+        }
+        case DType::IQ4_NL: {
+            const auto& b = reinterpret_cast<const BlockIQ4_NL*>(row)[e / QK];
+            return h2f(b.d) * static_cast<float>(iq4nl_level(nibble(b.qs, int(e % QK))));
+        }
+        case DType::IQ4_XS: {
+            const auto& b = reinterpret_cast<const BlockIQ4_XS*>(row)[e / QK_K];
+            const int i = int(e % QK_K);
+            const float dl = h2f(b.d) * static_cast<float>(iq4xs_scale(b, i / 32));
+            return dl * static_cast<float>(iq4xs_value(b, i));
+        }
+        case DType::MXFP4: {  // 17-byte blocks: any address, read a byte at a time
+            const auto& b = reinterpret_cast<const BlockMXFP4*>(row)[e / QK];
+            return mxfp4_scale(b.e) * static_cast<float>(mxfp4_level(nibble(b.qs, int(e % QK))));
+        }
+        case DType::TQ1_0: {
+            const auto& b = reinterpret_cast<const BlockTQ1_0*>(row)[e / QK_K];
+            return h2f(b.d) * static_cast<float>(tq1_value(b, int(e % QK_K)));
+        }
+        case DType::TQ2_0: {
+            const auto& b = reinterpret_cast<const BlockTQ2_0*>(row)[e / QK_K];
+            return h2f(b.d) * static_cast<float>(tq2_value(b, int(e % QK_K)));
         }
         default: return NAN;  // never launched: supports() rejects the type
     }
@@ -302,6 +328,7 @@ struct Isum {
 // field of every block starts at an even offset, block sizes and row strides are even, and
 // value4's e is a multiple of 4; so the device reads two 16-bit words, not four bytes. The
 // host checks the alignment, so that the emulated kernels would catch a call that breaks it.
+// (MXFP4's 17-byte blocks are the exception: its value4 reads bytes, ld32.)
 LS_HD inline uint32_t ld4(const void* p) {
 #if defined(__CUDA_ARCH__)
     const auto* h = static_cast<const uint16_t*>(p);
@@ -325,6 +352,32 @@ LS_HD inline int dot4(uint32_t a, uint32_t b) {
     for (int i = 0; i < 4; ++i) s += int(int8_t(uint8_t(a >> (8 * i)))) * int(int8_t(uint8_t(b >> (8 * i))));
     return s;
 #endif
+}
+
+// Four 4-bit indices (one in the low nibble of each byte of q) looked up in a table of 16
+// signed bytes (lo: entries 0..7, hi: 8..15, block_access.h's lut16), as four bytes. The
+// device picks each byte with __byte_perm from both halves and keeps the one bit 3 chooses.
+LS_HD inline uint32_t lut4(uint32_t q, uint64_t lo, uint64_t hi) {
+#if defined(__CUDA_ARCH__)
+    const uint32_t sel = (q & 0x7u) | ((q >> 4) & 0x70u) | ((q >> 8) & 0x700u) | ((q >> 12) & 0x7000u);
+    const uint32_t vl = __byte_perm(uint32_t(lo), uint32_t(lo >> 32), sel);
+    const uint32_t vh = __byte_perm(uint32_t(hi), uint32_t(hi >> 32), sel);
+    const uint32_t m = ((q >> 3) & 0x01010101u) * 0xFFu;
+    return (vl & ~m) | (vh & m);
+#else
+    uint32_t r = 0;
+    for (int i = 0; i < 4; ++i) r |= uint32_t(uint8_t(lut16(lo, hi, int((q >> (8 * i)) & 0x0F)))) << (8 * i);
+    return r;
+#endif
+}
+// Digit n (0..4) of four TQ1_0 base-3 fractions, one per byte of q (block_access.h's
+// tq1_value: ((q * 3^n mod 256) * 3) >> 8), minus 1, as four signed bytes. Two bytes at a
+// time in 16-bit lanes: q * 3^n < 2^16 and its low byte times 3 < 2^10, so no lane spills.
+LS_HD inline uint32_t tq1_digits2(uint32_t v, uint32_t p) { return ((((v & 0x00FF00FFu) * p) & 0x00FF00FFu) * 3u >> 8) & 0x00FF00FFu; }
+LS_HD inline uint32_t tq1_digits4(uint32_t q, int n) {
+    uint32_t p = 1;
+    for (int k = 0; k < n; ++k) p *= 3;
+    return sub_bytes(tq1_digits2(q, p) | (tq1_digits2(q >> 8, p) << 8), 1);
 }
 
 // Q4_K/Q5_K: the scale of sub-block s, and the min term over the 8 sub-blocks of 32.
@@ -496,6 +549,82 @@ template <> struct WDot<DType::Q6_K> {
     static constexpr bool has_min = false;
 };
 
+// The lookup-table types: 4-bit indices into int8 levels, the block's integer sum over all 32
+// (IQ4_NL, MXFP4) or per sub-block of 32 times its 6-bit scale (IQ4_XS).
+template <> struct WDot<DType::IQ4_NL> {
+    using WB = BlockIQ4_NL;
+    using AB = BlockQ8_0;
+    static constexpr int kSub = QK;
+    LS_HD static uint32_t value4(const WB& x, int e) {
+        return lut4((ld4(x.qs + e % 16) >> (4 * (e / 16))) & 0x0F0F0F0Fu, kIQ4NLLo, kIQ4NLHi);
+    }
+    LS_HD static int sub_scale(const WB&, int) { return 1; }
+    LS_HD static void step(const WB& x, const AB& y, Isum s, float& sum, float&) {
+        sum = sum + (h2f(x.d) * h2f(y.d)) * static_cast<float>(s.i);
+    }
+    static constexpr bool has_min = false;
+};
+template <> struct WDot<DType::MXFP4> {
+    using WB = BlockMXFP4;
+    using AB = BlockQ8_0;
+    static constexpr int kSub = QK;
+    // The 17-byte blocks lie at odd addresses in every other block: bytes, not ld4.
+    LS_HD static uint32_t value4(const WB& x, int e) {
+        return lut4((ld32(x.qs + e % 16) >> (4 * (e / 16))) & 0x0F0F0F0Fu, kMXFP4Lo, kMXFP4Hi);
+    }
+    LS_HD static int sub_scale(const WB&, int) { return 1; }
+    LS_HD static void step(const WB& x, const AB& y, Isum s, float& sum, float&) {
+        sum = sum + (mxfp4_scale(x.e) * h2f(y.d)) * static_cast<float>(s.i);
+    }
+    static constexpr bool has_min = false;
+};
+template <> struct WDot<DType::IQ4_XS> {
+    using WB = BlockIQ4_XS;
+    using AB = BlockQ8_K;
+    static constexpr int kSub = 32;
+    LS_HD static uint32_t value4(const WB& x, int e) {
+        return lut4((ld4(x.qs + 16 * (e / 32) + e % 16) >> (4 * ((e % 32) / 16))) & 0x0F0F0F0Fu, kIQ4NLLo, kIQ4NLHi);
+    }
+    LS_HD static int sub_scale(const WB& x, int s) { return iq4xs_scale(x, s); }
+    LS_HD static void step(const WB& x, const AB& y, Isum s, float& sum, float&) {
+        sum = sum + (y.d * h2f(x.d)) * static_cast<float>(s.i);
+    }
+    static constexpr bool has_min = false;
+};
+// The ternary types: one scale per 256 elements, so sub-blocks of 32 with scale 1 (the
+// tensor-core tile's m16n8k32).
+template <> struct WDot<DType::TQ1_0> {
+    using WB = BlockTQ1_0;
+    using AB = BlockQ8_K;
+    static constexpr int kSub = 32;
+    // Elements 0..159: digit e/32 of qs[e % 32]; 160..239: digit (e-160)/16 of
+    // qs[32 + e % 16]; 240..255: digit (e-240)/4 of qh[e % 4] (four consecutive elements
+    // share the digit and take consecutive bytes).
+    LS_HD static uint32_t value4(const WB& x, int e) {
+        if (e < 160) return tq1_digits4(ld4(x.qs + e % 32), e / 32);
+        if (e < 240) return tq1_digits4(ld4(x.qs + 32 + e % 16), (e - 160) / 16);
+        return tq1_digits4(ld4(x.qh), (e - 240) / 4);
+    }
+    LS_HD static int sub_scale(const WB&, int) { return 1; }
+    LS_HD static void step(const WB& x, const AB& y, Isum s, float& sum, float&) {
+        sum = sum + (y.d * h2f(x.d)) * static_cast<float>(s.i);
+    }
+    static constexpr bool has_min = false;
+};
+template <> struct WDot<DType::TQ2_0> {
+    using WB = BlockTQ2_0;
+    using AB = BlockQ8_K;
+    static constexpr int kSub = 32;
+    LS_HD static uint32_t value4(const WB& x, int e) {
+        return sub_bytes((ld4(x.qs + 32 * (e / 128) + e % 32) >> (2 * ((e % 128) / 32))) & 0x03030303u, 1);
+    }
+    LS_HD static int sub_scale(const WB&, int) { return 1; }
+    LS_HD static void step(const WB& x, const AB& y, Isum s, float& sum, float&) {
+        sum = sum + (y.d * h2f(x.d)) * static_cast<float>(s.i);
+    }
+    static constexpr bool has_min = false;
+};
+
 // The quantized weight types of the integer path: calls f(std::integral_constant<DType, t>{})
 // so that a kernel template can be instantiated per type; false for any other type.
 template <class F>
@@ -504,6 +633,7 @@ bool with_quant_weight(DType t, F&& f) {
 #define LS_QW(T) \
     case DType::T: f(std::integral_constant<DType, DType::T>{}); return true;
         LS_QW(Q4_0) LS_QW(Q4_1) LS_QW(Q5_0) LS_QW(Q5_1) LS_QW(Q8_0) LS_QW(Q2_K) LS_QW(Q3_K) LS_QW(Q4_K) LS_QW(Q5_K) LS_QW(Q6_K)
+        LS_QW(IQ4_NL) LS_QW(IQ4_XS) LS_QW(MXFP4) LS_QW(TQ1_0) LS_QW(TQ2_0)
 #undef LS_QW
         default: return false;
     }
@@ -558,7 +688,8 @@ LS_HD inline bool mul_mat_supported(DType w) {
     switch (w) {
         case DType::F32: case DType::F16: case DType::BF16: case DType::Q4_0: case DType::Q4_1:
         case DType::Q5_0: case DType::Q5_1: case DType::Q8_0: case DType::Q2_K: case DType::Q3_K:
-        case DType::Q4_K: case DType::Q5_K: case DType::Q6_K:
+        case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: case DType::IQ4_NL: case DType::IQ4_XS:
+        case DType::MXFP4: case DType::TQ1_0: case DType::TQ2_0:
             return true;
         default:
             return false;

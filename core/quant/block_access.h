@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "core/quant/quant_blocks.h"
+#include "core/quant/quant_levels.h"
 #include "core/rules/hd.h"
 
 namespace ls::qb {
@@ -83,13 +84,15 @@ LS_HD inline int q6k_value(const BlockQ6_K& b, int e) {
 // ---------------------------------------------------------------- lookup-table types
 
 // The 16 int8 levels of IQ4_NL / IQ4_XS and of MXFP4 (E2M1 doubled: 0 0.5 1 1.5 2 3 4 6 and
-// their negatives), packed 8 to a 64-bit constant so host and device read the same numbers
-// without a table in memory.
+// their negatives; core/quant/quant_levels.h, shared with the shaders), packed 8 to a 64-bit
+// constant so host and device read the same numbers without a table in memory.
 LS_HD inline int lut16(uint64_t lo, uint64_t hi, int i) {
     return static_cast<int8_t>(static_cast<uint8_t>(((i < 8 ? lo : hi) >> (8 * (i & 7))) & 0xFF));
 }
-constexpr uint64_t kIQ4NLLo = 0xF6EADDCFBFAD9881ull, kIQ4NLHi = 0x7159453526190D01ull;  // -127 -104 ... -10 | 1 13 ... 113
-constexpr uint64_t kMXFP4Lo = 0x0C08060403020100ull, kMXFP4Hi = 0xF4F8FAFCFDFEFF00ull;  // 0 1 2 3 4 6 8 12 | -0 -1 ... -12
+constexpr uint32_t kIQ4NLWords[4] = {LS_IQ4NL_LEVEL_WORDS}, kMXFP4Words[4] = {LS_MXFP4_LEVEL_WORDS};
+constexpr uint64_t kIQ4NLLo = kIQ4NLWords[0] | uint64_t(kIQ4NLWords[1]) << 32, kIQ4NLHi = kIQ4NLWords[2] | uint64_t(kIQ4NLWords[3]) << 32;
+constexpr uint64_t kMXFP4Lo = kMXFP4Words[0] | uint64_t(kMXFP4Words[1]) << 32, kMXFP4Hi = kMXFP4Words[2] | uint64_t(kMXFP4Words[3]) << 32;
+static_assert(kIQ4NLLo == 0xF6EADDCFBFAD9881ull && kMXFP4Hi == 0xF4F8FAFCFDFEFF00ull);
 LS_HD inline int iq4nl_level(int i) { return lut16(kIQ4NLLo, kIQ4NLHi, i); }
 LS_HD inline int mxfp4_level(int i) { return lut16(kMXFP4Lo, kMXFP4Hi, i); }
 // IQ4_XS: the scale of sub-block s (0..7), minus its bias: -32..31.

@@ -28,8 +28,9 @@ using namespace ls;
 
 namespace {
 
-const DType kQuantWeights[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
-                               DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+const DType kQuantWeights[] = {DType::Q4_0,   DType::Q4_1,   DType::Q5_0,  DType::Q5_1,  DType::Q8_0,
+                               DType::Q2_K,   DType::Q3_K,   DType::Q4_K,  DType::Q5_K,  DType::Q6_K,
+                               DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4, DType::TQ1_0, DType::TQ2_0};
 
 float row_dot_hd(DType w, const uint8_t* wr, const uint8_t* ar, int64_t nb) {
     switch (w) {
@@ -43,6 +44,11 @@ float row_dot_hd(DType w, const uint8_t* wr, const uint8_t* ar, int64_t nb) {
         case DType::Q4_K: return cudaq::row_dot<DType::Q4_K>(wr, ar, nb);
         case DType::Q5_K: return cudaq::row_dot<DType::Q5_K>(wr, ar, nb);
         case DType::Q6_K: return cudaq::row_dot<DType::Q6_K>(wr, ar, nb);
+        case DType::IQ4_NL: return cudaq::row_dot<DType::IQ4_NL>(wr, ar, nb);
+        case DType::IQ4_XS: return cudaq::row_dot<DType::IQ4_XS>(wr, ar, nb);
+        case DType::MXFP4: return cudaq::row_dot<DType::MXFP4>(wr, ar, nb);
+        case DType::TQ1_0: return cudaq::row_dot<DType::TQ1_0>(wr, ar, nb);
+        case DType::TQ2_0: return cudaq::row_dot<DType::TQ2_0>(wr, ar, nb);
         default: throw std::logic_error("not a quantized weight type");
     }
 }
@@ -111,6 +117,19 @@ TEST_CASE("cuda: per-block dot products and float chains equal vec_dot_ref bit f
             }
         }
     }
+    // MXFP4 blocks of random bytes: every exponent in turn, then only the smallest (the
+    // subnormal scales 2^-128 and 2^-127, e = 0 and 1, whose terms would vanish beside the others).
+    const int64_t K = 256 * 32;
+    for (int e_mod : {256, 4}) {
+        INFO("mxfp4 exponents mod " << e_mod);
+        std::vector<uint8_t> wr(size_t(row_bytes(DType::MXFP4, K)));
+        for (auto& v : wr) v = uint8_t(rng());
+        for (int b = 0; b < 256; ++b) wr[size_t(b) * sizeof(qb::BlockMXFP4)] = uint8_t(b % e_mod);
+        const std::vector<float> x = activations(rng, K);
+        std::vector<uint8_t> a(row_bytes(DType::Q8_0, K));
+        quantize_row(DType::Q8_0, x.data(), a.data(), K);
+        CHECK(bits(cudaq::row_dot<DType::MXFP4>(wr.data(), a.data(), 256)) == bits(vec_dot_ref(DType::MXFP4, wr.data(), a.data(), K)));
+    }
 }
 
 // value4 packs four weights with bit tricks (no borrows between bytes); each byte must be the
@@ -146,6 +165,11 @@ TEST_CASE("cuda: weights packed four to a word equal the per-element values", "[
     check_value4<DType::Q4_K>(rng, [](const BlockQ4_K& x, int e) { return q4k_value(x.qs, e); });
     check_value4<DType::Q5_K>(rng, [](const BlockQ5_K& x, int e) { return q5k_value(x, e); });
     check_value4<DType::Q6_K>(rng, [](const BlockQ6_K& x, int e) { return q6k_value(x, e); });
+    check_value4<DType::IQ4_NL>(rng, [](const BlockIQ4_NL& x, int e) { return iq4nl_level(nibble(x.qs, e)); });
+    check_value4<DType::IQ4_XS>(rng, [](const BlockIQ4_XS& x, int e) { return iq4xs_value(x, e); });
+    check_value4<DType::MXFP4>(rng, [](const BlockMXFP4& x, int e) { return mxfp4_level(nibble(x.qs, e)); });
+    check_value4<DType::TQ1_0>(rng, [](const BlockTQ1_0& x, int e) { return tq1_value(x, e); });
+    check_value4<DType::TQ2_0>(rng, [](const BlockTQ2_0& x, int e) { return tq2_value(x, e); });
 }
 
 TEST_CASE("cuda: float-weight products in canon_sum equal vec_dot_ref", "[cuda]") {
@@ -166,7 +190,8 @@ TEST_CASE("cuda: float-weight products in canon_sum equal vec_dot_ref", "[cuda]"
 TEST_CASE("cuda: element dequantization equals dequantize_row for every type", "[cuda]") {
     std::mt19937 rng(14);
     for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
-                    DType::Q8_1, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_K}) {
+                    DType::Q8_1, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_K,
+                    DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4, DType::TQ1_0, DType::TQ2_0}) {
         INFO(dtype_name(t));
         REQUIRE(cudaq::deq_supported(t));
         const int64_t K = 512;
@@ -177,11 +202,27 @@ TEST_CASE("cuda: element dequantization equals dequantize_row for every type", "
         for (int64_t e = 0; e < K; ++e) mismatches += bits(cudaq::deq_elem(t, row.data(), e)) != bits(want[size_t(e)]);
         CHECK(mismatches == 0);
     }
+    // MXFP4 blocks of random bytes: every exponent, the subnormal scales 2^-128 and 2^-127
+    // (e = 0, 1) among them, at the odd addresses of a row of 17-byte blocks.
+    std::vector<uint8_t> mx(size_t(256) * sizeof(qb::BlockMXFP4));
+    for (auto& v : mx) v = uint8_t(rng());
+    for (int b = 0; b < 256; ++b) mx[size_t(b) * sizeof(qb::BlockMXFP4)] = uint8_t(b);
+    std::vector<float> want(size_t(256) * qb::QK);
+    dequantize_row(DType::MXFP4, mx.data(), want.data(), int64_t(want.size()));
+    int mismatches = 0;
+    for (int64_t e = 0; e < int64_t(want.size()); ++e) mismatches += bits(cudaq::deq_elem(DType::MXFP4, mx.data(), e)) != bits(want[size_t(e)]);
+    CHECK(mismatches == 0);
     CHECK_FALSE(cudaq::deq_supported(DType::I32));
 }
 
 TEST_CASE("cuda: supports() accepts every node of the op table and refuses what the kernels cannot run", "[cuda]") {
-    // Every node the op-test table builds must be accepted, or the GPU run would refuse it.
+    // Every node the op-test table builds must be accepted, or the GPU run would refuse it;
+    // except the grid i-quants' matmuls and row gathers, which have no CUDA kernel yet: those
+    // must be refused (the op table then reports the case skipped), until they get one.
+    const auto grid_iquant = [](DType t) {
+        return t == DType::IQ2_XXS || t == DType::IQ2_XS || t == DType::IQ2_S || t == DType::IQ3_XXS || t == DType::IQ3_S ||
+               t == DType::IQ1_S || t == DType::IQ1_M;
+    };
     auto ref = make_reference_backend();
     for (const test::OpCase& oc : test::op_cases()) {
         Graph g;
@@ -190,7 +231,8 @@ TEST_CASE("cuda: supports() accepts every node of the op table and refuses what 
         oc.build(g, *ref, keep, rng);
         for (const Tensor* n : g.nodes()) {
             INFO(oc.name << ": " << op_name(n->op));
-            CHECK(cuda::supports_node(*n));
+            if (n->src[0] && grid_iquant(n->src[0]->type)) CHECK_FALSE(cuda::supports_node(*n));
+            else CHECK(cuda::supports_node(*n));
         }
     }
     Graph g;

@@ -30,7 +30,8 @@ void record_mul_mat(const Tensor& n, Recorder& r) {
     // per workgroup as the shader computes it from the reported subgroup size.
     const DType wt = a->type;
     const bool sg = r.ctx.use_subgroup_dot && rows <= 4 &&
-                    (wt == DType::Q4_0 || wt == DType::Q4_1 || wt == DType::Q5_0 || wt == DType::Q5_1 || wt == DType::Q8_0);
+                    (wt == DType::Q4_0 || wt == DType::Q4_1 || wt == DType::Q5_0 || wt == DType::Q5_1 || wt == DType::Q8_0 ||
+                     wt == DType::IQ4_NL || wt == DType::MXFP4);
     if (sg) {
         const uint64_t R = std::max(1u, 64u / r.ctx.subgroup_size), groups = (uint64_t(N) + R - 1) / R;
         const uint32_t gx = uint32_t(std::min<uint64_t>(groups, 65535)), gy = uint32_t((groups + gx - 1) / gx);

@@ -7,12 +7,13 @@
 
 namespace ls::vk {
 
-// Element types common.glsl's load_elem dequantizes.
+// Element types common.glsl's dequant_elem dequantizes.
 inline bool dequant_type(DType t) {
     switch (t) {
         case DType::F32: case DType::F16: case DType::BF16: case DType::Q4_0: case DType::Q4_1: case DType::Q5_0:
         case DType::Q5_1: case DType::Q8_0: case DType::Q2_K: case DType::Q3_K: case DType::Q4_K: case DType::Q5_K:
-        case DType::Q6_K: case DType::Q8_K:
+        case DType::Q6_K: case DType::Q8_K: case DType::IQ4_NL: case DType::IQ4_XS: case DType::MXFP4:
+        case DType::TQ1_0: case DType::TQ2_0:
             return true;
         default:
             return false;
