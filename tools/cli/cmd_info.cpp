@@ -37,7 +37,7 @@ int cmd_info(const Options& o) {
         params += t.ne[0] * t.ne[1] * t.ne[2] * t.ne[3];
     }
     std::printf("tensors:     %zu, %.1f M parameters\n", f.tensors().size(), params / 1e6);
-    for (auto& [name, e] : types) std::printf("  %-6s %4d tensors, %8.1f MiB\n", name.c_str(), e.first, e.second / 1048576.0);
+    for (auto& [name, e] : types) std::printf("  %-7s %4d tensors, %8.1f MiB\n", name.c_str(), e.first, e.second / 1048576.0);
     // KV memory per 1000 tokens of context, F16, one sequence.
     double kv = 0;
     for (const auto& l : app.model->kv_layout()) kv += double(l.k_row + l.v_row) * 2;
