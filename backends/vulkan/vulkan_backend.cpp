@@ -102,7 +102,7 @@ void VulkanBackend::compute(const Graph& g) {
     plan.attn_tile = ctx_->attn_tile;
     for (const Tensor* n : g.nodes()) {
         if (!supports(*n))
-            throw std::runtime_error("vulkan backend does not support " + std::string(op_name(n->op)) + " on " + shape_str(*n));
+            throw std::runtime_error(unsupported_node("vulkan", *n));
         op_entry(n->op).plan(*n, plan);
     }
     auto al = [](size_t n) { return (n + 255) / 256 * 256; };

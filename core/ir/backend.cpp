@@ -18,11 +18,21 @@ void Backend::copy(Buffer& buf, size_t dst_offset, size_t src_offset, size_t n) 
     upload(buf, dst_offset, tmp.data(), n);
 }
 
+std::string unsupported_node(const std::string& backend, const Tensor& n) {
+    // The operands say what is missing (a weight type, a cache type, a view): "mul_mat of
+    // blk.0.attn_q.weight [640, 2048, 1, 1] iq2_xxs, ..."; the output last.
+    std::string s = backend + " backend does not support " + op_name(n.op) + " of ";
+    for (int i = 0; i < kMaxSrc && n.src[i]; ++i)
+        s += (i ? ", " : "") + (n.src[i]->name.empty() ? std::string("input") : n.src[i]->name) + " " + shape_str(*n.src[i]);
+    s += " giving " + shape_str(n) + (n.name.empty() ? "" : " (" + n.name + ")");
+    if (n.op == OpId::MUL_MAT || n.op == OpId::MUL_MAT_ID || n.op == OpId::GET_ROWS)
+        s += "; the CPU backend (--backend cpu) runs every weight type";
+    return s;
+}
+
 void run_graph(Backend& be, Graph& g, std::unique_ptr<Buffer>& scratch) {
     for (const Tensor* n : g.nodes())
-        if (!be.supports(*n))
-            throw std::runtime_error(be.name() + " backend does not support " + op_name(n->op) + " on " +
-                                     shape_str(*n) + " (" + n->name + ")");
+        if (!be.supports(*n)) throw std::runtime_error(unsupported_node(be.name(), *n));
     size_t need = plan_graph(g);
     if (!scratch || scratch->size < need) {
         scratch.reset();

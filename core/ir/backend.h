@@ -32,6 +32,9 @@ public:
     virtual void set_threads(int) {}
 };
 
+// The error for a node backend `backend` cannot run: the op, its operands' names, shapes and
+// types, and the output (both run_graph and a backend's own compute() raise it).
+std::string unsupported_node(const std::string& backend, const Tensor& n);
 // Runs a graph on a backend: plans it, (re)allocates `scratch` when it is too small,
 // uploads the inputs and computes. Outputs can then be downloaded with read_tensor.
 void run_graph(Backend& be, Graph& g, std::unique_ptr<Buffer>& scratch);

@@ -99,6 +99,34 @@ TEST_CASE("every op matches the reference on every backend", "[ops]") {
     }
 }
 
+TEST_CASE("a backend without a kernel for a weight type refuses it by name, before computing", "[ops]") {
+    // The grid i-quants run on the CPU only for now: a GPU backend names the weight, its type
+    // and where it runs instead of failing inside a kernel.
+    for (auto& be : test::backends_under_test()) {
+        INFO(be->name());
+        Graph g;
+        test::Keep keep;
+        std::mt19937 rng(3);
+        Tensor* w = keep.persistent(*be, DType::IQ2_XXS, {256, 4}, test::quantized_random(rng, DType::IQ2_XXS, 256, 4));
+        w->name = "blk.0.ffn_up.weight";
+        const std::vector<float> x = test::randn(rng, 256);
+        Tensor* out = ops::mul_mat(g, w, g.input(DType::F32, {256, 1}, x.data(), "x"));
+        g.mark_output(out);
+        std::unique_ptr<Buffer> scratch;
+        if (be->supports(*out)) {
+            run_graph(*be, g, scratch);
+            be->synchronize();
+            std::vector<float> y(4);
+            read_tensor(*be, *out, y.data());
+            for (float v : y) CHECK(std::isfinite(v));
+        } else {
+            REQUIRE_THROWS_WITH(run_graph(*be, g, scratch), Catch::Contains(be->name() + " backend does not support mul_mat of "
+                                                                            "blk.0.ffn_up.weight [256, 4, 1, 1] iq2_xxs") &&
+                                                                Catch::Contains("--backend cpu"));
+        }
+    }
+}
+
 TEST_CASE("set_rows rejects an out-of-range index before writing any row", "[ops]") {
     std::vector<std::unique_ptr<Backend>> all = test::backends_under_test();
     all.push_back(make_reference_backend());
