@@ -24,6 +24,7 @@ template <> constexpr int kIqSub<BlockIQ1_M> = 16;
 template <class B> constexpr int kIqDen = 8;
 template <> constexpr int kIqDen<BlockIQ3_XXS> = 4;
 template <> constexpr int kIqDen<BlockIQ3_S> = 1;
+template <> constexpr int kIqDen<BlockIQ4_XS> = 1;  // IQ4_XS (sub-blocks of 32) shares the tile of cpu/gemm/iq_tiles.cpp
 
 // IQ2_XXS: sub-block ib has grid bytes qs[8ib..8ib+3] and a u32 at qs[8ib+4]: 7-bit sign
 // indices of its 4 groups in bits 7l.., scale in bits 28..31 (ls = 2 * scale + 1).

@@ -38,7 +38,7 @@ namespace {
 uint32_t signs4(uint8_t a, uint8_t b, uint8_t c, uint8_t d) { return uint32_t(a) | uint32_t(b) << 8 | uint32_t(c) << 16 | uint32_t(d) << 24; }
 void store(int8_t* v, __m256i x) { _mm256_store_si256(reinterpret_cast<__m256i*>(v), x); }
 
-// Decoders: d (the f16 block scale bits), and decode(): v[256] and ls[256 / kSub].
+// Decoders: d (the f16 block scale bits), and decode(): v[256] and ls[256 / kIqSub].
 template <class B> uint16_t d_bits(const B& b) { return b.d; }
 template <> uint16_t d_bits(const BlockIQ1_M& b) { return iq1m_d(b); }
 
@@ -131,11 +131,6 @@ void decode(const BlockIQ1_M& b, int8_t* v, int16_t* ls) {
     for (int s = 0; s < 16; ++s) ls[s] = static_cast<int16_t>(iq_scale(b, s));
 }
 
-template <class B> constexpr int kSub = kIqSub<B>;
-template <> constexpr int kSub<BlockIQ4_XS> = 32;
-template <class B> constexpr int kDen = kIqDen<B>;
-template <> constexpr int kDen<BlockIQ4_XS> = 1;
-
 template <int G, class B>
 void sv_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t nb, float* const* out, int nr, size_t pf) {
     alignas(64) int8_t qs[8][QK_K];   // v
@@ -156,7 +151,7 @@ void sv_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t
             for (int j = 0; j < 8; ++j) {
                 const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(qs[r] + 32 * j));
                 _mm256_store_si256(reinterpret_cast<__m256i*>(qa[r] + 32 * j), _mm256_abs_epi8(v));
-                if constexpr (kSub<B> == 32) scv[r][j] = _mm256_set1_epi16(ls[j]);
+                if constexpr (kIqSub<B> == 32) scv[r][j] = _mm256_set1_epi16(ls[j]);
                 else scv[r][j] = _mm256_set_m128i(_mm_set1_epi16(ls[2 * j + 1]), _mm_set1_epi16(ls[2 * j]));
             }
         }
@@ -199,7 +194,7 @@ void sv_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t
         }
     }
     for (int g = 0; g < G; ++g) {
-        if constexpr (kDen<B> != 1) acc[g] = _mm256_mul_ps(acc[g], _mm256_set1_ps(1.0f / static_cast<float>(kDen<B>)));
+        if constexpr (kIqDen<B> != 1) acc[g] = _mm256_mul_ps(acc[g], _mm256_set1_ps(1.0f / static_cast<float>(kIqDen<B>)));
         store_out(acc[g], out[g], nr);
     }
 }
