@@ -3,7 +3,8 @@
 // sign (IQ1: 8 * value +- 1, the +-1/8 delta made integer), ls the sub-block scale, den a power
 // of two per type (iq_den). The reference dequantization multiplies in the gguf package's
 // order; the dot products take the exact integer sum of ls * v * y and scale by 1/den last.
-// Host only for now: the codebooks (iq_grids.h) are host arrays.
+// Host only: the codebooks here are the C++ tables of iq_grids.h; CUDA and GLSL read the same
+// words (iq_grid_words.h).
 #pragma once
 #include <cstdint>
 

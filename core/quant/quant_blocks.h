@@ -49,7 +49,7 @@ static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(Block
               sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_1) == 36);
 static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110 && sizeof(BlockQ4_K) == 144 &&
               sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210 && sizeof(BlockQ8_K) == 292);
-// Grid i-quants: groups of 8 (IQ3: 4) elements index a codebook (core/quant/iq_grids.h),
+// Grid i-quants: groups of 8 (IQ3: 4) elements index a codebook (core/quant/iq_grid_words.h),
 // with sign bits and a sub-block scale; core/quant/iq_access.h reads them.
 struct BlockIQ2_XXS { uint16_t d; uint8_t qs[QK_K / 4]; };                      // per 32: 4 indices, u32 signs + scale
 struct BlockIQ2_XS { uint16_t d; uint16_t qs[QK_K / 8]; uint8_t scales[QK_K / 32]; };  // 9-bit index, 7 sign bits
