@@ -131,8 +131,44 @@ void decode(const BlockIQ1_M& b, int8_t* v, int16_t* ls) {
     for (int s = 0; s < 16; ++s) ls[s] = static_cast<int16_t>(iq_scale(b, s));
 }
 
+// One token (a decode step) without AVX-512: each row's decoded super-block meets the token
+// at once, the chunk's |v|, sign and scale formed in registers instead of being stored for
+// tokens that do not come. The same exact integers and float chain as sv_tile (tests: every
+// tile against the reference at M = 1).
+template <class B>
+void sv_tile_one(const uint8_t* const* wr, const uint8_t* a, int64_t nb, float* out, int nr, size_t pf) {
+    alignas(64) int8_t qs[QK_K];
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i) {
+        const BlockQ8_K& y = reinterpret_cast<const BlockQ8_K*>(a)[i];
+        alignas(16) uint16_t dh[8];
+        __m256i v[8];
+        for (int r = 0; r < 8; ++r) {
+            const B& b = reinterpret_cast<const B*>(wr[r])[i];
+            dh[r] = d_bits(b);
+            int16_t ls[16];
+            decode(b, qs, ls);
+            __m256i s = _mm256_setzero_si256();
+            for (int j = 0; j < 8; ++j) {
+                const __m256i x = _mm256_load_si256(reinterpret_cast<const __m256i*>(qs + 32 * j));
+                const __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(x), _mm256_sign_epi8(loadu(y.qs + 32 * j), x));
+                const __m256i sc = kIqSub<B> == 32 ? _mm256_set1_epi16(ls[j]) : _mm256_set_m128i(_mm_set1_epi16(ls[2 * j + 1]), _mm_set1_epi16(ls[2 * j]));
+                s = _mm256_add_epi32(s, _mm256_madd_epi16(p, sc));
+            }
+            v[r] = s;
+        }
+        if (pf) prefetch_group(wr[0] + pf, sizeof(B), i);
+        float yd;
+        std::memcpy(&yd, &y.d, 4);
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_mul_ps(load_d8(dh), _mm256_set1_ps(yd)), _mm256_cvtepi32_ps(hsum8(v))));
+    }
+    if constexpr (kIqDen<B> != 1) acc = _mm256_mul_ps(acc, _mm256_set1_ps(1.0f / static_cast<float>(kIqDen<B>)));
+    store_out(acc, out, nr);
+}
+
 template <int G, class B>
 void sv_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t nb, float* const* out, int nr, size_t pf) {
+    if constexpr (G == 1 && !LS_GEMM_K512) return sv_tile_one<B>(wr, a, nb, out[0], nr, pf);
     alignas(64) int8_t qs[8][QK_K];   // v
     alignas(64) uint8_t qa[8][QK_K];  // |v|
     __m256i scv[8][8];                // scale(s) of each 32-value chunk, int16 (two halves for 16-element sub-blocks)

@@ -18,6 +18,25 @@ using namespace ls::qb;
 
 namespace {
 
+// One token (a decode step) without AVX-512: each row's unpacked 32-value chunks meet the
+// token as they are formed (Fused::put) instead of being stored for tokens that do not come.
+// Integer adds in another order give the same exact int32 sums, and the float chain is the
+// same, so the results equal the stored form's bit for bit (tests: every tile at M = 1).
+template <bool kOn>
+struct Fused {
+    const int8_t* yq = nullptr;  // the token's Q8_K values (kOn)
+    uint8_t* qb = nullptr;       // the row's unpacked values (!kOn)
+    __m256i s = _mm256_setzero_si256();
+    [[gnu::always_inline]] void put(int j, __m256i u, __m256i sc) {
+        if constexpr (kOn) s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(u, loadu(yq + 32 * j)), sc));
+        else _mm256_store_si256(reinterpret_cast<__m256i*>(qb + 32 * j), u);
+    }
+};
+template <int G> constexpr bool kFuse = G == 1 && !LS_GEMM_K512;
+template <int G> const int8_t* fused_y(const uint8_t* a, int64_t i) {
+    return kFuse<G> ? reinterpret_cast<const BlockQ8_K*>(a)[i].qs : nullptr;
+}
+
 // Q4_K and Q5_K / Q8_K. Per row and super-block: 256 unsigned values in element order (Q4_K's
 // nibbles; Q5_K's with their fifth bit from qh, 0..31, so maddubs' pair sums stay below
 // 2 * 31 * 128 and exact), 8 int16 scale broadcasts, the mins duplicated per bsum pair. The
@@ -26,7 +45,7 @@ template <int G, class Block>
 void q45k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t nb, float* const* out, int nr, size_t pf) {
     constexpr bool kQ5 = std::is_same_v<Block, BlockQ5_K>;
     alignas(64) uint8_t qb[8][QK_K];
-    __m256i scv[8][8], mnv[8];
+    __m256i scv[8][8], mnv[8], fused[8];
 #if LS_GEMM_K512
     __m512i scz[8][4];
 #endif
@@ -39,6 +58,20 @@ void q45k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64
             const Block& b = reinterpret_cast<const Block*>(wr[r])[i];
             std::memcpy(&dh[r], &b.d, 2);
             std::memcpy(&mh[r], &b.dmin, 2);
+            // 6-bit scales and mins as bytes (same unpacking as k4_scale_min, four at a time).
+            uint32_t u[3];
+            std::memcpy(u, b.scales, 12);
+            const uint32_t lo6 = 0x3F3F3F3Fu, lo4 = 0x0F0F0F0Fu, lo2 = 0x03030303u;
+            const uint32_t s03 = u[0] & lo6, m03 = u[1] & lo6;
+            const uint32_t s47 = (u[2] & lo4) | (((u[0] >> 6) & lo2) << 4);
+            const uint32_t m47 = ((u[2] >> 4) & lo4) | (((u[1] >> 6) & lo2) << 4);
+            const __m128i sm = _mm_setr_epi32(static_cast<int>(s03), static_cast<int>(s47), static_cast<int>(m03), static_cast<int>(m47));
+            // int16 scales 0..7 in both halves; a byte shuffle broadcasts scale j.
+            const __m256i scw = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
+            for (int j = 0; j < 8; ++j) scv[r][j] = _mm256_shuffle_epi8(scw, _mm256_set1_epi16(static_cast<short>(0x0100 + 0x0202 * j)));
+            // mins duplicated (m0 m0 m1 m1 ... m7 m7) to pair with the 16 bsums.
+            mnv[r] = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(sm, _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)));
+            Fused<kFuse<G>> f{fused_y<G>(a, i), qb[r]};
             for (int j = 0; j < 4; ++j) {
                 const __m256i q = loadu(b.qs + 32 * j);
                 __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
@@ -54,22 +87,10 @@ void q45k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64
                     lo = _mm256_or_si256(lo, bit4(m0));
                     hi = _mm256_or_si256(hi, bit4(m1));
                 }
-                _mm256_store_si256(reinterpret_cast<__m256i*>(qb[r] + 64 * j), lo);
-                _mm256_store_si256(reinterpret_cast<__m256i*>(qb[r] + 64 * j + 32), hi);
+                f.put(2 * j, lo, scv[r][2 * j]);
+                f.put(2 * j + 1, hi, scv[r][2 * j + 1]);
             }
-            // 6-bit scales and mins as bytes (same unpacking as k4_scale_min, four at a time).
-            uint32_t u[3];
-            std::memcpy(u, b.scales, 12);
-            const uint32_t lo6 = 0x3F3F3F3Fu, lo4 = 0x0F0F0F0Fu, lo2 = 0x03030303u;
-            const uint32_t s03 = u[0] & lo6, m03 = u[1] & lo6;
-            const uint32_t s47 = (u[2] & lo4) | (((u[0] >> 6) & lo2) << 4);
-            const uint32_t m47 = ((u[2] >> 4) & lo4) | (((u[1] >> 6) & lo2) << 4);
-            const __m128i sm = _mm_setr_epi32(static_cast<int>(s03), static_cast<int>(s47), static_cast<int>(m03), static_cast<int>(m47));
-            // int16 scales 0..7 in both halves; a byte shuffle broadcasts scale j.
-            const __m256i scw = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
-            for (int j = 0; j < 8; ++j) scv[r][j] = _mm256_shuffle_epi8(scw, _mm256_set1_epi16(static_cast<short>(0x0100 + 0x0202 * j)));
-            // mins duplicated (m0 m0 m1 m1 ... m7 m7) to pair with the 16 bsums.
-            mnv[r] = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(sm, _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)));
+            fused[r] = f.s;
         }
         if (pf) prefetch_group(wr[0] + pf, sizeof(Block), i);
         const __m256 dw = load_d8(dh), dm = load_d8(mh);
@@ -89,7 +110,7 @@ void q45k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64
             }
 #else
             for (int r = 0; r < 8; ++r) {
-                v[r] = ksum256(qb[r], y.qs, scv[r], _mm256_setzero_si256());
+                v[r] = kFuse<G> ? fused[r] : ksum256(qb[r], y.qs, scv[r], _mm256_setzero_si256());
                 mv[r] = _mm256_madd_epi16(mnv[r], bs);
             }
 #endif
@@ -109,7 +130,7 @@ void q45k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64
 template <int G>
 void q6k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t nb, float* const* out, int nr, size_t pf) {
     alignas(64) uint8_t qb[8][QK_K];
-    __m256i scv[8][8], sc32[8];
+    __m256i scv[8][8], sc32[8], fused[8];
 #if LS_GEMM_K512
     __m512i scz[8][4];
 #endif
@@ -122,16 +143,6 @@ void q6k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_
         for (int r = 0; r < 8; ++r) {
             const BlockQ6_K& b = reinterpret_cast<const BlockQ6_K*>(wr[r])[i];
             std::memcpy(&dh[r], &b.d, 2);
-            for (int h = 0; h < 2; ++h) {
-                const __m256i l0 = loadu(b.ql + 64 * h), l1 = loadu(b.ql + 64 * h + 32);
-                const __m256i hq = loadu(b.qh + 32 * h);
-                auto* dst = reinterpret_cast<__m256i*>(qb[r] + 128 * h);
-                _mm256_store_si256(dst + 0, _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(hq, m3), 4)));
-                _mm256_store_si256(dst + 1, _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_slli_epi16(_mm256_and_si256(hq, m0c), 2)));
-                _mm256_store_si256(dst + 2, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(hq, m30)));
-                _mm256_store_si256(dst + 3, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                                            _mm256_and_si256(_mm256_srli_epi16(hq, 2), m30)));
-            }
             const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
             sc32[r] = _mm256_slli_epi16(_mm256_cvtepi8_epi16(s8), 5);  // |32 * sc| <= 4096 fits int16
             // scv[j]: scale 2j in the low half, 2j+1 in the high half (int16 broadcasts).
@@ -145,6 +156,18 @@ void q6k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_
                                                       4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3);
                 scv[r][j] = _mm256_shuffle_epi8(j < 4 ? w0 : w1, pick);
             }
+            Fused<kFuse<G>> f{fused_y<G>(a, i), qb[r]};
+            for (int h = 0; h < 2; ++h) {
+                const __m256i l0 = loadu(b.ql + 64 * h), l1 = loadu(b.ql + 64 * h + 32);
+                const __m256i hq = loadu(b.qh + 32 * h);
+                const int j0 = 4 * h;
+                f.put(j0 + 0, _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(hq, m3), 4)), scv[r][j0 + 0]);
+                f.put(j0 + 1, _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_slli_epi16(_mm256_and_si256(hq, m0c), 2)), scv[r][j0 + 1]);
+                f.put(j0 + 2, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(hq, m30)), scv[r][j0 + 2]);
+                f.put(j0 + 3, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                                            _mm256_and_si256(_mm256_srli_epi16(hq, 2), m30)), scv[r][j0 + 3]);
+            }
+            fused[r] = f.s;
         }
         if (pf) prefetch_group(wr[0] + pf, sizeof(BlockQ6_K), i);
         const __m256 dw = load_d8(dh);
@@ -162,7 +185,8 @@ void q6k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_
                 v[r] = _mm256_sub_epi32(ksum512(qb[r], y4, scz[r], _mm512_setzero_si512()), _mm256_madd_epi16(sc32[r], bs));
 #else
             for (int r = 0; r < 8; ++r)
-                v[r] = ksum256(qb[r], y.qs, scv[r], _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_madd_epi16(sc32[r], bs)));
+                v[r] = _mm256_sub_epi32(kFuse<G> ? fused[r] : ksum256(qb[r], y.qs, scv[r], _mm256_setzero_si256()),
+                                        _mm256_madd_epi16(sc32[r], bs));
 #endif
             float yd;
             std::memcpy(&yd, &y.d, 4);
@@ -181,7 +205,7 @@ template <int G, class Block>
 void q23k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t nb, float* const* out, int nr, size_t pf) {
     constexpr bool kQ2 = std::is_same_v<Block, BlockQ2_K>;
     alignas(64) uint8_t qb[8][QK_K];
-    __m256i scv[8][8], corr[8];  // corr: Q2_K's 16 mins, Q3_K's 16 scales times 4 (int16)
+    __m256i scv[8][8], corr[8], fused[8];  // corr: Q2_K's 16 mins, Q3_K's 16 scales times 4 (int16)
     __m256 acc[G], macc[G];
     for (int g = 0; g < G; ++g) acc[g] = macc[g] = _mm256_setzero_ps();
     const __m256i m3 = _mm256_set1_epi8(0x03), one = _mm256_set1_epi8(0x01);
@@ -197,6 +221,8 @@ void q23k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64
             } else {
                 for (int t = 0; t < 16; ++t) sc[t] = int16_t(q3k_scale(b.scales, t)), cr[t] = int16_t(4 * sc[t]);
             }
+            for (int j = 0; j < 8; ++j) scv[r][j] = _mm256_set_m128i(_mm_set1_epi16(sc[2 * j + 1]), _mm_set1_epi16(sc[2 * j]));
+            Fused<kFuse<G>> f{fused_y<G>(a, i), qb[r]};
             [[maybe_unused]] __m256i hm{};
             if constexpr (!kQ2) hm = loadu(b.hmask);
             for (int n = 0; n < 2; ++n) {
@@ -206,10 +232,10 @@ void q23k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64
                     __m256i u = _mm256_and_si256(_mm256_srli_epi16(q, 2 * j), m3);
                     if constexpr (!kQ2)  // Q3_K: bit 4n + j of hmask[l] is the value's bit 2
                         u = _mm256_or_si256(u, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hm, 4 * n + j), one), 2));
-                    _mm256_store_si256(reinterpret_cast<__m256i*>(qb[r] + 128 * n + 32 * j), u);
+                    f.put(4 * n + j, u, scv[r][4 * n + j]);
                 }
             }
-            for (int j = 0; j < 8; ++j) scv[r][j] = _mm256_set_m128i(_mm_set1_epi16(sc[2 * j + 1]), _mm_set1_epi16(sc[2 * j]));
+            fused[r] = f.s;
             corr[r] = _mm256_load_si256(reinterpret_cast<const __m256i*>(cr));
         }
         if (pf) prefetch_group(wr[0] + pf, sizeof(Block), i);
@@ -220,7 +246,7 @@ void q23k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64
             const __m256i bs = loadu(y.bsums);
             __m256i v[8], mv[8];
             for (int r = 0; r < 8; ++r) {
-                const __m256i s = ksum256(qb[r], y.qs, scv[r], _mm256_setzero_si256());
+                const __m256i s = kFuse<G> ? fused[r] : ksum256(qb[r], y.qs, scv[r], _mm256_setzero_si256());
                 if constexpr (kQ2) {
                     v[r] = s;
                     mv[r] = _mm256_madd_epi16(corr[r], bs);

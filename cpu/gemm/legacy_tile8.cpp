@@ -23,9 +23,46 @@ namespace ls::cpu::gemm {
 using namespace ls::qb;
 
 namespace {
+// One token (a decode step) on AVX2: the transpose below costs more than it saves when its
+// rows meet a single token (24 shuffles and 8 broadcasts per block). Here each row's block is
+// multiplied whole against the token's 32 bytes and the 8 rows' partial sums folded by hsum8
+// into lane r = row r: the same exact integer block sums, then the same float chain per lane,
+// so the results equal the transposed form's bit for bit (tests/cpu: every tile against the
+// reference at M = 1). With VNNI the transposed form's dpbusd is already cheap; it stays.
+template <class D>
+void legacy_tile_one(const uint8_t* const* wr, const uint8_t* a, size_t extra_off, int64_t nb, float* out, int nr,
+                     size_t pf) {
+    using Block = typename D::Block;
+    const __m256i ones = _mm256_set1_epi16(1);
+    const auto* yb = reinterpret_cast<const BlockQ8_0*>(a);
+    const float* yd = reinterpret_cast<const float*>(a + extra_off);
+    [[maybe_unused]] const int32_t* ybias = reinterpret_cast<const int32_t*>(yd + nb);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i) {
+        const __m256i y = loadu(yb[i].qs);
+        BlockScales<D, 8> ds;
+        __m256i v[8];
+        for (int r = 0; r < 8; ++r) {
+            const Block& b = reinterpret_cast<const Block*>(wr[r])[i];
+            ds.set(r, b);
+            const __m256i q = D::dec(b);
+            // kOff 0: |x| * (y * sign x), a pair at most 2*128*127; else u <= 31, 2*31*127.
+            if constexpr (D::kOff == 0) v[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(y, q)), ones);
+            else v[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(q, y), ones);
+        }
+        if (pf) prefetch_group(wr[0] + pf, sizeof(Block), i);
+        __m256i s = hsum8(v);
+        if constexpr (D::kOff != 0) s = _mm256_sub_epi32(s, _mm256_set1_epi32(ybias[i]));
+        const __m256 sc = _mm256_mul_ps(ds.get8(), _mm256_set1_ps(yd[i]));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(sc, _mm256_cvtepi32_ps(s)));
+    }
+    store_out(acc, out, nr);
+}
+
 template <class D, int G>
 void legacy_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, size_t extra_off, int64_t nb,
                  float* const* out, int nr, size_t pf) {
+    if constexpr (G == 1 && !LS_GEMM_VNNI) return legacy_tile_one<D>(wr, a, extra_off, nb, out[0], nr, pf);
     using Block = typename D::Block;
     __m256 acc[G];
     for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps();
