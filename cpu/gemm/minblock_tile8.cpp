@@ -43,13 +43,20 @@ void minblock_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, i
         for (int g = 0; g < G; ++g) {
             const BlockQ8_1& y = reinterpret_cast<const BlockQ8_1*>(a + astride * static_cast<size_t>(g))[i];
             const __m256i yv = loadu(y.qs);
-            __m256i v[8];
-            for (int r = 0; r < 8; ++r) v[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(q[r], yv), ones);
+            // The 8 rows' sums folded pairwise as they are formed (hsum8's tree, the same
+            // exact int32 adds), so few vectors are live beside the 8 decoded rows.
+            auto row = [&](int r) { return _mm256_madd_epi16(_mm256_maddubs_epi16(q[r], yv), ones); };
+            const __m256i h01 = _mm256_hadd_epi32(row(0), row(1)), h23 = _mm256_hadd_epi32(row(2), row(3));
+            const __m256i lo = _mm256_hadd_epi32(h01, h23);
+            const __m256i h45 = _mm256_hadd_epi32(row(4), row(5)), h67 = _mm256_hadd_epi32(row(6), row(7));
+            const __m256i hi = _mm256_hadd_epi32(h45, h67);
+            const __m256i isum = _mm256_add_epi32(_mm256_permute2x128_si256(lo, hi, 0x20), _mm256_permute2x128_si256(lo, hi, 0x31));
             uint16_t yd16, ys16;
             std::memcpy(&yd16, &y.d, 2);
             std::memcpy(&ys16, &y.s, 2);
-            const __m256 yd = _mm256_set1_ps(fp16_to_fp32(yd16)), ys = _mm256_set1_ps(fp16_to_fp32(ys16));
-            acc[g] = _mm256_add_ps(acc[g], _mm256_mul_ps(_mm256_mul_ps(dw, yd), _mm256_cvtepi32_ps(hsum8(v))));
+            // F16C conversion: exact, as fp16_to_fp32, and inline (no call per token and block).
+            const __m256 yd = _mm256_set1_ps(_cvtsh_ss(yd16)), ys = _mm256_set1_ps(_cvtsh_ss(ys16));
+            acc[g] = _mm256_add_ps(acc[g], _mm256_mul_ps(_mm256_mul_ps(dw, yd), _mm256_cvtepi32_ps(isum)));
             acc[g] = _mm256_add_ps(acc[g], _mm256_mul_ps(mw, ys));
         }
     }
