@@ -21,20 +21,6 @@ namespace ls::cpu::gemm {
 using namespace ls::qb;
 
 namespace {
-// 32 values: four 8-byte codebook entries, negated where the 32 sign bits (4 bytes) are set.
-[[gnu::always_inline]] inline __m256i signed_groups(uint64_t g0, uint64_t g1, uint64_t g2, uint64_t g3, uint32_t signs) {
-    const __m256i g = _mm256_setr_epi64x(static_cast<long long>(g0), static_cast<long long>(g1), static_cast<long long>(g2),
-                                         static_cast<long long>(g3));
-    const __m256i neg = bits_to_bytes(reinterpret_cast<const uint8_t*>(&signs));
-    return _mm256_sign_epi8(g, _mm256_or_si256(neg, _mm256_set1_epi8(1)));
-}
-// As signed_groups for the 4-value codebooks of IQ3: eight 4-byte entries.
-[[gnu::always_inline]] inline __m256i signed_quads(const uint32_t* e, uint32_t signs) {
-    const __m256i g = _mm256_setr_epi32(static_cast<int>(e[0]), static_cast<int>(e[1]), static_cast<int>(e[2]), static_cast<int>(e[3]),
-                                        static_cast<int>(e[4]), static_cast<int>(e[5]), static_cast<int>(e[6]), static_cast<int>(e[7]));
-    const __m256i neg = bits_to_bytes(reinterpret_cast<const uint8_t*>(&signs));
-    return _mm256_sign_epi8(g, _mm256_or_si256(neg, _mm256_set1_epi8(1)));
-}
 uint32_t signs4(uint8_t a, uint8_t b, uint8_t c, uint8_t d) { return uint32_t(a) | uint32_t(b) << 8 | uint32_t(c) << 16 | uint32_t(d) << 24; }
 void store(int8_t* v, __m256i x) { _mm256_store_si256(reinterpret_cast<__m256i*>(v), x); }
 
@@ -49,53 +35,64 @@ void decode(const BlockIQ4_XS& b, int8_t* v, int16_t* ls) {
         ls[s] = static_cast<int16_t>(iq4xs_scale(b, s));
     }
 }
-void decode(const BlockIQ2_XXS& b, int8_t* v, int16_t* ls) {
-    for (int ib = 0; ib < 8; ++ib) {
-        const uint8_t* q = b.qs + 8 * ib;
-        const uint32_t a = le32(q + 4);
-        store(v + 32 * ib, signed_groups(kIQ2XXSGrid[q[0]], kIQ2XXSGrid[q[1]], kIQ2XXSGrid[q[2]], kIQ2XXSGrid[q[3]],
-                                         signs4(kIQSigns[a & 127], kIQSigns[(a >> 7) & 127], kIQSigns[(a >> 14) & 127],
-                                                kIQSigns[(a >> 21) & 127])));
-        ls[ib] = static_cast<int16_t>(iq_scale(b, ib));
-    }
+// The grid types whose codebook bytes are all positive (IQ2: 8..43, IQ3: 1..62): chunk ib (32
+// values) as its codebook bytes g and its 32 sign bits (set: negative). decode() stores
+// g * sign; the one-token tile multiplies g by the token's bytes carrying the signs instead.
+struct GridChunk {
+    __m256i g;
+    uint32_t signs;
+};
+[[gnu::always_inline]] inline __m256i grid4(uint64_t g0, uint64_t g1, uint64_t g2, uint64_t g3) {
+    return _mm256_setr_epi64x(static_cast<long long>(g0), static_cast<long long>(g1), static_cast<long long>(g2), static_cast<long long>(g3));
 }
-void decode(const BlockIQ2_XS& b, int8_t* v, int16_t* ls) {
-    for (int ib = 0; ib < 8; ++ib) {
-        const uint16_t* q = b.qs + 4 * ib;
-        store(v + 32 * ib, signed_groups(kIQ2XSGrid[q[0] & 511], kIQ2XSGrid[q[1] & 511], kIQ2XSGrid[q[2] & 511], kIQ2XSGrid[q[3] & 511],
-                                         signs4(kIQSigns[q[0] >> 9], kIQSigns[q[1] >> 9], kIQSigns[q[2] >> 9], kIQSigns[q[3] >> 9])));
-    }
-    for (int s = 0; s < 16; ++s) ls[s] = static_cast<int16_t>(iq_scale(b, s));
+[[gnu::always_inline]] inline __m256i quads8(const uint32_t* e) {
+    return _mm256_setr_epi32(static_cast<int>(e[0]), static_cast<int>(e[1]), static_cast<int>(e[2]), static_cast<int>(e[3]),
+                             static_cast<int>(e[4]), static_cast<int>(e[5]), static_cast<int>(e[6]), static_cast<int>(e[7]));
 }
-void decode(const BlockIQ2_S& b, int8_t* v, int16_t* ls) {
-    for (int ib = 0; ib < 8; ++ib) {
-        uint64_t g[4];
-        for (int l = 0; l < 4; ++l) g[l] = kIQ2SGrid[b.qs[4 * ib + l] | (((b.qh[ib] >> (2 * l)) & 3) << 8)];
-        uint32_t s;
-        std::memcpy(&s, b.qs + 32 + 4 * ib, 4);
-        store(v + 32 * ib, signed_groups(g[0], g[1], g[2], g[3], s));
-    }
-    for (int s = 0; s < 16; ++s) ls[s] = static_cast<int16_t>(iq_scale(b, s));
+// +1 or -1 per byte from 32 sign bits.
+[[gnu::always_inline]] inline __m256i sign_pm(uint32_t signs) {
+    return _mm256_or_si256(bits_to_bytes(reinterpret_cast<const uint8_t*>(&signs)), _mm256_set1_epi8(1));
 }
-void decode(const BlockIQ3_XXS& b, int8_t* v, int16_t* ls) {
-    for (int ib = 0; ib < 8; ++ib) {
-        uint32_t e[8];
-        for (int k = 0; k < 8; ++k) e[k] = kIQ3XXSGrid[b.qs[8 * ib + k]];
-        const uint32_t a = le32(b.qs + 64 + 4 * ib);
-        store(v + 32 * ib, signed_quads(e, signs4(kIQSigns[a & 127], kIQSigns[(a >> 7) & 127], kIQSigns[(a >> 14) & 127],
-                                                  kIQSigns[(a >> 21) & 127])));
-        ls[ib] = static_cast<int16_t>(iq_scale(b, ib));
-    }
+[[gnu::always_inline]] inline uint32_t xxs_signs(uint32_t a) {
+    return signs4(kIQSigns[a & 127], kIQSigns[(a >> 7) & 127], kIQSigns[(a >> 14) & 127], kIQSigns[(a >> 21) & 127]);
 }
-void decode(const BlockIQ3_S& b, int8_t* v, int16_t* ls) {
+[[gnu::always_inline]] inline GridChunk chunk(const BlockIQ2_XXS& b, int ib) {
+    const uint8_t* q = b.qs + 8 * ib;
+    return {grid4(kIQ2XXSGrid[q[0]], kIQ2XXSGrid[q[1]], kIQ2XXSGrid[q[2]], kIQ2XXSGrid[q[3]]), xxs_signs(le32(q + 4))};
+}
+[[gnu::always_inline]] inline GridChunk chunk(const BlockIQ2_XS& b, int ib) {
+    const uint16_t* q = b.qs + 4 * ib;
+    return {grid4(kIQ2XSGrid[q[0] & 511], kIQ2XSGrid[q[1] & 511], kIQ2XSGrid[q[2] & 511], kIQ2XSGrid[q[3] & 511]),
+            signs4(kIQSigns[q[0] >> 9], kIQSigns[q[1] >> 9], kIQSigns[q[2] >> 9], kIQSigns[q[3] >> 9])};
+}
+[[gnu::always_inline]] inline GridChunk chunk(const BlockIQ2_S& b, int ib) {
+    uint64_t g[4];
+    for (int l = 0; l < 4; ++l) g[l] = kIQ2SGrid[b.qs[4 * ib + l] | (((b.qh[ib] >> (2 * l)) & 3) << 8)];
+    uint32_t sg;
+    std::memcpy(&sg, b.qs + 32 + 4 * ib, 4);
+    return {grid4(g[0], g[1], g[2], g[3]), sg};
+}
+[[gnu::always_inline]] inline GridChunk chunk(const BlockIQ3_XXS& b, int ib) {
+    uint32_t e[8];
+    for (int k = 0; k < 8; ++k) e[k] = kIQ3XXSGrid[b.qs[8 * ib + k]];
+    return {quads8(e), xxs_signs(le32(b.qs + 64 + 4 * ib))};
+}
+[[gnu::always_inline]] inline GridChunk chunk(const BlockIQ3_S& b, int ib) {
+    uint32_t e[8];
+    for (int k = 0; k < 8; ++k) e[k] = kIQ3SGrid[b.qs[8 * ib + k] | (((b.qh[ib] >> k) & 1) << 8)];
+    uint32_t sg;
+    std::memcpy(&sg, b.signs + 4 * ib, 4);
+    return {quads8(e), sg};
+}
+template <class B>
+concept PositiveGrid = requires(const B& b) { chunk(b, 0); };
+template <PositiveGrid B>
+void decode(const B& b, int8_t* v, int16_t* ls) {
     for (int ib = 0; ib < 8; ++ib) {
-        uint32_t e[8];
-        for (int k = 0; k < 8; ++k) e[k] = kIQ3SGrid[b.qs[8 * ib + k] | (((b.qh[ib] >> k) & 1) << 8)];
-        uint32_t s;
-        std::memcpy(&s, b.signs + 4 * ib, 4);
-        store(v + 32 * ib, signed_quads(e, s));
-        ls[ib] = static_cast<int16_t>(iq_scale(b, ib));
+        const GridChunk c = chunk(b, ib);
+        store(v + 32 * ib, _mm256_sign_epi8(c.g, sign_pm(c.signs)));
     }
+    for (int s = 0; s < QK_K / kIqSub<B>; ++s) ls[s] = static_cast<int16_t>(iq_scale(b, s));
 }
 // IQ1: 8 * grid (three doublings of bytes in -1..1) plus each group's delta sign (+-1).
 [[gnu::always_inline]] inline __m256i iq1_values(const uint64_t* g, __m256i delta) {
@@ -146,9 +143,22 @@ void sv_tile_one(const uint8_t* const* wr, const uint8_t* a, int64_t nb, float* 
         for (int r = 0; r < 8; ++r) {
             const B& b = reinterpret_cast<const B*>(wr[r])[i];
             dh[r] = d_bits(b);
+            __m256i s = _mm256_setzero_si256();
+            if constexpr (PositiveGrid<B>) {
+                // |v| is the codebook byte itself; the signs go onto the token's bytes.
+                for (int j = 0; j < 8; ++j) {
+                    const GridChunk c = chunk(b, j);
+                    const __m256i p = _mm256_maddubs_epi16(c.g, _mm256_sign_epi8(loadu(y.qs + 32 * j), sign_pm(c.signs)));
+                    const __m256i sc = kIqSub<B> == 32 ? _mm256_set1_epi16(static_cast<int16_t>(iq_scale(b, j)))
+                                                       : _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(iq_scale(b, 2 * j + 1))),
+                                                                          _mm_set1_epi16(static_cast<int16_t>(iq_scale(b, 2 * j))));
+                    s = _mm256_add_epi32(s, _mm256_madd_epi16(p, sc));
+                }
+                v[r] = s;
+                continue;
+            }
             int16_t ls[16];
             decode(b, qs, ls);
-            __m256i s = _mm256_setzero_si256();
             for (int j = 0; j < 8; ++j) {
                 const __m256i x = _mm256_load_si256(reinterpret_cast<const __m256i*>(qs + 32 * j));
                 const __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(x), _mm256_sign_epi8(loadu(y.qs + 32 * j), x));
