@@ -80,7 +80,8 @@ constexpr int kDpN = 32, kDpM = 32, kDpThreads = 256, kDpR = kDpN * kDpM / kDpTh
 template <DType W, class Map> __device__ inline void dp4a_tile(const Map& map, int64_t nb) {
     using D = cudaq::WDot<W>;
     constexpr int KB = tile_kb<W>();
-    __shared__ typename D::WB ws[kDpN][KB];
+    // Aligned: stage_blocks writes 16-bit words, and IQ1_M's blocks (bytes only) would not be.
+    alignas(4) __shared__ typename D::WB ws[kDpN][KB];
     __shared__ typename D::AB as[kDpM][KB];
     const int tid = threadIdx.x, tn = tid % kDpN, tm = tid / kDpN;  // rows tm, tm + 8, ...
     constexpr int kDpRowStep = kDpThreads / kDpN;
@@ -121,7 +122,7 @@ constexpr int kMmaWarps = 4, kMmaN = 16 * kMmaWarps, kMmaM = 32, kMmaCT = kMmaM 
 template <DType W, class Map> __device__ inline void mma_tile(const Map& map, int64_t nb) {
     using D = cudaq::WDot<W>;
     constexpr int KB = tile_kb<W>(), S = D::kSub, NS = cudaq::kBlockElems<W> / S;
-    __shared__ typename D::WB ws[kMmaN][KB];
+    alignas(4) __shared__ typename D::WB ws[kMmaN][KB];  // aligned as in dp4a_tile
     __shared__ typename D::AB as[kMmaM][KB];
     const int tid = threadIdx.x, lane = tid % 32, g = lane / 4, t = lane % 4;
     const int rw[2] = {(tid / 32) * 16 + g, (tid / 32) * 16 + g + 8};  // this lane's weight rows in the tile

@@ -12,6 +12,8 @@
 
 #include "core/quant/block_access.h"
 #include "core/quant/dtype.h"
+#include "core/quant/iq_access.h"
+#include "core/quant/iq_grid_words.h"
 #include "core/quant/quant.h"
 #include "core/quant/quant_blocks.h"
 #include "core/rules/canon.h"
@@ -109,11 +111,16 @@ LS_HD inline bool deq_supported(DType t) {
         case DType::Q5_0: case DType::Q5_1: case DType::Q8_0: case DType::Q8_1: case DType::Q2_K:
         case DType::Q3_K: case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: case DType::Q8_K:
         case DType::IQ4_NL: case DType::IQ4_XS: case DType::MXFP4: case DType::TQ1_0: case DType::TQ2_0:
+        case DType::IQ2_XXS: case DType::IQ2_XS: case DType::IQ2_S: case DType::IQ3_XXS: case DType::IQ3_S:
+        case DType::IQ1_S: case DType::IQ1_M:
             return true;
         default:
             return false;
     }
 }
+
+// Element e of a row of grid i-quants of type W (defined below, after their WDot).
+template <DType W> LS_HD inline float iq_deq(const uint8_t* row, int64_t e);
 
 // MXFP4's block scale 2^(e - 128) (block_access.h).
 LS_HD inline float mxfp4_scale(uint8_t e) { return detp::bits_float(int32_t(mxfp4_scale_bits(e))); }
@@ -213,6 +220,13 @@ LS_HD inline float deq_elem(DType t, const uint8_t* row, int64_t e) {
             const auto& b = reinterpret_cast<const BlockTQ2_0*>(row)[e / QK_K];
             return h2f(b.d) * static_cast<float>(tq2_value(b, int(e % QK_K)));
         }
+        case DType::IQ2_XXS: return iq_deq<DType::IQ2_XXS>(row, e);
+        case DType::IQ2_XS: return iq_deq<DType::IQ2_XS>(row, e);
+        case DType::IQ2_S: return iq_deq<DType::IQ2_S>(row, e);
+        case DType::IQ3_XXS: return iq_deq<DType::IQ3_XXS>(row, e);
+        case DType::IQ3_S: return iq_deq<DType::IQ3_S>(row, e);
+        case DType::IQ1_S: return iq_deq<DType::IQ1_S>(row, e);
+        case DType::IQ1_M: return iq_deq<DType::IQ1_M>(row, e);
         default: return NAN;  // never launched: supports() rejects the type
     }
 }
@@ -379,6 +393,63 @@ LS_HD inline uint32_t tq1_digits4(uint32_t q, int n) {
     for (int k = 0; k < n; ++k) p *= 3;
     return sub_bytes(tq1_digits2(q, p) | (tq1_digits2(q >> 8, p) << 8), 1);
 }
+
+// The grid i-quants' codebooks: the 32-bit words of core/quant/iq_grid_words.h as they are
+// (element j of an entry in byte j % 4 of word j / 4 of the entry's words). Function-local
+// statics, so that host and device share the lookup, not only the words: nvcc puts each table
+// in device global memory, read through the read-only cache (ld.global.nc) since the lanes of
+// a warp look up different entries, and the host compiler in ordinary memory; the host tests
+// and the emulator thus run the very indexing the GPU does.
+LS_HD inline uint32_t iq2xxs_grid(int w) {  // 256 entries of 8 values: two words each
+    static const uint32_t t[] = {LS_IQ2XXS_GRID_WORDS};
+    static_assert(sizeof(t) == 256 * 8, "IQ2_XXS codebook");
+    return t[w];
+}
+LS_HD inline uint32_t iq2xs_grid(int w) {  // 512 entries of 8
+    static const uint32_t t[] = {LS_IQ2XS_GRID_WORDS};
+    static_assert(sizeof(t) == 512 * 8, "IQ2_XS codebook");
+    return t[w];
+}
+LS_HD inline uint32_t iq2s_grid(int w) {  // 1024 entries of 8
+    static const uint32_t t[] = {LS_IQ2S_GRID_WORDS};
+    static_assert(sizeof(t) == 1024 * 8, "IQ2_S codebook");
+    return t[w];
+}
+LS_HD inline uint32_t iq3xxs_grid(int w) {  // 256 entries of 4: one word each
+    static const uint32_t t[] = {LS_IQ3XXS_GRID_WORDS};
+    static_assert(sizeof(t) == 256 * 4, "IQ3_XXS codebook");
+    return t[w];
+}
+LS_HD inline uint32_t iq3s_grid(int w) {  // 512 entries of 4
+    static const uint32_t t[] = {LS_IQ3S_GRID_WORDS};
+    static_assert(sizeof(t) == 512 * 4, "IQ3_S codebook");
+    return t[w];
+}
+LS_HD inline uint32_t iq1s_grid(int w) {  // 2048 entries of 8 (IQ1_S and IQ1_M)
+    static const uint32_t t[] = {LS_IQ1S_GRID_WORDS};
+    static_assert(sizeof(t) == 2048 * 8, "IQ1 codebook");
+    return t[w];
+}
+// Sign byte i (0..127): bit j set negates element j of the group of 8.
+LS_HD inline uint32_t iq_signs(int i) {
+    static const uint32_t t[] = {LS_IQ_SIGNS_WORDS};
+    static_assert(sizeof(t) == 128, "sign table");
+    return (t[i / 4] >> (8 * (i % 4))) & 0xFFu;
+}
+// Four grid values (bytes, all >= 1: no grid of IQ2/IQ3 holds a 0) with byte i negated where
+// bit i of sb is set: (v ^ 0xFF) + 1 = 256 - v, which never carries into the next byte as v >= 1.
+LS_HD inline uint32_t sign4(uint32_t v, uint32_t sb) {
+    const uint32_t one = spread4(sb);
+    return (v ^ (one * 0xFFu)) + one;
+}
+// Four IQ1 grid bytes g (-1, 0, 1) as 8g + delta (delta +-1, iq_access.h's integer value):
+// g + 1 (0..2) through each byte's high bit so that nothing carries, times 8, minus 8 - delta.
+LS_HD inline uint32_t iq1_value4(uint32_t g, bool neg_delta) {
+    const uint32_t u = ((g ^ 0x80808080u) + 0x01010101u) ^ 0x80808080u;
+    return sub_bytes(u << 3, neg_delta ? 9u : 7u);
+}
+// IQ2_XS, IQ2_S and IQ3_S: the scale of sub-block s, ls = 2 * (nibble s of scales) + 1.
+LS_HD inline int iq_nibble_scale(const uint8_t* scales, int s) { return 2 * ((scales[s / 2] >> (4 * (s % 2))) & 0x0F) + 1; }
 
 // Q4_K/Q5_K: the scale of sub-block s, and the min term over the 8 sub-blocks of 32.
 LS_HD inline int k4_scale(const uint8_t* scales, int s) {
@@ -625,6 +696,115 @@ template <> struct WDot<DType::TQ2_0> {
     static constexpr bool has_min = false;
 };
 
+// The grid i-quants: value4 reads the codebook entry of the group (8 elements; IQ3 4), a word
+// of it per four elements, with the signs (IQ2, IQ3) or the delta (IQ1) applied; sub-blocks
+// of kIqSub (16 or 32) elements with scale ls = 2 * s + 1; one f16 scale per 256 elements.
+// Elements are integers d * ls * v / den (iq_access.h): the chain multiplies by 1 / den once,
+// in finish (kDen).
+
+// The f16 block scale: the field d, but for IQ1_M's, assembled from the top nibbles of its
+// four u16 scale words (iq_access.h's iq1m_d).
+LS_HD inline int iq1m_word(const BlockIQ1_M& x, int w) { return x.scales[2 * w] | (x.scales[2 * w + 1] << 8); }
+template <class B> LS_HD inline float iq_d(const B& x) { return h2f(x.d); }
+LS_HD inline float iq_d(const BlockIQ1_M& x) {
+    return h2f(uint16_t((iq1m_word(x, 0) >> 12) | ((iq1m_word(x, 1) >> 8) & 0x00F0) | ((iq1m_word(x, 2) >> 4) & 0x0F00) |
+                        (iq1m_word(x, 3) & 0xF000)));
+}
+template <class B> struct IqDot {
+    using WB = B;
+    using AB = BlockQ8_K;
+    static constexpr int kSub = kIqSub<B>;
+    static constexpr int kDen = kIqDen<B>;
+    LS_HD static void step(const WB& x, const AB& y, Isum s, float& sum, float&) {
+        sum = sum + (y.d * iq_d(x)) * static_cast<float>(s.i);
+    }
+    static constexpr bool has_min = false;
+};
+template <> struct WDot<DType::IQ2_XXS> : IqDot<BlockIQ2_XXS> {
+    // Sub-block ib: grid indices qs[8ib..8ib+3], then a u32 of four 7-bit sign indices and the scale.
+    LS_HD static uint32_t value4(const WB& x, int e) {
+        const int ib = e / 32, l = (e % 32) / 8, h = (e % 8) / 4;
+        const uint32_t aux = ld4(x.qs + 8 * ib + 4);
+        return sign4(iq2xxs_grid(2 * x.qs[8 * ib + l] + h), iq_signs(int((aux >> (7 * l)) & 127)) >> (4 * h));
+    }
+    LS_HD static int sub_scale(const WB& x, int s) { return 2 * int(ld4(x.qs + 8 * s + 4) >> 28) + 1; }
+};
+template <> struct WDot<DType::IQ2_XS> : IqDot<BlockIQ2_XS> {
+    // Group g: qs[g] holds the grid index (bits 0..8) and the sign index (9..15).
+    LS_HD static uint32_t value4(const WB& x, int e) {
+        const int q = x.qs[e / 8], h = (e % 8) / 4;
+        return sign4(iq2xs_grid(2 * (q & 511) + h), iq_signs(q >> 9) >> (4 * h));
+    }
+    LS_HD static int sub_scale(const WB& x, int s) { return iq_nibble_scale(x.scales, s); }
+};
+template <> struct WDot<DType::IQ2_S> : IqDot<BlockIQ2_S> {
+    // Group g: index qs[g] with two bits of qh[g / 4] above it, its 8 sign bits in qs[32 + g].
+    LS_HD static uint32_t value4(const WB& x, int e) {
+        const int g = e / 8, h = (e % 8) / 4;
+        const int idx = x.qs[g] | (((x.qh[g / 4] >> (2 * (g % 4))) & 3) << 8);
+        return sign4(iq2s_grid(2 * idx + h), uint32_t(x.qs[32 + g]) >> (4 * h));
+    }
+    LS_HD static int sub_scale(const WB& x, int s) { return iq_nibble_scale(x.scales, s); }
+};
+template <> struct WDot<DType::IQ3_XXS> : IqDot<BlockIQ3_XXS> {
+    // An index of 4 elements qs[e / 4]; sub-block ib's u32 of sign indices and scale at qs[64 + 4ib].
+    LS_HD static uint32_t value4(const WB& x, int e) {
+        const int ib = e / 32, l = (e % 32) / 8, h = (e % 8) / 4;
+        const uint32_t aux = ld4(x.qs + 64 + 4 * ib);
+        return sign4(iq3xxs_grid(x.qs[e / 4]), iq_signs(int((aux >> (7 * l)) & 127)) >> (4 * h));
+    }
+    LS_HD static int sub_scale(const WB& x, int s) { return 2 * int(ld4(x.qs + 64 + 4 * s) >> 28) + 1; }
+};
+template <> struct WDot<DType::IQ3_S> : IqDot<BlockIQ3_S> {
+    // Index k = e / 4: qs[k] with bit k % 8 of qh[k / 8] above it; sign bits in signs[e / 8].
+    LS_HD static uint32_t value4(const WB& x, int e) {
+        const int k = e / 4;
+        const int idx = x.qs[k] | (((x.qh[k / 8] >> (k % 8)) & 1) << 8);
+        return sign4(iq3s_grid(idx), uint32_t(x.signs[e / 8]) >> (e % 8));
+    }
+    LS_HD static int sub_scale(const WB& x, int s) { return iq_nibble_scale(x.scales, s); }
+};
+template <> struct WDot<DType::IQ1_S> : IqDot<BlockIQ1_S> {
+    // Group g: index qs[g] with three bits of qh[g / 4] above it; qh[ib] bits 12..14 the
+    // scale, bit 15 the delta's sign.
+    LS_HD static uint32_t value4(const WB& x, int e) {
+        const int g = e / 8, h = (e % 8) / 4;
+        const int qh = x.qh[g / 4];
+        return iq1_value4(iq1s_grid(2 * (x.qs[g] | (((qh >> (3 * (g % 4))) & 7) << 8)) + h), (qh & 0x8000) != 0);
+    }
+    LS_HD static int sub_scale(const WB& x, int s) { return 2 * ((x.qh[s] >> 12) & 7) + 1; }
+};
+template <> struct WDot<DType::IQ1_M> : IqDot<BlockIQ1_M> {
+    // Group g: index qs[g] with bits 0..2 of nibble g % 2 of qh[g / 2] above it, bit 3 the
+    // delta's sign; 3-bit scale t in bits 3(t % 4).. of u16 t / 4 of scales.
+    LS_HD static uint32_t value4(const WB& x, int e) {
+        const int g = e / 8, h = (e % 8) / 4;
+        const int nib = (x.qh[g / 2] >> (4 * (g % 2))) & 0x0F;
+        return iq1_value4(iq1s_grid(2 * (x.qs[g] | ((nib & 7) << 8)) + h), (nib & 8) != 0);
+    }
+    LS_HD static int sub_scale(const WB& x, int s) { return 2 * ((iq1m_word(x, s / 4) >> (3 * (s % 4))) & 7) + 1; }
+};
+
+// Element e of a row of grid i-quants of type W, as quant_iq.cpp's dequant: the sub-block's
+// float scale in the gguf package's order (IQ2: d * (0.5 + s) * 0.25, IQ3_XXS: d * (0.5 + s)
+// * 0.5, IQ3_S and IQ1: d * ls), times the value (IQ1: times value / 8, exact).
+template <DType W> LS_HD inline float iq_deq(const uint8_t* row, int64_t e) {
+    using D = WDot<W>;
+    using B = typename D::WB;
+    const auto& b = reinterpret_cast<const B*>(row)[e / QK_K];
+    const int i = int(e % QK_K);
+    const float d = iq_d(b);
+    const int ls = D::sub_scale(b, i / D::kSub);
+    const int v = int(int8_t(uint8_t(D::value4(b, i & ~3) >> (8 * (i & 3)))));
+    constexpr bool iq1 = std::is_same_v<B, BlockIQ1_S> || std::is_same_v<B, BlockIQ1_M>;
+    float db;
+    if constexpr (D::kDen == 8 && !iq1) db = d * (0.5f + static_cast<float>((ls - 1) / 2)) * 0.25f;
+    else if constexpr (D::kDen == 4) db = d * (0.5f + static_cast<float>((ls - 1) / 2)) * 0.5f;
+    else db = d * static_cast<float>(ls);
+    if constexpr (iq1) return db * (static_cast<float>(v) * 0.125f);
+    else return db * static_cast<float>(v);
+}
+
 // The quantized weight types of the integer path: calls f(std::integral_constant<DType, t>{})
 // so that a kernel template can be instantiated per type; false for any other type.
 template <class F>
@@ -634,6 +814,7 @@ bool with_quant_weight(DType t, F&& f) {
     case DType::T: f(std::integral_constant<DType, DType::T>{}); return true;
         LS_QW(Q4_0) LS_QW(Q4_1) LS_QW(Q5_0) LS_QW(Q5_1) LS_QW(Q8_0) LS_QW(Q2_K) LS_QW(Q3_K) LS_QW(Q4_K) LS_QW(Q5_K) LS_QW(Q6_K)
         LS_QW(IQ4_NL) LS_QW(IQ4_XS) LS_QW(MXFP4) LS_QW(TQ1_0) LS_QW(TQ2_0)
+        LS_QW(IQ2_XXS) LS_QW(IQ2_XS) LS_QW(IQ2_S) LS_QW(IQ3_XXS) LS_QW(IQ3_S) LS_QW(IQ1_S) LS_QW(IQ1_M)
 #undef LS_QW
         default: return false;
     }
@@ -655,8 +836,15 @@ template <DType W> LS_HD inline Isum isum(const typename WDot<W>::WB& x, const t
     return r;
 }
 
+// The denominator of a type's integer values (the grid i-quants' kDen), 1 for the others.
+template <class D, class = void> constexpr int kDenOf = 1;
+template <class D> constexpr int kDenOf<D, std::void_t<decltype(D::kDen)>> = D::kDen;
+
+// The end of the chain: the min term subtracted, or one multiplication by 1 / den (a power
+// of two), as the references do after their block loops.
 template <DType W> LS_HD inline float finish(float sum, float msum) {
     if constexpr (WDot<W>::has_min) return sum - msum;
+    else if constexpr (kDenOf<WDot<W>> != 1) return sum * (1.0f / static_cast<float>(kDenOf<WDot<W>>));
     else return sum;
 }
 
@@ -689,7 +877,8 @@ LS_HD inline bool mul_mat_supported(DType w) {
         case DType::F32: case DType::F16: case DType::BF16: case DType::Q4_0: case DType::Q4_1:
         case DType::Q5_0: case DType::Q5_1: case DType::Q8_0: case DType::Q2_K: case DType::Q3_K:
         case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: case DType::IQ4_NL: case DType::IQ4_XS:
-        case DType::MXFP4: case DType::TQ1_0: case DType::TQ2_0:
+        case DType::MXFP4: case DType::TQ1_0: case DType::TQ2_0: case DType::IQ2_XXS: case DType::IQ2_XS:
+        case DType::IQ2_S: case DType::IQ3_XXS: case DType::IQ3_S: case DType::IQ1_S: case DType::IQ1_M:
             return true;
         default:
             return false;

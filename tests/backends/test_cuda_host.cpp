@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <iterator>
 #include <random>
 #include <stdexcept>
 
@@ -18,6 +19,7 @@
 #include "backends/registry.h"
 #include "core/models/model.h"
 #include "core/ir/ops.h"
+#include "core/quant/iq_access.h"
 #include "core/quant/quant.h"
 #include "tests/ops/op_cases.h"
 #include "tests/support/test_util.h"
@@ -28,9 +30,10 @@ using namespace ls;
 
 namespace {
 
-const DType kQuantWeights[] = {DType::Q4_0,   DType::Q4_1,   DType::Q5_0,  DType::Q5_1,  DType::Q8_0,
-                               DType::Q2_K,   DType::Q3_K,   DType::Q4_K,  DType::Q5_K,  DType::Q6_K,
-                               DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4, DType::TQ1_0, DType::TQ2_0};
+const DType kQuantWeights[] = {DType::Q4_0,    DType::Q4_1,   DType::Q5_0,  DType::Q5_1,    DType::Q8_0,  DType::Q2_K,
+                               DType::Q3_K,    DType::Q4_K,   DType::Q5_K,  DType::Q6_K,    DType::IQ4_NL, DType::IQ4_XS,
+                               DType::MXFP4,   DType::TQ1_0,  DType::TQ2_0, DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S,
+                               DType::IQ3_XXS, DType::IQ3_S,  DType::IQ1_S, DType::IQ1_M};
 
 float row_dot_hd(DType w, const uint8_t* wr, const uint8_t* ar, int64_t nb) {
     switch (w) {
@@ -49,6 +52,13 @@ float row_dot_hd(DType w, const uint8_t* wr, const uint8_t* ar, int64_t nb) {
         case DType::MXFP4: return cudaq::row_dot<DType::MXFP4>(wr, ar, nb);
         case DType::TQ1_0: return cudaq::row_dot<DType::TQ1_0>(wr, ar, nb);
         case DType::TQ2_0: return cudaq::row_dot<DType::TQ2_0>(wr, ar, nb);
+        case DType::IQ2_XXS: return cudaq::row_dot<DType::IQ2_XXS>(wr, ar, nb);
+        case DType::IQ2_XS: return cudaq::row_dot<DType::IQ2_XS>(wr, ar, nb);
+        case DType::IQ2_S: return cudaq::row_dot<DType::IQ2_S>(wr, ar, nb);
+        case DType::IQ3_XXS: return cudaq::row_dot<DType::IQ3_XXS>(wr, ar, nb);
+        case DType::IQ3_S: return cudaq::row_dot<DType::IQ3_S>(wr, ar, nb);
+        case DType::IQ1_S: return cudaq::row_dot<DType::IQ1_S>(wr, ar, nb);
+        case DType::IQ1_M: return cudaq::row_dot<DType::IQ1_M>(wr, ar, nb);
         default: throw std::logic_error("not a quantized weight type");
     }
 }
@@ -170,6 +180,63 @@ TEST_CASE("cuda: weights packed four to a word equal the per-element values", "[
     check_value4<DType::MXFP4>(rng, [](const BlockMXFP4& x, int e) { return mxfp4_level(nibble(x.qs, e)); });
     check_value4<DType::TQ1_0>(rng, [](const BlockTQ1_0& x, int e) { return tq1_value(x, e); });
     check_value4<DType::TQ2_0>(rng, [](const BlockTQ2_0& x, int e) { return tq2_value(x, e); });
+    check_value4<DType::IQ2_XXS>(rng, [](const BlockIQ2_XXS& x, int e) { return iq_value(x, e); });
+    check_value4<DType::IQ2_XS>(rng, [](const BlockIQ2_XS& x, int e) { return iq_value(x, e); });
+    check_value4<DType::IQ2_S>(rng, [](const BlockIQ2_S& x, int e) { return iq_value(x, e); });
+    check_value4<DType::IQ3_XXS>(rng, [](const BlockIQ3_XXS& x, int e) { return iq_value(x, e); });
+    check_value4<DType::IQ3_S>(rng, [](const BlockIQ3_S& x, int e) { return iq_value(x, e); });
+    check_value4<DType::IQ1_S>(rng, [](const BlockIQ1_S& x, int e) { return iq_value(x, e); });
+    check_value4<DType::IQ1_M>(rng, [](const BlockIQ1_M& x, int e) { return iq_value(x, e); });
+}
+
+// The grid i-quants' sub-block scales and block scale as the device reads them, against
+// iq_access.h, on blocks of random bytes (every scale bit pattern).
+template <DType W> void check_iq_scales(std::mt19937& rng) {
+    using D = cudaq::WDot<W>;
+    static_assert(D::kSub == qb::kIqSub<typename D::WB> && D::kDen == qb::kIqDen<typename D::WB>);
+    for (int rep = 0; rep < 256; ++rep) {
+        typename D::WB x;
+        auto* p = reinterpret_cast<uint8_t*>(&x);
+        for (size_t i = 0; i < sizeof(x); ++i) p[i] = uint8_t(rng());
+        INFO(dtype_name(W));
+        for (int s = 0; s < qb::QK_K / D::kSub; ++s) CHECK(D::sub_scale(x, s) == qb::iq_scale(x, s));
+        if constexpr (W == DType::IQ1_M) CHECK(bits(cudaq::iq_d(x)) == bits(fp16_to_fp32(qb::iq1m_d(x))));
+        else CHECK(bits(cudaq::iq_d(x)) == bits(fp16_to_fp32(x.d)));
+    }
+}
+
+TEST_CASE("cuda: the grid i-quants' codebooks, signs and scales as the device reads them", "[cuda]") {
+    using namespace cudaq;
+    // The device's tables are the words of iq_grid_words.h, the host's (iq_grids.h) the same
+    // words joined: entry i, word h is the host entry's bytes 4h..4h+3. The IQ2/IQ3 values are
+    // all >= 1 (sign4 negates without carries only then), the IQ1 values -1, 0 or 1 (iq1_value4).
+    const auto check = [](const auto& host, uint32_t (*dev)(int), int words, int lo, int hi) {
+        int bad = 0;
+        for (size_t i = 0; i < std::size(host); ++i)
+            for (int h = 0; h < words; ++h) {
+                const uint32_t w = dev(int(words * i) + h);
+                bad += w != uint32_t(uint64_t(host[i]) >> (32 * h));
+                for (int j = 0; j < 4; ++j) bad += int8_t(w >> (8 * j)) < lo || int8_t(w >> (8 * j)) > hi;
+            }
+        return bad;
+    };
+    CHECK(check(qb::kIQ2XXSGrid, iq2xxs_grid, 2, 1, 127) == 0);
+    CHECK(check(qb::kIQ2XSGrid, iq2xs_grid, 2, 1, 127) == 0);
+    CHECK(check(qb::kIQ2SGrid, iq2s_grid, 2, 1, 127) == 0);
+    CHECK(check(qb::kIQ3XXSGrid, iq3xxs_grid, 1, 1, 127) == 0);
+    CHECK(check(qb::kIQ3SGrid, iq3s_grid, 1, 1, 127) == 0);
+    CHECK(check(qb::kIQ1SGrid, iq1s_grid, 2, -1, 1) == 0);
+    int bad = 0;
+    for (int i = 0; i < 128; ++i) bad += iq_signs(i) != qb::kIQSigns[size_t(i)];
+    CHECK(bad == 0);
+    std::mt19937 rng(22);
+    check_iq_scales<DType::IQ2_XXS>(rng);
+    check_iq_scales<DType::IQ2_XS>(rng);
+    check_iq_scales<DType::IQ2_S>(rng);
+    check_iq_scales<DType::IQ3_XXS>(rng);
+    check_iq_scales<DType::IQ3_S>(rng);
+    check_iq_scales<DType::IQ1_S>(rng);
+    check_iq_scales<DType::IQ1_M>(rng);
 }
 
 TEST_CASE("cuda: float-weight products in canon_sum equal vec_dot_ref", "[cuda]") {
@@ -191,7 +258,8 @@ TEST_CASE("cuda: element dequantization equals dequantize_row for every type", "
     std::mt19937 rng(14);
     for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
                     DType::Q8_1, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_K,
-                    DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4, DType::TQ1_0, DType::TQ2_0}) {
+                    DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4, DType::TQ1_0, DType::TQ2_0, DType::IQ2_XXS, DType::IQ2_XS,
+                    DType::IQ2_S, DType::IQ3_XXS, DType::IQ3_S, DType::IQ1_S, DType::IQ1_M}) {
         INFO(dtype_name(t));
         REQUIRE(cudaq::deq_supported(t));
         const int64_t K = 512;
@@ -216,13 +284,7 @@ TEST_CASE("cuda: element dequantization equals dequantize_row for every type", "
 }
 
 TEST_CASE("cuda: supports() accepts every node of the op table and refuses what the kernels cannot run", "[cuda]") {
-    // Every node the op-test table builds must be accepted, or the GPU run would refuse it;
-    // except the grid i-quants' matmuls and row gathers, which have no CUDA kernel yet: those
-    // must be refused (the op table then reports the case skipped), until they get one.
-    const auto grid_iquant = [](DType t) {
-        return t == DType::IQ2_XXS || t == DType::IQ2_XS || t == DType::IQ2_S || t == DType::IQ3_XXS || t == DType::IQ3_S ||
-               t == DType::IQ1_S || t == DType::IQ1_M;
-    };
+    // Every node the op-test table builds must be accepted, or the GPU run would refuse it.
     auto ref = make_reference_backend();
     for (const test::OpCase& oc : test::op_cases()) {
         Graph g;
@@ -231,8 +293,7 @@ TEST_CASE("cuda: supports() accepts every node of the op table and refuses what 
         oc.build(g, *ref, keep, rng);
         for (const Tensor* n : g.nodes()) {
             INFO(oc.name << ": " << op_name(n->op));
-            if (n->src[0] && grid_iquant(n->src[0]->type)) CHECK_FALSE(cuda::supports_node(*n));
-            else CHECK(cuda::supports_node(*n));
+            CHECK(cuda::supports_node(*n));
         }
     }
     Graph g;
