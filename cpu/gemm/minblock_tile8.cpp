@@ -1,11 +1,13 @@
 // Q4_1 and Q5_1 (a scale and a min per 32-element block) over Q8_1 activations, in 8-row
 // tiles. Per block each row is decoded once to 32 unsigned bytes (0..15, or 0..31 with the fifth
-// bits), then per token: maddubs with the activation bytes (pair sums below 2 * 31 * 128,
-// exact) and madd with ones give each row's 8 exact int32 partial sums, one hadd tree gives
-// the 8 rows' block sums. The float part follows core/quant/quant_legacy.cpp per block:
+// bits). Four or more tokens: the 8 rows transposed once into lanes and each token's bytes
+// broadcast against them (legacy_block_sums' unsigned form, as the Q4_0/Q5_0 tiles), so the 8
+// rows' exact block sums come with no horizontal sum; fewer tokens: per token maddubs + madd
+// per row (pair sums below 2 * 31 * 128, exact) and one hadd tree. The float part follows
+// core/quant/quant_legacy.cpp per block:
 //     sum = sum + (d_w * d_a) * float(isum);  sum = sum + m_w * s_a
-// each operation rounded, no fused multiply-add. AVX2 instructions only, so every build (VNNI
-// or not) runs the same code.
+// each operation rounded, no fused multiply-add. The exact integers do not depend on the
+// form or the instruction set.
 #include "cpu/gemm/tiles.h"
 
 #if LS_GEMM_AVX2
@@ -15,12 +17,27 @@
 #include "core/quant/quant.h"
 #include "core/quant/quant_blocks.h"
 #include "cpu/avx2_unpack.h"
+#if LS_GEMM_VNNI
+#include "cpu/gemm/block_sums_vnni.h"
+#else
+#include "cpu/gemm/block_sums_avx2.h"
+#endif
 #include "cpu/gemm/vec256.h"
 
 namespace ls::cpu::gemm {
 using namespace ls::qb;
 
 namespace {
+
+// legacy_block_sums' unsigned form (rows as lanes, the block transposed once, a token's bytes
+// broadcast): Q4_1/Q5_1 values are 0..31 with no offset to take off afterwards; on AVX2 any
+// nonzero kOff selects that form, VNNI's dpbusd has only it.
+struct UnsignedValues {
+    static constexpr int kOff = 1;
+};
+// Tokens per call from which the transpose (24 shuffles a block, once for all tokens) costs
+// less than a horizontal sum per token; fewer go row by row.
+constexpr int kTransposeFrom = 4;
 
 template <int G, class Block>
 void minblock_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t nb, float* const* out, int nr, size_t pf) {
@@ -40,6 +57,25 @@ void minblock_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, i
         }
         if (pf) prefetch_group(wr[0] + pf, sizeof(Block), i);
         const __m256 dw = load_d8(dh), mw = load_d8(mh);
+        if constexpr (G >= kTransposeFrom) {
+            transpose8x8_i32(q);  // q[j] lane r = bytes 4j..4j+3 of row r
+            for (int g0 = 0; g0 < G; g0 += 4) {
+                const int8_t* yq[4];
+                __m256i isum[4];
+                for (int g = 0; g < 4; ++g) yq[g] = reinterpret_cast<const BlockQ8_1*>(a + astride * static_cast<size_t>(g0 + g))[i].qs;
+                legacy_block_sums<UnsignedValues, 4>(q, nullptr, yq, isum);
+                for (int g = 0; g < 4; ++g) {
+                    const BlockQ8_1& y = reinterpret_cast<const BlockQ8_1*>(a + astride * static_cast<size_t>(g0 + g))[i];
+                    uint16_t yd16, ys16;
+                    std::memcpy(&yd16, &y.d, 2);
+                    std::memcpy(&ys16, &y.s, 2);
+                    const __m256 yd = _mm256_set1_ps(_cvtsh_ss(yd16)), ys = _mm256_set1_ps(_cvtsh_ss(ys16));
+                    acc[g0 + g] = _mm256_add_ps(acc[g0 + g], _mm256_mul_ps(_mm256_mul_ps(dw, yd), _mm256_cvtepi32_ps(isum[g])));
+                    acc[g0 + g] = _mm256_add_ps(acc[g0 + g], _mm256_mul_ps(mw, ys));
+                }
+            }
+            continue;
+        }
         for (int g = 0; g < G; ++g) {
             const BlockQ8_1& y = reinterpret_cast<const BlockQ8_1*>(a + astride * static_cast<size_t>(g))[i];
             const __m256i yv = loadu(y.qs);
