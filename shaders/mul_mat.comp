@@ -18,6 +18,13 @@
 // variant: mul_mat_mxfp4 WTYPE=LS_TYPE_MXFP4
 // variant: mul_mat_tq1_0 WTYPE=LS_TYPE_TQ1_0
 // variant: mul_mat_tq2_0 WTYPE=LS_TYPE_TQ2_0
+// variant: mul_mat_iq2_xxs WTYPE=LS_TYPE_IQ2_XXS
+// variant: mul_mat_iq2_xs WTYPE=LS_TYPE_IQ2_XS
+// variant: mul_mat_iq2_s WTYPE=LS_TYPE_IQ2_S
+// variant: mul_mat_iq3_xxs WTYPE=LS_TYPE_IQ3_XXS
+// variant: mul_mat_iq3_s WTYPE=LS_TYPE_IQ3_S
+// variant: mul_mat_iq1_s WTYPE=LS_TYPE_IQ1_S
+// variant: mul_mat_iq1_m WTYPE=LS_TYPE_IQ1_M
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "shaders/common.glsl"
@@ -30,6 +37,9 @@ const uint MT = 8u;  // activation rows per invocation (the host dispatches M / 
 #include "shaders/mul_mat_dot.glsl"
 
 void main() {
+#ifdef IQ_GRID
+    iq_grid_load();  // the codebook, before any invocation returns
+#endif
     const uint n = gl_GlobalInvocationID.x, m0 = gl_GlobalInvocationID.y * MT;
     if (n >= pc.p.N || m0 >= pc.p.M) return;
     dot_rows(n, m0);

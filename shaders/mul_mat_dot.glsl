@@ -2,7 +2,8 @@
 // row n against activation rows m0 .. m0 + MT (fewer at the end): per output, an exact
 // integer sum per block, then the reference's float chain over the blocks in order,
 // sum = sum + (d_w * d_a) * float(isum), a product rounded and a sum rounded (K-quants with
-// mins: the second chain, subtracted at the end; float weights: canon_dot). Each invocation
+// mins: the second chain, subtracted at the end; grid i-quants: times 1 / den at the end;
+// float weights: canon_dot). Each invocation
 // owns whole outputs, so tiling never changes the bits.
 // The including kernel defines pc, MT, ACT_ROW(m) (activation row of output row m) and
 // WROW(n, m) (address of weight row n for output row m).
@@ -101,7 +102,11 @@ void dot_rows(uint n, uint m0) {
             }
         }
 #endif
+#ifdef IQ_GRID
+        const float dw = grid_d(wb), dmin = 0.0;
+#else
         const float dw = h2f(ld16(wb, D)), dmin = h2f(ld16(wb, DMIN));
+#endif
         for (uint m = 0u; m < mc; ++m) {
             const addr_t ab = addr_mad(addr_mad(pc.p.act, ACT_ROW(m0 + m), pc.p.act_nb1), b, 292u);
             const float da = F32(ab).v[0];
@@ -115,6 +120,9 @@ void dot_rows(uint n, uint m0) {
     }
     for (uint m = 0u; m < mc; ++m) {
         precise float r = HAS_MIN ? sum[m] - msum_f[m] : sum[m];
+#ifdef IQ_GRID
+        if (DEN != 1u) r = r * (DEN == 8u ? 0.125 : 0.25);  // 1 / den, once at the end
+#endif
         F32(addr_mad(pc.p.dst, (m0 + m) * pc.p.N + n, 4u)).v[0] = r;
     }
 }

@@ -19,6 +19,13 @@
 // variant: mul_mat_id_mxfp4 WTYPE=LS_TYPE_MXFP4
 // variant: mul_mat_id_tq1_0 WTYPE=LS_TYPE_TQ1_0
 // variant: mul_mat_id_tq2_0 WTYPE=LS_TYPE_TQ2_0
+// variant: mul_mat_id_iq2_xxs WTYPE=LS_TYPE_IQ2_XXS
+// variant: mul_mat_id_iq2_xs WTYPE=LS_TYPE_IQ2_XS
+// variant: mul_mat_id_iq2_s WTYPE=LS_TYPE_IQ2_S
+// variant: mul_mat_id_iq3_xxs WTYPE=LS_TYPE_IQ3_XXS
+// variant: mul_mat_id_iq3_s WTYPE=LS_TYPE_IQ3_S
+// variant: mul_mat_id_iq1_s WTYPE=LS_TYPE_IQ1_S
+// variant: mul_mat_id_iq1_m WTYPE=LS_TYPE_IQ1_M
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "shaders/common.glsl"
@@ -32,6 +39,9 @@ int expert_of(uint m) { return I32(pc.p.ids).v[m]; }
 #include "shaders/mul_mat_dot.glsl"
 
 void main() {
+#ifdef IQ_GRID
+    iq_grid_load();  // the codebook, before any invocation returns
+#endif
     const uint n = gl_GlobalInvocationID.x, m0 = gl_GlobalInvocationID.y * MT;
     if (n >= pc.p.N || m0 >= pc.p.M) return;
     if (expert_of(m0) < 0 || uint(expert_of(m0)) >= pc.p.E) {

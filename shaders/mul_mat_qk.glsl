@@ -1,9 +1,14 @@
 // Weights of 256-element super-blocks against Q8_K activations: the K-quants (Q2_K .. Q6_K),
-// IQ4_XS and the ternary TQ1_0 / TQ2_0 (WTYPE): block layout, levels, sub-block scales and
-// the exact integer sums of a super-block. Needs pc (PcMulMat or PcMulMatId) and MT from the
-// including kernel.
+// IQ4_XS, the ternary TQ1_0 / TQ2_0 and the grid i-quants (WTYPE): block layout, levels,
+// sub-block scales and the exact integer sums of a super-block. Needs pc (PcMulMat or
+// PcMulMatId) and MT from the including kernel; for the grid i-quants its main calls
+// iq_grid_load() first (shaders/iq_grid.glsl).
 // WB block bytes, SUB sub-block size, D / DMIN byte offsets of the f16 scales.
-#if WTYPE == LS_TYPE_IQ4_XS
+#if WTYPE == LS_TYPE_IQ2_XXS || WTYPE == LS_TYPE_IQ2_XS || WTYPE == LS_TYPE_IQ2_S || WTYPE == LS_TYPE_IQ3_XXS || \
+    WTYPE == LS_TYPE_IQ3_S || WTYPE == LS_TYPE_IQ1_S || WTYPE == LS_TYPE_IQ1_M
+#include "shaders/iq_grid.glsl"  // WB, SUB, DEN; d from grid_d (IQ1_M's is not at a fixed offset)
+const uint D = 0u, DMIN = 0u;
+#elif WTYPE == LS_TYPE_IQ4_XS
 const uint WB = 136u, SUB = 32u, D = 0u, DMIN = 0u;
 #elif WTYPE == LS_TYPE_TQ1_0
 const uint WB = 54u, SUB = 256u, D = 52u, DMIN = 0u;
@@ -96,7 +101,26 @@ void act_sums(addr_t abase, uint off, uint mc, uint n, int q[32], int sc, inout 
 // Integer sums of one super-block from 32-bit loads (exact, so their order is free).
 void block_isums(addr_t wb, addr_t abase, uint mc, inout int isum[MT], inout int msum[MT]) {
     int q[32];
-#if WTYPE == LS_TYPE_IQ4_XS
+#ifdef IQ_GRID
+    // 32 elements at a time: 4 groups of 8 values from the codebook in shared memory, one
+    // sub-block scale (SUB 32) or two (SUB 16), sum = sc0 * (first 16) + sc1 * (last 16).
+    for (uint c = 0u; c < 8u; ++c) {
+        [[unroll]] for (uint l = 0u; l < 4u; ++l) {
+            int v[8];
+            grid_group(wb, 4u * c + l, v);
+            [[unroll]] for (uint j = 0u; j < 8u; ++j) q[8u * l + j] = v[j];
+        }
+        const int sc0 = grid_scale(wb, SUB == 16u ? 2u * c : c), sc1 = SUB == 16u ? grid_scale(wb, 2u * c + 1u) : sc0;
+        for (uint m = 0u; m < mc; ++m) {
+            uint aw[8];
+            ldw8a(addr_add(addr_mad(abase, m, pc.p.act_nb1), 4u + 32u * c), aw);
+            int si0 = 0, si1 = 0;
+            [[unroll]] for (uint l = 0u; l < 16u; ++l) si0 += q[l] * sb(aw[l / 4u], l % 4u);
+            [[unroll]] for (uint l = 16u; l < 32u; ++l) si1 += q[l] * sb(aw[l / 4u], l % 4u);
+            isum[m] += sc0 * si0 + sc1 * si1;
+        }
+    }
+#elif WTYPE == LS_TYPE_IQ4_XS
     // 136-byte blocks: 4-byte aligned. Word 0: d, scales_h; word 1: scales_l.
     const uint sh = ldw1a(wb) >> 16, sl = ldw1a(addr_add(wb, 4u));
     for (uint s = 0u; s < 8u; ++s) {

@@ -3,6 +3,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "core/quant/quant.h"
+
 namespace ls {
 
 std::unique_ptr<Buffer> Backend::wrap_host(const void* p, size_t bytes) {
@@ -25,7 +27,7 @@ std::string unsupported_node(const std::string& backend, const Tensor& n) {
     for (int i = 0; i < kMaxSrc && n.src[i]; ++i)
         s += (i ? ", " : "") + (n.src[i]->name.empty() ? std::string("input") : n.src[i]->name) + " " + shape_str(*n.src[i]);
     s += " giving " + shape_str(n) + (n.name.empty() ? "" : " (" + n.name + ")");
-    if (n.op == OpId::MUL_MAT || n.op == OpId::MUL_MAT_ID || n.op == OpId::GET_ROWS)
+    if ((n.op == OpId::MUL_MAT || n.op == OpId::MUL_MAT_ID || n.op == OpId::GET_ROWS) && is_weight_type(n.src[0]->type))
         s += "; the CPU backend (--backend cpu) runs every weight type";
     return s;
 }

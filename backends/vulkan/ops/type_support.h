@@ -7,7 +7,19 @@
 
 namespace ls::vk {
 
-// Element types common.glsl's dequant_elem dequantizes.
+// The grid i-quants: each shader that reads them is built per type (get_rows_iq2_xxs,
+// mul_mat_iq2_xxs), because it first copies that type's codebook into shared memory
+// (shaders/iq_grid.glsl); common.glsl's dequant_elem does not read them.
+inline bool grid_type(DType t) {
+    switch (t) {
+        case DType::IQ2_XXS: case DType::IQ2_XS: case DType::IQ2_S: case DType::IQ3_XXS: case DType::IQ3_S:
+        case DType::IQ1_S: case DType::IQ1_M:
+            return true;
+        default:
+            return false;
+    }
+}
+// Element types get_rows dequantizes: those of common.glsl's dequant_elem and the grid types.
 inline bool dequant_type(DType t) {
     switch (t) {
         case DType::F32: case DType::F16: case DType::BF16: case DType::Q4_0: case DType::Q4_1: case DType::Q5_0:
@@ -16,7 +28,7 @@ inline bool dequant_type(DType t) {
         case DType::TQ1_0: case DType::TQ2_0:
             return true;
         default:
-            return false;
+            return grid_type(t);
     }
 }
 // Weight types mul_mat has a dot variant for.
