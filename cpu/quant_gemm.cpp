@@ -22,12 +22,14 @@ using namespace ls::qb;
 using gemm::is_legacy;
 using gemm::legacy_extra_off;
 using gemm::legacy_off;
+using gemm::minblock_extra_off;
 
 namespace {
 // Q4_1, Q5_1: 32-element blocks with a scale and a min, over Q8_1 activations (minblock_tile8).
 bool is_min_block(DType t) { return t == DType::Q4_1 || t == DType::Q5_1; }
 size_t act_bytes(DType t, int64_t k) {
     if (is_legacy(t)) return legacy_extra_off(k) + 2 * sizeof(float) * static_cast<size_t>(k / QK);
+    if (is_min_block(t)) return minblock_extra_off(k) + 2 * sizeof(float) * static_cast<size_t>(k / QK);
     return row_bytes(vec_dot_type(t), k);
 }
 }  // namespace
@@ -92,6 +94,18 @@ void gemm_prepare_act(DType t, const float* x, uint8_t* dst, int64_t k) {
             std::memcpy(&h, &b[i].d, 2);
             d[i] = fp16_to_fp32(h);
             bias[i] = off * s;
+        }
+    }
+    if (is_min_block(t)) {
+        const auto* b = reinterpret_cast<const BlockQ8_1*>(dst);
+        const int64_t nb = k / QK;
+        float* d = reinterpret_cast<float*>(dst + minblock_extra_off(k));
+        for (int64_t i = 0; i < nb; ++i) {
+            uint16_t h[2];
+            std::memcpy(&h[0], &b[i].d, 2);
+            std::memcpy(&h[1], &b[i].s, 2);
+            d[i] = fp16_to_fp32(h[0]);
+            d[nb + i] = fp16_to_fp32(h[1]);
         }
     }
 }

@@ -20,4 +20,8 @@ inline bool is_legacy(DType t) {
 inline int legacy_off(DType t) { return t == DType::Q4_0 ? 8 : t == DType::Q5_0 ? 16 : LS_GEMM_VNNI ? 128 : 0; }
 inline size_t legacy_extra_off(int64_t k) { return (static_cast<size_t>(k / qb::QK) * sizeof(qb::BlockQ8_0) + 3) / 4 * 4; }
 
+// Q4_1/Q5_1 (over Q8_1): after the Q8_1 blocks, each block's f16 scale d and sum s as floats
+// (d[nb], then s[nb]), converted once per row instead of once per weight row group.
+inline size_t minblock_extra_off(int64_t k) { return static_cast<size_t>(k / qb::QK) * sizeof(qb::BlockQ8_1); }
+
 }  // namespace ls::cpu::gemm

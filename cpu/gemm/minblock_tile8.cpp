@@ -16,6 +16,7 @@
 
 #include "core/quant/quant.h"
 #include "core/quant/quant_blocks.h"
+#include "cpu/gemm/act_layout.h"
 #include "cpu/avx2_unpack.h"
 #if LS_GEMM_VNNI
 #include "cpu/gemm/block_sums_vnni.h"
@@ -42,6 +43,7 @@ constexpr int kTransposeFrom = 4;
 template <int G, class Block>
 void minblock_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t nb, float* const* out, int nr, size_t pf) {
     constexpr bool kQ5 = std::is_same_v<Block, BlockQ5_1>;
+    const size_t extra_off = minblock_extra_off(nb * QK);  // the activation's d and s as floats
     __m256 acc[G];
     for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps();
     const __m256i ones = _mm256_set1_epi16(1);
@@ -65,11 +67,8 @@ void minblock_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, i
                 for (int g = 0; g < 4; ++g) yq[g] = reinterpret_cast<const BlockQ8_1*>(a + astride * static_cast<size_t>(g0 + g))[i].qs;
                 legacy_block_sums<UnsignedValues, 4>(q, nullptr, yq, isum);
                 for (int g = 0; g < 4; ++g) {
-                    const BlockQ8_1& y = reinterpret_cast<const BlockQ8_1*>(a + astride * static_cast<size_t>(g0 + g))[i];
-                    uint16_t yd16, ys16;
-                    std::memcpy(&yd16, &y.d, 2);
-                    std::memcpy(&ys16, &y.s, 2);
-                    const __m256 yd = _mm256_set1_ps(_cvtsh_ss(yd16)), ys = _mm256_set1_ps(_cvtsh_ss(ys16));
+                    const float* yf = reinterpret_cast<const float*>(a + astride * static_cast<size_t>(g0 + g) + extra_off);
+                    const __m256 yd = _mm256_set1_ps(yf[i]), ys = _mm256_set1_ps(yf[nb + i]);
                     acc[g0 + g] = _mm256_add_ps(acc[g0 + g], _mm256_mul_ps(_mm256_mul_ps(dw, yd), _mm256_cvtepi32_ps(isum[g])));
                     acc[g0 + g] = _mm256_add_ps(acc[g0 + g], _mm256_mul_ps(mw, ys));
                 }
@@ -87,11 +86,8 @@ void minblock_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, i
             const __m256i h45 = _mm256_hadd_epi32(row(4), row(5)), h67 = _mm256_hadd_epi32(row(6), row(7));
             const __m256i hi = _mm256_hadd_epi32(h45, h67);
             const __m256i isum = _mm256_add_epi32(_mm256_permute2x128_si256(lo, hi, 0x20), _mm256_permute2x128_si256(lo, hi, 0x31));
-            uint16_t yd16, ys16;
-            std::memcpy(&yd16, &y.d, 2);
-            std::memcpy(&ys16, &y.s, 2);
-            // F16C conversion: exact, as fp16_to_fp32, and inline (no call per token and block).
-            const __m256 yd = _mm256_set1_ps(_cvtsh_ss(yd16)), ys = _mm256_set1_ps(_cvtsh_ss(ys16));
+            const float* yf = reinterpret_cast<const float*>(a + astride * static_cast<size_t>(g) + extra_off);
+            const __m256 yd = _mm256_set1_ps(yf[i]), ys = _mm256_set1_ps(yf[nb + i]);
             acc[g] = _mm256_add_ps(acc[g], _mm256_mul_ps(_mm256_mul_ps(dw, yd), _mm256_cvtepi32_ps(isum)));
             acc[g] = _mm256_add_ps(acc[g], _mm256_mul_ps(mw, ys));
         }
