@@ -1,0 +1,721 @@
+#!/usr/bin/env python3
+"""Tiny random-weight oracles of five families: Llama 3 (arch llama), Qwen3 (qwen3), Qwen3-MoE
+(qwen3moe), Gemma 2 (gemma2) and gpt-oss (gpt-oss).
+
+Each model is built with the `transformers` reference class (float32, eager attention, random
+weights scaled for unit-variance outputs), exported to GGUF with the tensor names, metadata keys
+and transforms of llama.cpp's converter (convert_hf_to_gguf.py / conversion/*.py, re-implemented
+here, not copied), and the logits of a 100-token random prompt are written with golden.py's
+write_golden (format: tests/support/golden.h). Tensors are float32 except gpt-oss's expert
+matrices, which are MXFP4 as in the published conversions; the torch model is given the
+dequantized MXFP4 values before the logits are taken, so the golden logits are exact for the file.
+
+Usage: tools/oracle/families_tiny.py OUT_DIR FAMILY [tiny|bench]
+       FAMILY in llama, qwen3, qwen3moe, gemma2, gptoss; writes OUT_DIR/<family>_tiny.gguf and
+       OUT_DIR/<family>_tiny.golden. `bench` exists for llama only: Llama-3.2-1B's exact shapes
+       with random F16 weights written straight from numpy (no HF model, no golden), for speed
+       runs after llama-quantize (OUT_DIR/llama1b_f16.gguf).
+
+Shapes below are GGUF ne order (ne[0] first = the contiguous dimension; a torch/numpy [rows, cols]
+matrix is ne [cols, rows]). Every file carries: general.architecture, general.type "model",
+general.name "lockstep tiny <family>", general.file_type (0 = ALL_F32; gpt-oss 38 =
+MOSTLY_MXFP4_MOE), general.quantization_version 2, and a tokenizer (see "Tokenizers" at the end).
+"Random norm weights" are drawn around the value the runtime multiplies by (1 + 0.2 N(0,1)), i.e.
+around 0 in HF for Gemma 2 (whose RMSNorm multiplies by 1 + w) and around 1 for the others.
+
+llama (LlamaForCausalLM; vocab 384, hidden 64, 4 layers, 4 heads, 2 KV heads, head_dim 16, FFN 128,
+  untied output)
+  keys: llama.block_count 4, llama.context_length 2048, llama.embedding_length 64,
+    llama.feed_forward_length 128, llama.attention.head_count 4, llama.attention.head_count_kv 2,
+    llama.rope.freq_base 500000.0, llama.attention.layer_norm_rms_epsilon 1e-5,
+    llama.attention.key_length 16, llama.attention.value_length 16, llama.vocab_size 384,
+    llama.rope.dimension_count 16.
+    No rope.scaling.* key: the converter writes llama3 scaling only as the rope_freqs tensor.
+  tensors: token_embd.weight [64,384]; output_norm.weight [64]; output.weight [64,384];
+    rope_freqs.weight [8] (F32); per layer blk.N.: attn_norm.weight [64], attn_q.weight [64,64],
+    attn_k.weight [64,32], attn_v.weight [64,32], attn_output.weight [64,64], ffn_norm.weight [64],
+    ffn_gate.weight [64,128], ffn_up.weight [64,128], ffn_down.weight [128,64].
+  transforms: attn_q / attn_k rows permuted per head from HF's rotate-half layout to interleaved
+    pairs (the converter's permute: rows of a head reshaped [2, d/2] and transposed, so GGUF row
+    2i is HF row i and row 2i+1 is HF row i + d/2); RoPE is then the interleaved ("NORM") kind on
+    adjacent pairs. attn_k is permuted with the KV head count.
+  rope: HF rope_parameters {rope_type llama3, rope_theta 500000, factor 8, low_freq_factor 1,
+    high_freq_factor 4, original_max_position_embeddings 256}. rope_freqs.weight[i] (i < d/2) is
+    the divisor of frequency theta^(-2i/d): with wavelen = 2 pi theta^(2i/d), 1 if wavelen < 256/4,
+    8 if wavelen > 256/1, else 1 / ((1 - s)/8 + s) with s = (256/wavelen - 1)/(4 - 1). Here
+    [1, 1, 3.5685, 8, 8, 8, 8, 8]: the angle of pair i at position p is p * theta^(-2i/d) / f[i].
+
+qwen3 (Qwen3ForCausalLM; vocab 384, hidden 64, 4 layers, 4 heads, 2 KV heads, head_dim 32 (q dim 128
+  != hidden), FFN 128, tied embeddings)
+  keys: qwen3.block_count, context_length 4096, embedding_length 64, feed_forward_length 128,
+    attention.head_count 4, attention.head_count_kv 2, rope.freq_base 1000000.0,
+    attention.layer_norm_rms_epsilon 1e-6, attention.key_length 32, attention.value_length 32.
+    No rope.dimension_count (the runtime default: the head size).
+  tensors: token_embd.weight [64,384]; output_norm.weight [64]; NO output.weight (tied: the
+    output projection is token_embd); per layer: attn_norm [64], attn_q [64,128], attn_k [64,64],
+    attn_v [64,64], attn_output [128,64], attn_q_norm [32], attn_k_norm [32], ffn_norm [64],
+    ffn_gate [64,128], ffn_up [64,128], ffn_down [128,64] (all .weight).
+  transforms: none (NeoX RoPE: rotate-half pairs (i, i + d/2), as HF). Q and K are RMS-normed per
+    head (attn_q_norm / attn_k_norm, eps as the layers) before RoPE.
+
+qwen3moe (Qwen3MoeForCausalLM; vocab 384, hidden 64, 4 layers, 4 heads, 2 KV heads, head_dim 16,
+  8 experts, top-3, expert FFN 24, norm_topk_prob True, untied output)
+  keys: as qwen3 with the qwen3moe prefix (key_length/value_length 16, feed_forward_length 128 =
+    HF's unused dense intermediate_size, written as the converter does) plus
+    qwen3moe.expert_count 8, qwen3moe.expert_used_count 3, qwen3moe.expert_feed_forward_length 24.
+    No key for norm_topk_prob: llama.cpp's qwen3moe always renormalises the top-k weights
+    (softmax over all experts, take the top 3, divide by their sum).
+  tensors: token_embd, output_norm, output [64,384]; per layer: attn_norm, attn_q [64,64],
+    attn_k [64,32], attn_v [64,32], attn_output [64,64], attn_q_norm [16], attn_k_norm [16],
+    ffn_norm [64], ffn_gate_inp.weight [64,8], ffn_gate_exps.weight [64,24,8],
+    ffn_up_exps.weight [64,24,8], ffn_down_exps.weight [24,64,8].
+  transforms: HF's fused experts.gate_up_proj [E, 2F, H] split on its middle axis: rows 0..F-1
+    -> ffn_gate_exps, rows F..2F-1 -> ffn_up_exps; experts.down_proj [E, H, F] as is.
+
+gemma2 (Gemma2ForCausalLM; vocab 384, hidden 64, 4 layers, 4 heads, 2 KV heads, head_dim 32
+  (!= hidden/heads = 16), FFN 128, tied embeddings, sliding window 4, attn_logit_softcapping 5.0,
+  final_logit_softcapping 5.0 -- both bite, see the printed statistics)
+  keys: gemma2.context_length 4096, embedding_length 64, block_count 4, feed_forward_length 128,
+    attention.head_count 4, attention.head_count_kv 2, attention.layer_norm_rms_epsilon 1e-6,
+    attention.key_length 32, attention.value_length 32, gemma2.attn_logit_softcapping 5.0,
+    gemma2.final_logit_softcapping 5.0, gemma2.attention.sliding_window 4.
+    Not written (the converter writes none of them): rope.freq_base (runtime default 10000, HF's
+    rope_theta here), rope.dimension_count (= head size), the sliding-window pattern, and
+    query_pre_attn_scalar.
+  tensors: token_embd [64,384] (also the output projection; no output.weight); output_norm [64];
+    per layer: attn_norm [64], attn_q [64,128], attn_k [64,64], attn_v [64,64],
+    attn_output [128,64], post_attention_norm [64], ffn_norm [64] (HF pre_feedforward_layernorm),
+    ffn_gate [64,128], ffn_up [64,128], ffn_down [128,64], post_ffw_norm [64] (all .weight).
+  transforms: +1 added to every norm weight (HF's Gemma2RMSNorm multiplies by 1 + w; the GGUF
+    weight is the factor itself). The runtime scales the embedding by sqrt(64) = 8 (in float32).
+  sliding layers: 0 and 2 (window 4: a query at p sees keys p-3..p); layers 1 and 3 are global.
+    HF's layer_types (sliding where (i + 1) % 2 != 0) and llama.cpp's default pattern for gemma2
+    (period 2, il % 2 < 1) agree.
+  attention: scores = (q * 32^-0.5) . k, then softcap: 5 * tanh(score / 5), mask, softmax. HF's
+    query_pre_attn_scalar is set to head_dim (32): llama.cpp's gemma2 ignores that field (it scales
+    by 1/sqrt(head_dim), or 1/sqrt(n_embd/n_head) for the 46-layer 27B only) and the converter
+    writes no key for it, so a different value could not be carried by a converter-made file.
+  rope: NeoX (rotate-half), theta 10000. FFN: gelu (tanh approximation) gate times up.
+  final: logits = 5 * tanh(logits / 5).
+
+gptoss (GptOssForCausalLM; vocab 384, hidden 64, 4 layers, 4 heads, 2 KV heads, head_dim 32,
+  8 experts, top-2, expert FFN 32, untied output)
+  keys: gpt-oss.block_count 4, context_length 16384, embedding_length 64,
+    feed_forward_length 32, attention.head_count 4, attention.head_count_kv 2,
+    rope.scaling.type "yarn", rope.scaling.factor 4.0, rope.scaling.original_context_length 4096,
+    rope.scaling.yarn_beta_fast 32.0, rope.scaling.yarn_beta_slow 1.0, rope.freq_base 150000.0,
+    attention.layer_norm_rms_epsilon 1e-5, expert_count 8, expert_used_count 2,
+    attention.key_length 32, attention.value_length 32, attention.sliding_window 4,
+    expert_feed_forward_length 32. No rope.scaling.yarn_attn_factor / yarn_ext_factor (the
+    config has neither, as the published one) and no sliding-window pattern key.
+  tensors: token_embd [64,384], output_norm [64], output [64,384]; per layer: attn_norm [64],
+    post_attention_norm [64] (HF post_attention_layernorm: the norm before the MoE),
+    attn_q.weight [64,128] + attn_q.bias [128], attn_k.weight [64,64] + .bias [64],
+    attn_v.weight [64,64] + .bias [64], attn_output.weight [128,64] + .bias [64],
+    attn_sinks.weight [4], ffn_gate_inp.weight [64,8] + ffn_gate_inp.bias [8],
+    ffn_gate_exps.weight [64,32,8] MXFP4, ffn_up_exps.weight [64,32,8] MXFP4,
+    ffn_down_exps.weight [32,64,8] MXFP4, ffn_gate_exps.bias [32,8], ffn_up_exps.bias [32,8],
+    ffn_down_exps.bias [64,8] (biases F32).
+  transforms: HF experts.gate_up_proj is [E, H, 2F] (used as x @ W) with gate in the EVEN columns
+    and up in the ODD ones: transposed to [E, 2F, H], gate = rows 0,2,4,.., up = rows 1,3,5,..;
+    gate_up_proj_bias [E, 2F] split the same way (even -> ffn_gate_exps.bias, odd -> up);
+    down_proj [E, F, H] transposed to [E, H, F]. Expert matrices quantised to MXFP4 along ne[0]
+    (blocks of 32 along H for gate/up, along F for down): per block one E8M0 byte and 16 bytes of
+    e2m1 nibbles (ggml's block_mxfp4), as the converter's repack of the published MXFP4 weights.
+  sliding layers: 0 and 2 (window 4); 1 and 3 global. HF's default layer_types and llama.cpp's
+    gpt-oss default pattern (period 2) agree.
+  attention: scale 1/sqrt(32); per head a sink logit s_h joins the softmax denominator
+    (p_j = exp(z_j) / (exp(s_h) + sum_k exp(z_k)), no value for the sink).
+  router: logits = W x + b; top-2 of the logits; weights = softmax over the 2 selected logits.
+  expert: g = W_gate x + b_gate, u = W_up x + b_up, g = min(g, 7), u = clamp(u, -7, 7),
+    out = W_down ((u + 1) * g * sigmoid(1.702 g)) + b_down.
+  rope: NeoX (rotate-half), YaRN with theta 150000, factor 4, original context 4096, beta_fast 32,
+    beta_slow 1, over head_dim 32: correction dims low = floor(4.04) = 4, high = ceil(8.70) = 9
+    (HF with truncate=True, the same floor/ceil llama.cpp applies; the published config says
+    truncate=False, which llama.cpp does not honour), ramp r_i = clamp((i - 4)/(9 - 4), 0, 1),
+    inv_freq_i = theta^(-2i/d) * ((1 - r_i) + r_i / 4), cos and sin both times
+    0.1 ln(4) + 1 = 1.138629.
+
+Tokenizers (what the runtime reads; ids for the vocab of 384):
+  llama, qwen3, qwen3moe, gptoss: byte-level BPE, tokenizer.ggml.model "gpt2",
+    tokenizer.ggml.pre "llama-bpe" (llama) / "qwen2" (qwen3, qwen3moe) / "gpt-4o" (gptoss);
+    tokenizer.ggml.tokens: ids 0..255 the 256 byte symbols of GPT-2's byte-to-unicode map in
+    GPT-2's order ("!" = 0, .., "\u0120" (space) = 220), then the products of the merges, then
+    "[PADn]" fillers (token_type 5 UNUSED), then the family's special tokens at the end of the
+    vocabulary; tokenizer.ggml.token_type 1 (normal) for bytes and merges, 3 (control) for
+    specials, 4 (user-defined) for Qwen3's <think> / </think> (not special in Qwen3's tokenizer,
+    so the converter types them user-defined); tokenizer.ggml.merges "a b" strings.
+    llama:  <|begin_of_text|> 379 (bos), <|end_of_text|> 380, <|start_header_id|> 381,
+            <|end_header_id|> 382, <|eot_id|> 383 (eos, as Llama-3.x-Instruct); add_bos_token true.
+    qwen3:  <|endoftext|> 379 (bos and padding), <|im_start|> 380, <|im_end|> 381 (eos),
+            <think> 382, </think> 383; add_bos_token false.
+    gptoss: <|startoftext|> 375 (bos), <|endoftext|> 376 (padding), <|return|> 377 (eos),
+            <|constrain|> 378, <|channel|> 379, <|start|> 380, <|end|> 381, <|message|> 382,
+            <|call|> 383; add_bos_token false.
+  gemma2: SentencePiece, tokenizer.ggml.model "llama", pre "default", the layout of
+    tests/support/tiny_gguf.cpp put_vocab: <pad> 0, <eos> 1, <bos> 2, <unk> 3 (type 2),
+    <start_of_turn> 4, <end_of_turn> 5 (control), <0x00>..<0xFF> 6..261 (type 6 byte), then
+    "\u2581", letters and word pieces (type 1, scores -rank), then <unusedN> (type 5);
+    bos 2, eos 1, unk 3, padding 0, add_bos_token true, add_eos_token false,
+    add_space_prefix false (as the Gemma 2 converter writes).
+  No tokenizer.chat_template is written (lockstep picks its template by architecture).
+
+Checked against llama.cpp (d32676d, libllama, CPU, F32 KV cache, flash attention off): each file's
+prompt, whole and one token at a time, gives the golden logits within 3e-6 (llama, qwen3moe),
+2e-5 (qwen3, logits up to 18), 4.4e-3 (gemma2: ggml's CPU GELU goes through an fp16 table) and, for
+gptoss, 2.4e-6 with the experts written as F32 copies of their MXFP4 values (mxfp4=False); with
+the MXFP4 file llama.cpp quantizes the activations to Q8_0 (~0.03 everywhere, and two tokens whose
+expert choice flips).
+"""
+import math
+import sys
+
+import numpy as np
+import torch
+import gguf
+
+from golden import write_golden
+
+SEED = 2020
+N_PROMPT = 100
+VOCAB = 384
+FAMILIES = ("llama", "qwen3", "qwen3moe", "gemma2", "gptoss")
+ARCH = {"llama": "llama", "qwen3": "qwen3", "qwen3moe": "qwen3moe", "gemma2": "gemma2", "gptoss": "gpt-oss"}
+
+LLAMA3_ROPE = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+               "high_freq_factor": 4.0, "original_max_position_embeddings": 256}
+GPTOSS_ROPE = {"rope_type": "yarn", "rope_theta": 150000.0, "factor": 4.0, "beta_fast": 32.0, "beta_slow": 1.0,
+               "original_max_position_embeddings": 4096, "truncate": True}
+GEMMA2_SOFTCAP_ATTN = 5.0
+GEMMA2_SOFTCAP_FINAL = 5.0
+
+
+# ----------------------------------------------------------------------------------------------
+# models
+
+
+def make_model(family):
+    from transformers import (LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM, Qwen3MoeConfig,
+                              Qwen3MoeForCausalLM, Gemma2Config, Gemma2ForCausalLM, GptOssConfig, GptOssForCausalLM)
+    common = dict(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2)
+    if family == "llama":
+        cfg = LlamaConfig(**common, head_dim=16, intermediate_size=128, max_position_embeddings=2048, rms_norm_eps=1e-5,
+                          tie_word_embeddings=False, rope_parameters=dict(LLAMA3_ROPE))
+        cls = LlamaForCausalLM
+    elif family == "qwen3":
+        cfg = Qwen3Config(**common, head_dim=32, intermediate_size=128, max_position_embeddings=4096, rms_norm_eps=1e-6,
+                          tie_word_embeddings=True, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})
+        cls = Qwen3ForCausalLM
+    elif family == "qwen3moe":
+        cfg = Qwen3MoeConfig(**common, head_dim=16, intermediate_size=128, max_position_embeddings=4096,
+                             rms_norm_eps=1e-6, tie_word_embeddings=False, num_experts=8, num_experts_per_tok=3,
+                             moe_intermediate_size=24, norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[],
+                             rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})
+        cls = Qwen3MoeForCausalLM
+    elif family == "gemma2":
+        cfg = Gemma2Config(**common, head_dim=32, intermediate_size=128, max_position_embeddings=4096, rms_norm_eps=1e-6,
+                           tie_word_embeddings=True, sliding_window=4, query_pre_attn_scalar=32,
+                           attn_logit_softcapping=GEMMA2_SOFTCAP_ATTN, final_logit_softcapping=GEMMA2_SOFTCAP_FINAL,
+                           hidden_activation="gelu_pytorch_tanh",
+                           rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+        cls = Gemma2ForCausalLM
+    elif family == "gptoss":
+        cfg = GptOssConfig(**common, head_dim=32, intermediate_size=32, max_position_embeddings=16384,
+                           rms_norm_eps=1e-5, tie_word_embeddings=False, num_local_experts=8, num_experts_per_tok=2,
+                           sliding_window=4, swiglu_alpha=1.702, swiglu_limit=7.0, attention_bias=True,
+                           rope_parameters=dict(GPTOSS_ROPE))
+        cls = GptOssForCausalLM
+    else:
+        raise SystemExit(f"unknown family {family!r}")
+    cfg._attn_implementation = "eager"
+    torch.manual_seed(SEED)
+    m = cls(cfg).float().eval()
+    g = torch.Generator().manual_seed(SEED + FAMILIES.index(family))
+    tied = cfg.tie_word_embeddings
+    with torch.no_grad():
+        for name, p in m.named_parameters():
+            if name.endswith("experts.gate_up_proj") or name.endswith("experts.down_proj"):
+                # unit-variance outputs: gpt-oss stores [E, in, out] (x @ W), qwen3moe [E, out, in]
+                fan_in = p.shape[1] if family == "gptoss" else p.shape[2]
+                p.copy_(torch.randn(p.shape, generator=g) / math.sqrt(fan_in))
+            elif p.dim() == 2:
+                fan_in = p.shape[1]
+                if "embed_tokens" in name:
+                    # gemma2 multiplies the embedding by sqrt(hidden): entries ~1/sqrt(hidden) there;
+                    # a tied embedding is also the output projection: entries ~0.5 keep logits moderate
+                    std = 1.0 / math.sqrt(fan_in) if family == "gemma2" else (0.5 if tied else 1.0)
+                    p.copy_(torch.randn(p.shape, generator=g) * std)
+                else:
+                    p.copy_(torch.randn(p.shape, generator=g) / math.sqrt(fan_in))
+            elif name.endswith("sinks"):
+                p.copy_(torch.randn(p.shape, generator=g) * 1.5)
+            elif "bias" in name:
+                p.copy_(torch.randn(p.shape, generator=g) * 0.3)
+            elif "norm" in name:
+                centre = 0.0 if family == "gemma2" else 1.0
+                p.copy_(centre + 0.2 * torch.randn(p.shape, generator=g))
+            else:
+                raise RuntimeError(f"no init rule for {name} {tuple(p.shape)}")
+        if family == "gemma2":
+            m.model.norm.weight.add_(1.0)  # (1 + w) ~ 2: logits large enough that the final cap bends them
+    if family == "gptoss":
+        mxfp4_roundtrip(m)
+    return cfg, m
+
+
+def gptoss_expert_views(mlp):
+    """GGUF-layout expert matrices [E, rows, cols] (row-major, cols = ne[0]) of a GptOss MLP."""
+    gu = mlp.experts.gate_up_proj.detach().transpose(-1, -2)  # [E, 2F, H]
+    return gu[:, ::2, :], gu[:, 1::2, :], mlp.experts.down_proj.detach().transpose(-1, -2)  # gate, up [E,F,H]; down [E,H,F]
+
+
+def mxfp4_roundtrip(m):
+    """Replace every expert matrix by its MXFP4 dequantization (what the GGUF holds)."""
+    Q = gguf.GGMLQuantizationType.MXFP4
+    with torch.no_grad():
+        for layer in m.model.layers:
+            gate, up, down = gptoss_expert_views(layer.mlp)
+            dq = [torch.from_numpy(gguf.quants.dequantize(gguf.quants.quantize(t.contiguous().numpy(), Q), Q).copy())
+                  for t in (gate, up, down)]
+            gu = layer.mlp.experts.gate_up_proj  # [E, H, 2F]
+            gu[:, :, ::2] = dq[0].transpose(-1, -2)
+            gu[:, :, 1::2] = dq[1].transpose(-1, -2)
+            layer.mlp.experts.down_proj.copy_(dq[2].transpose(-1, -2))
+    for layer in m.model.layers:  # the views of the new values quantize to themselves
+        for t in gptoss_expert_views(layer.mlp):
+            a = t.contiguous().numpy()
+            assert np.array_equal(gguf.quants.dequantize(gguf.quants.quantize(a, Q), Q), a)
+
+
+# ----------------------------------------------------------------------------------------------
+# converter transforms
+
+
+def permute_qk(w, n_head):
+    """HF rotate-half rows -> interleaved pairs, per head (the converter's Llama permute)."""
+    return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def llama3_rope_factors(rp, dim):
+    base = rp["rope_theta"]
+    freqs = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
+    factor, lo, hi, old = rp["factor"], rp["low_freq_factor"], rp["high_freq_factor"], rp["original_max_position_embeddings"]
+    lo_wl, hi_wl = old / lo, old / hi
+    out = []
+    for f in freqs.tolist():
+        wl = 2 * math.pi / f
+        if wl < hi_wl:
+            out.append(1.0)
+        elif wl > lo_wl:
+            out.append(factor)
+        else:
+            s = (old / wl - lo) / (hi - lo)
+            out.append(1.0 / ((1 - s) / factor + s))
+    return torch.tensor(out, dtype=torch.float32)
+
+
+# ----------------------------------------------------------------------------------------------
+# tokenizers
+
+
+def bytes_to_unicode():
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return [chr(c) for c in cs], bs  # symbols in GPT-2's id order, and the byte each stands for
+
+
+BPE_MERGES = [("Ġ", "t"), ("h", "e"), ("Ġt", "he"), ("Ġ", "a"), ("i", "n"), ("e", "r"), ("o", "n"), ("r", "e"),
+              ("a", "n"), ("Ġ", "s"), ("Ġ", "w"), ("o", "u"), ("Ġ", "i"), ("e", "n"), ("Ġ", "c"), ("i", "s"),
+              ("Ġ", "o"), ("a", "t"), ("l", "l"), ("Ċ", "Ċ")]
+
+BPE_SPECIALS = {
+    # (token, type) at the end of the vocabulary; then bos, eos, padding (None: not written), add_bos
+    "llama": ([("<|begin_of_text|>", 3), ("<|end_of_text|>", 3), ("<|start_header_id|>", 3),
+               ("<|end_header_id|>", 3), ("<|eot_id|>", 3)], "<|begin_of_text|>", "<|eot_id|>", None, True),
+    "qwen3": ([("<|endoftext|>", 3), ("<|im_start|>", 3), ("<|im_end|>", 3), ("<think>", 4), ("</think>", 4)],
+              "<|endoftext|>", "<|im_end|>", "<|endoftext|>", False),
+    "gptoss": ([("<|startoftext|>", 3), ("<|endoftext|>", 3), ("<|return|>", 3), ("<|constrain|>", 3),
+                ("<|channel|>", 3), ("<|start|>", 3), ("<|end|>", 3), ("<|message|>", 3), ("<|call|>", 3)],
+               "<|startoftext|>", "<|return|>", "<|endoftext|>", False),
+}
+BPE_PRE = {"llama": "llama-bpe", "qwen3": "qwen2", "qwen3moe": "qwen2", "gptoss": "gpt-4o"}
+
+
+def write_bpe_tokenizer(w, family, V):
+    syms, _ = bytes_to_unicode()
+    toks = list(syms)
+    types = [1] * 256
+    for a, b in BPE_MERGES:
+        assert a in toks and b in toks and a + b not in toks
+        toks.append(a + b)
+        types.append(1)
+    specials, bos, eos, pad, add_bos = BPE_SPECIALS["qwen3" if family == "qwen3moe" else family]
+    n_pad = V - len(toks) - len(specials)
+    toks += [f"[PAD{len(toks) + i}]" for i in range(n_pad)]
+    types += [5] * n_pad
+    toks += [t for t, _ in specials]
+    types += [ty for _, ty in specials]
+    assert len(toks) == V
+    w.add_string("tokenizer.ggml.model", "gpt2")
+    w.add_string("tokenizer.ggml.pre", BPE_PRE[family])
+    w.add_array("tokenizer.ggml.tokens", toks)
+    w.add_array("tokenizer.ggml.token_type", types)
+    w.add_array("tokenizer.ggml.merges", [f"{a} {b}" for a, b in BPE_MERGES])
+    w.add_uint32("tokenizer.ggml.bos_token_id", toks.index(bos))
+    w.add_uint32("tokenizer.ggml.eos_token_id", toks.index(eos))
+    if pad is not None:
+        w.add_uint32("tokenizer.ggml.padding_token_id", toks.index(pad))
+    w.add_bool("tokenizer.ggml.add_bos_token", add_bos)
+    return {t: toks.index(t) for t, _ in specials}
+
+
+def write_spm_tokenizer(w, V):
+    """tests/support/tiny_gguf.cpp put_vocab's layout (Gemma-style SentencePiece with byte tokens)."""
+    toks = ["<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>"]
+    types = [3, 3, 3, 2, 3, 3]
+    toks += [f"<0x{b:02X}>" for b in range(256)]
+    types += [6] * 256
+    scores = [0.0] * len(toks)
+    sp = "\u2581"
+    pieces = [sp] + [chr(c) for c in range(ord("a"), ord("z") + 1)]
+    pieces += ["th", "he", "in", "er", "an", sp + "t", sp + "a", "the", sp + "th", sp + "the"]
+    pieces += ["re", "on", "at", "en", "nd", "is", "or", "es", "it", "ing", "ion", "and"]
+    pieces += [sp + s for s in ("i", "o", "s", "w", "an", "is", "it", "in", "on", "and")]
+    seen = set()
+    unused = 0
+    for piece in pieces:
+        if len(toks) >= V:
+            break
+        if piece in seen:
+            continue
+        seen.add(piece)
+        toks.append(piece)
+        types.append(1)
+        scores.append(-float(len(seen)))
+    while len(toks) < V:
+        toks.append(f"<unused{unused}>")
+        types.append(5)
+        scores.append(0.0)
+        unused += 1
+    w.add_string("tokenizer.ggml.model", "llama")
+    w.add_string("tokenizer.ggml.pre", "default")
+    w.add_array("tokenizer.ggml.tokens", toks)
+    w.add_array("tokenizer.ggml.scores", scores)
+    w.add_array("tokenizer.ggml.token_type", types)
+    w.add_uint32("tokenizer.ggml.bos_token_id", 2)
+    w.add_uint32("tokenizer.ggml.eos_token_id", 1)
+    w.add_uint32("tokenizer.ggml.unknown_token_id", 3)
+    w.add_uint32("tokenizer.ggml.padding_token_id", 0)
+    w.add_bool("tokenizer.ggml.add_bos_token", True)
+    w.add_bool("tokenizer.ggml.add_eos_token", False)
+    w.add_bool("tokenizer.ggml.add_space_prefix", False)
+
+
+# ----------------------------------------------------------------------------------------------
+# GGUF export
+
+
+def f32(t):
+    return t.detach().float().contiguous().numpy().astype(np.float32)
+
+
+def export(family, cfg, m, path, mxfp4=True):
+    """mxfp4=False (checks only): gpt-oss experts as F32 copies of their MXFP4 values."""
+    A = ARCH[family]
+    w = gguf.GGUFWriter(path, A)
+    w.add_type("model")
+    w.add_name(f"lockstep tiny {family}")
+    L, H = cfg.num_hidden_layers, cfg.hidden_size
+    nh, nkv, hd = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
+    # the converter's key order: TextModel.set_gguf_parameters, then the family's additions
+    if family == "gemma2":
+        w.add_context_length(cfg.max_position_embeddings)
+        w.add_embedding_length(H)
+        w.add_block_count(L)
+        w.add_feed_forward_length(cfg.intermediate_size)
+        w.add_head_count(nh)
+        w.add_head_count_kv(nkv)
+        w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+        w.add_key_length(hd)
+        w.add_value_length(hd)
+        w.add_file_type(gguf.LlamaFileType.ALL_F32)
+        w.add_attn_logit_softcapping(cfg.attn_logit_softcapping)
+        w.add_final_logit_softcapping(cfg.final_logit_softcapping)
+        w.add_sliding_window(cfg.sliding_window)
+    else:
+        w.add_block_count(L)
+        w.add_context_length(cfg.max_position_embeddings)
+        w.add_embedding_length(H)
+        w.add_feed_forward_length(cfg.intermediate_size)
+        w.add_head_count(nh)
+        w.add_head_count_kv(nkv)
+        rp = cfg.rope_parameters
+        if rp["rope_type"] == "yarn":
+            w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+            w.add_rope_scaling_factor(rp["factor"])
+            w.add_rope_scaling_orig_ctx_len(rp["original_max_position_embeddings"])
+            w.add_rope_scaling_yarn_beta_fast(rp["beta_fast"])
+            w.add_rope_scaling_yarn_beta_slow(rp["beta_slow"])
+        w.add_rope_freq_base(rp["rope_theta"])
+        w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+        if family == "qwen3moe":
+            w.add_expert_count(cfg.num_experts)
+            w.add_expert_used_count(cfg.num_experts_per_tok)
+        if family == "gptoss":
+            w.add_expert_count(cfg.num_local_experts)
+            w.add_expert_used_count(cfg.num_experts_per_tok)
+        w.add_key_length(hd)
+        w.add_value_length(hd)
+        w.add_file_type(gguf.LlamaFileType.MOSTLY_MXFP4_MOE if family == "gptoss" else gguf.LlamaFileType.ALL_F32)
+        if family == "llama":
+            w.add_vocab_size(cfg.vocab_size)
+            w.add_rope_dimension_count(hd)
+        if family == "qwen3moe":
+            w.add_expert_feed_forward_length(cfg.moe_intermediate_size)
+        if family == "gptoss":
+            w.add_sliding_window(cfg.sliding_window)
+            w.add_expert_feed_forward_length(cfg.intermediate_size)
+    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
+
+    def put(name, t):
+        w.add_tensor(name, f32(t))
+
+    def put_mxfp4(name, t):
+        if not mxfp4:
+            return put(name, t)
+        q = gguf.quants.quantize(t.contiguous().numpy().astype(np.float32), gguf.GGMLQuantizationType.MXFP4)
+        w.add_tensor(name, q, raw_shape=q.shape, raw_dtype=gguf.GGMLQuantizationType.MXFP4)
+
+    sd = dict(m.named_parameters())
+    norm = (lambda t: t + 1) if family == "gemma2" else (lambda t: t)
+    put("token_embd.weight", sd["model.embed_tokens.weight"])
+    put("output_norm.weight", norm(sd["model.norm.weight"]))
+    if not cfg.tie_word_embeddings:
+        put("output.weight", sd["lm_head.weight"])
+    if family == "llama":
+        put("rope_freqs.weight", llama3_rope_factors(cfg.rope_parameters, hd))
+    for i in range(L):
+        p = f"model.layers.{i}."
+        b = f"blk.{i}."
+        a = p + "self_attn."
+        put(b + "attn_norm.weight", norm(sd[p + "input_layernorm.weight"]))
+        q, k = sd[a + "q_proj.weight"], sd[a + "k_proj.weight"]
+        if family == "llama":
+            q, k = permute_qk(q, nh), permute_qk(k, nkv)
+        put(b + "attn_q.weight", q)
+        put(b + "attn_k.weight", k)
+        put(b + "attn_v.weight", sd[a + "v_proj.weight"])
+        put(b + "attn_output.weight", sd[a + "o_proj.weight"])
+        if family == "gptoss":
+            for src, dst in (("q_proj", "attn_q"), ("k_proj", "attn_k"), ("v_proj", "attn_v"), ("o_proj", "attn_output")):
+                put(f"{b}{dst}.bias", sd[f"{a}{src}.bias"])
+            put(b + "attn_sinks.weight", sd[a + "sinks"])
+        if family in ("qwen3", "qwen3moe"):
+            put(b + "attn_q_norm.weight", sd[a + "q_norm.weight"])
+            put(b + "attn_k_norm.weight", sd[a + "k_norm.weight"])
+        if family == "gemma2":
+            put(b + "post_attention_norm.weight", norm(sd[p + "post_attention_layernorm.weight"]))
+            put(b + "ffn_norm.weight", norm(sd[p + "pre_feedforward_layernorm.weight"]))
+            put(b + "post_ffw_norm.weight", norm(sd[p + "post_feedforward_layernorm.weight"]))
+        elif family == "gptoss":
+            put(b + "post_attention_norm.weight", sd[p + "post_attention_layernorm.weight"])
+        else:
+            put(b + "ffn_norm.weight", sd[p + "post_attention_layernorm.weight"])
+        if family == "qwen3moe":
+            mp = p + "mlp."
+            put(b + "ffn_gate_inp.weight", sd[mp + "gate.weight"])
+            F = cfg.moe_intermediate_size
+            gu = sd[mp + "experts.gate_up_proj"]  # [E, 2F, H]: gate rows then up rows
+            put(b + "ffn_gate_exps.weight", gu[:, :F, :])
+            put(b + "ffn_up_exps.weight", gu[:, F:, :])
+            put(b + "ffn_down_exps.weight", sd[mp + "experts.down_proj"])  # [E, H, F]
+        elif family == "gptoss":
+            mp = p + "mlp."
+            put(b + "ffn_gate_inp.weight", sd[mp + "router.weight"])
+            put(b + "ffn_gate_inp.bias", sd[mp + "router.bias"])
+            gate, up, down = gptoss_expert_views(m.model.layers[i].mlp)
+            put_mxfp4(b + "ffn_gate_exps.weight", gate)
+            put_mxfp4(b + "ffn_up_exps.weight", up)
+            put_mxfp4(b + "ffn_down_exps.weight", down)
+            gub = sd[mp + "experts.gate_up_proj_bias"]  # [E, 2F]: gate even, up odd
+            put(b + "ffn_gate_exps.bias", gub[:, ::2])
+            put(b + "ffn_up_exps.bias", gub[:, 1::2])
+            put(b + "ffn_down_exps.bias", sd[mp + "experts.down_proj_bias"])
+        else:
+            put(b + "ffn_gate.weight", sd[p + "mlp.gate_proj.weight"])
+            put(b + "ffn_up.weight", sd[p + "mlp.up_proj.weight"])
+            put(b + "ffn_down.weight", sd[p + "mlp.down_proj.weight"])
+    if family == "gemma2":
+        write_spm_tokenizer(w, cfg.vocab_size)
+    else:
+        specials = write_bpe_tokenizer(w, family, cfg.vocab_size)
+        print("special token ids:", specials)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+# ----------------------------------------------------------------------------------------------
+# diagnostics
+
+
+def prompt_logits(cfg, m):
+    tokens = np.random.default_rng(SEED).integers(0, cfg.vocab_size, N_PROMPT)  # write_golden's prompt
+    with torch.no_grad():
+        return m(torch.tensor(tokens[None])).logits[0]
+
+
+def describe(family, cfg, m):
+    """What the golden logits depend on: printed for the record, nothing written."""
+    if family == "llama":
+        print("rope_freqs:", [round(x, 4) for x in llama3_rope_factors(cfg.rope_parameters, cfg.head_dim).tolist()])
+    print("layer_types:", getattr(cfg, "layer_types", None))
+    ref = prompt_logits(cfg, m)
+    if family == "gptoss":
+        re = m.model.rotary_emb
+        base_inv = 1.0 / (cfg.rope_parameters["rope_theta"] ** (torch.arange(0, cfg.head_dim, 2).float() / cfg.head_dim))
+        print("yarn inv_freq / plain inv_freq:", [round(x, 4) for x in (re.inv_freq / base_inv).tolist()],
+              " attention_scaling:", re.attention_scaling)
+    if family == "llama":  # how much the llama3 factors matter
+        re = m.model.rotary_emb
+        inv = re.inv_freq.clone()
+        re.inv_freq.copy_(1.0 / (cfg.rope_parameters["rope_theta"] ** (torch.arange(0, cfg.head_dim, 2).float() / cfg.head_dim)))
+        print(f"max |logit change| without the llama3 factors: {(prompt_logits(cfg, m) - ref).abs().max().item():.3f}")
+        re.inv_freq.copy_(inv)
+    if family == "gptoss":
+        sinks = [l.self_attn.sinks.detach().clone() for l in m.model.layers]
+        with torch.no_grad():
+            for l in m.model.layers:
+                l.self_attn.sinks.fill_(-1e4)
+        print(f"max |logit change| without the sinks: {(prompt_logits(cfg, m) - ref).abs().max().item():.3f}")
+        with torch.no_grad():
+            for l, s in zip(m.model.layers, sinks):
+                l.self_attn.sinks.copy_(s)
+    if family in ("qwen3moe", "gptoss"):  # near-ties in expert selection make a file fragile
+        gaps = []
+
+        def hook(mod, args, out):
+            x = args[0].reshape(-1, args[0].shape[-1])
+            if family == "gptoss":
+                z = torch.nn.functional.linear(x, mod.weight, mod.bias)
+            else:
+                z = torch.softmax(torch.nn.functional.linear(x, mod.weight), dim=-1)
+            top = torch.sort(z, dim=-1, descending=True).values
+            gaps.append((top[:, mod.top_k - 1] - top[:, mod.top_k]).min().item())
+
+        router = "router" if family == "gptoss" else "gate"
+        hs = [getattr(l.mlp, router).register_forward_hook(hook) for l in m.model.layers]
+        prompt_logits(cfg, m)
+        for h in hs:
+            h.remove()
+        what = "router logits" if family == "gptoss" else "router probabilities"
+        print(f"smallest gap between the k-th and (k+1)-th {what} (whole prompt): {min(gaps):.2e}")
+    if family == "gemma2":
+        from transformers.models.gemma2 import modeling_gemma2 as mg
+        scores = []
+        orig = mg.eager_attention_forward
+
+        def spy(module, query, key, value, attention_mask, dropout=0.0, scaling=None, softcap=None, **kw):
+            kst = mg.repeat_kv(key, module.num_key_value_groups)
+            scores.append((torch.matmul(query, kst.transpose(2, 3)) * scaling).abs().max().item())
+            return orig(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, softcap=softcap, **kw)
+
+        mg.eager_attention_forward = spy
+        try:
+            tokens = np.random.default_rng(SEED).integers(0, cfg.vocab_size, N_PROMPT)
+            with torch.no_grad():
+                raw = m.lm_head(m.model(torch.tensor(tokens[None])).last_hidden_state)
+        finally:
+            mg.eager_attention_forward = orig
+        print(f"max |attention score| before the cap {max(scores):.2f} (cap {cfg.attn_logit_softcapping}),"
+              f" max |logit| before the final cap {raw.abs().max().item():.2f} (cap {cfg.final_logit_softcapping})")
+        for l in m.model.layers:
+            l.self_attn.attn_logit_softcapping = None
+        print(f"max |logit change| without the attention soft-cap: {(prompt_logits(cfg, m) - ref).abs().max().item():.3f}")
+        for l in m.model.layers:
+            l.self_attn.attn_logit_softcapping = cfg.attn_logit_softcapping
+
+
+# ----------------------------------------------------------------------------------------------
+# bench: Llama-3.2-1B shapes, random F16, written straight from numpy
+
+
+def export_llama_bench(path):
+    V, E, L, NH, NKV, HD, FF = 128256, 2048, 16, 32, 8, 64, 8192
+    rp = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 32.0, "low_freq_factor": 1.0,
+          "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
+    rng = np.random.default_rng(SEED)
+    w = gguf.GGUFWriter(path, "llama")
+    w.add_type("model")
+    w.add_name("lockstep bench llama 1B random")
+    w.add_block_count(L)
+    w.add_context_length(131072)
+    w.add_embedding_length(E)
+    w.add_feed_forward_length(FF)
+    w.add_head_count(NH)
+    w.add_head_count_kv(NKV)
+    w.add_rope_freq_base(rp["rope_theta"])
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_key_length(HD)
+    w.add_value_length(HD)
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
+    w.add_vocab_size(V)
+    w.add_rope_dimension_count(HD)
+    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
+
+    def mat(rows, cols, std):
+        a = np.empty((rows, cols), dtype=np.float16)
+        step = max(1, (1 << 24) // cols)
+        for r in range(0, rows, step):
+            a[r:r + step] = (rng.standard_normal((min(step, rows - r), cols), dtype=np.float32) * std).astype(np.float16)
+        return a
+
+    def normw(n):
+        return (1.0 + 0.1 * rng.standard_normal(n, dtype=np.float32)).astype(np.float32)
+
+    w.add_tensor("token_embd.weight", mat(V, E, 0.02))  # tied: also the output projection
+    w.add_tensor("output_norm.weight", normw(E))
+    w.add_tensor("rope_freqs.weight", llama3_rope_factors(rp, HD).numpy())
+    for i in range(L):
+        b = f"blk.{i}."
+        w.add_tensor(b + "attn_norm.weight", normw(E))
+        w.add_tensor(b + "attn_q.weight", mat(NH * HD, E, E ** -0.5))
+        w.add_tensor(b + "attn_k.weight", mat(NKV * HD, E, E ** -0.5))
+        w.add_tensor(b + "attn_v.weight", mat(NKV * HD, E, E ** -0.5))
+        w.add_tensor(b + "attn_output.weight", mat(E, NH * HD, (NH * HD) ** -0.5))
+        w.add_tensor(b + "ffn_norm.weight", normw(E))
+        w.add_tensor(b + "ffn_gate.weight", mat(FF, E, E ** -0.5))
+        w.add_tensor(b + "ffn_up.weight", mat(FF, E, E ** -0.5))
+        w.add_tensor(b + "ffn_down.weight", mat(E, FF, FF ** -0.5))
+    write_bpe_tokenizer(w, "llama", V)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file(progress=False)
+    w.close()
+
+
+def main():
+    if len(sys.argv) < 3:
+        raise SystemExit(__doc__.split("\n\n")[2])
+    out, family = sys.argv[1], sys.argv[2]
+    size = sys.argv[3] if len(sys.argv) > 3 else "tiny"
+    if size == "bench":
+        if family != "llama":
+            raise SystemExit("bench: llama only")
+        export_llama_bench(f"{out}/llama1b_f16.gguf")
+        return
+    cfg, m = make_model(family)
+    describe(family, cfg, m)
+    export(family, cfg, m, f"{out}/{family}_tiny.gguf")
+    write_golden(m, cfg.vocab_size, N_PROMPT, SEED, f"{out}/{family}_tiny.golden")
+
+
+if __name__ == "__main__":
+    main()
