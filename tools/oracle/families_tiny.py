@@ -16,6 +16,14 @@ Usage: tools/oracle/families_tiny.py OUT_DIR FAMILY [tiny|bench]
        with random F16 weights written straight from numpy (no HF model, no golden), for speed
        runs after llama-quantize (OUT_DIR/llama1b_f16.gguf).
 
+llama bench file: the llama keys below with Llama-3.2-1B's values (context 131072, hidden 2048,
+FFN 8192, 16 layers, 32 heads, 8 KV heads, head 64, rope.freq_base 500000, rms eps 1e-5,
+vocab_size 128256, rope.dimension_count 64, file_type 1 = MOSTLY_F16), tied embeddings (no
+output.weight), rope_freqs.weight [32] F32 for llama3 scaling factor 32, low 1, high 4, original
+8192; matrices F16 N(0, 1/fan_in) (token_embd N(0, 0.02^2)), norms F32 around 1; the llama
+byte-level BPE tokenizer padded with [PADn] to 128256 tokens. llama-quantize makes Q4_K_M of it
+(762.81 MiB, 1.24 B params) and llama-bench runs it.
+
 Shapes below are GGUF ne order (ne[0] first = the contiguous dimension; a torch/numpy [rows, cols]
 matrix is ne [cols, rows]). Every file carries: general.architecture, general.type "model",
 general.name "lockstep tiny <family>", general.file_type (0 = ALL_F32; gpt-oss 38 =
