@@ -125,7 +125,7 @@ struct PcDeltaScan {
 static_assert(sizeof(PcConv1dScan) == 72 && sizeof(PcDeltaScan) == 104 && sizeof(PcMulMatId) == 72 && sizeof(PcTopk) == 48,
               "push-constant layouts");
 static_assert(sizeof(PcRows) == 48 && sizeof(PcBinary) == 80 && sizeof(PcUnary) == 24 && sizeof(PcRmsNorm) == 64 &&
-              sizeof(PcRope) == 64 && sizeof(PcSoftmax) == 32 && sizeof(PcAttention) == 128 &&
+              sizeof(PcRope) == 80 && sizeof(PcSoftmax) == 32 && sizeof(PcAttention) == 128 &&
               sizeof(PcMulMatAct) == 48 && sizeof(PcMulMat) == 48);
 static_assert(sizeof(PcAttention) <= 128, "128 bytes of push constants is all Vulkan guarantees");
 }  // namespace ls::vk

@@ -57,7 +57,7 @@ struct Ctx {
     std::function<void*(size_t)> arena;
     // Rope cos/sin tables already built in this graph, by (positions, factors, parameters):
     // every layer rotates by the same positions, so the host computes each table once.
-    std::map<std::tuple<const Tensor*, const Tensor*, int, int, float, float>, const float*> rope_tables;
+    std::map<std::tuple<const Tensor*, const Tensor*, int, int, float, float, float, float, float, float>, const float*> rope_tables;
 
     // mul_mat's quantized activation rows: their own device buffer (not temp), so that
     // consecutive mul_mats over the same activations (q/k/v, gate/up) quantize them once.

@@ -35,7 +35,8 @@ void rope(const Tensor& dst, Ctx& ctx) {
     const RopeParams p = dst.get_params<RopeParams>();
     const int64_t half = p.n_dims / 2, T = x.ne[2], H = x.ne[1];
     if (x.nelements() == 0) return;
-    const auto key = std::make_tuple(dst.src[1], dst.src[2], p.n_dims, p.mode, p.freq_base, p.freq_scale);
+    const auto key = std::make_tuple(dst.src[1], dst.src[2], p.n_dims, p.mode, p.freq_base, p.freq_scale, p.ext_factor, p.attn_factor,
+                                     p.corr_lo, p.corr_hi);
     const float* table = nullptr;
     if (auto it = ctx.rope_tables.find(key); it != ctx.rope_tables.end()) {
         table = it->second;
@@ -46,7 +47,7 @@ void rope(const Tensor& dst, Ctx& ctx) {
         if (dst.src[2]) ff_b = ctx.host_bytes(*dst.src[2]);
         const float* ff = dst.src[2] ? reinterpret_cast<const float*>(ff_b.data()) : nullptr;
         std::vector<float> cs(size_t(2 * T * half));
-        rope_angles(pos, T, p.freq_base, p.freq_scale, p.n_dims, ff, [&](int64_t t, int64_t i, float c, float s) {
+        rope_angles(pos, T, p, ff, [&](int64_t t, int64_t i, float c, float s) {
             cs[size_t(2 * (t * half + i))] = c;
             cs[size_t(2 * (t * half + i) + 1)] = s;
         });

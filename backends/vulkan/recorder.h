@@ -45,7 +45,7 @@ struct Plan {
     std::vector<float> rope_tables;            // (cos, sin) pairs
     std::map<const Tensor*, size_t> rope_off;  // node -> float offset of its table
     // Nodes with the same positions, factors and parameters share one table.
-    std::map<std::tuple<const Tensor*, const Tensor*, int32_t, int32_t, float, float>, size_t> rope_dedup;
+    std::map<std::tuple<const Tensor*, const Tensor*, int32_t, int32_t, float, float, float, float, float, float>, size_t> rope_dedup;
     std::map<const Tensor*, AttnPlan> attn;
     // set_rows nodes whose index vector names some row twice (the last writer must win).
     std::set<const Tensor*> rows_repeat;

@@ -34,11 +34,26 @@ const int ROPE_NORMAL = 0;
 const int ROPE_NEOX = 2;
 #endif
 
+// Defaults for the optional trailing fields of a parameter struct (C++ only: GLSL structs
+// take no initializers).
+#ifdef __cplusplus
+#define LS_DEFAULT(v) = v
+#else
+#define LS_DEFAULT(v)
+#endif
+
+// The angles: core/rules/rope_rule.h. YaRN (ext_factor != 0) blends, per pair i, the scaled
+// angle with the unscaled one by a ramp that is 1 below dimension pair corr_lo and 0 above
+// corr_hi; attn_factor multiplies cos and sin (YaRN's magnitude correction; 1 otherwise).
 struct RopeParams {
     int32_t n_dims;     // rotated dims per head (even); the rest pass through
     int32_t mode;       // RopeMode
     float freq_base;    // theta_i = pos * freq_scale * base^(-2i/n_dims) / factor_i
     float freq_scale;   // 1 / linear scaling factor
+    float ext_factor LS_DEFAULT(0.f);   // YaRN: weight of the ramp (0: plain scaling)
+    float attn_factor LS_DEFAULT(1.f);  // cos and sin are multiplied by this
+    float corr_lo LS_DEFAULT(0.f);      // YaRN ramp: first and last pair of the blend
+    float corr_hi LS_DEFAULT(0.f);
 };
 
 struct SoftmaxParams {
@@ -55,7 +70,7 @@ struct AttentionParams {
 };
 
 #ifdef __cplusplus
-static_assert(sizeof(ScaleParams) == 4 && sizeof(SoftcapParams) == 4 && sizeof(RmsNormParams) == 4 && sizeof(RopeParams) == 16 &&
+static_assert(sizeof(ScaleParams) == 4 && sizeof(SoftcapParams) == 4 && sizeof(RmsNormParams) == 4 && sizeof(RopeParams) == 32 &&
               sizeof(SoftmaxParams) == 4 && sizeof(AttentionParams) == 20);
 #endif
 

@@ -1,5 +1,7 @@
 #include "core/models/moe.h"
 
+#include <cmath>
+
 #include "core/ir/ops.h"
 
 namespace ls {
@@ -7,21 +9,30 @@ namespace ls {
 Tensor* moe_experts(Graph& g, const MoeExperts& w, Tensor* x, Tensor* ids, Tensor* wts) {
     using namespace ops;
     const int64_t E = x->ne[0], T = x->ne[1], k = ids->ne[0], F = w.n_ff;
-    auto act = [&](Tensor* t) { return w.act == MoeAct::Gelu ? gelu(g, t) : silu(g, t); };
     Tensor* hx = reshape(g, x, {E, 1, T});
+    // Each selected expert's bias row, as [n, k, T] beside its matmul's output.
+    Tensor* flat_ids = nullptr;
+    auto biased = [&](Tensor* y, Tensor* b) {
+        if (!b) return y;
+        if (!flat_ids) flat_ids = reshape(g, ids, {k * T});
+        return add(g, y, reshape(g, get_rows(g, b, flat_ids), {b->ne[0], k, T}));
+    };
     Tensor* a;
-    if (w.gate_up) {
-        // Fused [gate; up] rows: the activation over both halves (unary ops take whole
-        // tensors), then the gate half of that times the up half, as strided views.
-        Tensor* gu = mul_mat_id(g, w.gate_up, hx, ids);  // [2F, k, T]
-        const size_t rs = size_t(2 * F) * 4;
-        a = mul(g, view_2d(g, act(gu), F, k * T, rs, 0), view_2d(g, gu, F, k * T, rs, size_t(F) * 4));
-    } else {
-        a = mul(g, act(mul_mat_id(g, w.gate, hx, ids)), mul_mat_id(g, w.up, hx, ids));
+    {
+        auto act = [&](Tensor* t) { return w.act == MoeAct::Gelu ? gelu(g, t) : silu(g, t); };
+        if (w.gate_up) {
+            // Fused [gate; up] rows: the activation over both halves (unary ops take whole
+            // tensors), then the gate half of that times the up half, as strided views.
+            Tensor* gu = mul_mat_id(g, w.gate_up, hx, ids);  // [2F, k, T]
+            const size_t rs = size_t(2 * F) * 4;
+            a = mul(g, view_2d(g, act(gu), F, k * T, rs, 0), view_2d(g, gu, F, k * T, rs, size_t(F) * 4));
+        } else {
+            a = mul(g, act(biased(mul_mat_id(g, w.gate, hx, ids), w.gate_b)), biased(mul_mat_id(g, w.up, hx, ids), w.up_b));
+        }
     }
     a = reshape(g, a, {F, k, T});
-    Tensor* down = mul_mat_id(g, w.down, a, ids);                 // [E, k, T]
-    Tensor* weighted = mul(g, down, reshape(g, wts, {1, k, T}));  // each expert's share
+    Tensor* down = biased(mul_mat_id(g, w.down, a, ids), w.down_b);  // [E, k, T]
+    Tensor* weighted = mul(g, down, reshape(g, wts, {1, k, T}));     // each expert's share
     Tensor* out = view_2d(g, weighted, E, T, size_t(E * k) * 4, 0);
     for (int64_t j = 1; j < k; ++j) out = add(g, out, view_2d(g, weighted, E, T, size_t(E * k) * 4, size_t(j * E) * 4));
     return out;

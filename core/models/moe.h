@@ -13,6 +13,8 @@ struct MoeExperts {
     Tensor* down = nullptr;     // (F, n_embd, n_expert)
     int64_t n_ff = 0;           // F
     MoeAct act = MoeAct::Silu;
+    // Per-expert biases (gpt-oss), F32 or null: gate and up (F, n_expert), down (n_embd, n_expert).
+    Tensor *gate_b = nullptr, *up_b = nullptr, *down_b = nullptr;
 };
 
 // sum_j wts[j, t] * down_e(act(gate_e x_t) * up_e x_t) over the k experts e = ids[j, t] chosen

@@ -2,14 +2,19 @@
 
 #include <stdexcept>
 
+#include "core/models/gemma2.h"
 #include "core/models/gemma3.h"
 #include "core/models/gemma4.h"
+#include "core/models/llama.h"
 #include "core/models/qwen3next.h"
 
 namespace ls {
 namespace {
 
 template <class M> std::unique_ptr<Model> make() { return std::make_unique<M>(); }
+template <int32_t rope_mode, bool qk_norm> std::unique_ptr<Model> make_llama() {
+    return std::make_unique<Llama>(LlamaFlavor{rope_mode, qk_norm});
+}
 template <DeltaHeadMap map> std::unique_ptr<Model> make_qwen3_hybrid() { return std::make_unique<Qwen3Hybrid>(map); }
 
 // One row per GGUF architecture name. A new family: its class in core/models/<family>.cpp
@@ -19,6 +24,10 @@ struct Family {
     std::unique_ptr<Model> (*make)();
 };
 constexpr Family kFamilies[] = {
+    {"llama", &make_llama<ROPE_NORMAL, false>},
+    {"qwen3", &make_llama<ROPE_NEOX, true>},
+    {"qwen3moe", &make_llama<ROPE_NEOX, true>},
+    {"gemma2", &make<Gemma2>},
     {"gemma3", &make<Gemma3>},
     {"gemma4", &make<Gemma4>},
     {"qwen3next", &make_qwen3_hybrid<HEADS_GROUPED>},

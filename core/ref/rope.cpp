@@ -16,7 +16,7 @@ void rope(const Tensor& dst) {
     const int64_t half = p.n_dims / 2;
     // cos, sin of every (position, pair): the one rule of core/rules/rope_rule.h.
     std::vector<float> cs(size_t(x.ne[2] * half)), sn(cs.size());
-    rope_angles(pos, x.ne[2], p.freq_base, p.freq_scale, p.n_dims, ff, [&](int64_t t, int64_t i, float c, float s) {
+    rope_angles(pos, x.ne[2], p, ff, [&](int64_t t, int64_t i, float c, float s) {
         cs[size_t(t * half + i)] = c;
         sn[size_t(t * half + i)] = s;
     });

@@ -1,9 +1,14 @@
 // The rope angle, the one definition every backend's cos/sin tables come from:
 //   theta(pos, i) = pos * freq_scale * freq_base^(-2i / n_dims) / freq_factor[i]
-// in double (pow, cos and sin of the host's libm), each cos and sin rounded once to float.
-// The tables are made on the host by every backend (core/ref/rope.cpp per row, cpu/ops/rope.cpp,
-// the CUDA and Vulkan rope launchers): a device's own double libm need not round as the host's.
+// and with YaRN (ext_factor != 0) the blend of that angle with the unscaled one,
+//   theta = theta_scaled * (1 - mix_i) + theta_unscaled * mix_i,
+//   mix_i = ext_factor * (1 - clamp((i - corr_lo) / max(0.001, corr_hi - corr_lo), 0, 1)),
+// in double (pow, cos and sin of the host's libm), each cos and sin times attn_factor rounded
+// once to float. The tables are made on the host by every backend (core/ref/rope.cpp per row,
+// cpu/ops/rope.cpp, the CUDA and Vulkan rope launchers): a device's own double libm need not
+// round as the host's.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -18,27 +23,49 @@ inline std::vector<double> rope_inv_freq(float freq_base, int32_t n_dims) {
     return v;
 }
 
-// cos and sin of pair i's angle at position pos; inv_freq = rope_inv_freq(...)[i].
-inline void rope_cos_sin(int32_t pos, float freq_scale, double inv_freq, const float* freq_factors, int64_t i, float& c,
+// cos and sin of pair i's angle at position pos; inv_freq = rope_inv_freq(...)[i]. P is the
+// op's RopeParams (core/ir/op_params.h; a template, as rules depend on nothing).
+template <class P>
+void rope_cos_sin(int32_t pos, const P& p, double inv_freq, const float* freq_factors, int64_t i, float& c,
                          float& s) {
-    double theta = double(pos) * freq_scale * inv_freq;
+    double theta = double(pos) * p.freq_scale * inv_freq;
     if (freq_factors) theta /= freq_factors[i];
-    c = float(std::cos(theta));
-    s = float(std::sin(theta));
+    if (p.ext_factor != 0.f) {
+        double extrap = double(pos) * inv_freq;
+        if (freq_factors) extrap /= freq_factors[i];
+        const double y = (double(i) - p.corr_lo) / std::max(0.001, double(p.corr_hi) - p.corr_lo);
+        const double mix = (1.0 - std::clamp(y, 0.0, 1.0)) * p.ext_factor;
+        theta = theta * (1.0 - mix) + extrap * mix;
+    }
+    c = float(std::cos(theta) * p.attn_factor);
+    s = float(std::sin(theta) * p.attn_factor);
 }
 
 // Calls out(t, i, cos, sin) for every position t in [0, T) and pair i in [0, n_dims/2).
 // freq_factors: n_dims/2 divisors of the angle, or null.
-template <class Out>
-void rope_angles(const int32_t* pos, int64_t T, float freq_base, float freq_scale, int32_t n_dims, const float* freq_factors,
-                 Out&& out) {
-    const std::vector<double> inv_freq = rope_inv_freq(freq_base, n_dims);
+template <class P, class Out>
+void rope_angles(const int32_t* pos, int64_t T, const P& p, const float* freq_factors, Out&& out) {
+    const std::vector<double> inv_freq = rope_inv_freq(p.freq_base, p.n_dims);
     for (int64_t t = 0; t < T; ++t)
-        for (int64_t i = 0; i < n_dims / 2; ++i) {
+        for (int64_t i = 0; i < p.n_dims / 2; ++i) {
             float c, s;
-            rope_cos_sin(pos[t], freq_scale, inv_freq[size_t(i)], freq_factors, i, c, s);
+            rope_cos_sin(pos[t], p, inv_freq[size_t(i)], freq_factors, i, c, s);
             out(t, i, c, s);
         }
+}
+
+// YaRN's correction range (corr_lo, corr_hi) for a context of n_ctx_orig tokens: the pairs
+// whose wavelength spans beta_fast and beta_slow rotations over it. truncate rounds the range
+// outward to whole pairs, as llama.cpp always does and transformers does unless the model's
+// config says `truncate: false` (gpt-oss).
+inline void rope_yarn_corr_dims(int32_t n_dims, int32_t n_ctx_orig, float freq_base, float beta_fast, float beta_slow,
+                                bool truncate, float& lo, float& hi) {
+    const double pi = 3.14159265358979323846;
+    auto dim = [&](double n_rot) { return n_dims * std::log(n_ctx_orig / (n_rot * 2 * pi)) / (2 * std::log(double(freq_base))); };
+    double a = dim(beta_fast), b = dim(beta_slow);
+    if (truncate) a = std::floor(a), b = std::ceil(b);
+    lo = float(std::max(0.0, a));
+    hi = float(std::min(double(n_dims - 1), b));
 }
 
 }  // namespace ls

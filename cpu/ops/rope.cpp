@@ -18,12 +18,13 @@ namespace {
 struct RopeTable {
     std::vector<int32_t> pos;
     std::vector<float> ff;
-    float base = 0, scale = 0;
-    int64_t n_dims = 0;
+    RopeParams p{};
     std::vector<float> cs, sn;  // [token][pair]
-    bool matches(const int32_t* p, int64_t T, const float* f, const RopeParams& rp) const {
-        return n_dims == rp.n_dims && base == rp.freq_base && scale == rp.freq_scale && int64_t(pos.size()) == T &&
-               std::equal(pos.begin(), pos.end(), p) && (f ? ff.size() == size_t(n_dims / 2) && std::equal(ff.begin(), ff.end(), f) : ff.empty());
+    bool matches(const int32_t* ps, int64_t T, const float* f, const RopeParams& rp) const {
+        // The fields the angles depend on (mode only pairs them differently).
+        return p.n_dims == rp.n_dims && p.freq_base == rp.freq_base && p.freq_scale == rp.freq_scale && p.ext_factor == rp.ext_factor &&
+               p.attn_factor == rp.attn_factor && p.corr_lo == rp.corr_lo && p.corr_hi == rp.corr_hi && int64_t(pos.size()) == T &&
+               std::equal(pos.begin(), pos.end(), ps) && (f ? ff.size() == size_t(p.n_dims / 2) && std::equal(ff.begin(), ff.end(), f) : ff.empty());
     }
 };
 
@@ -36,16 +37,14 @@ const RopeTable& rope_table(const int32_t* pos, int64_t T, const float* ff, cons
     const int64_t half = p.n_dims / 2;
     t.pos.assign(pos, pos + T);
     t.ff = ff ? std::vector<float>(ff, ff + half) : std::vector<float>();
-    t.base = p.freq_base;
-    t.scale = p.freq_scale;
-    t.n_dims = p.n_dims;
+    t.p = p;
     t.cs.resize(size_t(T * half));
     t.sn.resize(size_t(T * half));
     // The angles of core/rules/rope_rule.h, positions spread over the threads.
     const std::vector<double> inv_freq = rope_inv_freq(p.freq_base, p.n_dims);
     tbb::parallel_for(int64_t(0), T, [&](int64_t tk) {
         for (int64_t i = 0; i < half; ++i)
-            rope_cos_sin(pos[tk], p.freq_scale, inv_freq[size_t(i)], ff, i, t.cs[size_t(tk * half + i)], t.sn[size_t(tk * half + i)]);
+            rope_cos_sin(pos[tk], p, inv_freq[size_t(i)], ff, i, t.cs[size_t(tk * half + i)], t.sn[size_t(tk * half + i)]);
     });
     return t;
 }

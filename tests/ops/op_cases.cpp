@@ -8,6 +8,7 @@
 
 #include "core/ir/ops.h"
 #include "core/quant/quant.h"
+#include "core/rules/rope_rule.h"
 
 namespace ls::test {
 
@@ -146,9 +147,10 @@ struct ElementCase {
 struct RopeCase {
     int mode;
     bool freq_factors;
+    bool yarn = false;  // YaRN (gpt-oss's settings, scaled): ramp over pairs 3.4 .. 9.7, magnitude 1.139
     std::string name() const {
         return std::string("rope(x=[64,3,5],n_dims=48,mode=") + (mode == ROPE_NEOX ? "neox" : "normal") +
-               (freq_factors ? ",freq_factors" : "") + ")";
+               (freq_factors ? ",freq_factors" : "") + (yarn ? ",yarn" : "") + ")";
     }
     std::vector<Tensor*> build(Graph& g, Backend&, Keep&, std::mt19937& r) const {
         const int64_t D = 64, H = 3, T = 5;
@@ -161,6 +163,12 @@ struct RopeCase {
             f = g.input(DType::F32, {24}, fv.data(), "ff");
         }
         RopeParams p{48, mode, 10000.f, 0.5f};  // partial rotation: dims 48..63 pass through
+        if (yarn) {
+            p.freq_scale = 0.25f;
+            p.ext_factor = 1.f;
+            p.attn_factor = 1.1386294f;  // 1 + 0.1 ln 4
+            rope_yarn_corr_dims(48, 4096, 10000.f, 32.f, 1.f, false, p.corr_lo, p.corr_hi);
+        }
         return {rope(g, x, in_i32(g, pos), f, p)};
     }
 };
@@ -440,6 +448,8 @@ std::vector<OpCase> op_cases() {
         add_case(c, "get_rows", GetRowsCase{t});
     }
     add_case(c, "mul_mat_id", MulMatIdCase{DType::IQ2_XXS, 2, 6});
+    // YaRN rope (gpt-oss, issue 20), both pairings.
+    for (int mode : {ROPE_NORMAL, ROPE_NEOX}) add_case(c, "rope", RopeCase{mode, false, true});
     return c;
 }
 

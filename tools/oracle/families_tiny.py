@@ -138,9 +138,10 @@ gptoss (GptOssForCausalLM; vocab 384, hidden 64, 4 layers, 4 heads, 2 KV heads, 
   expert: g = W_gate x + b_gate, u = W_up x + b_up, g = min(g, 7), u = clamp(u, -7, 7),
     out = W_down ((u + 1) * g * sigmoid(1.702 g)) + b_down.
   rope: NeoX (rotate-half), YaRN with theta 150000, factor 4, original context 4096, beta_fast 32,
-    beta_slow 1, over head_dim 32: correction dims low = floor(4.04) = 4, high = ceil(8.70) = 9
-    (HF with truncate=True, the same floor/ceil llama.cpp applies; the published config says
-    truncate=False, which llama.cpp does not honour), ramp r_i = clamp((i - 4)/(9 - 4), 0, 1),
+    beta_slow 1, over head_dim 32: correction dims low = 4.04, high = 8.70, not rounded (the
+    published config's truncate=False, which transformers and OpenAI's implementation honour and
+    llama.cpp does not: it rounds to 4 and 9; no GGUF key says which, so lockstep's gpt-oss
+    loader applies the model's own rule), ramp r_i = clamp((i - 4.04)/(8.70 - 4.04), 0, 1),
     inv_freq_i = theta^(-2i/d) * ((1 - r_i) + r_i / 4), cos and sin both times
     0.1 ln(4) + 1 = 1.138629.
 
@@ -193,7 +194,7 @@ ARCH = {"llama": "llama", "qwen3": "qwen3", "qwen3moe": "qwen3moe", "gemma2": "g
 LLAMA3_ROPE = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
                "high_freq_factor": 4.0, "original_max_position_embeddings": 256}
 GPTOSS_ROPE = {"rope_type": "yarn", "rope_theta": 150000.0, "factor": 4.0, "beta_fast": 32.0, "beta_slow": 1.0,
-               "original_max_position_embeddings": 4096, "truncate": True}
+               "original_max_position_embeddings": 4096, "truncate": False}
 GEMMA2_SOFTCAP_ATTN = 5.0
 GEMMA2_SOFTCAP_FINAL = 5.0
 

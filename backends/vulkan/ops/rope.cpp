@@ -12,7 +12,8 @@ bool supports_rope(const Tensor& n) {
 
 void plan_rope(const Tensor& n, Plan& plan) {
     const RopeParams p = n.get_params<RopeParams>();
-    auto key = std::make_tuple(n.src[1], n.src[2], p.n_dims, p.mode, p.freq_base, p.freq_scale);
+    auto key = std::make_tuple(n.src[1], n.src[2], p.n_dims, p.mode, p.freq_base, p.freq_scale, p.ext_factor, p.attn_factor, p.corr_lo,
+                               p.corr_hi);
     if (auto it = plan.rope_dedup.find(key); it != plan.rope_dedup.end()) {
         plan.rope_off[&n] = it->second;
         return;
@@ -24,7 +25,7 @@ void plan_rope(const Tensor& n, Plan& plan) {
     const auto* ff = n.src[2] ? reinterpret_cast<const float*>(fb.data()) : nullptr;
     const size_t off = plan.rope_tables.size();
     // (t, i) in order: the table is T rows of n_dims/2 (cos, sin) pairs.
-    rope_angles(pos, n.src[0]->ne[2], p.freq_base, p.freq_scale, p.n_dims, ff, [&](int64_t, int64_t, float c, float s) {
+    rope_angles(pos, n.src[0]->ne[2], p, ff, [&](int64_t, int64_t, float c, float s) {
         plan.rope_tables.push_back(c);
         plan.rope_tables.push_back(s);
     });

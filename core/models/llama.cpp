@@ -1,0 +1,152 @@
+#include "core/models/llama.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "core/ir/ops.h"
+#include "core/models/rope_scaling.h"
+#include "core/rules/topk_rule.h"
+
+namespace ls {
+
+void Llama::load_arch() {
+    const GgufFile& f = *file_;
+    const std::string arch = f.get_string("general.architecture");
+    const std::string a = arch + ".";
+    auto bad = [&](const std::string& what) { throw std::runtime_error(arch + ": " + what); };
+    hp_.arch = arch;
+    hp_.n_embd = f.get_int(a + "embedding_length");
+    hp_.n_layer = f.get_int(a + "block_count");
+    hp_.n_ctx_train = f.get_int(a + "context_length", 0);
+    hp_.rms_eps = float(f.get_float(a + "attention.layer_norm_rms_epsilon", 1e-5));
+    const int64_t n_head = f.get_int(a + "attention.head_count");
+    const int64_t n_head_kv = f.get_int(a + "attention.head_count_kv", n_head);
+    if (hp_.n_embd <= 0 || hp_.n_layer <= 0 || hp_.n_layer > 4096 || n_head <= 0 || n_head_kv <= 0 || n_head % n_head_kv)
+        bad("inconsistent embedding_length / block_count / head counts in the GGUF metadata");
+    const int64_t hd_k = f.get_int(a + "attention.key_length", hp_.n_embd / n_head);
+    const int64_t hd_v = f.get_int(a + "attention.value_length", hd_k);
+    const int64_t n_rot = f.get_int(a + "rope.dimension_count", hd_k);
+    const int64_t window = f.get_int(a + "attention.sliding_window", 0);
+    n_expert_ = f.get_int(a + "expert_count", 0);
+    n_expert_used_ = f.get_int(a + "expert_used_count", 0);
+    expert_norm_ = f.get_bool(a + "expert_weights_norm", true);
+    hp_.n_ff = n_expert_ > 0 ? f.get_int(a + "expert_feed_forward_length", f.get_int(a + "feed_forward_length", 0))
+                             : f.get_int(a + "feed_forward_length");
+    constexpr int64_t kMax = int64_t(1) << 30;
+    for (int64_t v : {hp_.n_embd, n_head, hd_k, hd_v, n_rot, window, hp_.n_ff, n_expert_})
+        if (v < 0 || v > kMax) bad("a hyperparameter of " + std::to_string(v) + " is out of range (broken metadata)");
+    if (hd_k <= 0 || hd_v <= 0 || n_rot <= 0 || n_rot > hd_k || n_rot % 2 || hp_.n_ff <= 0)
+        bad("inconsistent head / rope / feed-forward sizes in the GGUF metadata");
+    if (n_expert_ > 0 && (n_expert_used_ < 1 || n_expert_used_ > n_expert_ || n_expert_used_ > kTopkMax))
+        bad("inconsistent expert counts (expert_count " + std::to_string(n_expert_) + ", expert_used_count " +
+            std::to_string(n_expert_used_) + ")");
+    if (hp_.n_ctx_train > 0 && window > hp_.n_ctx_train)
+        bad("sliding window of " + std::to_string(window) + " tokens is larger than the model's context of " +
+            std::to_string(hp_.n_ctx_train) + " (broken metadata)");
+    const double scale = f.get_float(a + "attention.scale", 0.0);
+    hp_.attn_scale = scale != 0.0 ? float(scale) : 1.0f / std::sqrt(float(hd_k));
+    if (!std::isfinite(hp_.attn_scale) || hp_.attn_scale <= 0) bad("attention.scale must be a positive number");
+    const float base = float(f.get_float(a + "rope.freq_base", 10000.0));
+    if (!(base > 1.0f) || !std::isfinite(base)) bad("rope.freq_base must be a finite number above 1");
+    rope_ = rope_params_from_gguf(f, a, int32_t(n_rot), flavor_.rope_mode, base);
+    for (int64_t il = 0; il < hp_.n_layer; ++il) {
+        LayerParams L;
+        L.window = int32_t(window);
+        L.rope_base = base;
+        L.rope_scale = rope_.freq_scale;
+        L.n_head = int32_t(n_head);
+        L.n_head_kv = int32_t(n_head_kv);
+        L.head_dim_k = int32_t(hd_k);
+        L.head_dim_v = int32_t(hd_v);
+        hp_.layers.push_back(L);
+    }
+
+    const int64_t E = hp_.n_embd, F = hp_.n_ff;
+    bind_embeddings();
+    // Llama 3's scaling: per-pair divisors of the angle (llama.cpp's converter writes them).
+    if (f.find_tensor("rope_freqs.weight")) {
+        rope_freqs_ = weight("rope_freqs.weight", {n_rot / 2});
+        if (rope_freqs_->type != DType::F32) bad("rope_freqs.weight must be f32");
+    }
+    auto bias = [&](const std::string& name, int64_t n) { return f.find_tensor(name) ? norm_weight(name, n) : nullptr; };
+    for (int64_t il = 0; il < hp_.n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        Layer l{};
+        l.attn_norm = norm_weight(p + "attn_norm.weight", E);
+        l.wq = matmul_weight(p + "attn_q.weight", E, n_head * hd_k);
+        l.wk = matmul_weight(p + "attn_k.weight", E, n_head_kv * hd_k);
+        l.wv = matmul_weight(p + "attn_v.weight", E, n_head_kv * hd_v);
+        l.bq = bias(p + "attn_q.bias", n_head * hd_k);
+        l.bk = bias(p + "attn_k.bias", n_head_kv * hd_k);
+        l.bv = bias(p + "attn_v.bias", n_head_kv * hd_v);
+        l.wo = matmul_weight(p + "attn_output.weight", n_head * hd_v, E);
+        l.bo = bias(p + "attn_output.bias", E);
+        if (flavor_.qk_norm) {
+            l.q_norm = norm_weight(p + "attn_q_norm.weight", hd_k);
+            l.k_norm = norm_weight(p + "attn_k_norm.weight", hd_k);
+        }
+        l.ffn_norm = norm_weight(p + "ffn_norm.weight", E);
+        if (n_expert_ > 0) {
+            l.ffn_gate_inp = matmul_weight(p + "ffn_gate_inp.weight", E, n_expert_);
+            l.experts.gate = expert_weight(p + "ffn_gate_exps.weight", E, F, n_expert_);
+            l.experts.up = expert_weight(p + "ffn_up_exps.weight", E, F, n_expert_);
+            l.experts.down = expert_weight(p + "ffn_down_exps.weight", F, E, n_expert_);
+            l.experts.n_ff = F;
+            l.experts.act = MoeAct::Silu;
+        } else {
+            l.ffn_gate = matmul_weight(p + "ffn_gate.weight", E, F);
+            l.ffn_up = matmul_weight(p + "ffn_up.weight", E, F);
+            l.ffn_down = matmul_weight(p + "ffn_down.weight", F, E);
+        }
+        layers_.push_back(l);
+    }
+}
+
+// SwiGLU, or the experts: router softmax over all experts, the k most probable, their
+// probabilities renormalised to sum 1 unless expert_weights_norm says otherwise.
+Tensor* Llama::ffn(Graph& g, Tensor* h, int64_t il) const {
+    using namespace ops;
+    const Layer& w = layers_[size_t(il)];
+    if (!w.ffn_gate_inp) return mul_mat(g, w.ffn_down, mul(g, silu(g, mul_mat(g, w.ffn_gate, h)), mul_mat(g, w.ffn_up, h)));
+    Tensor* probs = softmax(g, mul_mat(g, w.ffn_gate_inp, h), 1.0f);  // [n_expert, T]
+    Tensor* ids = topk_ids(g, probs, int(n_expert_used_));            // [k, T]
+    Tensor* wts = topk_weights(g, probs, int(n_expert_used_), expert_norm_);
+    return moe_experts(g, w.experts, h, ids, wts);
+}
+
+Tensor* Llama::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
+    using namespace ops;
+    const int64_t T = int64_t(ub.tokens.size());
+    const float eps = hp_.rms_eps;
+    Tensor* tokens = g.input(DType::I32, {T}, ub.tokens.data(), "tokens");
+    Tensor* pos = g.input(DType::I32, {T}, ub.pos.data(), "pos");
+    Tensor* seq = g.input(DType::I32, {T}, ub.seq.data(), "seq");
+    CacheRows cache_rows(g, ub);
+    auto biased = [&](Tensor* y, Tensor* b) { return b ? add(g, y, b) : y; };
+
+    Tensor* x = get_rows(g, tok_embd_, tokens);  // (E, T)
+    for (int64_t il = 0; il < hp_.n_layer; ++il) {
+        const Layer& w = layers_[size_t(il)];
+        const LayerParams& L = hp_.layers[size_t(il)];
+        Tensor* h = rms_norm(g, x, w.attn_norm, eps);
+        Tensor* q = reshape(g, biased(mul_mat(g, w.wq, h), w.bq), {L.head_dim_k, L.n_head, T});
+        Tensor* k = reshape(g, biased(mul_mat(g, w.wk, h), w.bk), {L.head_dim_k, L.n_head_kv, T});
+        Tensor* v = biased(mul_mat(g, w.wv, h), w.bv);  // (n_head_kv * head_dim_v, T)
+        if (w.q_norm) {
+            q = rms_norm(g, q, w.q_norm, eps);
+            k = rms_norm(g, k, w.k_norm, eps);
+        }
+        q = rope(g, q, pos, rope_freqs_, rope_);
+        k = rope(g, k, pos, rope_freqs_, rope_);
+        Tensor* rows = cache_rows(kv.ring_rows(int(il)));
+        Tensor* kc = set_rows(g, kv.k(int(il)), reshape(g, k, {int64_t(L.head_dim_k) * L.n_head_kv, T}), rows);
+        Tensor* vc = set_rows(g, kv.v(int(il)), v, rows);
+        const AttentionParams ap{L.window, int32_t(kv.ring_rows(int(il))), L.n_head_kv, hp_.attn_scale, 0.f};
+        Tensor* a = attention(g, q, kc, vc, pos, seq, ap);  // (head_dim_v, n_head, T)
+        x = add(g, x, biased(mul_mat(g, w.wo, reshape(g, a, {int64_t(L.head_dim_v) * L.n_head, T})), w.bo));
+        x = add(g, x, ffn(g, rms_norm(g, x, w.ffn_norm, eps), il));
+    }
+    return output_head(g, ub, x);
+}
+
+}  // namespace ls

@@ -1,0 +1,48 @@
+#pragma once
+#include "core/ir/op_params.h"
+#include "core/models/model.h"
+#include "core/models/moe.h"
+
+namespace ls {
+
+// What distinguishes the families this class builds; the registry gives one per architecture.
+struct LlamaFlavor {
+    int32_t rope_mode;  // llama: interleaved pairs (the converter permuted Q/K for it); qwen3: NeoX halves
+    bool qk_norm;       // qwen3: per-head RMS norms of q and k before rope
+};
+
+// The plain pre-norm decoder: llama (Llama 2/3.x, Mistral, SmolLM), qwen3 and qwen3moe.
+// RMS norm, attention with GQA, rope (linear, YaRN, or Llama 3's per-pair divisors from
+// rope_freqs.weight), optional sliding window (Mistral-style, every layer), optional biases;
+// SwiGLU FFN or a mixture of SwiGLU experts (softmax router, top-k, renormalised as the
+// metadata says); tied or separate output.
+class Llama final : public Model {
+public:
+    explicit Llama(LlamaFlavor f) : flavor_(f) {}
+    Tensor* build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const override;
+
+private:
+    void load_arch() override;
+    Tensor* ffn(Graph& g, Tensor* h, int64_t il) const;
+    struct Layer {
+        Tensor* attn_norm;                   // (n_embd)
+        Tensor* wq;                          // (n_embd, n_head * head_dim)
+        Tensor* wk;                          // (n_embd, n_head_kv * head_dim)
+        Tensor* wv;                          // (n_embd, n_head_kv * head_dim)
+        Tensor *bq, *bk, *bv, *bo;           // biases or null
+        Tensor *q_norm, *k_norm;             // (head_dim), qwen3 only
+        Tensor* wo;                          // (n_head * head_dim, n_embd)
+        Tensor* ffn_norm;                    // (n_embd)
+        Tensor *ffn_gate, *ffn_up, *ffn_down;  // dense: (n_embd, n_ff), (n_embd, n_ff), (n_ff, n_embd)
+        Tensor* ffn_gate_inp;                // MoE router (n_embd, n_expert), or null
+        MoeExperts experts;
+    };
+    LlamaFlavor flavor_;
+    std::vector<Layer> layers_;
+    RopeParams rope_{};
+    Tensor* rope_freqs_ = nullptr;  // (n_rot / 2) Llama 3 divisors, or null
+    int64_t n_expert_ = 0, n_expert_used_ = 0;
+    bool expert_norm_ = true;
+};
+
+}  // namespace ls

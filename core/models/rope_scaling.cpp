@@ -1,0 +1,44 @@
+#include "core/models/rope_scaling.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "core/rules/rope_rule.h"
+
+namespace ls {
+
+RopeParams rope_params_from_gguf(const GgufFile& f, const std::string& a, int32_t n_dims, int32_t mode, float freq_base,
+                                 const RopeScalingOptions& opt) {
+    RopeParams p{n_dims, mode, freq_base, 1.0f};
+    const std::string type = f.get_string(a + "rope.scaling.type", "none");
+    // Older files give only the linear factor, under rope.scale_linear.
+    const double factor = f.get_float(a + "rope.scaling.factor", f.get_float(a + "rope.scale_linear", 1.0));
+    if (!std::isfinite(factor) || factor <= 0)
+        throw std::runtime_error("rope scaling factor " + std::to_string(factor) + " is not a positive number (broken metadata)");
+    const double attn_factor = f.get_float(a + "rope.scaling.attn_factor", 1.0);
+    if (type == "none") return p;
+    if (type == "linear") {
+        p.freq_scale = float(1.0 / factor);
+        return p;
+    }
+    if (type != "yarn")
+        throw std::runtime_error("rope scaling type '" + type + "' is not supported (supported: none, linear, yarn)");
+    const int64_t n_orig = f.get_int(a + "rope.scaling.original_context_length", 0);
+    if (n_orig <= 0 || n_orig > (int64_t(1) << 30))
+        throw std::runtime_error("yarn rope scaling needs " + a + "rope.scaling.original_context_length (broken metadata)");
+    p.freq_scale = float(1.0 / factor);
+    p.ext_factor = float(f.get_float(a + "rope.scaling.yarn_ext_factor", 1.0));
+    // The magnitude transformers applies to cos and sin (its attention_factor default):
+    // 1 + 0.1 ln(factor) for factors above 1.
+    const double mscale = factor <= 1 ? 1.0 : 1.0 + 0.1 * std::log(factor);
+    p.attn_factor = float(mscale * attn_factor);
+    const double beta_fast = f.get_float(a + "rope.scaling.yarn_beta_fast", 32.0);
+    const double beta_slow = f.get_float(a + "rope.scaling.yarn_beta_slow", 1.0);
+    if (!(beta_fast > 0) || !(beta_slow > 0) || !std::isfinite(beta_fast) || !std::isfinite(beta_slow))
+        throw std::runtime_error("yarn beta_fast / beta_slow must be positive (broken metadata)");
+    rope_yarn_corr_dims(n_dims, int32_t(n_orig), freq_base, float(beta_fast), float(beta_slow), opt.yarn_truncate, p.corr_lo,
+                        p.corr_hi);
+    return p;
+}
+
+}  // namespace ls

@@ -1,0 +1,22 @@
+// The rope settings a GGUF's `<arch>.rope.*` keys describe, as the op's RopeParams: linear
+// scaling, YaRN (factor, original context, beta_fast/slow, magnitude), or none. Llama 3's
+// scaling needs no keys here: the converter writes its per-pair divisors as rope_freqs.weight.
+#pragma once
+#include <string>
+
+#include "core/gguf/gguf.h"
+#include "core/ir/op_params.h"
+
+namespace ls {
+
+struct RopeScalingOptions {
+    // YaRN's correction range rounded outward to whole pairs (llama.cpp always; transformers
+    // unless the config says `truncate: false`, as gpt-oss's does).
+    bool yarn_truncate = true;
+};
+
+// prefix is "<arch>."; n_dims the rotated dims per head; freq_base the layer's base.
+RopeParams rope_params_from_gguf(const GgufFile& f, const std::string& prefix, int32_t n_dims, int32_t mode, float freq_base,
+                                 const RopeScalingOptions& opt = {});
+
+}  // namespace ls
