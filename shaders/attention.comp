@@ -13,6 +13,9 @@
 //    the workgroup computes one block and writes its partial (m_b, l_b, o_b) to `part`, and
 //    attention_fold.comp folds them in block order. A block's partial depends on that block
 //    only, so both give the reference's bits.
+//  - sinks (address != 0): the head's sink logit folds in after the last block
+//    (attn_fold_sink), by this shader or, split, by the fold pass.
+// The split form is part != 0 (shaders/push.h).
 // K/V elements are read in their stored type and dequantized exactly (dequant_elem). The
 // variants named for a cache type have K and V of that type compiled in: a run-time type
 // test inside the key loops costs every branch of dequant_elem where a workgroup runs as SIMD
@@ -33,8 +36,8 @@ layout(local_size_x = 64) in;
 #define KT KVTYPE
 #define VT KVTYPE
 #else
-#define KT pc.p.ktype
-#define VT pc.p.vtype
+#define KT (pc.p.kvtype & 0xFFFFu)
+#define VT (pc.p.kvtype >> 16)
 #endif
 layout(push_constant, std430) uniform Pc { PcAttention p; } pc;
 
@@ -49,16 +52,17 @@ shared float s_p[BLOCK];
 void main() {
     const uint l = gl_LocalInvocationID.x;
     const uint H = pc.p.H, Dk = pc.p.Dk, Dv = pc.p.Dv;
-    const uint h = pc.p.split != 0u ? gl_WorkGroupID.x % H : gl_WorkGroupID.x;
-    const uint bi = pc.p.split != 0u ? gl_WorkGroupID.x / H : 0u;
+    const bool split = (pc.p.part.x | pc.p.part.y) != 0u;
+    const uint h = split ? gl_WorkGroupID.x % H : gl_WorkGroupID.x;
+    const uint bi = split ? gl_WorkGroupID.x / H : 0u;
     const uint t = gl_WorkGroupID.y;
     const int W = pc.p.p.window, R = pc.p.p.ring_rows;
     const int s = I32(pc.p.seq).v[t], pt = I32(pc.p.pos).v[t];
     const int k0 = W > 0 ? max(0, pt - W + 1) : 0;
     const int b_first = k0 / int(BLOCK), b_last = pt / int(BLOCK);
-    if (pc.p.split != 0u && int(bi) > b_last - b_first) return;  // uniform over the workgroup
-    const int b_lo = pc.p.split != 0u ? b_first + int(bi) : b_first;
-    const int b_hi = pc.p.split != 0u ? b_lo : b_last;
+    if (split && int(bi) > b_last - b_first) return;  // uniform over the workgroup
+    const int b_lo = split ? b_first + int(bi) : b_first;
+    const int b_hi = split ? b_lo : b_last;
     const uint hk = h / (H / uint(pc.p.p.n_head_kv));
     const addr_t q = addr_mad(addr_mad(pc.p.q, h, pc.p.q_nb1), t, pc.p.q_nb2);
     for (uint i = l; i < Dk; i += 64u) s_q[i] = F32(q).v[i];
@@ -129,7 +133,7 @@ void main() {
         }
         barrier();  // s_sc and s_p are rewritten by the next block
     }
-    if (pc.p.split != 0u) {
+    if (split) {
         const addr_t slot = addr_mad(pc.p.part, (t * H + h) * pc.p.nblk + bi, (Dv + 2u) * 4u);
         if (l == 0u) {
             F32(slot).v[0] = m;
@@ -138,6 +142,18 @@ void main() {
         [[unroll]] for (uint c = 0u; c < NV; ++c)
             if (l + 64u * c < Dv) F32(slot).v[2u + l + 64u * c] = o[c];
         return;
+    }
+    if ((pc.p.sinks.x | pc.p.sinks.y) != 0u) {  // attn_fold_sink: the head's sink logit
+        const float sk = F32(pc.p.sinks).v[h];
+        const float mn = canon_fmax(m, sk);
+        precise float da = m - mn, dc = sk - mn;
+        const float a = det_exp(da), cc = det_exp(dc);
+        precise float nl = lsum * a + cc;
+        lsum = nl;
+        [[unroll]] for (uint c = 0u; c < NV; ++c) {
+            precise float no = o[c] * a;
+            o[c] = no;
+        }
     }
     const addr_t outp = addr_mad(pc.p.dst, t * H + h, Dv * 4u);
     [[unroll]] for (uint c = 0u; c < NV; ++c)

@@ -1,7 +1,8 @@
 // attention, the fold pass of the split form (attention.comp with split != 0): one workgroup
 // per (head, query) folds the query's block partials (m_b, l_b, o_b) in increasing block
 // order exactly as attn_fold (core/rules/attention_rule.h), the first block's partial as the
-// running state, then out[i] = canon_div(o[i], l). Invocation l owns elements l, l + 64, ...;
+// running state, then the head's sink logit when there are sinks (attn_fold_sink), then
+// out[i] = canon_div(o[i], l). Invocation l owns elements l, l + 64, ...;
 // m and l are folded identically by every invocation.
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -37,6 +38,18 @@ void main() {
             o[c] = no;
         }
         m = mn;
+    }
+    if ((pc.p.sinks.x | pc.p.sinks.y) != 0u) {  // attn_fold_sink: the head's sink logit
+        const float sk = F32(pc.p.sinks).v[h];
+        const float mn = canon_fmax(m, sk);
+        precise float da = m - mn, dc = sk - mn;
+        const float a = det_exp(da), cc = det_exp(dc);
+        precise float nl = lsum * a + cc;
+        lsum = nl;
+        for (uint c = 0u; c < NV; ++c) {
+            precise float no = o[c] * a;
+            o[c] = no;
+        }
     }
     const addr_t outp = addr_mad(pc.p.dst, t * H + h, Dv * 4u);
     for (uint c = 0u; c < NV; ++c)

@@ -12,6 +12,7 @@
 //    elements in increasing order, then the fixed tree; m_b = max s_k;
 //  - pass 2: p_k = det_exp(s_k - m_b), l_b and o_b[i] summed in key order from +0;
 //  - the first block the query sees is the running state, later ones attn_fold into it;
+//    with sinks (address != 0) the head's sink logit folds in last (attn_fold_sink);
 //    out[i] = o[i] / l, correctly rounded.
 // variant: attention_tile_f32 KVTYPE=LS_TYPE_F32
 // variant: attention_tile_f16 KVTYPE=LS_TYPE_F16
@@ -132,6 +133,18 @@ void main() {
                 }
                 m = mn;
             }
+        }
+    }
+    if ((pc.p.sinks.x | pc.p.sinks.y) != 0u) {  // attn_fold_sink: the head's sink logit
+        const float sk = F32(pc.p.sinks).v[h];
+        const float mn = canon_fmax(m, sk);
+        precise float da = m - mn, dc = sk - mn;
+        const float a = det_exp(da), cc = det_exp(dc);
+        precise float nl = lsum * a + cc;
+        lsum = nl;
+        [[unroll]] for (uint c = 0u; c < MAXD; ++c) {
+            precise float no = o[c] * a;
+            o[c] = no;
         }
     }
     if (!live) return;

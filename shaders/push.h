@@ -42,6 +42,14 @@ struct PcUnary {
     float s;
 };
 
+// clamp over n contiguous floats (ClampParams: min, max).
+struct PcClamp {
+    addr_t x, dst;
+    uint32_t n;
+    ClampParams p;
+    uint32_t pad;
+};
+
 // rms_norm over rows of K (rows flattened as i1 + ne1*(i2 + ne2*i3)); dst contiguous.
 struct PcRmsNorm {
     addr_t x, w, dst;
@@ -65,13 +73,15 @@ struct PcSoftmax {
     uint32_t pad;
 };
 
-// attention: q [Dk, H, T] (strides q_nb1, q_nb2), caches k/v of types ktype/vtype (row
-// strides k_nb1/v_nb1), pos/seq I32 [T], dst F32 [Dv, H, T]. split != 0: the key-block pass
-// writes each block's partial (m, l, o[Dv]) to part, nblk slots per (t, h), and the fold
-// pass (attention_fold.comp) folds them in block order.
+// attention: q [Dk, H, T] (strides q_nb1, q_nb2), caches k/v of types kvtype & 0xFFFF and
+// kvtype >> 16 (row strides k_nb1/v_nb1), pos/seq I32 [T], dst F32 [Dv, H, T], sinks F32 [H]
+// or address 0 (none). part != 0 (the split form): the key-block pass writes each block's
+// partial (m, l, o[Dv]) to part, nblk slots per (t, h), and the fold pass
+// (attention_fold.comp) folds them in block order. (Both types share a word and "split" is
+// part != 0 so that the block stays within the 128 bytes Vulkan guarantees.)
 struct PcAttention {
-    addr_t q, k, v, pos, seq, dst, part;
-    uint32_t Dk, Dv, H, T, ktype, vtype, k_nb1, v_nb1, q_nb1, q_nb2, nblk, split;
+    addr_t q, k, v, pos, seq, dst, part, sinks;
+    uint32_t Dk, Dv, H, T, kvtype, k_nb1, v_nb1, q_nb1, q_nb2, nblk;
     AttentionParams p;
 };
 
@@ -122,6 +132,7 @@ struct PcDeltaScan {
 };
 
 #ifdef __cplusplus
+static_assert(sizeof(PcClamp) == 32, "push-constant layouts");
 static_assert(sizeof(PcConv1dScan) == 72 && sizeof(PcDeltaScan) == 104 && sizeof(PcMulMatId) == 72 && sizeof(PcTopk) == 48,
               "push-constant layouts");
 static_assert(sizeof(PcRows) == 48 && sizeof(PcBinary) == 80 && sizeof(PcUnary) == 24 && sizeof(PcRmsNorm) == 64 &&

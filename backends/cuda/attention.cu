@@ -59,7 +59,8 @@ void attention(const Tensor& dst, Ctx& ctx) {
         const AttnArgs a{reinterpret_cast<const float*>(dptr(q)), shape_of(q), dptr(k), k.type, int64_t(k.nb[1]), dptr(v), v.type,
                          int64_t(v.nb[1]), reinterpret_cast<const int32_t*>(dptr(*dst.src[3])),
                          reinterpret_cast<const int32_t*>(dptr(*dst.src[4])), t0, p.window, R, group, p.scale, p.softcap, Dv,
-                         dptr(dst), shape_of(dst), per, partials, nb_max};
+                         dptr(dst), shape_of(dst), per, partials, nb_max,
+                         dst.src[5] ? reinterpret_cast<const float*>(dptr(*dst.src[5])) : nullptr};
         with_attn_outputs(Dv, [&](auto ko) {
             using KO = decltype(ko);  // KO::value outputs per thread
             LS_LAUNCH(attention_kernel<KO::value>, dim3(unsigned(H), unsigned(nt), unsigned(splits)), kAttnThreads, ctx.stream)(a);
@@ -77,7 +78,8 @@ bool supports_attention(const Tensor& n) {
     const Tensor* b = n.src[1];
     return f32_elems(a) && a->ne[0] <= kAttnMaxHead && n.ne[0] <= kAttnMaxHead && b && cache_type(b->type) && n.src[2] && cache_type(n.src[2]->type) && n.src[3] &&
            n.src[3]->type == DType::I32 && n.src[3]->is_contiguous() && n.src[4] && n.src[4]->type == DType::I32 &&
-           n.src[4]->is_contiguous() && f32_elems(&n);
+           n.src[4]->is_contiguous() && f32_elems(&n) &&
+           (!n.src[5] || (f32_elems(n.src[5]) && n.src[5]->is_contiguous()));
 }
 
 }  // namespace ls::cuda

@@ -9,7 +9,8 @@
 //  2. m_b = max s_k, p_k = det_exp(s_k - m_b);
 //  3. l_b = sum of p_k and o_b[i] = sum of p_k v_k[i], each in key order from +0 (each
 //     thread owns outputs i = tid, tid + kAttnThreads, ...);
-// then the partials fold in increasing b (attn_fold) and out[i] = o[i] / l.
+// then the partials fold in increasing b (attn_fold), the head's sink logit, when the node
+// has sinks, folds in after the last block (attn_fold_sink), and out[i] = o[i] / l.
 // A block's partial depends on that block alone, so a query's key blocks may be spread over
 // several CUDA blocks (split-K, for decode: few queries over a long context): each writes
 // its partials to a scratch buffer, and attention_fold_kernel folds them in block order,
@@ -57,6 +58,7 @@ struct AttnArgs {
     int64_t blocks_per_split;
     float* partials;
     int64_t nb_max;
+    const float* sinks;  // F32 [H] (device) or null: folded in before the division
 };
 
 // The outputs of (head h, launch query y), and the partial row jb of that pair.
@@ -130,6 +132,7 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnArgs a) {
         }
     }
     if (a.partials) return;
+    if (a.sinks) attn_fold_sink(m, l, o, a.sinks[h], KOUT);  // outputs past Dv stay 0
     float* po = attn_out(a, h, t);
     for (int r = 0; r < KOUT; ++r) {
         const int64_t i = tid + int64_t(r) * kAttnThreads;
@@ -158,6 +161,7 @@ __global__ void __launch_bounds__(kAttnThreads) attention_fold_kernel(AttnArgs a
         }
         attn_fold(m, l, o, row[0], row[1], ob, KOUT);
     }
+    if (a.sinks) attn_fold_sink(m, l, o, a.sinks[h], KOUT);
     float* po = attn_out(a, h, t);
     for (int r = 0; r < KOUT; ++r) {
         const int64_t i = tid + int64_t(r) * kAttnThreads;

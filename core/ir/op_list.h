@@ -27,4 +27,5 @@
     X(DELTA_SCAN, delta_scan, DeltaScanParams)    \
     X(TOPK, topk, TopkParams)                     \
     X(MUL_MAT_ID, mul_mat_id, NoParams)           \
-    X(SOFTCAP, softcap, SoftcapParams)
+    X(SOFTCAP, softcap, SoftcapParams)            \
+    X(CLAMP, clamp, ClampParams)

@@ -23,6 +23,14 @@ struct SoftcapParams {
     float cap;
 };
 
+// clamp: y = x < min ? min : (x > max ? max : x), elementwise: a NaN input stays NaN (its bits
+// unchanged), -0 and +0 pass as they are, no arithmetic anywhere. min <= max, neither NaN;
+// either may be infinite (gpt-oss's clamped SwiGLU bounds the gate from above only).
+struct ClampParams {
+    float min;
+    float max;
+};
+
 struct RmsNormParams {
     float eps;
 };
@@ -70,7 +78,8 @@ struct AttentionParams {
 };
 
 #ifdef __cplusplus
-static_assert(sizeof(ScaleParams) == 4 && sizeof(SoftcapParams) == 4 && sizeof(RmsNormParams) == 4 && sizeof(RopeParams) == 32 &&
+static_assert(sizeof(ScaleParams) == 4 && sizeof(SoftcapParams) == 4 && sizeof(ClampParams) == 8 && sizeof(RmsNormParams) == 4 &&
+              sizeof(RopeParams) == 32 &&
               sizeof(SoftmaxParams) == 4 && sizeof(AttentionParams) == 20);
 #endif
 

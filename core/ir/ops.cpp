@@ -132,6 +132,16 @@ Tensor* softcap(Graph& g, Tensor* x, float cap) {
     return t;
 }
 
+Tensor* clamp(Graph& g, Tensor* x, float min, float max) {
+    // A subnormal bound could be flushed to zero by a GPU's comparison: refused, as NaN bounds.
+    auto bound_ok = [](float b) { return !std::isnan(b) && (b == 0 || !(std::fabs(b) < FLT_MIN)); };
+    if (!bound_ok(min) || !bound_ok(max)) fail("clamp", "bounds must not be NaN or subnormal");
+    if (!(min <= max)) fail("clamp", "min must not exceed max");
+    Tensor* t = unary(g, OpId::CLAMP, x);
+    t->set_params(ClampParams{min, max});
+    return t;
+}
+
 namespace {
 // The run table of the recurrent ops: shapes only (values are checked by the kernels'
 // shared check, core/rules/scan_runs.h, before anything is written).
@@ -229,7 +239,8 @@ Tensor* softmax(Graph& g, Tensor* x, float s) {
     return t;
 }
 
-Tensor* attention(Graph& g, Tensor* q, Tensor* k, Tensor* v, Tensor* pos, Tensor* seq, const AttentionParams& p) {
+Tensor* attention(Graph& g, Tensor* q, Tensor* k, Tensor* v, Tensor* pos, Tensor* seq, const AttentionParams& p,
+                  Tensor* sinks) {
     expect_type("attention", q, DType::F32, "q");
     expect_type("attention", pos, DType::I32, "pos");
     expect_type("attention", seq, DType::I32, "seq");
@@ -250,8 +261,13 @@ Tensor* attention(Graph& g, Tensor* q, Tensor* k, Tensor* v, Tensor* pos, Tensor
             default: fail("attention", std::string("unsupported cache type ") + dtype_name(c->type));
         }
     }
+    if (sinks) {
+        expect_type("attention", sinks, DType::F32, "sinks");
+        if (!sinks->is_contiguous() || sinks->nelements() != H || sinks->ne[0] != H)
+            fail("attention", "sinks must be a contiguous F32 [n_head], got " + shape_str(*sinks));
+    }
     int64_t ne[4] = {v->ne[0] / p.n_head_kv, H, T, 1};
-    Tensor* t = node(g, OpId::ATTENTION, DType::F32, ne, {q, k, v, pos, seq});
+    Tensor* t = node(g, OpId::ATTENTION, DType::F32, ne, {q, k, v, pos, seq, sinks});
     t->set_params(p);
     return t;
 }

@@ -27,11 +27,19 @@ Tensor* silu(Graph& g, Tensor* x);
 Tensor* softmax(Graph& g, Tensor* x, float scale);
 // q F32 [Dk, H, T]; k [Dk*Hkv, n_seq*R], v [Dv*Hkv, n_seq*R] cache tensors (F32/F16/Q8_0/Q4_0),
 // pos and seq I32 [T] -> F32 [Dv, H, T]. Visibility and ring indexing: SEMANTICS.md section 1.
-Tensor* attention(Graph& g, Tensor* q, Tensor* k, Tensor* v, Tensor* pos, Tensor* seq, const AttentionParams& p);
+// sinks F32 [H] (optional; gpt-oss): one finite logit per query head that joins each query's
+// softmax denominator and contributes no value,
+//   out = sum_k e^{x_k - M} v_k / (sum_k e^{x_k - M} + e^{sink_h - M}),  M = max(max_k x_k, sink_h),
+// computed as one more fold after the last key block (attn_fold_sink, core/rules/attention_rule.h).
+Tensor* attention(Graph& g, Tensor* q, Tensor* k, Tensor* v, Tensor* pos, Tensor* seq, const AttentionParams& p,
+                  Tensor* sinks = nullptr);
 Tensor* sigmoid(Graph& g, Tensor* x);
 Tensor* softplus(Graph& g, Tensor* x);  // log(1 + e^x)
 // cap * tanh(x / cap), elementwise (cap > 0): the attention op's softcap, as an op.
 Tensor* softcap(Graph& g, Tensor* x, float cap);
+// x < min ? min : (x > max ? max : x), elementwise (ClampParams): NaN in, the same NaN out.
+// min <= max, neither NaN; -INFINITY / INFINITY bound one side only.
+Tensor* clamp(Graph& g, Tensor* x, float min, float max);
 
 // Causal depthwise conv1d over the runs of a ubatch, SEMANTICS.md section 2.
 // x F32 [C, T] (ubatch order); w F32 [K, C]; state F32 [(K-1)*C, n_slots], persistent: per slot

@@ -10,13 +10,16 @@ namespace ls::ref {
 
 // SEMANTICS.md section 1, directly: query (s, p) reads keys max(0, p-W+1)..p of its own
 // slot, key k at row s*R + k mod R. No mask tensor. The arithmetic is attention_rule.h's:
-// per key block a partial from that block alone, partials folded in block order.
+// per key block a partial from that block alone, partials folded in block order. With sinks
+// (src[5], F32 [H]), head h's sink logit is one more fold after the last block
+// (attn_fold_sink): the softmax denominator gains e^{sink_h} and the output no value.
 void attention(const Tensor& dst) {
     const Tensor& q = *dst.src[0];
     const Tensor& k = *dst.src[1];
     const Tensor& v = *dst.src[2];
     const int32_t* pos = dst.src[3]->data_as<const int32_t>();
     const int32_t* seq = dst.src[4]->data_as<const int32_t>();
+    const float* sinks = dst.src[5] ? dst.src[5]->data_as<const float>() : nullptr;
     const AttentionParams p = dst.get_params<AttentionParams>();
     const int64_t Dk = q.ne[0], H = q.ne[1], T = q.ne[2], Dv = dst.ne[0];
     const int64_t R = p.ring_rows, n_seq = k.ne[1] / R, group = H / p.n_head_kv;
@@ -54,6 +57,7 @@ void attention(const Tensor& dst) {
                     attn_fold(m, l, out, mb, lb, ob.data(), Dv);
                 }
             }
+            if (sinks) attn_fold_sink(m, l, out, sinks[h], Dv);
             for (int64_t i = 0; i < Dv; ++i) out[i] = canon_div(out[i], l);
         }
     }

@@ -50,4 +50,20 @@ LS_HD inline void attn_fold(float& m, float& l, float* o, float mb, float lb, co
     m = mn;
 }
 
+// Attention sinks (gpt-oss): a learned logit s per query head that joins the softmax's
+// denominator and adds no value, out = sum_k e^{x_k} v_k / (sum_k e^{x_k} + e^s). In the
+// canonical arithmetic it is ONE more fold, after the query's last key block and before the
+// division, of the partial (m_b = s, l_b = 1, o_b = 0):
+//   m' = max(m, s); a = det_exp(m - m'); c = det_exp(s - m');  l = l * a + c;  o[i] = o[i] * a
+// which is attn_fold's arithmetic for that partial with its zero terms left out (1 * c is c
+// exactly; o[i] * a + 0 * c would only turn a -0 into +0, and a GPU compiler may or may not
+// drop the + 0). Sinks are finite.
+LS_HD inline void attn_fold_sink(float& m, float& l, float* o, float s, int64_t Dv) {
+    const float mn = detp::fmax(m, s);
+    const float a = det_exp(m - mn), c = det_exp(s - mn);
+    l = l * a + c;
+    for (int64_t i = 0; i < Dv; ++i) o[i] = o[i] * a;
+    m = mn;
+}
+
 }  // namespace ls

@@ -15,6 +15,7 @@
 // order as it goes; a decode step (a few tokens) runs one task per key block, each writing its
 // block's partial (m_b, l_b, o_b) to a buffer, then folds the partials in block order. Each
 // partial depends on its block alone, so the bits do not depend on the split or thread count.
+// Sinks (src[5]) fold in after the last block, in either form (attn_fold_sink).
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
@@ -162,6 +163,7 @@ struct BlockScratch {
 struct Ctx {
     const Tensor *q, *k, *v, *dst;
     const int32_t *pos, *seq;
+    const float* sinks;  // F32 [H] or null
     AttentionParams p;
     int64_t Dk, Dv, R, group;
 
@@ -226,6 +228,17 @@ void fold(float& m, float& l, float* o, float mb, float lb, const float* ob, int
     for (; i < Dv; ++i) o[i] = o[i] * a + ob[i] * c;
     m = mn;
 }
+// attn_fold_sink (core/rules/attention_rule.h) with o = o * a vectorized.
+void fold_sink(float& m, float& l, float* o, float s, int64_t Dv) {
+    const float mn = std::fmax(m, s);
+    const float a = det_exp(m - mn), c = det_exp(s - mn);
+    l = l * a + c;
+    const __m256 va = _mm256_set1_ps(a);
+    int64_t i = 0;
+    for (; i + 8 <= Dv; i += 8) _mm256_storeu_ps(o + i, _mm256_mul_ps(_mm256_loadu_ps(o + i), va));
+    for (; i < Dv; ++i) o[i] = o[i] * a;
+    m = mn;
+}
 // out = o / l, correctly rounded (divps).
 void finish(float* o, float l, int64_t Dv) {
     const __m256 vl = _mm256_set1_ps(l);
@@ -265,6 +278,8 @@ void run_tiles(const Ctx& cx, const std::vector<Tile>& tiles, int64_t Hkv) {
                     if (b != bf)
                         for (int i = 0; i < nq; ++i) fold(m[i], l[i], out[i], mb[i], lb[i], ob[i], cx.Dv);
                 }
+                if (cx.sinks)
+                    for (int i = 0; i < nq; ++i) fold_sink(m[i], l[i], out[i], cx.sinks[h0 + i], cx.Dv);
                 for (int i = 0; i < nq; ++i) finish(out[i], l[i], cx.Dv);
             }
     });
@@ -311,6 +326,7 @@ void run_split(const Ctx& cx, int64_t T, int64_t H, int64_t Hkv) {
             const float* sj = slot(t, jb, h);
             fold(m, l, out, sj[0], sj[1], sj + 2, cx.Dv);
         }
+        if (cx.sinks) fold_sink(m, l, out, cx.sinks[h], cx.Dv);
         finish(out, l, cx.Dv);
     });
 }
@@ -333,7 +349,8 @@ void attention(const Tensor& dst) {
     // Every cache type the KV cache offers (and BF16), head sizes in whole registers. Anything
     // else (none in use) runs the reference itself.
     if (Dk % 8 == 0 && Dv % 8 == 0 && cache_type_ok(k.type) && cache_type_ok(v.type)) {
-        const Ctx cx{&q, &k, &v, &dst, pos, seq, p, Dk, Dv, R, H / Hkv};
+        const float* sinks = dst.src[5] ? dst.src[5]->data_as<const float>() : nullptr;
+        const Ctx cx{&q, &k, &v, &dst, pos, seq, sinks, p, Dk, Dv, R, H / Hkv};
         // A few tokens (decode steps): split over key blocks. Otherwise tiles of tokens, about
         // 8 tasks at least, 16 tokens at most per tile (each token reads only its own keys).
         if (T <= 4) return run_split(cx, T, H, Hkv);

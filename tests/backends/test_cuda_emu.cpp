@@ -1,6 +1,6 @@
 // The CUDA attention kernels run on the host by backends/cuda/emu/cuda_emu.h, on the op table's attention
-// cases (ring wrap, windows, several sequences, GQA, softcap, every cache type, long key
-// ranges, Gemma 4's 512-wide heads), against the reference bit for bit. This is what a
+// cases (ring wrap, windows, several sequences, GQA, softcap, sinks, every cache type, long
+// key ranges, Gemma 4's 512-wide heads), against the reference bit for bit. This is what a
 // machine without a GPU can check of the kernels themselves: their indexing, their
 // synchronization and the order of every float chain. On a GPU, cuda_suite runs the same
 // cases through the real launcher. Built without the CUDA toolkit, and under ASan, which
@@ -48,10 +48,12 @@ struct Attn {
     const Tensor &q, &k, &v, &dst;
     AttentionParams p;
     const int32_t *pos, *seq;
+    const float* sinks;
     int64_t H, T, Dv, R, group, nb_max = 1;
     explicit Attn(const Tensor& d)
         : q(*d.src[0]), k(*d.src[1]), v(*d.src[2]), dst(d), p(d.get_params<AttentionParams>()),
-          pos(d.src[3]->data_as<const int32_t>()), seq(d.src[4]->data_as<const int32_t>()), H(q.ne[1]), T(q.ne[2]),
+          pos(d.src[3]->data_as<const int32_t>()), seq(d.src[4]->data_as<const int32_t>()),
+          sinks(d.src[5] ? d.src[5]->data_as<const float>() : nullptr), H(q.ne[1]), T(q.ne[2]),
           Dv(d.ne[0]), R(p.ring_rows), group(H / p.n_head_kv) {
         for (int64_t t = 0; t < T; ++t)
             nb_max = std::max<int64_t>(nb_max, attn_block_of(pos[t]) - attn_block_of(attn_first_key(pos[t], p.window)) + 1);
@@ -68,7 +70,7 @@ std::vector<uint8_t> emu_attention(const Attn& a, int64_t per) {
     const cuda::AttnArgs args{a.q.data_as<const float>(), shape_of(a.q), a.k.data_as<const uint8_t>(), a.k.type, int64_t(a.k.nb[1]),
                               a.v.data_as<const uint8_t>(), a.v.type, int64_t(a.v.nb[1]), a.pos, a.seq, 0, a.p.window, a.R, a.group,
                               a.p.scale, a.p.softcap, a.Dv, out.data(), shape_of(a.dst), per,
-                              splits > 1 ? partials.data() : nullptr, a.nb_max};
+                              splits > 1 ? partials.data() : nullptr, a.nb_max, a.sinks};
     const bool known = cuda::with_attn_outputs(a.Dv, [&](auto ko) {
         constexpr int KOUT = decltype(ko)::value;
         emu::launch(dim(a.H, a.T, splits), dim(cuda::kAttnThreads), [&] { cuda::attention_kernel<KOUT>(args); });
@@ -120,9 +122,9 @@ TEST_CASE("CUDA attention kernels, emulated on the host, equal the reference bit
         ++n_cases;
         n_split += a.nb_max > 2;
     }
-    // The table's attention cases: 12 geometries x 5 cache types; the long key ranges span
-    // more than two key blocks.
-    CHECK(n_cases == 60);
+    // The table's attention cases: 12 geometries x 5 cache types, and 5 more with sinks; the
+    // long key ranges span more than two key blocks.
+    CHECK(n_cases == 85);
     CHECK(n_split > 0);
 }
 

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cfloat>
 #include <cstdio>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 
 #include "core/ir/ops.h"
 #include "core/quant/quant.h"
@@ -104,7 +106,7 @@ struct ElementCase {
     enum Kind { Add, Mul, Unary, RmsNorm, Softmax } kind;
     int64_t n0, n1, n2;
     int64_t pad = 0;
-    static constexpr const char* kNames[] = {"add", "mul", "scale/gelu/silu/sigmoid/softplus/softcap", "rms_norm", "softmax"};
+    static constexpr const char* kNames[] = {"add", "mul", "scale/gelu/silu/sigmoid/softplus/softcap/clamp", "rms_norm", "softmax"};
     std::string name() const {
         const bool three = kind == Add || kind == Mul;  // the others take [n0, n1]
         std::string a = pad ? view_str(n0, n1 * (three ? n2 : 1), pad, three) : three ? ne_str({n0, n1, n2}) : ne_str({n0, n1});
@@ -131,7 +133,8 @@ struct ElementCase {
                 Tensor* a = in(0, 3.0f, 0);
                 Tensor* wide = in(0, 40.0f, 0);  // reaches exp's clamps
                 return {scale(g, a, 0.37f), gelu(g, a), silu(g, a), gelu(g, wide), silu(g, wide), sigmoid(g, a), sigmoid(g, wide),
-                        softplus(g, a), softplus(g, wide), softcap(g, wide, 30.f), softcap(g, a, 0.5f)};
+                        softplus(g, a), softplus(g, wide), softcap(g, wide, 30.f), softcap(g, a, 0.5f),
+                        clamp(g, a, -1.5f, 2.0f), clamp(g, wide, -INFINITY, 7.0f), clamp(g, wide, -7.0f, 7.0f)};
             }
             case RmsNorm: {
                 Tensor* a = in(0, 2.0f, 0);
@@ -220,11 +223,15 @@ struct SetRowsCase {
 
 // Attention over ring caches. The cache holds random rows (only the ring rule decides which
 // are read); rows are dequantized the same way and softmax and dots follow the reference's order.
+// sinks: a sink logit per query head (gpt-oss), random but every fourth from head 1 large
+// (+40: it dominates the denominator, the outputs shrink toward 0) and every fourth from head
+// 3 very negative (-90: e^{sink - M} underflows to 0, the sink changes nothing).
 struct AttentionCase {
     int W, R, n_seq, H, Hkv, D;
     float softcap;
     std::vector<int32_t> pos, seq;
     DType type;
+    bool sinks = false;
     std::string name() const {
         std::string p;
         for (size_t i = 0; i < pos.size() && i < 8; ++i) p += (i ? "," : "") + std::to_string(seq[i]) + ":" + std::to_string(pos[i]);
@@ -232,6 +239,7 @@ struct AttentionCase {
         char buf[160];
         std::snprintf(buf, sizeof buf, "attention(cache=%s,W=%d,R=%d,n_seq=%d,H=%d,Hkv=%d,D=%d%s,seq:pos=", dtype_name(type), W, R,
                       n_seq, H, Hkv, D, softcap > 0 ? ",softcap=30" : "");
+        if (sinks) return buf + p + ",sinks)";
         return buf + p + ")";
     }
     std::vector<Tensor*> build(Graph& g, Backend& be, Keep& k, std::mt19937& r) const {
@@ -240,7 +248,16 @@ struct AttentionCase {
         Tensor* vc = k.persistent(be, type, {row, rows}, quantized_random(r, type, row, rows));
         Tensor* q = in_f32(g, r, {D, H, T});
         AttentionParams p{W, R, Hkv, 1.0f / 8, softcap};
-        return {attention(g, q, kc, vc, in_i32(g, pos), in_i32(g, seq), p)};
+        Tensor* sk = nullptr;
+        if (sinks) {
+            std::vector<float> sv = randn(r, size_t(H), 2.0f);
+            for (int h = 0; h < H; ++h) {
+                if (h % 4 == 1) sv[size_t(h)] = 40.0f + sv[size_t(h)];
+                if (h % 4 == 3) sv[size_t(h)] = -90.0f + sv[size_t(h)];
+            }
+            sk = g.input(DType::F32, {int64_t(H)}, sv.data(), "sinks");
+        }
+        return {attention(g, q, kc, vc, in_i32(g, pos), in_i32(g, seq), p, sk)};
     }
 };
 
@@ -338,6 +355,29 @@ struct ExpertScaleCase {
     }
 };
 
+// clamp on the values where a kernel could differ from the reference: both infinities (with
+// finite bounds: the table's outputs must be finite), zeros of both signs, the bounds
+// themselves, values next to them, the largest floats; the bounds of gpt-oss's clamped
+// SwiGLU (gate: -inf..7, up: -7..7) and zero bounds of either sign. (NaN inputs and the
+// infinities through an infinite bound: tests/ops/test_ops.cpp.)
+struct ClampCase {
+    std::string name() const { return "clamp(special values,[64,4])"; }
+    std::vector<Tensor*> build(Graph& g, Backend&, Keep&, std::mt19937& r) const {
+        std::vector<float> v = randn(r, 256, 8.0f);
+        const float special[] = {INFINITY, -INFINITY, 0.0f, -0.0f, 7.0f, -7.0f, std::nextafter(7.0f, 8.0f), std::nextafter(7.0f, 6.0f),
+                                 std::nextafter(-7.0f, -8.0f), std::nextafter(-7.0f, 0.0f), FLT_MAX, -FLT_MAX, FLT_MIN, -FLT_MIN,
+                                 1e-40f, -1e-40f};
+        for (size_t i = 0; i < v.size(); i += 3) v[i] = special[(i / 3) % std::size(special)];
+        Tensor* x = g.input(DType::F32, {64, 4}, v.data(), "x");
+        std::vector<float> fin(v);
+        for (float& f : fin)
+            if (std::isinf(f)) f = f > 0 ? FLT_MAX : -FLT_MAX;
+        Tensor* xf = g.input(DType::F32, {64, 4}, fin.data(), "x finite");
+        return {clamp(g, x, -7.0f, 7.0f), clamp(g, xf, -INFINITY, 7.0f), clamp(g, x, 0.0f, 1.0f), clamp(g, x, -0.0f, 0.0f),
+                clamp(g, x, -2.0f, -2.0f), clamp(g, xf, -1.0f, INFINITY)};
+    }
+};
+
 template <class C> void add_case(std::vector<OpCase>& out, const char* kind, const C& c, bool view = false) {
     out.push_back({c.name(), kind, view, [c](Graph& g, Backend& be, Keep& k, std::mt19937& r) { return c.build(g, be, k, r); }});
 }
@@ -382,8 +422,9 @@ std::vector<OpCase> op_cases() {
         {0, 160, 2, 4, 1, 256, 0.f, {150, 70, 159}, {0, 1, 0}},                 // Gemma 3 heads, long key ranges
         {24, 40, 1, 2, 1, 64, 0.f, {}, {}},                                     // a 40-query prefill chunk, windowed, wrapped
     };
-    auto add_attention = [&](A a) {
-        for (DType t : kCacheTypes) add_case(c, "attention", AttentionCase{a.W, a.R, a.n_seq, a.H, a.Hkv, a.D, a.softcap, a.pos, a.seq, t});
+    auto add_attention = [&](A a, bool sinks = false) {
+        for (DType t : kCacheTypes)
+            add_case(c, "attention", AttentionCase{a.W, a.R, a.n_seq, a.H, a.Hkv, a.D, a.softcap, a.pos, a.seq, t, sinks});
     };
     // Queries first..first+n-1 of sequence s.
     auto run = [](A a, int32_t n, int32_t first, int32_t s) {
@@ -450,6 +491,18 @@ std::vector<OpCase> op_cases() {
     add_case(c, "mul_mat_id", MulMatIdCase{DType::IQ2_XXS, 2, 6});
     // YaRN rope (gpt-oss, issue 20), both pairings.
     for (int mode : {ROPE_NORMAL, ROPE_NEOX}) add_case(c, "rope", RopeCase{mode, false, true});
+
+    // gpt-oss: attention sinks in every form of the kernels (AttentionCase: dominating and
+    // vanishing sinks among random ones), and clamp (its clamped SwiGLU). Several sequences
+    // over wrapped windowed rings with GQA (the CPU's tiles of tokens); long key ranges of a
+    // few queries (split over key blocks: the CPU's and the GPUs' fold passes); softcap; a
+    // 40-query windowed prefill chunk of 8 heads (Vulkan's query-tile form); a decode step.
+    add_attention({8, 12, 3, 4, 2, 64, 0.f, {5, 30, 31, 2, 100, 11}, {0, 1, 1, 2, 2, 0}}, true);
+    add_attention({0, 160, 2, 4, 1, 256, 0.f, {150, 70, 159}, {0, 1, 0}}, true);
+    add_attention({16, 16, 2, 4, 4, 32, 30.f, {15, 16, 200, 3}, {1, 1, 0, 0}}, true);
+    add_attention(run({24, 40, 1, 8, 2, 64, 0.f, {}, {}}, 40, 60, 0), true);
+    add_attention({0, 200, 1, 8, 1, 64, 0.f, {190}, {0}}, true);
+    add_case(c, "clamp", ClampCase{});
     return c;
 }
 

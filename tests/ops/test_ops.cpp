@@ -1,8 +1,10 @@
 // Every op of the table in tests/ops/op_cases.cpp, on every backend, against the reference.
 #include <catch2/catch.hpp>
 
+#include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 
 #include "core/ir/ops.h"
 #include "core/quant/quant.h"
@@ -254,5 +256,51 @@ TEST_CASE("attention rejects a query its ring cannot answer", "[ops]") {
         g.mark_output(o);
         std::unique_ptr<Buffer> scratch;
         REQUIRE_THROWS_WITH(run_graph(*be, g, scratch), Catch::Contains("context full"));
+    }
+}
+
+TEST_CASE("clamp passes NaN through with its bits and takes infinite bounds, on every backend", "[ops]") {
+    // What the op table cannot hold (its outputs must be finite): NaN inputs (quiet, negative,
+    // with a payload) come out as they went in, and infinities pass an infinite bound.
+    auto bits = [](uint32_t u) {
+        float f;
+        std::memcpy(&f, &u, 4);
+        return f;
+    };
+    const std::vector<float> x = {bits(0x7FC00000u), bits(0xFFC00000u), bits(0x7FC12345u), INFINITY, -INFINITY, 9.0f, -9.0f,
+                                  -0.0f, 0.0f, 3.0f, -FLT_MAX, FLT_MAX};
+    struct Bounds { float lo, hi; };
+    const Bounds bounds[] = {{-INFINITY, 7.0f}, {-7.0f, 7.0f}, {-INFINITY, INFINITY}, {0.0f, INFINITY}};
+    auto run = [&](Backend& b) {
+        Graph g;
+        Tensor* in = g.input(DType::F32, {int64_t(x.size())}, x.data(), "x");
+        std::vector<Tensor*> outs;
+        for (const Bounds& bd : bounds) {
+            outs.push_back(ops::clamp(g, in, bd.lo, bd.hi));
+            g.mark_output(outs.back());
+        }
+        std::unique_ptr<Buffer> scratch;
+        run_graph(b, g, scratch);
+        b.synchronize();
+        std::vector<uint32_t> r(x.size() * outs.size());
+        for (size_t o = 0; o < outs.size(); ++o) read_tensor(b, *outs[o], r.data() + o * x.size());
+        return r;
+    };
+    auto ref = make_reference_backend();
+    const std::vector<uint32_t> want = run(*ref);
+    for (size_t o = 0; o < std::size(bounds); ++o)
+        for (size_t i = 0; i < x.size(); ++i) {
+            uint32_t xb;
+            std::memcpy(&xb, &x[i], 4);
+            const float lo = bounds[o].lo, hi = bounds[o].hi, v = x[i];
+            const float e = std::isnan(v) ? v : v < lo ? lo : v > hi ? hi : v;
+            uint32_t eb;
+            std::memcpy(&eb, &e, 4);
+            INFO("bounds " << o << ", input " << i);
+            CHECK(want[o * x.size() + i] == (std::isnan(v) ? xb : eb));
+        }
+    for (auto& be : test::backends_under_test()) {
+        INFO(be->name());
+        CHECK(run(*be) == want);
     }
 }

@@ -6,9 +6,11 @@ namespace ls::vk {
 
 // Head sizes up to 512 (shaders/attention.comp MAXD: q in shared memory, 8 outputs per
 // invocation).
+// Sinks (src[5]): a contiguous F32 [H] read by the shaders at the head's index.
 bool supports_attention(const Tensor& n) {
     return cache_type(n.src[1]->type) && cache_type(n.src[2]->type) && host_readable(n.src[3]) && host_readable(n.src[4]) &&
-           n.src[0]->nb[0] == 4 && n.src[2]->ne[1] == n.src[1]->ne[1] && n.src[0]->ne[0] <= 512 && n.ne[0] <= 512;
+           n.src[0]->nb[0] == 4 && n.src[2]->ne[1] == n.src[1]->ne[1] && n.src[0]->ne[0] <= 512 && n.ne[0] <= 512 &&
+           (!n.src[5] || (n.src[5]->type == DType::F32 && n.src[5]->is_contiguous()));
 }
 
 // The queries' ring checks; the key blocks a query spans at most; whether to split: few
@@ -49,11 +51,14 @@ void record_attention(const Tensor& n, Recorder& r) {
     const Tensor *a = n.src[0], *k = n.src[1], *v = n.src[2];
     const uint32_t H = uint32_t(a->ne[1]), T = uint32_t(a->ne[2]);
     const AttnPlan ap = r.plan.attn.at(&n);
-    PcAttention pc{r.addr(a), r.addr(k), r.addr(v), r.addr(n.src[3]), r.addr(n.src[4]), r.addr(&n), r.attn.lo,
-                   uint32_t(a->ne[0]), uint32_t(n.ne[0]), H, T, uint32_t(k->type), uint32_t(v->type),
-                   uint32_t(k->nb[1]), uint32_t(v->nb[1]), uint32_t(a->nb[1]), uint32_t(a->nb[2]), ap.nblk,
-                   uint32_t(ap.split), n.get_params<AttentionParams>()};
-    const std::initializer_list<Range> reads = {r.range(a), r.range(k), r.range(v), r.range(n.src[3]), r.range(n.src[4])};
+    const Tensor* sinks = n.src[5];
+    PcAttention pc{r.addr(a), r.addr(k), r.addr(v), r.addr(n.src[3]), r.addr(n.src[4]), r.addr(&n), ap.split ? r.attn.lo : 0,
+                   sinks ? r.addr(sinks) : 0, uint32_t(a->ne[0]), uint32_t(n.ne[0]), H, T,
+                   uint32_t(k->type) | uint32_t(v->type) << 16, uint32_t(k->nb[1]), uint32_t(v->nb[1]), uint32_t(a->nb[1]),
+                   uint32_t(a->nb[2]), ap.nblk, n.get_params<AttentionParams>()};
+    // (No sinks: q's range stands in for theirs.)
+    const std::initializer_list<Range> reads = {r.range(a), r.range(k), r.range(v), r.range(n.src[3]), r.range(n.src[4]),
+                                                r.range(sinks ? sinks : a)};
     if (ap.tile && r.addr(k) % 4 == 0 && r.addr(v) % 4 == 0) {
         r.dispatch("attention_tile_" + lower_name(k->type), pc, H, (T + 63) / 64, reads, {r.range(&n)});
         return;
@@ -65,7 +70,7 @@ void record_attention(const Tensor& n, Recorder& r) {
         return;
     }
     r.dispatch(variant, pc, H * ap.nblk, T, reads, {r.attn});
-    r.dispatch("attention_fold", pc, H, T, {r.attn, r.range(n.src[3])}, {r.range(&n)});
+    r.dispatch("attention_fold", pc, H, T, {r.attn, r.range(n.src[3]), r.range(sinks ? sinks : a)}, {r.range(&n)});
 }
 
 }  // namespace ls::vk
