@@ -18,7 +18,13 @@ Tensor* moe_experts(Graph& g, const MoeExperts& w, Tensor* x, Tensor* ids, Tenso
         return add(g, y, reshape(g, get_rows(g, b, flat_ids), {b->ne[0], k, T}));
     };
     Tensor* a;
-    {
+    if (w.act == MoeAct::SwigluOai) {
+        static constexpr float kOne = 1.0f;
+        Tensor* gt = clamp(g, biased(mul_mat_id(g, w.gate, hx, ids), w.gate_b), -INFINITY, w.limit);
+        Tensor* up = clamp(g, biased(mul_mat_id(g, w.up, hx, ids), w.up_b), -w.limit, w.limit);
+        Tensor* glu = mul(g, gt, sigmoid(g, scale(g, gt, w.alpha)));
+        a = mul(g, glu, add(g, up, g.input(DType::F32, {1}, &kOne, "one")));
+    } else {
         auto act = [&](Tensor* t) { return w.act == MoeAct::Gelu ? gelu(g, t) : silu(g, t); };
         if (w.gate_up) {
             // Fused [gate; up] rows: the activation over both halves (unary ops take whole

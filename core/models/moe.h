@@ -4,7 +4,9 @@
 
 namespace ls {
 
-enum class MoeAct { Silu, Gelu };  // the experts' gate activation: SwiGLU or GeGLU
+// The experts' gated activation: SwiGLU, GeGLU, or gpt-oss's clamped SwiGLU:
+// min(g, limit) * sigmoid(alpha * min(g, limit)) * (clamp(u, -limit, limit) + 1).
+enum class MoeAct { Silu, Gelu, SwigluOai };
 
 struct MoeExperts {
     Tensor* gate = nullptr;     // (n_embd, F, n_expert), or null when fused:
@@ -15,6 +17,7 @@ struct MoeExperts {
     MoeAct act = MoeAct::Silu;
     // Per-expert biases (gpt-oss), F32 or null: gate and up (F, n_expert), down (n_embd, n_expert).
     Tensor *gate_b = nullptr, *up_b = nullptr, *down_b = nullptr;
+    float alpha = 1.702f, limit = 7.0f;  // SwigluOai
 };
 
 // sum_j wts[j, t] * down_e(act(gate_e x_t) * up_e x_t) over the k experts e = ids[j, t] chosen

@@ -5,6 +5,7 @@
 #include "core/models/gemma2.h"
 #include "core/models/gemma3.h"
 #include "core/models/gemma4.h"
+#include "core/models/gpt_oss.h"
 #include "core/models/llama.h"
 #include "core/models/qwen3next.h"
 
@@ -28,6 +29,7 @@ constexpr Family kFamilies[] = {
     {"qwen3", &make_llama<ROPE_NEOX, true>},
     {"qwen3moe", &make_llama<ROPE_NEOX, true>},
     {"gemma2", &make<Gemma2>},
+    {"gpt-oss", &make<GptOss>},
     {"gemma3", &make<Gemma3>},
     {"gemma4", &make<Gemma4>},
     {"qwen3next", &make_qwen3_hybrid<HEADS_GROUPED>},

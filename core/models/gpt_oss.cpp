@@ -1,0 +1,134 @@
+#include "core/models/gpt_oss.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "core/ir/ops.h"
+#include "core/models/rope_scaling.h"
+#include "core/rules/topk_rule.h"
+
+namespace ls {
+
+namespace {
+[[noreturn]] void bad(const std::string& what) { throw std::runtime_error("gpt-oss: " + what); }
+}  // namespace
+
+void GptOss::load_arch() {
+    const GgufFile& f = *file_;
+    const std::string a = "gpt-oss.";
+    hp_.arch = "gpt-oss";
+    hp_.n_embd = f.get_int(a + "embedding_length");
+    hp_.n_layer = f.get_int(a + "block_count");
+    hp_.n_ctx_train = f.get_int(a + "context_length", 0);
+    hp_.rms_eps = float(f.get_float(a + "attention.layer_norm_rms_epsilon", 1e-5));
+    const int64_t n_head = f.get_int(a + "attention.head_count");
+    const int64_t n_head_kv = f.get_int(a + "attention.head_count_kv", n_head);
+    const int64_t hd = f.get_int(a + "attention.key_length", 64);
+    const int64_t hd_v = f.get_int(a + "attention.value_length", hd);
+    const int64_t window = f.get_int(a + "attention.sliding_window");
+    const int64_t period = f.get_int(a + "attention.sliding_window_pattern", 2);
+    n_expert_ = f.get_int(a + "expert_count");
+    n_expert_used_ = f.get_int(a + "expert_used_count");
+    hp_.n_ff = f.get_int(a + "expert_feed_forward_length");
+    constexpr int64_t kMax = int64_t(1) << 30;
+    for (int64_t v : {hp_.n_embd, n_head, n_head_kv, hd, hd_v, window, period, n_expert_, hp_.n_ff})
+        if (v > kMax) bad("a hyperparameter of " + std::to_string(v) + " is out of range (broken metadata)");
+    if (hp_.n_embd <= 0 || hp_.n_layer <= 0 || hp_.n_layer > 4096 || n_head <= 0 || n_head_kv <= 0 || n_head % n_head_kv ||
+        hd <= 0 || hd % 2 || hd_v != hd || window <= 0 || period < 1 || hp_.n_ff <= 0)
+        bad("inconsistent hyperparameters in the GGUF metadata");
+    if (n_expert_ < 1 || n_expert_used_ < 1 || n_expert_used_ > n_expert_ || n_expert_used_ > kTopkMax)
+        bad("inconsistent expert counts (expert_count " + std::to_string(n_expert_) + ", expert_used_count " +
+            std::to_string(n_expert_used_) + ")");
+    if (hp_.n_ctx_train > 0 && window > hp_.n_ctx_train)
+        bad("sliding window of " + std::to_string(window) + " tokens is larger than the model's context of " +
+            std::to_string(hp_.n_ctx_train) + " (broken metadata)");
+    hp_.attn_scale = 1.0f / std::sqrt(float(hd));
+    const float base = float(f.get_float(a + "rope.freq_base", 150000.0));
+    if (!(base > 1.0f) || !std::isfinite(base)) bad("rope.freq_base must be a finite number above 1");
+    // gpt-oss's YaRN range is not rounded to whole pairs (its config: truncate false; OpenAI's
+    // own implementation likewise). llama.cpp rounds it, which moves the ramp by up to a pair.
+    rope_ = rope_params_from_gguf(f, a, int32_t(hd), ROPE_NEOX, base, RopeScalingOptions{.yarn_truncate = false});
+    for (int64_t il = 0; il < hp_.n_layer; ++il) {
+        LayerParams L;
+        L.window = il % period < period - 1 ? int32_t(window) : 0;  // the even layers slide
+        L.rope_base = base;
+        L.rope_scale = rope_.freq_scale;
+        L.n_head = int32_t(n_head);
+        L.n_head_kv = int32_t(n_head_kv);
+        L.head_dim_k = L.head_dim_v = int32_t(hd);
+        hp_.layers.push_back(L);
+    }
+
+    const int64_t E = hp_.n_embd, F = hp_.n_ff, X = n_expert_;
+    bind_embeddings();
+    auto f32 = [&](Tensor* t, const std::string& name) {
+        if (t->type != DType::F32) bad(name + " must be f32");
+        return t;
+    };
+    for (int64_t il = 0; il < hp_.n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        Layer l{};
+        l.attn_norm = norm_weight(p + "attn_norm.weight", E);
+        l.wq = matmul_weight(p + "attn_q.weight", E, n_head * hd);
+        l.wk = matmul_weight(p + "attn_k.weight", E, n_head_kv * hd);
+        l.wv = matmul_weight(p + "attn_v.weight", E, n_head_kv * hd);
+        l.bq = norm_weight(p + "attn_q.bias", n_head * hd);
+        l.bk = norm_weight(p + "attn_k.bias", n_head_kv * hd);
+        l.bv = norm_weight(p + "attn_v.bias", n_head_kv * hd);
+        l.wo = matmul_weight(p + "attn_output.weight", n_head * hd, E);
+        l.bo = norm_weight(p + "attn_output.bias", E);
+        l.sinks = f32(weight(p + "attn_sinks.weight", {n_head}), p + "attn_sinks.weight");
+        l.post_attn_norm = norm_weight(p + "post_attention_norm.weight", E);
+        l.ffn_gate_inp = matmul_weight(p + "ffn_gate_inp.weight", E, X);
+        l.ffn_gate_inp_b = norm_weight(p + "ffn_gate_inp.bias", X);
+        MoeExperts& ex = l.experts;
+        ex.gate = expert_weight(p + "ffn_gate_exps.weight", E, F, X);
+        ex.up = expert_weight(p + "ffn_up_exps.weight", E, F, X);
+        ex.down = expert_weight(p + "ffn_down_exps.weight", F, E, X);
+        ex.gate_b = f32(weight(p + "ffn_gate_exps.bias", {F, X}), p + "ffn_gate_exps.bias");
+        ex.up_b = f32(weight(p + "ffn_up_exps.bias", {F, X}), p + "ffn_up_exps.bias");
+        ex.down_b = f32(weight(p + "ffn_down_exps.bias", {E, X}), p + "ffn_down_exps.bias");
+        ex.n_ff = F;
+        ex.act = MoeAct::SwigluOai;
+        layers_.push_back(l);
+    }
+}
+
+Tensor* GptOss::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
+    using namespace ops;
+    const int64_t T = int64_t(ub.tokens.size());
+    const float eps = hp_.rms_eps;
+    Tensor* tokens = g.input(DType::I32, {T}, ub.tokens.data(), "tokens");
+    Tensor* pos = g.input(DType::I32, {T}, ub.pos.data(), "pos");
+    Tensor* seq = g.input(DType::I32, {T}, ub.seq.data(), "seq");
+    CacheRows cache_rows(g, ub);
+
+    Tensor* x = get_rows(g, tok_embd_, tokens);  // (E, T)
+    for (int64_t il = 0; il < hp_.n_layer; ++il) {
+        const Layer& w = layers_[size_t(il)];
+        const LayerParams& L = hp_.layers[size_t(il)];
+        const int64_t hd = L.head_dim_k;
+        Tensor* h = rms_norm(g, x, w.attn_norm, eps);
+        Tensor* q = reshape(g, add(g, mul_mat(g, w.wq, h), w.bq), {hd, L.n_head, T});
+        Tensor* k = reshape(g, add(g, mul_mat(g, w.wk, h), w.bk), {hd, L.n_head_kv, T});
+        Tensor* v = add(g, mul_mat(g, w.wv, h), w.bv);  // (n_head_kv * hd, T)
+        q = rope(g, q, pos, nullptr, rope_);
+        k = rope(g, k, pos, nullptr, rope_);
+        Tensor* rows = cache_rows(kv.ring_rows(int(il)));
+        Tensor* kc = set_rows(g, kv.k(int(il)), reshape(g, k, {hd * L.n_head_kv, T}), rows);
+        Tensor* vc = set_rows(g, kv.v(int(il)), v, rows);
+        const AttentionParams ap{L.window, int32_t(kv.ring_rows(int(il))), L.n_head_kv, hp_.attn_scale, 0.f};
+        Tensor* a = attention(g, q, kc, vc, pos, seq, ap, w.sinks);  // (hd, n_head, T)
+        x = add(g, x, add(g, mul_mat(g, w.wo, reshape(g, a, {hd * L.n_head, T})), w.bo));
+
+        // Router: the k largest logits, then a softmax over those k alone.
+        h = rms_norm(g, x, w.post_attn_norm, eps);
+        Tensor* logits = add(g, mul_mat(g, w.ffn_gate_inp, h), w.ffn_gate_inp_b);  // [n_expert, T]
+        Tensor* ids = topk_ids(g, logits, int(n_expert_used_));                     // [k, T]
+        Tensor* wts = softmax(g, topk_weights(g, logits, int(n_expert_used_), false), 1.0f);
+        x = add(g, x, moe_experts(g, w.experts, h, ids, wts));
+    }
+    return output_head(g, ub, x);
+}
+
+}  // namespace ls
