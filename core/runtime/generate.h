@@ -23,8 +23,10 @@ struct GenerateResult {
 // and evaluating only the rest, then samples up to n_predict tokens (-1: until an
 // end-of-generation token or a full context), streaming complete UTF-8 text to `on_text`.
 // The logits are those of a fresh evaluation of the prompt: reuse changes the cost only.
-// A prompt that leaves no room in the context is an error.
+// A prompt that leaves no room in the context is an error. render_special: control tokens
+// stream their text (a chat template's reply markers, for ReplySplitter), else nothing.
 GenerateResult generate(Session& s, const Tokenizer& tok, Sampler& sampler, const std::vector<int32_t>& prompt,
-                        int64_t n_predict, int seq, const std::function<void(const std::string&)>& on_text);
+                        int64_t n_predict, int seq, const std::function<void(const std::string&)>& on_text,
+                        bool render_special = false);
 
 }  // namespace ls
