@@ -76,6 +76,13 @@ struct ChatTemplate {
     // The reply holds reasoning to take out (its markers are special tokens: decode the reply
     // with render_special to read them).
     bool has_reasoning() const { return reply_markers[0].action != ReplyMarker::None; }
+    // A special token's text that is (part of) a reply marker: it is rendered for the
+    // splitter; other control tokens the model may write stay out of the reply as before.
+    bool marker_piece(std::string_view piece) const {
+        for (const ReplyMarker& m : reply_markers)
+            if (m.action != ReplyMarker::None && !piece.empty() && m.text.find(piece) != std::string_view::npos) return true;
+        return false;
+    }
 };
 
 // What a request may choose beyond the messages.

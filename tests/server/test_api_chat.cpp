@@ -4,6 +4,7 @@
 // ChatML special tokens.
 #include <catch2/catch.hpp>
 
+#include "core/runtime/generate.h"
 #include "core/text/tokenizer.h"
 #include "tools/server/api_request.h"
 #include "tools/server/api_response.h"
@@ -115,4 +116,14 @@ TEST_CASE("server stop text: more bytes of the last token", "[server]") {
     CHECK(o.text.empty());
     StopText t;
     CHECK(t.push("x", false).tokens == std::vector<size_t>{0});  // no token yet: it is one
+}
+
+TEST_CASE("reply_piece: control tokens are rendered only where a reply marker has them", "[server][chat]") {
+    const Tokenizer tok = harmony_vocab();
+    const ChatTemplate& harmony = chat_template_for("gpt-oss");
+    const int32_t channel = tok.find_token("<|channel|>"), im_start = tok.find_token("<|im_start|>"), a = tok.find_token("a");
+    CHECK(reply_piece(tok, channel, &harmony) == "<|channel|>");
+    CHECK(reply_piece(tok, im_start, &harmony).empty());  // not harmony's: stays out as before
+    CHECK(reply_piece(tok, a, &harmony) == "a");
+    CHECK(reply_piece(tok, channel, nullptr).empty());
 }

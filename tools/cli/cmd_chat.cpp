@@ -22,7 +22,7 @@ namespace ls::cli {
 // generation prompt.
 //
 // A template whose replies hold reasoning (gpt-oss's analysis channel, Qwen 3's think block
-// when "/think" asks for it) streams the reply with its special tokens through a
+// when "/think" asks for it) streams the reply with its marker tokens through a
 // ReplySplitter: only the content is printed (the reasoning goes to stderr with
 // LOCKSTEP_CHAT_STATS) and only the content joins the history, as the templates drop the
 // reasoning of earlier turns.
@@ -72,7 +72,7 @@ int cmd_chat(const Options& o) {
                 if (split_reply) show(split.push(t));
                 else show({t, {}});
             },
-            split_reply);
+            split_reply ? &tmpl : nullptr);
         if (split_reply) show(split.finish());
         std::printf("\n");
         std::fflush(stdout);

@@ -1,5 +1,7 @@
 #include "tools/server/engine.h"
 
+#include "core/runtime/generate.h"
+
 #include <algorithm>
 #include <chrono>
 
@@ -220,7 +222,7 @@ void Engine::on_logits(int i, float* logits) {
     sl.sampled.push_back(t);
     std::string content = t.piece;
     if (sl.reply) {
-        ReplySplitter::Out r = sl.reply->push(id < tok_.n_vocab() ? tok_.token_to_piece(id, true) : std::string());
+        ReplySplitter::Out r = sl.reply->push(id < tok_.n_vocab() ? reply_piece(tok_, id, p.reply_template) : std::string());
         content = std::move(r.content);
         sl.reasoning += sl.reasoning_utf8.push(r.reasoning);
     }
