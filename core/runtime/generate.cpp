@@ -5,8 +5,15 @@
 
 namespace ls {
 
+std::string reply_piece(const Tokenizer& tok, int32_t id, const ChatTemplate* reply) {
+    if (!reply || tok.token_type(id) != TokenType::Control) return tok.token_to_piece(id, false);
+    const std::string text = tok.token_to_piece(id, true);
+    return reply->marker_piece(text) ? text : std::string();
+}
+
 GenerateResult generate(Session& s, const Tokenizer& tok, Sampler& sampler, const std::vector<int32_t>& prompt,
-                        int64_t n_predict, int seq, const std::function<void(const std::string&)>& on_text) {
+                        int64_t n_predict, int seq, const std::function<void(const std::string&)>& on_text,
+                        const ChatTemplate* reply) {
     using clock = std::chrono::steady_clock;
     if (prompt.empty()) throw std::invalid_argument("generate: empty prompt");
     if (int64_t(prompt.size()) >= s.params().n_ctx)
@@ -33,7 +40,7 @@ GenerateResult generate(Session& s, const Tokenizer& tok, Sampler& sampler, cons
             break;
         }
         r.tokens.push_back(id);
-        on_text(utf8.push(tok.token_to_piece(id, false)));
+        on_text(utf8.push(reply_piece(tok, id, reply)));
         if (n_predict >= 0 && i + 1 == n_predict) break;  // no need to evaluate the last one
         if (s.seq_len(seq) + 1 > s.params().n_ctx) {
             r.context_full = true;

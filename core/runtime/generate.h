@@ -23,8 +23,14 @@ struct GenerateResult {
 // and evaluating only the rest, then samples up to n_predict tokens (-1: until an
 // end-of-generation token or a full context), streaming complete UTF-8 text to `on_text`.
 // The logits are those of a fresh evaluation of the prompt: reuse changes the cost only.
-// A prompt that leaves no room in the context is an error.
+// A prompt that leaves no room in the context is an error. Control tokens stream no text,
+// except those in `reply`'s markers (a chat template's reasoning markers, for ReplySplitter).
+// A generated token's text: control tokens give "", or their text where `reply` has them in
+// its markers.
+std::string reply_piece(const Tokenizer& tok, int32_t id, const ChatTemplate* reply);
+
 GenerateResult generate(Session& s, const Tokenizer& tok, Sampler& sampler, const std::vector<int32_t>& prompt,
-                        int64_t n_predict, int seq, const std::function<void(const std::string&)>& on_text);
+                        int64_t n_predict, int seq, const std::function<void(const std::string&)>& on_text,
+                        const ChatTemplate* reply = nullptr);
 
 }  // namespace ls

@@ -39,7 +39,9 @@ struct Vocab {
     int32_t bos_id = -1, eos_id = -1, unk_id = -1, pad_id = -1;
     int32_t eot_id = -1;  // -1: detected from the token texts (<end_of_turn>, <|eot_id|>, ...)
     bool add_bos = false, add_eos = false, add_space_prefix = false;
-    std::string pre;  // gpt2 pre-tokenizer name (tokenizer.ggml.pre): "gpt2", "llama-bpe", "qwen2", ...
+    // gpt2: the pre-tokenizer (tokenizer.ggml.pre): "gpt2", "llama-bpe", "qwen2", "gpt-4o", ...;
+    // "" is GPT-2's, a name not implemented is an error when the tokenizer is built.
+    std::string pre;
 };
 
 // Immutable after construction; copies share the tables.

@@ -44,7 +44,9 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& f) {
     if (v.kind == TokenizerKind::BpeSentencePiece) v.add_bos = true;
     v.add_eos = f.get_bool("tokenizer.ggml.add_eos_token", false);
     v.add_space_prefix = f.get_bool("tokenizer.ggml.add_space_prefix", spm);
-    v.pre = f.get_string("tokenizer.ggml.pre", "default");
+    // Byte-level BPE: the regex split (tokenizer_bpe.cpp refuses a name it does not implement;
+    // without the key, GPT-2's). The other kinds have a split of their own and ignore it.
+    v.pre = f.get_string("tokenizer.ggml.pre", "");
     return Tokenizer(std::move(v));
 }
 

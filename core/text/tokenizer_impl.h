@@ -1,6 +1,7 @@
 // Internal: the shared tables behind ls::Tokenizer (not part of the public API).
 #pragma once
 #include <array>
+#include <functional>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -56,8 +57,9 @@ struct Tokenizer::Impl {
     // gpt2: (left id << 32 | right id) -> {rank, merged id}
     struct Merge { int32_t rank; int32_t result; };
     std::unordered_map<uint64_t, Merge> merges;
-    enum class Pre { Gpt2, Llama3, Qwen2 } pre = Pre::Gpt2;
-    bool ignore_merges = false;  // llama3: a whole pre-token found in the vocab is taken as is
+    // The regex split before byte-level BPE (tokenizer.ggml.pre; tokenizer_bpe.cpp has the patterns).
+    enum class Pre { Gpt2, Smollm, Llama3, Qwen2, Qwen35, Gpt4o, Tekken } pre = Pre::Gpt2;
+    bool ignore_merges = false;  // llama3, tekken: a whole pre-token found in the vocab is taken as is
 
     TokenType type(int32_t id) const {
         return v.types.empty() ? TokenType::Normal : static_cast<TokenType>(v.types[size_t(id)]);
@@ -68,6 +70,16 @@ struct Tokenizer::Impl {
     void encode_bpe_spm_chunk(std::string_view word, std::vector<int32_t>& out) const;
     void build_bpe();
 };
+
+// The split and ignore_merges for a tokenizer.ggml.pre value ("" is GPT-2's); throws
+// std::runtime_error naming the value and the supported ones for any other.
+struct BpePre {
+    Tokenizer::Impl::Pre pre;
+    bool ignore_merges;
+};
+BpePre bpe_pre_for(std::string_view name);
+// Calls `piece` with each pre-token of `frag` (the text between special tokens) in order.
+void bpe_pre_split(Tokenizer::Impl::Pre pre, std::string_view frag, const std::function<void(std::string_view)>& piece);
 
 // "<0xAB>" -> 0xAB, else -1: the byte-fallback pieces, read when the vocabulary is indexed
 // and again when a token is turned back into bytes.

@@ -77,14 +77,29 @@ Tokenizer::Tokenizer(Vocab vocab) {
     if (v.eos_id >= 0) m.eog_ids.push_back(v.eos_id);
     if (m.eot_id >= 0) m.eog_ids.push_back(m.eot_id);
     // (<|tool_response>: Gemma 4 stops for the caller to run the tool.)
+    // (<|return|>, <|call|>: harmony (gpt-oss) ends a reply or a tool call with them.)
     for (const char* t : {"<end_of_turn>", "<turn|>", "<|tool_response>", "<|eot_id|>", "<|im_end|>", "<|end|>", "<|endoftext|>",
-                          "<|eom_id|>"}) {
+                          "<|eom_id|>", "<|return|>", "<|call|>"}) {
         int32_t id = find(t);
         // gemma4 files type <|tool_response> user-defined (rendered in the text), yet it ends
         // generation as llama.cpp treats it.
         const bool gemma4_marker = v.kind == TokenizerKind::BpeSentencePiece &&
                                    (std::string_view(t) == "<turn|>" || std::string_view(t) == "<|tool_response>");
         if (id >= 0 && (m.type(id) == TokenType::Control || id == m.eot_id || gemma4_marker)) m.eog_ids.push_back(id);
+    }
+    // Harmony: <|end|> closes a message, not the reply (the analysis message comes before the
+    // final one), so it ends generation only where the vocabulary has no <|return|> and
+    // <|call|>, as llama.cpp decides.
+    {
+        const auto eog = [&](const char* t) {
+            const int32_t id = find(t);
+            return id >= 0 && std::find(m.eog_ids.begin(), m.eog_ids.end(), id) != m.eog_ids.end() ? id : -1;
+        };
+        const int32_t end = eog("<|end|>");
+        if (end >= 0 && eog("<|return|>") >= 0 && eog("<|call|>") >= 0) {
+            m.eog_ids.erase(std::remove(m.eog_ids.begin(), m.eog_ids.end(), end), m.eog_ids.end());
+            if (m.eot_id == end) m.eot_id = find("<|return|>");
+        }
     }
     std::sort(m.eog_ids.begin(), m.eog_ids.end());
     m.eog_ids.erase(std::unique(m.eog_ids.begin(), m.eog_ids.end()), m.eog_ids.end());

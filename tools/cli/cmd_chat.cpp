@@ -20,6 +20,12 @@ namespace ls::cli {
 // be evaluated from the start. Its chats therefore continue from the tokens the model saw: the
 // previous prompt and reply, the close of that model turn, the new user turn and the
 // generation prompt.
+//
+// A template whose replies hold reasoning (gpt-oss's analysis channel, Qwen 3's think block
+// when "/think" asks for it) streams the reply with its marker tokens through a
+// ReplySplitter: only the content is printed (the reasoning goes to stderr with
+// LOCKSTEP_CHAT_STATS) and only the content joins the history, as the templates drop the
+// reasoning of earlier turns.
 int cmd_chat(const Options& o) {
     App app = open_app(o);
     Session s(*app.model, *app.backend, app.session_params(o));
@@ -27,7 +33,8 @@ int cmd_chat(const Options& o) {
     std::vector<ChatMsg> msgs;
     if (!o.system.empty()) msgs.push_back({"system", o.system});
     const std::string& arch = app.model->hparams().arch;
-    const ChatTemplate& tmpl = chat_template_for(arch);
+    const Tokenizer& tok = *app.tokenizer;
+    const ChatTemplate& tmpl = chat_template_for(arch, [&](std::string_view t) { return tok.find_token(t) >= 0; });
     const bool continue_tokens = tmpl.continue_from_seen;
     std::vector<int32_t> seen;  // continue_tokens: every token of the conversation so far, as the model saw it
     const bool tty = isatty(fileno(stdin));
@@ -42,20 +49,31 @@ int cmd_chat(const Options& o) {
         std::vector<int32_t> ids;
         if (continue_tokens && !seen.empty()) {
             ids = seen;
-            const std::vector<int32_t> more = app.tokenizer->encode(std::string(tmpl.turn_close) + format_chat({{"user", line}}, true, arch), false, true);
+            const std::vector<int32_t> more = tok.encode(std::string(tmpl.turn_close) + format_chat({{"user", line}}, true, tmpl), false, true);
             ids.insert(ids.end(), more.begin(), more.end());
         } else {
-            ids = app.tokenizer->encode(format_chat(msgs, true, arch), app.tokenizer->add_bos_default(), true);
+            ids = tok.encode(format_chat(msgs, true, tmpl), tok.add_bos_default(), true);
         }
         if (int64_t(ids.size()) >= s.params().n_ctx)
             throw std::runtime_error("conversation has " + std::to_string(ids.size()) + " tokens, more than the context of " +
                                      std::to_string(s.params().n_ctx) + " (raise -c)");
         std::string reply;
-        GenerateResult r = generate(s, *app.tokenizer, sampler, ids, o.n_predict, 0, [&](const std::string& t) {
-            reply += t;
-            std::fputs(t.c_str(), stdout);
+        ReplySplitter split(tmpl);
+        const auto show = [&](const ReplySplitter::Out& part) {
+            if (verbose && !part.reasoning.empty()) std::fputs(part.reasoning.c_str(), stderr);
+            reply += part.content;
+            std::fputs(part.content.c_str(), stdout);
             std::fflush(stdout);
-        });
+        };
+        const bool split_reply = tmpl.has_reasoning();
+        GenerateResult r = generate(
+            s, tok, sampler, ids, o.n_predict, 0,
+            [&](const std::string& t) {
+                if (split_reply) show(split.push(t));
+                else show({t, {}});
+            },
+            split_reply ? &tmpl : nullptr);
+        if (split_reply) show(split.finish());
         std::printf("\n");
         std::fflush(stdout);
         if (verbose)

@@ -3,18 +3,26 @@
 made with the HF `tokenizers` library (independent of our implementation).
 
 Trains a ~600-token byte-level BPE on a small fixed corpus, then encodes a set of texts
-with three pre-tokenizers: GPT-2 (ByteLevel's own regex), Llama 3 and Qwen 2 (Split with
-their regexes, then ByteLevel without regex; Llama 3 with ignore_merges like its
-tokenizer.json).
+with the pre-tokenizers of the GGUF files we read, configured as their tokenizer.json files:
+GPT-2 (ByteLevel's own regex), SmolLM (Digits(individual_digits) then ByteLevel's regex),
+and Split with the regexes of Llama 3, Qwen 2, Qwen 3.5, o200k (gpt-4o: gpt-oss) and tekken
+(Mistral Nemo), then ByteLevel without regex; Llama 3 and tekken with ignore_merges.
+
+Besides the ids, each text's pre-tokens (the pieces the regex split gives, before BPE) are
+written, so a split difference that the tiny vocabulary happens to hide still shows. The o200k
+pieces of every Split are checked against a second regex engine (the `regex` module)
+before they are written.
 
 Output (tests/data/bpe_tiny.txt), one record a line, fields TAB-separated, text hex-encoded:
   T <hex token>            vocabulary in id order
   M <hex left> <hex right> merges in rank order
   G <pre> <hex text> <ids separated by spaces>
-Usage: tools/golden/make_bpe_golden.py > tests/data/bpe_tiny.txt   (pip install tokenizers)
+  S <pre> <hex text> <hex piece> <hex piece> ...
+Usage: tools/golden/make_bpe_golden.py > tests/data/bpe_tiny.txt   (pip install tokenizers regex)
 """
 import json
 
+import regex
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 
 CORPUS = [
@@ -25,12 +33,27 @@ CORPUS = [
     "Über café déjà vu — naïve façade. Ελληνικά и русский текст.",
     "日本語のテキスト、中文文本。 🙂🙃 emoji!!",
     "tabs\tand\nnewlines\r\n  spaces   everywhere\n\n\n",
+    "DON'T SHOUT. HelloWorld, iPhone and HTTPServer; ÉCOLE école.",
 ]
 
 PRE = {
     "llama3": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
     "qwen2": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+    "qwen35": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+    # tiktoken's o200k_base pat_str (tiktoken_ext/openai_public.py), as in gpt-oss's tokenizer.json
+    "gpt4o": "|".join([
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]),
+    # Mistral Nemo's tokenizer.json (llama.cpp keeps it as a comment beside its approximation)
+    "tekken": r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+",
 }
+IGNORE_MERGES = {"llama3", "tekken"}
 
 TEXTS = [
     "Hello world",
@@ -49,6 +72,17 @@ TEXTS = [
     "a\u00a0b\u3000c\u2028d",
     "!!!???...,,,;;;",
     "'s 't 're 'x '",
+    # letter case (o200k and tekken split where lower case ends and upper case starts)
+    "HelloWorld iPhone HTTPServer getHTTPResponse ABCdef abcDEF A1b2C3",
+    "DON'T I'M THEY'LL we'RE You'Ve SHE'D it's McDonald's O'Neil 'S 'Re",
+    "ÉCOLE école Ærø ÀÉÎõü ǅungla ǈ ʰello ʰ ǅ",
+    # marks: decomposed accents, Devanagari, Thai, a mark after punctuation or alone
+    "e\u0301cole Cafe\u0301 नमस्ते दुनिया ภาษาไทย !\u0301 \u0301x \u0301",
+    "中文Text日本語テキストABC한국어abc",
+    "x/y//z/\n/\n\npath/to/file.txt\r\n\r\n",
+    "1234567 12345678901 ٣٤٥٦ ①②③④ 3.14 1,000,000 v2.0.1",
+    "🙂🙃🙂 emoji!!👍🏽👨‍👩‍👧 ok",
+    "a  b   c\t\td \n \n e\n\n\n  f   ",
     "",
 ]
 
@@ -74,19 +108,45 @@ def main():
     gpt2 = Tokenizer(models.BPE(vocab=vocab_d, merges=merge_t))
     gpt2.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     toks["gpt2"] = gpt2
+    smollm = Tokenizer(models.BPE(vocab=vocab_d, merges=merge_t))
+    smollm.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Digits(individual_digits=True),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+    ])
+    toks["smollm"] = smollm
     for name, rx in PRE.items():
-        t = Tokenizer(models.BPE(vocab=vocab_d, merges=merge_t, ignore_merges=(name == "llama3")))
+        t = Tokenizer(models.BPE(vocab=vocab_d, merges=merge_t, ignore_merges=(name in IGNORE_MERGES)))
         t.pre_tokenizer = pre_tokenizers.Sequence([
             pre_tokenizers.Split(Regex(rx), behavior="isolated", invert=False),
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
         ])
         toks[name] = t
+    unmap = {c: b for b, c in bytes_to_unicode().items()}
     for name, t in toks.items():
         t.decoder = decoders.ByteLevel()
         for text in TEXTS:
             ids = t.encode(text, add_special_tokens=False).ids
             assert t.decode(ids) == text, (name, text)
             print(f"G\t{name}\t{text.encode().hex()}\t" + " ".join(map(str, ids)))
+        for text in TEXTS:
+            pieces = [bytes(unmap[c] for c in p) for p, _ in t.pre_tokenizer.pre_tokenize_str(text)]
+            assert b"".join(pieces) == text.encode(), (name, text)
+            if name in PRE:  # a second regex engine agrees
+                other = [m.encode() for m in regex.findall(PRE[name], text)]
+                assert other == pieces, (text, other, pieces)
+            print(f"S\t{name}\t{text.encode().hex()}" + "".join("\t" + p.hex() for p in pieces))
+
+
+def bytes_to_unicode():
+    bs = list(range(0x21, 0x7F)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {b: chr(c) for b, c in zip(bs, cs)}
 
 
 if __name__ == "__main__":

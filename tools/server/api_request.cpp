@@ -269,7 +269,25 @@ GenRequest parse_chat(const json& body, const ApiContext& ctx) {
         }
         chat.push_back({rn, text});
     }
-    r.job.prompt = ctx.tok->encode(format_chat(chat, true, ctx.arch), ctx.tok->add_bos_default(), true);
+    // Thinking and reasoning effort, as llama.cpp and vLLM take them: chat_template_kwargs
+    // {"enable_thinking": bool, "reasoning_effort": ...} or OpenAI's top-level reasoning_effort.
+    ChatOptions opt;
+    const auto effort = [&](const json& obj, const char* key) {
+        if (const json* e = field(obj, key)) {
+            if (!e->is_string() || (*e != "low" && *e != "medium" && *e != "high"))
+                throw ApiError(400, std::string("'") + key + "' must be \"low\", \"medium\" or \"high\"", key);
+            opt.reasoning_effort = e->get<std::string>();
+        }
+    };
+    effort(body, "reasoning_effort");
+    if (const json* kw = field(body, "chat_template_kwargs")) {
+        if (!kw->is_object()) throw ApiError(400, "'chat_template_kwargs' must be an object", "chat_template_kwargs");
+        if (field(*kw, "enable_thinking")) opt.thinking = boolean(*kw, "enable_thinking", false) ? 1 : 0;
+        effort(*kw, "reasoning_effort");
+    }
+    const ChatTemplate& tmpl = ctx.chat ? *ctx.chat : chat_template_for(ctx.arch);
+    r.job.prompt = ctx.tok->encode(format_chat(chat, true, tmpl, opt), ctx.tok->add_bos_default(), true);
+    if (tmpl.has_reasoning()) r.job.reply_template = &tmpl;
     r.job.sampling.want_logprobs = r.logprobs;
     r.job.sampling.n_logprobs = r.top_logprobs;
     check_prompt(r, ctx);

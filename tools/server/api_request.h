@@ -25,6 +25,7 @@ struct ApiError : std::runtime_error {
 struct ApiContext {
     const Tokenizer* tok = nullptr;
     std::string arch;
+    const ChatTemplate* chat = nullptr;  // the template for arch and this vocabulary (null: by arch alone)
     int64_t n_ctx = 0;
     SamplerParams defaults;  // the server's sampling flags (--temp, --top-k, ...): what a request leaves out
     std::vector<int32_t> eog_ids;  // the end-of-generation tokens (banned by ignore_eos)

@@ -61,12 +61,13 @@ json logprobs_json(const ResponseMeta& m, const std::vector<TokenOut>& tokens, c
 }
 
 json full_response(const ResponseMeta& m, const std::string& text, const std::vector<TokenOut>& tokens,
-                   const std::string& finish, const Usage& u, const Tokenizer& tok) {
+                   const std::string& finish, const Usage& u, const Tokenizer& tok, const std::string& reasoning) {
     json choice = {{"index", 0}, {"finish_reason", finish}};
     choice["logprobs"] = m.logprobs ? logprobs_json(m, tokens, tok, 0) : json(nullptr);
-    if (m.chat)
+    if (m.chat) {
         choice["message"] = {{"role", "assistant"}, {"content", text}};
-    else
+        if (!reasoning.empty()) choice["message"]["reasoning_content"] = reasoning;
+    } else
         choice["text"] = text;
     return {{"id", m.id},
             {"object", m.chat ? "chat.completion" : "text_completion"},
@@ -77,7 +78,7 @@ json full_response(const ResponseMeta& m, const std::string& text, const std::ve
 }
 
 json stream_chunk(const ResponseMeta& m, const std::string& text, const std::vector<TokenOut>& tokens,
-                  const std::string& finish, bool first, size_t text_offset, const Tokenizer& tok) {
+                  const std::string& finish, bool first, size_t text_offset, const Tokenizer& tok, const std::string& reasoning) {
     json choice = {{"index", 0}};
     choice["finish_reason"] = finish.empty() ? json(nullptr) : json(finish);
     choice["logprobs"] = m.logprobs && !tokens.empty() ? logprobs_json(m, tokens, tok, text_offset) : json(nullptr);
@@ -85,6 +86,7 @@ json stream_chunk(const ResponseMeta& m, const std::string& text, const std::vec
         json delta = json::object();
         if (first) delta["role"] = "assistant";
         if (!text.empty() || (first && finish.empty())) delta["content"] = text;
+        if (!reasoning.empty()) delta["reasoning_content"] = reasoning;
         choice["delta"] = delta;
     } else {
         choice["text"] = text;

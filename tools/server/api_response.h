@@ -26,12 +26,15 @@ nlohmann::json usage_json(const Usage& u);
 // The logprobs object for these tokens; text_offset counts bytes of the reply before them.
 nlohmann::json logprobs_json(const ResponseMeta& m, const std::vector<TokenOut>& tokens, const Tokenizer& tok, size_t text_offset);
 // A whole (non-streamed) response.
+// A chat's reasoning (a template that marks it: gpt-oss, Qwen 3 thinking) is the message's
+// reasoning_content, as llama.cpp and vLLM report it; absent when there is none.
 nlohmann::json full_response(const ResponseMeta& m, const std::string& text, const std::vector<TokenOut>& tokens,
-                             const std::string& finish, const Usage& u, const Tokenizer& tok);
+                             const std::string& finish, const Usage& u, const Tokenizer& tok, const std::string& reasoning = {});
 // One stream chunk: a text delta (with its tokens' logprobs) and/or the finish reason. The
 // first chat chunk carries the assistant role.
 nlohmann::json stream_chunk(const ResponseMeta& m, const std::string& text, const std::vector<TokenOut>& tokens,
-                            const std::string& finish, bool first, size_t text_offset, const Tokenizer& tok);
+                            const std::string& finish, bool first, size_t text_offset, const Tokenizer& tok,
+                            const std::string& reasoning = {});
 // The last chunk of a stream with stream_options.include_usage: no choices, the usage.
 nlohmann::json usage_chunk(const ResponseMeta& m, const Usage& u);
 

@@ -1,5 +1,7 @@
 #include "tools/server/engine.h"
 
+#include "core/runtime/generate.h"
+
 #include <algorithm>
 #include <chrono>
 
@@ -107,6 +109,7 @@ void Engine::admit() {
         const JobParams& p = sl.job->params;
         sl.sampler = std::make_unique<Sampler>(p.sampling);
         sl.text = StopText(p.stop);
+        if (p.reply_template) sl.reply = std::make_unique<ReplySplitter>(*p.reply_template);
         sl.usage.prompt_tokens = int64_t(p.prompt.size());
         metrics_.prompt_tokens += p.prompt.size();
         if (p.prompt.empty() || int64_t(p.prompt.size()) >= s_.params().n_ctx) {
@@ -217,7 +220,13 @@ void Engine::on_logits(int i, float* logits) {
         t.top = sl.sampler->last_top();
     }
     sl.sampled.push_back(t);
-    StopText::Out out = sl.text.push(t.piece);
+    std::string content = t.piece;
+    if (sl.reply) {
+        ReplySplitter::Out r = sl.reply->push(id < tok_.n_vocab() ? reply_piece(tok_, id, p.reply_template) : std::string());
+        content = std::move(r.content);
+        sl.reasoning += sl.reasoning_utf8.push(r.reasoning);
+    }
+    StopText::Out out = sl.text.push(content);
     if (out.stopped) {
         finish(i, "stop", "", &out);
         return;
@@ -227,13 +236,15 @@ void Engine::on_logits(int i, float* logits) {
         finish(i, "length", "", &out);
         return;
     }
-    if (!out.text.empty() || !out.tokens.empty()) emit(sl, *sl.job, std::move(out), "", "");
+    if (!out.text.empty() || !out.tokens.empty() || !sl.reasoning.empty()) emit(sl, *sl.job, std::move(out), "", "");
     sl.next = id;
 }
 
-void Engine::emit(const Slot& sl, Job& job, StopText::Out&& out, const std::string& finish, const std::string& error) {
+void Engine::emit(Slot& sl, Job& job, StopText::Out&& out, const std::string& finish, const std::string& error) {
     JobEvent e;
     e.text = std::move(out.text);
+    e.reasoning = std::move(sl.reasoning);
+    sl.reasoning.clear();
     for (size_t k : out.tokens) e.tokens.push_back(sl.sampled.at(k));
     e.finish = finish;
     e.error = error;
@@ -245,6 +256,15 @@ void Engine::finish(int i, const std::string& reason, const std::string& error, 
     Slot& sl = slots_[size_t(i)];
     // What was released last, then whatever the stop-string check still holds back.
     StopText::Out out = last ? std::move(*last) : StopText::Out{};
+    if (sl.reply && !sl.text.stopped()) {
+        // What the splitter held back (text that might have begun a marker) ends the reply.
+        ReplySplitter::Out r = sl.reply->finish();
+        sl.reasoning += sl.reasoning_utf8.push(r.reasoning);
+        StopText::Out more = sl.text.push(r.content, false);
+        out.text += more.text;
+        out.tokens.insert(out.tokens.end(), more.tokens.begin(), more.tokens.end());
+    }
+    if (sl.reply) sl.reasoning += sl.reasoning_utf8.flush();
     StopText::Out rest = sl.text.finish();
     out.text += rest.text;
     out.tokens.insert(out.tokens.end(), rest.tokens.begin(), rest.tokens.end());

@@ -48,6 +48,9 @@ private:
         int64_t n_gen = 0;
         std::unique_ptr<Sampler> sampler;
         StopText text;
+        std::unique_ptr<ReplySplitter> reply;  // JobParams::reply_template
+        Utf8Stream reasoning_utf8;
+        std::string reasoning;  // released with the next event
         std::vector<TokenOut> sampled;  // generated tokens, in order; released with their text
         Usage usage;
         uint64_t admitted = 0, last_used = 0;
@@ -61,7 +64,7 @@ private:
     void on_logits(int i, float* logits);
     // Ends slot i's job: `last` is what the final token released (if any).
     void finish(int i, const std::string& reason, const std::string& error = {}, StopText::Out* last = nullptr);
-    void emit(const Slot& sl, Job& job, StopText::Out&& out, const std::string& finish, const std::string& error);
+    void emit(Slot& sl, Job& job, StopText::Out&& out, const std::string& finish, const std::string& error);
 
     Session& s_;
     const Tokenizer& tok_;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/runtime/sampling.h"
+#include "core/text/chat_template.h"
 
 namespace ls::server {
 
@@ -19,6 +20,9 @@ struct JobParams {
     SamplerParams sampling;       // want_logprobs / n_logprobs for logprobs
     int64_t max_tokens = -1;      // -1: until end of generation or a full context
     std::vector<std::string> stop;
+    // A chat whose template marks reasoning in the reply: the reply is read with its special
+    // tokens through a ReplySplitter, the content is the text, the reasoning goes apart.
+    const ChatTemplate* reply_template = nullptr;
 };
 
 struct TokenOut {
@@ -36,6 +40,7 @@ struct Usage {
 // with the tokens it completes; the last one has `finish` ("stop" or "length") or `error`.
 struct JobEvent {
     std::string text;
+    std::string reasoning;  // reply_template: new reasoning text (whole UTF-8 characters)
     std::vector<TokenOut> tokens;
     std::string finish, error;
     Usage usage;  // on the last event

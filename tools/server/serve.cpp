@@ -67,7 +67,7 @@ bool pump(State& st, const std::shared_ptr<Job>& job, const ResponseMeta& meta, 
         return true;
     };
     auto sse = [&](const json& j) { return write("data: " + dump(j) + "\n\n"); };
-    std::string text;
+    std::string text, reasoning;
     std::vector<TokenOut> tokens;
     size_t offset = 0;
     bool first = true;
@@ -91,8 +91,8 @@ bool pump(State& st, const std::shared_ptr<Job>& job, const ResponseMeta& meta, 
             break;
         }
         if (g.stream) {
-            if (!e.text.empty() || !e.tokens.empty() || (first && meta.chat)) {
-                if (!sse(stream_chunk(meta, e.text, e.tokens, "", first, offset, *st.tok))) return false;
+            if (!e.text.empty() || !e.tokens.empty() || !e.reasoning.empty() || (first && meta.chat)) {
+                if (!sse(stream_chunk(meta, e.text, e.tokens, "", first, offset, *st.tok, e.reasoning))) return false;
                 first = false;
                 for (const auto& t : e.tokens) offset += t.piece.size();
             }
@@ -104,9 +104,10 @@ bool pump(State& st, const std::shared_ptr<Job>& job, const ResponseMeta& meta, 
             }
         } else {
             text += e.text;
+            reasoning += e.reasoning;
             tokens.insert(tokens.end(), e.tokens.begin(), e.tokens.end());
             if (!e.finish.empty()) {
-                if (!write(dump(full_response(meta, text, tokens, e.finish, e.usage, *st.tok)))) return false;
+                if (!write(dump(full_response(meta, text, tokens, e.finish, e.usage, *st.tok, reasoning)))) return false;
                 break;
             }
         }
@@ -321,6 +322,7 @@ int serve(const ServeConfig& c) {
         st.session = std::make_unique<Session>(*st.model, *st.backend, c.session);
         st.api.tok = st.tok.get();
         st.api.arch = st.model->hparams().arch;
+        st.api.chat = &chat_template_for(st.api.arch, [&](std::string_view t) { return st.tok->find_token(t) >= 0; });
         st.api.n_ctx = st.session->params().n_ctx;
         st.api.defaults = c.sampling;
         for (int32_t id = 0; id < st.tok->n_vocab(); ++id)

@@ -59,11 +59,12 @@ StopText::Out StopText::release(size_t upto, bool final) {
     return out;
 }
 
-StopText::Out StopText::push(const std::string& piece) {
+StopText::Out StopText::push(const std::string& piece, bool new_token) {
     if (stopped_) return {};
     const size_t before = buf_.size();
     buf_ += piece;
-    ends_.push_back(buf_.size());
+    if (new_token || ends_.empty()) ends_.push_back(buf_.size());
+    else ends_.back() = buf_.size();
     // A stop string that ends inside the new piece (it may start in earlier bytes).
     size_t cut = std::string::npos;
     for (const std::string& st : stops_) {

@@ -19,8 +19,8 @@ public:
         std::vector<size_t> tokens;      // indices (in push order) of the tokens released with it
         bool stopped = false;            // a stop string matched: nothing more will be released
     };
-    // Adds the bytes of the next generated token.
-    Out push(const std::string& piece);
+    // Adds the bytes of the next generated token (new_token=false: more bytes of the last one).
+    Out push(const std::string& piece, bool new_token = true);
     // The generation ended (end of generation, length, cancel): releases what is held back;
     // an unfinished UTF-8 sequence at the end becomes U+FFFD.
     Out finish();

@@ -1,0 +1,129 @@
+// Chat requests for templates whose replies hold reasoning: the prompt parse_chat builds, the
+// thinking and effort options, harmony's end-of-generation tokens, and the reasoning_content
+// of responses and stream chunks. No model: a tiny byte-level vocabulary with the harmony and
+// ChatML special tokens.
+#include <catch2/catch.hpp>
+
+#include "core/runtime/generate.h"
+#include "core/text/tokenizer.h"
+#include "tools/server/api_request.h"
+#include "tools/server/api_response.h"
+#include "tools/server/stop_text.h"
+
+using namespace ls;
+using namespace ls::server;
+using nlohmann::json;
+
+namespace {
+
+Tokenizer harmony_vocab() {
+    Vocab v;
+    v.kind = TokenizerKind::BytePairGpt2;
+    v.pre = "gpt-4o";
+    // Every byte's bytes_to_unicode character, then the specials.
+    int n = 0;
+    for (int b = 0; b < 256; ++b) {
+        const bool direct = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+        std::string s;
+        utf8_append(s, direct ? uint32_t(b) : uint32_t(256 + n++));
+        v.tokens.push_back(s);
+        v.types.push_back(1);
+    }
+    for (const char* t : {"<|start|>", "<|message|>", "<|end|>", "<|channel|>", "<|return|>", "<|call|>", "<|im_start|>", "<|im_end|>",
+                          "<think>", "</think>"}) {
+        v.tokens.push_back(t);
+        v.types.push_back(std::string_view(t).starts_with("<|") ? 3 : 4);
+    }
+    v.eos_id = int32_t(v.tokens.size()) - 6;  // <|return|>
+    return Tokenizer(std::move(v));
+}
+
+}  // namespace
+
+TEST_CASE("server chat: harmony prompt, options and end-of-generation tokens", "[server][chat]") {
+    const Tokenizer tok = harmony_vocab();
+    // <|end|> closes a message, not the reply: <|return|> and <|call|> end generation.
+    CHECK_FALSE(tok.is_eog(tok.find_token("<|end|>")));
+    CHECK(tok.is_eog(tok.find_token("<|return|>")));
+    CHECK(tok.is_eog(tok.find_token("<|call|>")));
+
+    ApiContext ctx;
+    ctx.tok = &tok;
+    ctx.arch = "gpt-oss";
+    ctx.n_ctx = 4096;
+    ctx.chat = &chat_template_for(ctx.arch, [&](std::string_view t) { return tok.find_token(t) >= 0; });
+    json body = {{"messages", {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "Hi"}}}},
+                 {"reasoning_effort", "low"}};
+    GenRequest r = parse_chat(body, ctx);
+    CHECK(r.job.reply_template == ctx.chat);
+    const std::string prompt = tok.decode(r.job.prompt);
+    CHECK(prompt.find("Reasoning: low\n\n") != std::string::npos);
+    CHECK(prompt.find("<|start|>developer<|message|># Instructions\n\nBe brief.\n\n<|end|><|start|>user<|message|>Hi<|end|><|start|>assistant") !=
+          std::string::npos);
+    CHECK(prompt.ends_with("<|start|>assistant"));
+    body["chat_template_kwargs"] = {{"reasoning_effort", "high"}};
+    CHECK(tok.decode(parse_chat(body, ctx).job.prompt).find("Reasoning: high\n\n") != std::string::npos);
+    body["reasoning_effort"] = "extreme";
+    CHECK_THROWS_AS(parse_chat(body, ctx), ApiError);
+    body["reasoning_effort"] = "medium";
+    body["chat_template_kwargs"] = "yes";
+    CHECK_THROWS_AS(parse_chat(body, ctx), ApiError);
+}
+
+TEST_CASE("server chat: Qwen 3 thinking from chat_template_kwargs or the soft switch", "[server][chat]") {
+    const Tokenizer tok = harmony_vocab();
+    ApiContext ctx;
+    ctx.tok = &tok;
+    ctx.arch = "qwen3";
+    ctx.n_ctx = 4096;
+    json body = {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}};
+    const auto prompt = [&] { return tok.decode(parse_chat(body, ctx).job.prompt); };
+    CHECK(prompt().ends_with("<|im_start|>assistant\n<think>\n\n</think>\n\n"));
+    CHECK(parse_chat(body, ctx).job.reply_template == &chat_template_for("qwen3"));
+    body["chat_template_kwargs"] = {{"enable_thinking", true}};
+    CHECK(prompt().ends_with("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"));
+    body["chat_template_kwargs"] = {{"enable_thinking", false}};
+    body["messages"][0]["content"] = "Hi /think";
+    CHECK(prompt().ends_with("<think>\n\n</think>\n\n"));
+    body.erase("chat_template_kwargs");
+    CHECK(prompt().ends_with("Hi /think<|im_end|>\n<|im_start|>assistant\n"));
+    // A template without reasoning markers reads replies as before.
+    ctx.arch = "llama";
+    CHECK(parse_chat(body, ctx).job.reply_template == nullptr);
+}
+
+TEST_CASE("server chat: reasoning_content in responses and stream chunks", "[server][chat]") {
+    const Tokenizer tok = harmony_vocab();
+    ResponseMeta m;
+    m.chat = true;
+    m.id = "x";
+    json full = full_response(m, "Hello", {}, "stop", Usage{}, tok, "The user greets.");
+    CHECK(full["choices"][0]["message"]["content"] == "Hello");
+    CHECK(full["choices"][0]["message"]["reasoning_content"] == "The user greets.");
+    CHECK_FALSE(full_response(m, "Hello", {}, "stop", Usage{}, tok)["choices"][0]["message"].contains("reasoning_content"));
+    json chunk = stream_chunk(m, "", {}, "", false, 0, tok, "thinking");
+    CHECK(chunk["choices"][0]["delta"]["reasoning_content"] == "thinking");
+    CHECK_FALSE(chunk["choices"][0]["delta"].contains("content"));
+}
+
+TEST_CASE("server stop text: more bytes of the last token", "[server]") {
+    StopText s({"END"});
+    CHECK(s.push("ab").text == "ab");
+    StopText::Out o = s.push("cE", false);  // held: "E" may begin END
+    CHECK(o.text == "c");
+    o = s.push("ND!", false);
+    CHECK(o.stopped);
+    CHECK(o.text.empty());
+    StopText t;
+    CHECK(t.push("x", false).tokens == std::vector<size_t>{0});  // no token yet: it is one
+}
+
+TEST_CASE("reply_piece: control tokens are rendered only where a reply marker has them", "[server][chat]") {
+    const Tokenizer tok = harmony_vocab();
+    const ChatTemplate& harmony = chat_template_for("gpt-oss");
+    const int32_t channel = tok.find_token("<|channel|>"), im_start = tok.find_token("<|im_start|>"), a = tok.find_token("a");
+    CHECK(reply_piece(tok, channel, &harmony) == "<|channel|>");
+    CHECK(reply_piece(tok, im_start, &harmony).empty());  // not harmony's: stays out as before
+    CHECK(reply_piece(tok, a, &harmony) == "a");
+    CHECK(reply_piece(tok, channel, nullptr).empty());
+}
