@@ -18,3 +18,24 @@ while read -r reused evaluated generated; do
   prev_total=$((reused + evaluated + generated)); n=$((n + 1))
 done <<<"$stats"
 echo "chat: $n turns, each later turn reused the whole cached conversation"
+
+# Each family of issue 20 on its tiny model with its own template (Llama 3 headers, ChatML with
+# Qwen 3's empty think block, Gemma turns, gpt-oss harmony): three turns, each later one reusing
+# at least the previous turn's prompt less its generation prompt (which these templates render
+# differently once the turn is history: Qwen 3 drops the empty think block, harmony the
+# analysis channel). Windows of 4 tokens with -ub 16 (rings of 20 rows) keep the roll-back to
+# the end of that prompt inside the ring.
+for m in llama qwen3 qwen3moe gemma2 gptoss; do
+  out="$(printf 'hi there\nthe answer\nagain\n' | LOCKSTEP_CHAT_STATS=1 "$bin" chat -m "$src/tests/data/${m}_tiny.gguf" \
+         -n 8 --temp 0 -c 1024 -ub 16 2>&1)" || { echo "FAIL: chat on $m exited non-zero"; echo "$out"; exit 1; }
+  stats="$(sed -nE 's/^\[turn: ([0-9]+) prompt tokens reused, ([0-9]+) evaluated, ([0-9]+) generated\]$/\1 \2 \3/p' <<<"$out")"
+  [ "$(wc -l <<<"$stats")" -eq 3 ] || { echo "FAIL: $m: expected 3 turns:"; echo "$out"; exit 1; }
+  prev_prompt=0; n=0
+  while read -r reused evaluated generated; do
+    if [ "$n" -gt 0 ] && [ "$reused" -lt "$((prev_prompt - 8))" ]; then
+      echo "FAIL: $m: turn $((n + 1)) reused $reused tokens, want at least $((prev_prompt - 8))"; echo "$out"; exit 1
+    fi
+    prev_prompt=$((reused + evaluated)); n=$((n + 1))
+  done <<<"$stats"
+  echo "chat: $m: $n turns with its template, each later turn reusing the cached conversation"
+done
