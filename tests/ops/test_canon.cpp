@@ -123,3 +123,47 @@ TEST_CASE("attention blocks fold to the softmax-weighted sum, whatever the cut",
         for (int i = 0; i < Dv; ++i) want[i] += std::exp(double(sc[size_t(k)]) - mx) / sum * v[size_t(k) * Dv + size_t(i)];
     for (int i = 0; i < Dv; ++i) CHECK(std::fabs(double(canon_div(o[i], l)) - want[i]) <= 1e-5 * (1.0 + std::fabs(want[i])));
 }
+
+TEST_CASE("an attention sink folded last is an extra logit in the softmax denominator", "[canon]") {
+    // gpt-oss's sinks (HF / ggml meaning): out = sum_k e^{s_k} v_k / (sum_k e^{s_k} + e^{sink}).
+    // attn_fold_sink after the blocks' folds equals it to float accuracy, relative to the
+    // weighted magnitudes (a dominating sink shrinks every output toward 0).
+    std::mt19937 rng(5);
+    std::normal_distribution<float> d(0.f, 3.f);
+    const int n = 150, Dv = 4;
+    std::vector<float> sc(n), v(size_t(n) * Dv);
+    for (auto& x : sc) x = d(rng);
+    for (auto& x : v) x = d(rng);
+    for (float sink : {-200.0f, -5.0f, 0.0f, 2.5f, 12.0f, 40.0f}) {
+        INFO("sink " << sink);
+        float m = 0, l = 0, o[Dv] = {};
+        for (int b0 = 0; b0 < n; b0 += int(kAttnBlock)) {
+            const int b1 = std::min(n, b0 + int(kAttnBlock));
+            float mb = -INFINITY, lb = 0, ob[Dv] = {};
+            for (int k = b0; k < b1; ++k) mb = std::fmax(mb, sc[size_t(k)]);
+            for (int k = b0; k < b1; ++k) {
+                const float p = det_exp(sc[size_t(k)] - mb);
+                lb = lb + p;
+                for (int i = 0; i < Dv; ++i) ob[i] = ob[i] + p * v[size_t(k) * Dv + size_t(i)];
+            }
+            if (b0 == 0) {
+                m = mb, l = lb;
+                for (int i = 0; i < Dv; ++i) o[i] = ob[i];
+            } else {
+                attn_fold(m, l, o, mb, lb, ob, Dv);
+            }
+        }
+        attn_fold_sink(m, l, o, sink, Dv);
+        double mx = sink, sum = 0, want[Dv] = {}, mag[Dv] = {};
+        for (float x : sc) mx = std::max(mx, double(x));
+        for (int k = 0; k < n; ++k) sum += std::exp(double(sc[size_t(k)]) - mx);
+        sum += std::exp(double(sink) - mx);
+        for (int k = 0; k < n; ++k)
+            for (int i = 0; i < Dv; ++i) {
+                const double w = std::exp(double(sc[size_t(k)]) - mx) / sum;
+                want[i] += w * v[size_t(k) * Dv + size_t(i)];
+                mag[i] += w * std::fabs(double(v[size_t(k) * Dv + size_t(i)]));
+            }
+        for (int i = 0; i < Dv; ++i) CHECK(std::fabs(double(canon_div(o[i], l)) - want[i]) <= 1e-5 * mag[i] + 1e-37);
+    }
+}
