@@ -1,6 +1,7 @@
 #include "core/models/moe.h"
 
 #include <cmath>
+#include <vector>
 
 #include "core/ir/ops.h"
 
@@ -10,12 +11,17 @@ Tensor* moe_experts(Graph& g, const MoeExperts& w, Tensor* x, Tensor* ids, Tenso
     using namespace ops;
     const int64_t E = x->ne[0], T = x->ne[1], k = ids->ne[0], F = w.n_ff;
     Tensor* hx = reshape(g, x, {E, 1, T});
-    // Each selected expert's bias row, as [n, k, T] beside its matmul's output.
-    Tensor* flat_ids = nullptr;
+    // Each selected expert's bias row, [n, k, T] beside its matmul's output: a matmul of the
+    // biases seen as experts of one input over a row of ones (b * 1, exact), so the expert ids
+    // stay where mul_mat_id reads them, on the device (get_rows takes host-side indices).
+    Tensor* ones = nullptr;
     auto biased = [&](Tensor* y, Tensor* b) {
         if (!b) return y;
-        if (!flat_ids) flat_ids = reshape(g, ids, {k * T});
-        return add(g, y, reshape(g, get_rows(g, b, flat_ids), {b->ne[0], k, T}));
+        if (!ones) {
+            const std::vector<float> one(size_t(T), 1.0f);
+            ones = g.input(DType::F32, {1, 1, T}, one.data(), "ones");
+        }
+        return add(g, y, mul_mat_id(g, reshape(g, b, {1, b->ne[0], b->ne[1]}), ones, ids));
     };
     Tensor* a;
     if (w.act == MoeAct::SwigluOai) {
