@@ -2,8 +2,7 @@
 
 #include <stdexcept>
 
-#include "core/models/gemma2.h"
-#include "core/models/gemma3.h"
+#include "core/models/gemma.h"
 #include "core/models/gemma4.h"
 #include "core/models/gpt_oss.h"
 #include "core/models/llama.h"
@@ -28,9 +27,9 @@ constexpr Family kFamilies[] = {
     {"llama", &make_llama<ROPE_NORMAL, false>},
     {"qwen3", &make_llama<ROPE_NEOX, true>},
     {"qwen3moe", &make_llama<ROPE_NEOX, true>},
-    {"gemma2", &make<Gemma2>},
+    {"gemma2", &make<Gemma>},
     {"gpt-oss", &make<GptOss>},
-    {"gemma3", &make<Gemma3>},
+    {"gemma3", &make<Gemma>},
     {"gemma4", &make<Gemma4>},
     {"qwen3next", &make_qwen3_hybrid<HEADS_GROUPED>},
     {"qwen35", &make_qwen3_hybrid<HEADS_TILED>},

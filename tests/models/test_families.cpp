@@ -23,6 +23,7 @@
 #include "core/runtime/session.h"
 #include "tests/support/gguf_edit.h"
 #include "tests/support/golden.h"
+#include "tests/support/kv_contract.h"
 #include "tests/support/logits_util.h"
 #include "tests/support/test_util.h"
 
@@ -30,29 +31,6 @@ using namespace ls;
 using namespace ls::test;
 
 namespace {
-
-int32_t argmax(const float* l, int64_t n) { return int32_t(std::max_element(l, l + n) - l); }
-
-struct Loaded {
-    std::unique_ptr<Backend> be;
-    std::unique_ptr<Model> model;
-};
-
-Loaded load(const std::string& backend, const std::string& kind) {
-    Loaded l;
-    l.be = make_backend(backend);
-    l.model = load_model(test_data(kind + "_tiny.gguf"), *l.be);
-    return l;
-}
-
-std::unique_ptr<Session> session(const Loaded& l, int64_t n_ctx, int64_t n_ubatch, DType kv, int32_t n_seq = 1) {
-    SessionParams p;
-    p.n_ctx = n_ctx;
-    p.n_ubatch = n_ubatch;
-    p.n_seq = n_seq;
-    p.type_k = p.type_v = kv;
-    return std::make_unique<Session>(*l.model, *l.be, p);
-}
 
 const std::vector<std::string> kFamilies = {"llama", "qwen3", "qwen3moe", "gemma2", "gptoss"};
 const std::vector<std::string> kSliding = {"gemma2", "gptoss"};
@@ -64,11 +42,11 @@ TEST_CASE("families: tiny model logits match transformers, whole and in ubatches
     for (const std::string& kind : {"llama", "qwen3", "qwen3moe", "gemma2", "gptossf32"}) {
         const Golden gold = read_golden(kind == "gptossf32" ? "gptoss_tiny" : kind + "_tiny");
         for (const std::string& bk : all_backend_names()) {
-            Loaded l = load(bk, kind);
+            LoadedModel l = load_tiny(bk, kind);
             REQUIRE(l.model->hparams().n_vocab == gold.n_vocab);
             for (int64_t ub : {int64_t(128), int64_t(16)}) {
                 INFO(kind << " on backend " << bk << ", ubatch " << ub);
-                auto s = session(l, 128, ub, DType::F32);
+                auto s = new_session(l, 128, ub, DType::F32);
                 const GoldenDiff d = compare_golden(s->eval(gold.tokens, 0), gold);
                 // float32 on both sides, each in its own summation order: transformers' own
                 // whole-prompt and token-at-a-time paths differ by up to 1.7e-5 (qwen3), 2.7e-6
@@ -89,8 +67,8 @@ TEST_CASE("families: gpt-oss with MXFP4 experts stays within 8-bit activation ro
     const Golden gold = read_golden("gptoss_tiny");
     for (const std::string& bk : all_backend_names()) {
         INFO("backend " << bk);
-        Loaded l = load(bk, "gptoss");
-        const std::vector<float> got = session(l, 128, 128, DType::F32)->eval(gold.tokens, 0);
+        LoadedModel l = load_tiny(bk, "gptoss");
+        const std::vector<float> got = new_session(l, 128, 128, DType::F32)->eval(gold.tokens, 0);
         const GoldenDiff d = compare_golden(got, gold);
         double sum = 0;
         for (size_t i = 0; i < got.size(); ++i) sum += std::fabs(double(got[i]) - gold.logits[i]);
@@ -104,11 +82,11 @@ TEST_CASE("families: gpt-oss with MXFP4 experts stays within 8-bit activation ro
 TEST_CASE("families: the sliding layers and their rings come from the metadata", "[families][kv]") {
     for (const std::string& kind : kSliding) {
         INFO(kind);
-        Loaded l = load("reference", kind);
+        LoadedModel l = load_tiny("reference", kind);
         const Hparams& hp = l.model->hparams();
         const int32_t W = hp.layers[0].window;
         REQUIRE(W == 4);
-        auto s = session(l, 64, 4, DType::F16);
+        auto s = new_session(l, 64, 4, DType::F16);
         for (int64_t il = 0; il < hp.n_layer; ++il) {
             INFO("layer " << il);
             CHECK(hp.layers[size_t(il)].window == (il % 2 == 0 ? W : 0));
@@ -122,22 +100,9 @@ TEST_CASE("families: one ubatch, chunks across ring wraps and uneven calls all e
     const std::string kind = GENERATE(from_range(kSliding));
     const DType kv = GENERATE(DType::F16, DType::Q8_0);
     INFO(kind << " on backend " << bk << ", kv cache " << dtype_name(kv));
-    Loaded l = load(bk, kind);
-    const int32_t nv = int32_t(l.model->hparams().n_vocab);
-    const std::vector<int32_t> prompt = random_tokens(43, 5, nv);  // last chunk of 3 < W
-    const std::vector<float> want = one_by_one(*session(l, 128, 1, kv), prompt);
-    REQUIRE_BIT_IDENTICAL(session(l, 128, 64, kv)->eval(prompt, 0), want, nv);  // one ubatch
-    auto chunked = session(l, 128, 8, kv);  // windowed rings of 12 rows wrap every 12 tokens
-    REQUIRE(chunked->kv().ring_rows(0) == 12);
-    REQUIRE_BIT_IDENTICAL(chunked->eval(prompt, 0), want, nv);
-    auto uneven = session(l, 128, 8, kv);
-    std::vector<float> got;
-    for (size_t i0 = 0, step = 3; i0 < prompt.size(); i0 += step, step = step * 2 + 1) {
-        const size_t i1 = std::min(prompt.size(), i0 + step);
-        std::vector<float> part = uneven->eval({prompt.begin() + int64_t(i0), prompt.begin() + int64_t(i1)}, 0);
-        got.insert(got.end(), part.begin(), part.end());
-    }
-    REQUIRE_BIT_IDENTICAL(got, want, nv);
+    LoadedModel l = load_tiny(bk, kind);
+    REQUIRE(new_session(l, 128, 8, kv)->kv().ring_rows(0) == 12);  // windowed rings wrap every 12 tokens
+    check_batchings_equal_token_at_a_time(l, kv, 43, 8);           // the last chunk of 3 < W
 }
 
 TEST_CASE("families: sequences of different lengths in one ubatch equal each alone", "[families][kv]") {
@@ -145,34 +110,7 @@ TEST_CASE("families: sequences of different lengths in one ubatch equal each alo
     const std::string kind = GENERATE(from_range(kFamilies));
     const DType kv = GENERATE(DType::F16, DType::Q8_0);
     INFO(kind << " on backend " << bk << ", kv cache " << dtype_name(kv));
-    Loaded l = load(bk, kind);
-    const int32_t nv = int32_t(l.model->hparams().n_vocab);
-    const std::vector<size_t> lens = {13, 3, 9, 11};
-    std::vector<std::vector<int32_t>> prompts;
-    std::vector<std::vector<float>> want;
-    for (size_t q = 0; q < lens.size(); ++q) {
-        prompts.push_back(random_tokens(lens[q], uint32_t(40 + q), nv));
-        want.push_back(one_by_one(*session(l, 64, 1, kv), prompts.back()));
-    }
-    // Interleaved token by token, logits for every third token and each sequence's last one;
-    // ubatches of 12 split the batch mid-sequence.
-    auto s = session(l, 64, 12, kv, int32_t(lens.size()));
-    Batch b;
-    for (size_t i = 0; i < 13; ++i)
-        for (size_t q = 0; q < lens.size(); ++q)
-            if (i < lens[q]) b.add(prompts[q][i], int32_t(q), int32_t(i), i % 3 == 0 || i + 1 == lens[q]);
-    const std::vector<float> got = s->decode(b);
-    size_t row = 0;
-    for (size_t r = 0; r < b.size(); ++r) {
-        if (!b.logits[r]) continue;
-        const size_t q = size_t(b.seq[r]), p = size_t(b.pos[r]);
-        INFO("sequence " << q << " position " << p);
-        const std::vector<float> a(got.begin() + int64_t(row * nv), got.begin() + int64_t((row + 1) * nv));
-        const std::vector<float> w(want[q].begin() + int64_t(p * nv), want[q].begin() + int64_t((p + 1) * nv));
-        REQUIRE_BIT_IDENTICAL(a, w, nv);
-        ++row;
-    }
-    REQUIRE(row * size_t(nv) == got.size());
+    check_sequences_together_equal_alone(load_tiny(bk, kind), kv);
 }
 
 TEST_CASE("families: multi-turn chat with prefix reuse equals a fresh evaluation of the transcript", "[families][kv]") {
@@ -180,28 +118,7 @@ TEST_CASE("families: multi-turn chat with prefix reuse equals a fresh evaluation
     const std::string kind = GENERATE(from_range(kSliding));
     const DType kv = GENERATE(DType::F16, DType::Q8_0);
     INFO(kind << " on backend " << bk << ", kv cache " << dtype_name(kv));
-    Loaded l = load(bk, kind);
-    const int32_t nv = int32_t(l.model->hparams().n_vocab);
-    const int64_t n_ctx = 128, B = 4;  // windowed rings of 8 rows
-    auto s = session(l, n_ctx, B, kv);
-    std::vector<int32_t> transcript;
-    for (int turn = 0; turn < 4; ++turn) {
-        INFO("turn " << turn);
-        const std::vector<int32_t> user = random_tokens(size_t(5 + 3 * turn), uint32_t(60 + turn), nv);
-        const size_t at = transcript.size();
-        transcript = concat(transcript, user);
-        std::vector<float> got = s->eval(user, 0);
-        for (int r = 0; r < 6; ++r) {
-            const int32_t next = argmax(got.data() + got.size() - size_t(nv), nv);
-            transcript.push_back(next);
-            std::vector<float> step = s->eval({next}, 0);
-            got.insert(got.end(), step.begin(), step.end());
-        }
-        REQUIRE_BIT_IDENTICAL(got, session(l, n_ctx, B, kv)->eval(transcript, int64_t(at)), nv);
-        // Rolling back the last reply token and feeding it again must not be noticed.
-        REQUIRE(s->seq_rm(0, int64_t(transcript.size()) - 1));
-        s->eval({transcript.back()}, 0);
-    }
+    check_chat_prefix_reuse_equals_fresh(load_tiny(bk, kind), kv, 4, 4);  // windowed rings of 8 rows
 }
 
 TEST_CASE("families: broken metadata and missing tensors are load errors naming the problem", "[families]") {

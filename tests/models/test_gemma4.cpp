@@ -18,6 +18,7 @@
 #include "core/text/tokenizer.h"
 #include "tests/support/gguf_edit.h"
 #include "tests/support/golden.h"
+#include "tests/support/kv_contract.h"
 #include "tests/support/logits_util.h"
 #include "tests/support/test_util.h"
 #include "core/models/registry.h"
@@ -29,33 +30,10 @@ namespace {
 
 constexpr int kWindow = 8;
 
-int32_t argmax(const float* l, int64_t n) { return int32_t(std::max_element(l, l + n) - l); }
-
-struct Loaded {
-    std::unique_ptr<Backend> be;
-    std::unique_ptr<Model> model;
-};
-
-Loaded load(const std::string& backend, const std::string& kind) {
-    Loaded l;
-    l.be = make_backend(backend);
-    l.model = load_model(test_data(kind + "_tiny.gguf"), *l.be);
-    return l;
-}
-
-std::unique_ptr<Session> session(const Loaded& l, int64_t n_ctx, int64_t n_ubatch, DType kv, int32_t n_seq = 1) {
-    SessionParams p;
-    p.n_ctx = n_ctx;
-    p.n_ubatch = n_ubatch;
-    p.n_seq = n_seq;
-    p.type_k = p.type_v = kv;
-    return std::make_unique<Session>(*l.model, *l.be, p);
-}
-
 }  // namespace
 
 TEST_CASE("gemma4: per-layer geometry, shared KV layers and ring sizes come from the metadata", "[gemma4][kv]") {
-    Loaded l = load("reference", "gemma4");
+    LoadedModel l = load_tiny("reference", "gemma4");
     const Hparams& hp = l.model->hparams();
     REQUIRE(hp.n_layer == 6);
     for (int il = 0; il < 6; ++il) {
@@ -68,7 +46,7 @@ TEST_CASE("gemma4: per-layer geometry, shared KV layers and ring sizes come from
         CHECK(L.rope_base == (global ? 1e6f : 1e4f));
         CHECK(L.kv_source == (il == 4 ? 3 : il == 5 ? 2 : -1));
     }
-    auto s = session(l, 64, 4, DType::F16);
+    auto s = new_session(l, 64, 4, DType::F16);
     // Shared layers own no rows; the others: R = min(n_ctx, W + B) when windowed, n_ctx global.
     for (int il = 0; il < 6; ++il) {
         INFO("layer " << il);
@@ -78,7 +56,7 @@ TEST_CASE("gemma4: per-layer geometry, shared KV layers and ring sizes come from
     CHECK(s->kv().k(4)->nelements() == 0);
     CHECK(s->kv().k(5)->nelements() == 0);
 
-    Loaded m = load("reference", "gemma4moe");
+    LoadedModel m = load_tiny("reference", "gemma4moe");
     CHECK(m.model->hparams().layers[1].n_head_kv == 1);
     CHECK(m.model->hparams().layers[0].n_head_kv == 2);
 }
@@ -87,12 +65,12 @@ TEST_CASE("gemma4: tiny model logits match transformers, whole and chunked, on e
     for (const std::string kind : {"gemma4", "gemma4moe"}) {
         const Golden gold = read_golden(kind + "_tiny");
         for (const std::string& bk : all_backend_names()) {
-            Loaded l = load(bk, kind);
+            LoadedModel l = load_tiny(bk, kind);
             REQUIRE(l.model->hparams().n_vocab == gold.n_vocab);
             // One ubatch of the whole prompt, and ubatches of 16 in rings of 24 rows that wrap.
             for (int64_t ub : {int64_t(128), int64_t(16)}) {
                 INFO(kind << " on backend " << bk << ", ubatch " << ub);
-                auto s = session(l, 128, ub, DType::F32);
+                auto s = new_session(l, 128, ub, DType::F32);
                 const std::vector<float> got = s->eval(gold.tokens, 0);
                 const GoldenDiff d = compare_golden(got, gold);
                 // transformers computes in float32 torch with its own matmul order: its whole-prompt
@@ -116,25 +94,13 @@ TEST_CASE("gemma4: one ubatch, chunks across ring wraps and uneven calls all equ
     const std::string kind = GENERATE(std::string("gemma4"), std::string("gemma4moe"));
     const DType kv = GENERATE(DType::F16, DType::Q8_0);
     INFO(kind << " on backend " << bk << ", kv cache " << dtype_name(kv));
-    Loaded l = load(bk, kind);
-    const int32_t nv = int32_t(l.model->hparams().n_vocab);
-    const std::vector<int32_t> prompt = random_tokens(61, 5, nv);  // last chunk of 5 < W
-    const std::vector<float> want = one_by_one(*session(l, 128, 1, kv), prompt);
-
-    REQUIRE_BIT_IDENTICAL(session(l, 128, 64, kv)->eval(prompt, 0), want, nv);  // one ubatch
-    auto chunked = session(l, 128, 8, kv);  // windowed rings of 16 rows wrap every 16 tokens
-    REQUIRE(chunked->kv().ring_rows(0) == kWindow + 8);
-    REQUIRE_BIT_IDENTICAL(chunked->eval(prompt, 0), want, nv);
-    auto uneven = session(l, 128, 8, kv);
-    std::vector<float> got;
-    for (size_t i0 = 0, step = 3; i0 < prompt.size(); i0 += step, step = step * 2 + 1) {
-        const size_t i1 = std::min(prompt.size(), i0 + step);
-        std::vector<float> part = uneven->eval({prompt.begin() + int64_t(i0), prompt.begin() + int64_t(i1)}, 0);
-        got.insert(got.end(), part.begin(), part.end());
-    }
-    REQUIRE_BIT_IDENTICAL(got, want, nv);
+    LoadedModel l = load_tiny(bk, kind);
+    const int32_t nv = l.n_vocab();
+    REQUIRE(new_session(l, 128, 8, kv)->kv().ring_rows(0) == kWindow + 8);  // windowed rings wrap every 16 tokens
+    // 61 tokens: the last chunk of 5 < W.
+    const std::vector<float> want = check_batchings_equal_token_at_a_time(l, kv, 61, 8);
     // Only the last token's logits: the KV-shared layers then run for that token alone.
-    const std::vector<float> last = session(l, 128, 64, kv)->eval(prompt, -1);
+    const std::vector<float> last = new_session(l, 128, 64, kv)->eval(random_tokens(61, 5, nv), -1);
     REQUIRE_BIT_IDENTICAL(last, std::vector<float>(want.end() - nv, want.end()), nv);
 }
 
@@ -143,64 +109,14 @@ TEST_CASE("gemma4: sequences of different lengths in one ubatch with sparse logi
     const std::string kind = GENERATE(std::string("gemma4"), std::string("gemma4moe"));
     const DType kv = GENERATE(DType::F16, DType::Q8_0);
     INFO(kind << " on backend " << bk << ", kv cache " << dtype_name(kv));
-    Loaded l = load(bk, kind);
-    const int32_t nv = int32_t(l.model->hparams().n_vocab);
-    const std::vector<size_t> lens = {13, 3, 9, 11};
-    std::vector<std::vector<int32_t>> prompts;
-    std::vector<std::vector<float>> want;
-    for (size_t q = 0; q < lens.size(); ++q) {
-        prompts.push_back(random_tokens(lens[q], uint32_t(40 + q), nv));
-        want.push_back(one_by_one(*session(l, 64, 1, kv), prompts.back()));
-    }
-    // Interleaved token by token in one batch, logits wanted for every third token and each
-    // sequence's last one; ubatches of 12 split the batch mid-sequence.
-    auto s = session(l, 64, 12, kv, int32_t(lens.size()));
-    Batch b;
-    for (size_t i = 0; i < 13; ++i)
-        for (size_t q = 0; q < lens.size(); ++q)
-            if (i < lens[q]) b.add(prompts[q][i], int32_t(q), int32_t(i), i % 3 == 0 || i + 1 == lens[q]);
-    const std::vector<float> got = s->decode(b);
-    size_t row = 0;
-    for (size_t r = 0; r < b.size(); ++r) {
-        if (!b.logits[r]) continue;
-        const size_t q = size_t(b.seq[r]), p = size_t(b.pos[r]);
-        INFO("sequence " << q << " position " << p);
-        const std::vector<float> a(got.begin() + int64_t(row * nv), got.begin() + int64_t((row + 1) * nv));
-        const std::vector<float> w(want[q].begin() + int64_t(p * nv), want[q].begin() + int64_t((p + 1) * nv));
-        REQUIRE_BIT_IDENTICAL(a, w, nv);
-        ++row;
-    }
-    REQUIRE(row * size_t(nv) == got.size());
+    check_sequences_together_equal_alone(load_tiny(bk, kind), kv);
 }
 
 TEST_CASE("gemma4: multi-turn chat with prefix reuse equals a fresh evaluation of the transcript", "[gemma4][kv]") {
     const std::string bk = GENERATE(from_range(all_backend_names()));
     const DType kv = GENERATE(DType::F16, DType::Q8_0);
     INFO("backend " << bk << ", kv cache " << dtype_name(kv));
-    Loaded l = load(bk, "gemma4");
-    const int32_t nv = int32_t(l.model->hparams().n_vocab);
-    const int64_t n_ctx = 128, B = 4;  // windowed rings of 12 rows
-    auto s = session(l, n_ctx, B, kv);
-    std::vector<int32_t> transcript;
-    for (int turn = 0; turn < 5; ++turn) {
-        INFO("turn " << turn);
-        // The user's turn, then a greedy reply of 6 tokens, as a chat loop feeds them.
-        const std::vector<int32_t> user = random_tokens(size_t(7 + 3 * turn), uint32_t(60 + turn), nv);
-        const size_t at = transcript.size();
-        transcript = concat(transcript, user);
-        std::vector<float> got = s->eval(user, 0);
-        for (int r = 0; r < 6; ++r) {
-            const int32_t next = argmax(got.data() + got.size() - size_t(nv), nv);
-            transcript.push_back(next);
-            std::vector<float> step = s->eval({next}, 0);
-            got.insert(got.end(), step.begin(), step.end());
-        }
-        REQUIRE_BIT_IDENTICAL(got, session(l, n_ctx, B, kv)->eval(transcript, int64_t(at)), nv);
-        // A rollback of the last reply token (a chat front end re-rendering its template), then
-        // the same token again: the next turn must not notice.
-        REQUIRE(s->seq_rm(0, int64_t(transcript.size()) - 1));
-        s->eval({transcript.back()}, 0);
-    }
+    check_chat_prefix_reuse_equals_fresh(load_tiny(bk, "gemma4"), kv, 5, 4, 7);  // windowed rings of 12 rows
 }
 
 TEST_CASE("gemma4: broken metadata and missing tensors are load errors naming the problem", "[gemma4]") {
@@ -257,22 +173,22 @@ TEST_CASE("gemma4: seq_cp forks a sequence, whole or a prefix, and both branches
     const std::string bk = GENERATE(from_range(all_backend_names()));
     const DType kv = GENERATE(DType::F16, DType::Q8_0);
     INFO("backend " << bk << ", kv cache " << dtype_name(kv));
-    Loaded l = load(bk, "gemma4");
+    LoadedModel l = load_tiny(bk, "gemma4");
     const int32_t nv = int32_t(l.model->hparams().n_vocab);
     const std::vector<int32_t> a = random_tokens(30, 71, nv), b = random_tokens(9, 72, nv), c = random_tokens(7, 73, nv);
-    auto s = session(l, 96, 16, kv, 3);  // windowed rings of 24 rows
+    auto s = new_session(l, 96, 16, kv, 3);  // windowed rings of 24 rows
     s->eval(a, -1, 0);
     REQUIRE(s->seq_cp(0, 1));      // the whole sequence
     REQUIRE(s->seq_cp(0, 2, 25));  // a prefix: positions 18..24 are still in the ring
     REQUIRE_FALSE(s->seq_cp(0, 2, 3));  // position 3 needs keys long overwritten: refused
     REQUIRE(s->seq_len(2) == 25);
     const std::vector<float> got0 = s->eval(b, 0, 0), got1 = s->eval(c, 0, 1), got2 = s->eval(c, 0, 2);
-    REQUIRE_BIT_IDENTICAL(got0, session(l, 96, 16, kv)->eval(concat(a, b), 30), nv);
-    REQUIRE_BIT_IDENTICAL(got1, session(l, 96, 16, kv)->eval(concat(a, c), 30), nv);
-    REQUIRE_BIT_IDENTICAL(got2, session(l, 96, 16, kv)->eval(concat(head(a, 25), c), 25), nv);
+    REQUIRE_BIT_IDENTICAL(got0, new_session(l, 96, 16, kv)->eval(concat(a, b), 30), nv);
+    REQUIRE_BIT_IDENTICAL(got1, new_session(l, 96, 16, kv)->eval(concat(a, c), 30), nv);
+    REQUIRE_BIT_IDENTICAL(got2, new_session(l, 96, 16, kv)->eval(concat(head(a, 25), c), 25), nv);
     s->seq_keep(2);
     REQUIRE(s->seq_len(0) == 0);
-    REQUIRE_BIT_IDENTICAL(s->eval(b, 0, 0), session(l, 96, 16, kv)->eval(b, 0), nv);
+    REQUIRE_BIT_IDENTICAL(s->eval(b, 0, 0), new_session(l, 96, 16, kv)->eval(b, 0), nv);
 }
 
 TEST_CASE("gemma4: the tiny file tokenizer, end-of-generation tokens and chat prompt", "[gemma4][tokenizer]") {

@@ -1,5 +1,5 @@
 // Tiny Gemma 3 GGUF files with random weights, for tests and the lockstep-make-test-model
-// tool. The file has every metadata key Gemma3::load_arch reads and a small SentencePiece
+// tool. The file has every metadata key Gemma::load_arch reads and a small SentencePiece
 // vocabulary that Tokenizer::from_gguf accepts, so it runs through the whole engine.
 #pragma once
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "core/models/gemma2.h"
+#include "core/models/gemma.h"
 
 #include <cfloat>
 #include <cmath>
@@ -8,14 +8,13 @@
 
 namespace ls {
 
-namespace {
-[[noreturn]] void bad(const std::string& what) { throw std::runtime_error("gemma2: " + what); }
-}  // namespace
-
-void Gemma2::load_arch() {
+void Gemma::load_arch() {
     const GgufFile& f = *file_;
-    const std::string a = "gemma2.";
-    hp_.arch = "gemma2";
+    const std::string arch = f.get_string("general.architecture");
+    const bool g2 = arch == "gemma2";
+    const std::string a = arch + ".";
+    auto bad = [&](const std::string& what) { throw std::runtime_error(arch + ": " + what); };
+    hp_.arch = arch;
     hp_.n_embd = f.get_int(a + "embedding_length");
     hp_.n_layer = f.get_int(a + "block_count");
     hp_.n_ff = f.get_int(a + "feed_forward_length");
@@ -25,37 +24,47 @@ void Gemma2::load_arch() {
     const int64_t n_head_kv = f.get_int(a + "attention.head_count_kv", n_head);
     const int64_t hd_k = f.get_int(a + "attention.key_length", n_head > 0 ? hp_.n_embd / n_head : 0);
     const int64_t hd_v = f.get_int(a + "attention.value_length", hd_k);
-    // The published models' window when the file does not say (llama.cpp's default too).
-    const int64_t window = f.get_int(a + "attention.sliding_window", 4096);
-    const int64_t period = f.get_int(a + "attention.sliding_window_pattern", 2);
-    const float base = float(f.get_float(a + "rope.freq_base", 10000.0));
-    attn_softcap_ = float(f.get_float(a + "attn_logit_softcapping", 50.0));
-    final_softcap_ = float(f.get_float(a + "final_logit_softcapping", 30.0));
+    // Gemma 2's published window when the file does not say (llama.cpp's default too).
+    const int64_t window = g2 ? f.get_int(a + "attention.sliding_window", 4096) : f.get_int(a + "attention.sliding_window", 0);
+    // Of every `period` layers all but the last slide.
+    const int64_t period = g2 ? f.get_int(a + "attention.sliding_window_pattern", 2) : 6;
+    const float base_global = float(f.get_float(a + "rope.freq_base", g2 ? 10000.0 : 1e6));
+    float scale_global = 1.f;
+    if (!g2 && f.get_string(a + "rope.scaling.type", "none") == "linear")
+        scale_global = float(1.0 / f.get_float(a + "rope.scaling.factor", 1.0));
+    if (g2) {
+        attn_softcap_ = float(f.get_float(a + "attn_logit_softcapping", 50.0));
+        final_softcap_ = float(f.get_float(a + "final_logit_softcapping", 30.0));
+    }
     constexpr int64_t kMax = int64_t(1) << 30;
     for (int64_t v : {hp_.n_embd, hp_.n_ff, n_head, n_head_kv, hd_k, hd_v, window, period})
         if (v > kMax) bad("a hyperparameter of " + std::to_string(v) + " is out of range (broken metadata)");
     if (hp_.n_embd <= 0 || hp_.n_layer <= 0 || hp_.n_layer > 4096 || hp_.n_ff <= 0 || n_head <= 0 || n_head_kv <= 0 ||
-        n_head % n_head_kv || hd_k <= 0 || hd_k % 2 || hd_v <= 0 || window <= 0 || period < 1)
+        n_head % n_head_kv || hd_k <= 0 || hd_k % 2 || hd_v <= 0 || window < 0 || (g2 && window == 0) || period < 1)
         bad("inconsistent hyperparameters in the GGUF metadata");
     for (float c : {attn_softcap_, final_softcap_})
         if (!std::isfinite(c) || (c != 0.f && !(c >= FLT_MIN))) bad("soft-caps must be positive or 0 (off)");
-    if (!(base > 1.0f) || !std::isfinite(base)) bad("rope.freq_base must be a finite number above 1");
+    if (!(base_global > 1.0f) || !std::isfinite(base_global) || !(scale_global > 0) || !std::isfinite(scale_global))
+        bad("rope.freq_base must be a finite number above 1 and the scaling factor positive");
     if (hp_.n_ctx_train > 0 && window > hp_.n_ctx_train)
         bad("sliding window of " + std::to_string(window) + " tokens is larger than the model's context of " +
             std::to_string(hp_.n_ctx_train) + " (broken metadata)");
     // Queries are scaled by query_pre_attn_scalar^-1/2, which the converter does not write:
-    // it is the head size except in the 27B (46 layers), where it is n_embd / n_head. A file
-    // that carries attention.scale is taken at its word.
+    // the head size, except in the 27B models (Gemma 2: 46 layers, Gemma 3: 62), where it is
+    // n_embd / n_head. A file that carries attention.scale is taken at its word.
+    const bool is_27b = hp_.n_layer == (g2 ? 46 : 62);
     const double scale = f.get_float(a + "attention.scale", 0.0);
-    hp_.attn_scale = scale != 0.0                ? float(scale)
-                     : hp_.n_layer == 46 ? 1.0f / std::sqrt(float(hp_.n_embd / n_head))
-                                             : 1.0f / std::sqrt(float(hd_k));
+    hp_.attn_scale = scale != 0.0 ? float(scale)
+                     : is_27b     ? 1.0f / std::sqrt(float(hp_.n_embd / n_head))
+                                  : 1.0f / std::sqrt(float(hd_k));
     if (!std::isfinite(hp_.attn_scale) || hp_.attn_scale <= 0) bad("attention.scale must be a positive number");
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
         LayerParams L;
-        // Of every `period` layers all but the last slide: with the default 2, the even ones.
-        L.window = il % period < period - 1 ? int32_t(window) : 0;
-        L.rope_base = base;
+        const bool local = il % period < period - 1;
+        L.window = local ? int32_t(window) : 0;
+        // Gemma 3's local layers use base 10000 and ignore rope scaling.
+        L.rope_base = local && !g2 ? 10000.f : base_global;
+        L.rope_scale = local && !g2 ? 1.f : scale_global;
         L.n_head = int32_t(n_head);
         L.n_head_kv = int32_t(n_head_kv);
         L.head_dim_k = int32_t(hd_k);
@@ -67,11 +76,15 @@ void Gemma2::load_arch() {
     bind_embeddings();
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
-        Layer l;
+        Layer l{};
         l.attn_norm = norm_weight(p + "attn_norm.weight", E);
         l.wq = matmul_weight(p + "attn_q.weight", E, n_head * hd_k);
         l.wk = matmul_weight(p + "attn_k.weight", E, n_head_kv * hd_k);
         l.wv = matmul_weight(p + "attn_v.weight", E, n_head_kv * hd_v);
+        if (!g2) {
+            l.q_norm = norm_weight(p + "attn_q_norm.weight", hd_k);
+            l.k_norm = norm_weight(p + "attn_k_norm.weight", hd_k);
+        }
         l.wo = matmul_weight(p + "attn_output.weight", n_head * hd_v, E);
         l.post_attn_norm = norm_weight(p + "post_attention_norm.weight", E);
         l.ffn_norm = norm_weight(p + "ffn_norm.weight", E);
@@ -83,7 +96,7 @@ void Gemma2::load_arch() {
     }
 }
 
-Tensor* Gemma2::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
+Tensor* Gemma::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
     using namespace ops;
     const int64_t T = int64_t(ub.tokens.size()), E = hp_.n_embd;
     const float eps = hp_.rms_eps;
@@ -100,7 +113,11 @@ Tensor* Gemma2::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
         Tensor* q = reshape(g, mul_mat(g, w.wq, h), {L.head_dim_k, L.n_head, T});
         Tensor* k = reshape(g, mul_mat(g, w.wk, h), {L.head_dim_k, L.n_head_kv, T});
         Tensor* v = mul_mat(g, w.wv, h);  // (n_head_kv * head_dim_v, T)
-        const RopeParams rp{L.head_dim_k, ROPE_NEOX, L.rope_base, 1.0f};
+        if (w.q_norm) {
+            q = rms_norm(g, q, w.q_norm, eps);
+            k = rms_norm(g, k, w.k_norm, eps);
+        }
+        const RopeParams rp{L.head_dim_k, ROPE_NEOX, L.rope_base, L.rope_scale};
         q = rope(g, q, pos, nullptr, rp);
         k = rope(g, k, pos, nullptr, rp);
         Tensor* rows = cache_rows(kv.ring_rows(int(il)));

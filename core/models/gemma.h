@@ -3,10 +3,12 @@
 
 namespace ls {
 
-// Gemma 2: sliding-window and global layers alternating (the first of each pair slides),
-// attention-logit and final-logit soft-caps, norms before and after both attention and FFN,
-// GELU-gated FFN, embeddings scaled by sqrt(n_embd), tied output.
-class Gemma2 final : public Model {
+// Gemma 2 and Gemma 3: sliding-window and global layers interleaved (Gemma 2: every other
+// layer slides; Gemma 3: five of every six), norms before and after attention and FFN,
+// GELU-gated FFN, embeddings scaled by sqrt(n_embd), tied output. Gemma 2 soft-caps the
+// attention scores and the final logits; Gemma 3 has per-head q/k RMS norms instead, and its
+// sliding layers rotate with base 10000 and no scaling. What differs is read as data.
+class Gemma final : public Model {
 public:
     Tensor* build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const override;
 
@@ -17,6 +19,8 @@ private:
         Tensor* wq;              // (n_embd, n_head * head_dim)
         Tensor* wk;              // (n_embd, n_head_kv * head_dim)
         Tensor* wv;              // (n_embd, n_head_kv * head_dim)
+        Tensor* q_norm;          // (head_dim), Gemma 3; null in Gemma 2
+        Tensor* k_norm;          // (head_dim), Gemma 3; null in Gemma 2
         Tensor* wo;              // (n_head * head_dim, n_embd)
         Tensor* post_attn_norm;  // (n_embd)
         Tensor* ffn_norm;        // (n_embd)
@@ -26,7 +30,7 @@ private:
         Tensor* post_ffw_norm;   // (n_embd)
     };
     std::vector<Layer> layers_;
-    float attn_softcap_ = 0.f, final_softcap_ = 0.f;
+    float attn_softcap_ = 0.f, final_softcap_ = 0.f;  // 0: off (Gemma 3)
 };
 
 }  // namespace ls
