@@ -126,6 +126,82 @@ void q45k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64
     for (int g = 0; g < G; ++g) store_out(_mm256_sub_ps(acc[g], macc[g]), out[g], nr);
 }
 
+// Q4_K / Q8_K for token groups (prompts), rows as lanes: per super-block the 8 rows' nibbles
+// are transposed so that w[s][j] lane r holds row r's values 4j..4j+3 of sub-block s, and
+// sc[s] / mn[s] lane r row r's scale / min of sub-block s (as two equal int16). A token's 4
+// activation bytes broadcast against w[s][j] give all 8 rows' pair sums in one maddubs; the 8
+// of a sub-block add in int16 exactly (a pair is at most 2 * 15 * 128 = 3840, 8 pairs 30720),
+// then one madd applies the 8 rows' scales. Half the multiplies of the row-by-row form (one
+// madd per sub-block and 8 rows instead of per row) and no horizontal sums; the int32 isum and
+// msum of each (row, token) are the same exact integers, and the float chain is unchanged.
+template <int G>
+void q4k_lanes_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t nb, float* const* out, int nr, size_t pf) {
+    constexpr int T = G < 4 ? G : 4;  // tokens sharing each weight vector load
+    alignas(32) __m256i w[8][8], sc[8], mn[8];
+    __m256 acc[G], macc[G];
+    for (int g = 0; g < G; ++g) acc[g] = macc[g] = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    for (int64_t i = 0; i < nb; ++i) {
+        alignas(16) uint16_t dh[8], mh[8];
+        const BlockQ4_K* b[8];
+        for (int r = 0; r < 8; ++r) {
+            b[r] = reinterpret_cast<const BlockQ4_K*>(wr[r]) + i;
+            std::memcpy(&dh[r], &b[r]->d, 2);
+            std::memcpy(&mh[r], &b[r]->dmin, 2);
+            // 6-bit scales and mins as bytes (same unpacking as k4_scale_min, four at a time).
+            uint32_t u[3];
+            std::memcpy(u, b[r]->scales, 12);
+            const uint32_t lo6 = 0x3F3F3F3Fu, lo4 = 0x0F0F0F0Fu, lo2 = 0x03030303u;
+            const uint32_t s03 = u[0] & lo6, m03 = u[1] & lo6;
+            const uint32_t s47 = (u[2] & lo4) | (((u[0] >> 6) & lo2) << 4);
+            const uint32_t m47 = ((u[2] >> 4) & lo4) | (((u[1] >> 6) & lo2) << 4);
+            const __m128i sm = _mm_setr_epi32(static_cast<int>(s03), static_cast<int>(s47), static_cast<int>(m03), static_cast<int>(m47));
+            // Row r's 8 scales (then mins) as int32 lanes holding the value in both int16 halves.
+            const __m256i s32 = _mm256_cvtepu8_epi32(sm), m32 = _mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8));
+            sc[r] = _mm256_or_si256(s32, _mm256_slli_epi32(s32, 16));
+            mn[r] = _mm256_or_si256(m32, _mm256_slli_epi32(m32, 16));
+        }
+        transpose8x8_i32(sc);  // sc[s] lane r: row r's scale s
+        transpose8x8_i32(mn);
+        // Sub-block 2j: low nibbles of qs[32j..32j+31]; 2j+1: the high ones.
+        for (int j = 0; j < 4; ++j) {
+            for (int r = 0; r < 8; ++r) w[2 * j][r] = _mm256_and_si256(loadu(b[r]->qs + 32 * j), m4);
+            transpose8x8_i32(w[2 * j]);
+            for (int r = 0; r < 8; ++r) w[2 * j + 1][r] = _mm256_and_si256(_mm256_srli_epi16(loadu(b[r]->qs + 32 * j), 4), m4);
+            transpose8x8_i32(w[2 * j + 1]);
+        }
+        if (pf) prefetch_group(wr[0] + pf, sizeof(BlockQ4_K), i);
+        const __m256 dw = load_d8(dh), dm = load_d8(mh);
+        for (int g0 = 0; g0 < G; g0 += T) {
+            const BlockQ8_K* y[T];
+            for (int t = 0; t < T; ++t) y[t] = reinterpret_cast<const BlockQ8_K*>(a + astride * static_cast<size_t>(g0 + t)) + i;
+            __m256i v[T], mv[T];
+            for (int t = 0; t < T; ++t) v[t] = mv[t] = _mm256_setzero_si256();
+            for (int s = 0; s < 8; ++s) {
+                __m256i p[T];
+                for (int t = 0; t < T; ++t) p[t] = _mm256_maddubs_epi16(w[s][0], bcast4(y[t]->qs + 32 * s));
+                for (int j = 1; j < 8; ++j)
+                    for (int t = 0; t < T; ++t)
+                        p[t] = _mm256_add_epi16(p[t], _mm256_maddubs_epi16(w[s][j], bcast4(y[t]->qs + 32 * s + 4 * j)));
+                for (int t = 0; t < T; ++t) v[t] = _mm256_add_epi32(v[t], _mm256_madd_epi16(p[t], sc[s]));
+            }
+            // msum lane r = sum_s min_s * (bsums[2s] + bsums[2s+1]): one madd per sub-block.
+            for (int s = 0; s < 8; ++s)
+                for (int t = 0; t < T; ++t)
+                    mv[t] = _mm256_add_epi32(mv[t], _mm256_madd_epi16(mn[s], bcast4(reinterpret_cast<const int8_t*>(y[t]->bsums + 2 * s))));
+            for (int t = 0; t < T; ++t) {
+                float yd;
+                std::memcpy(&yd, &y[t]->d, 4);
+                const __m256 ydv = _mm256_set1_ps(yd);
+                // As in q45k_tile: each product rounded, then the sum, no fused multiply-add.
+                acc[g0 + t] = _mm256_add_ps(acc[g0 + t], _mm256_mul_ps(_mm256_mul_ps(dw, ydv), _mm256_cvtepi32_ps(v[t])));
+                macc[g0 + t] = _mm256_add_ps(macc[g0 + t], _mm256_mul_ps(_mm256_mul_ps(dm, ydv), _mm256_cvtepi32_ps(mv[t])));
+            }
+        }
+    }
+    for (int g = 0; g < G; ++g) store_out(_mm256_sub_ps(acc[g], macc[g]), out[g], nr);
+}
+
 // Q6_K / Q8_K. Values q in [0, 63] (x = q - 32): sum x*y = sum q*y - 32 * sum_s sc_s * bsum_s.
 template <int G>
 void q6k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t nb, float* const* out, int nr, size_t pf) {
@@ -271,7 +347,9 @@ void kquant_tile8(DType t, const uint8_t* const* wr, const uint8_t* a, size_t as
     switch (t) {
         case DType::Q2_K: return q23k_tile<G, BlockQ2_K>(wr, a, astride, k / QK_K, out, nr, pf);
         case DType::Q3_K: return q23k_tile<G, BlockQ3_K>(wr, a, astride, k / QK_K, out, nr, pf);
-        case DType::Q4_K: return q45k_tile<G, BlockQ4_K>(wr, a, astride, k / QK_K, out, nr, pf);
+        case DType::Q4_K:
+            if constexpr (G >= 2 && !LS_GEMM_K512) return q4k_lanes_tile<G>(wr, a, astride, k / QK_K, out, nr, pf);
+            return q45k_tile<G, BlockQ4_K>(wr, a, astride, k / QK_K, out, nr, pf);
         case DType::Q5_K: return q45k_tile<G, BlockQ5_K>(wr, a, astride, k / QK_K, out, nr, pf);
         case DType::Q6_K: return q6k_tile<G>(wr, a, astride, k / QK_K, out, nr, pf);
         default: break;
