@@ -181,8 +181,12 @@ void q4k_lanes_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, 
                 __m256i p[T];
                 for (int t = 0; t < T; ++t) p[t] = _mm256_maddubs_epi16(w[s][0], bcast4(y[t]->qs + 32 * s));
                 for (int j = 1; j < 8; ++j)
-                    for (int t = 0; t < T; ++t)
+                    for (int t = 0; t < T; ++t) {
                         p[t] = _mm256_add_epi16(p[t], _mm256_maddubs_epi16(w[s][j], bcast4(y[t]->qs + 32 * s + 4 * j)));
+                        // Keeps the adds a chain: GCC's reassociation would otherwise form trees
+                        // that hold more maddubs results at once and spill them (measured).
+                        __asm__("" : "+x"(p[t]));
+                    }
                 for (int t = 0; t < T; ++t) v[t] = _mm256_add_epi32(v[t], _mm256_madd_epi16(p[t], sc[s]));
             }
             // msum lane r = sum_s min_s * (bsums[2s] + bsums[2s+1]): one madd per sub-block.
