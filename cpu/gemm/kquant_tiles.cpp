@@ -126,6 +126,86 @@ void q45k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64
     for (int g = 0; g < G; ++g) store_out(_mm256_sub_ps(acc[g], macc[g]), out[g], nr);
 }
 
+// Q4_K / Q8_K for token groups (prompts), rows as lanes: per super-block the 8 rows' nibbles
+// are transposed so that w[s][j] lane r holds row r's values 4j..4j+3 of sub-block s, and
+// sc[s] / mn[s] lane r row r's scale / min of sub-block s (as two equal int16). A token's 4
+// activation bytes broadcast against w[s][j] give all 8 rows' pair sums in one maddubs; the 8
+// of a sub-block add in int16 exactly (a pair is at most 2 * 15 * 128 = 3840, 8 pairs 30720),
+// then one madd applies the 8 rows' scales. Half the multiplies of the row-by-row form (one
+// madd per sub-block and 8 rows instead of per row) and no horizontal sums; the int32 isum and
+// msum of each (row, token) are the same exact integers, and the float chain is unchanged.
+template <int G>
+void q4k_lanes_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t nb, float* const* out, int nr, size_t pf) {
+    constexpr int T = G < 4 ? G : 4;  // tokens sharing each weight vector load
+    alignas(32) __m256i w[8][8], sc[8], mn[8];
+    __m256 acc[G], macc[G];
+    for (int g = 0; g < G; ++g) acc[g] = macc[g] = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    for (int64_t i = 0; i < nb; ++i) {
+        alignas(16) uint16_t dh[8], mh[8];
+        const BlockQ4_K* b[8];
+        for (int r = 0; r < 8; ++r) {
+            b[r] = reinterpret_cast<const BlockQ4_K*>(wr[r]) + i;
+            std::memcpy(&dh[r], &b[r]->d, 2);
+            std::memcpy(&mh[r], &b[r]->dmin, 2);
+            // 6-bit scales and mins as bytes (same unpacking as k4_scale_min, four at a time).
+            uint32_t u[3];
+            std::memcpy(u, b[r]->scales, 12);
+            const uint32_t lo6 = 0x3F3F3F3Fu, lo4 = 0x0F0F0F0Fu, lo2 = 0x03030303u;
+            const uint32_t s03 = u[0] & lo6, m03 = u[1] & lo6;
+            const uint32_t s47 = (u[2] & lo4) | (((u[0] >> 6) & lo2) << 4);
+            const uint32_t m47 = ((u[2] >> 4) & lo4) | (((u[1] >> 6) & lo2) << 4);
+            const __m128i sm = _mm_setr_epi32(static_cast<int>(s03), static_cast<int>(s47), static_cast<int>(m03), static_cast<int>(m47));
+            // Row r's 8 scales (then mins) as int32 lanes holding the value in both int16 halves.
+            const __m256i s32 = _mm256_cvtepu8_epi32(sm), m32 = _mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8));
+            sc[r] = _mm256_or_si256(s32, _mm256_slli_epi32(s32, 16));
+            mn[r] = _mm256_or_si256(m32, _mm256_slli_epi32(m32, 16));
+        }
+        transpose8x8_i32(sc);  // sc[s] lane r: row r's scale s
+        transpose8x8_i32(mn);
+        // Sub-block 2j: low nibbles of qs[32j..32j+31]; 2j+1: the high ones.
+        for (int j = 0; j < 4; ++j) {
+            for (int r = 0; r < 8; ++r) w[2 * j][r] = _mm256_and_si256(loadu(b[r]->qs + 32 * j), m4);
+            transpose8x8_i32(w[2 * j]);
+            for (int r = 0; r < 8; ++r) w[2 * j + 1][r] = _mm256_and_si256(_mm256_srli_epi16(loadu(b[r]->qs + 32 * j), 4), m4);
+            transpose8x8_i32(w[2 * j + 1]);
+        }
+        if (pf) prefetch_group(wr[0] + pf, sizeof(BlockQ4_K), i);
+        const __m256 dw = load_d8(dh), dm = load_d8(mh);
+        for (int g0 = 0; g0 < G; g0 += T) {
+            const BlockQ8_K* y[T];
+            for (int t = 0; t < T; ++t) y[t] = reinterpret_cast<const BlockQ8_K*>(a + astride * static_cast<size_t>(g0 + t)) + i;
+            __m256i v[T], mv[T];
+            for (int t = 0; t < T; ++t) v[t] = mv[t] = _mm256_setzero_si256();
+            for (int s = 0; s < 8; ++s) {
+                __m256i p[T];
+                for (int t = 0; t < T; ++t) p[t] = _mm256_maddubs_epi16(w[s][0], bcast4(y[t]->qs + 32 * s));
+                for (int j = 1; j < 8; ++j)
+                    for (int t = 0; t < T; ++t) {
+                        p[t] = _mm256_add_epi16(p[t], _mm256_maddubs_epi16(w[s][j], bcast4(y[t]->qs + 32 * s + 4 * j)));
+                        // Keeps the adds a chain: GCC's reassociation would otherwise form trees
+                        // that hold more maddubs results at once and spill them (measured).
+                        __asm__("" : "+x"(p[t]));
+                    }
+                for (int t = 0; t < T; ++t) v[t] = _mm256_add_epi32(v[t], _mm256_madd_epi16(p[t], sc[s]));
+            }
+            // msum lane r = sum_s min_s * (bsums[2s] + bsums[2s+1]): one madd per sub-block.
+            for (int s = 0; s < 8; ++s)
+                for (int t = 0; t < T; ++t)
+                    mv[t] = _mm256_add_epi32(mv[t], _mm256_madd_epi16(mn[s], bcast4(reinterpret_cast<const int8_t*>(y[t]->bsums + 2 * s))));
+            for (int t = 0; t < T; ++t) {
+                float yd;
+                std::memcpy(&yd, &y[t]->d, 4);
+                const __m256 ydv = _mm256_set1_ps(yd);
+                // As in q45k_tile: each product rounded, then the sum, no fused multiply-add.
+                acc[g0 + t] = _mm256_add_ps(acc[g0 + t], _mm256_mul_ps(_mm256_mul_ps(dw, ydv), _mm256_cvtepi32_ps(v[t])));
+                macc[g0 + t] = _mm256_add_ps(macc[g0 + t], _mm256_mul_ps(_mm256_mul_ps(dm, ydv), _mm256_cvtepi32_ps(mv[t])));
+            }
+        }
+    }
+    for (int g = 0; g < G; ++g) store_out(_mm256_sub_ps(acc[g], macc[g]), out[g], nr);
+}
+
 // Q6_K / Q8_K. Values q in [0, 63] (x = q - 32): sum x*y = sum q*y - 32 * sum_s sc_s * bsum_s.
 template <int G>
 void q6k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t nb, float* const* out, int nr, size_t pf) {
@@ -195,6 +275,80 @@ void q6k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_
     }
     for (int g = 0; g < G; ++g) store_out(acc[g], out[g], nr);
 }
+// Q6_K / Q8_K for token groups, rows as lanes as in q4k_lanes_tile: w[c][k] lane r holds row
+// r's values 4k..4k+3 of 32-value chunk c (k < 4: sub-block 2c, else 2c + 1), sc[s] lane r row
+// r's scale s as two equal int16, c32[k] lane r 32 times row r's scales 2k and 2k + 1. Two
+// maddubs add exactly in int16 (a pair is at most 2 * 63 * 128 = 16128), so a sub-block takes
+// 4 maddubs and 2 madds for all 8 rows: 104 multiplies per token, row group and super-block
+// instead of 136, the same exact isum per (row, token) and the same float chain.
+template <int G>
+void q6k_lanes_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t nb, float* const* out, int nr, size_t pf) {
+    constexpr int T = G < 4 ? G : 4;  // tokens sharing each weight vector load
+    alignas(32) __m256i w[8][8], sc[16], c32[8];
+    __m256 acc[G];
+    for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(0x03);
+    const __m256i m0c = _mm256_set1_epi8(0x0C), m30 = _mm256_set1_epi8(0x30), lo16 = _mm256_set1_epi32(0xFFFF);
+    for (int64_t i = 0; i < nb; ++i) {
+        alignas(16) uint16_t dh[8];
+        const BlockQ6_K* b[8];
+        for (int r = 0; r < 8; ++r) {
+            b[r] = reinterpret_cast<const BlockQ6_K*>(wr[r]) + i;
+            std::memcpy(&dh[r], &b[r]->d, 2);
+            const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[r]->scales));
+            const __m256i s0 = _mm256_cvtepi8_epi32(s8), s1 = _mm256_cvtepi8_epi32(_mm_srli_si128(s8, 8));
+            sc[r] = _mm256_or_si256(_mm256_and_si256(s0, lo16), _mm256_slli_epi32(s0, 16));
+            sc[8 + r] = _mm256_or_si256(_mm256_and_si256(s1, lo16), _mm256_slli_epi32(s1, 16));
+            c32[r] = _mm256_slli_epi16(_mm256_cvtepi8_epi16(s8), 5);  // |32 * sc| <= 4096 fits int16
+        }
+        transpose8x8_i32(sc);
+        transpose8x8_i32(sc + 8);
+        transpose8x8_i32(c32);
+        // Chunk 4h + k of each row as in q6k_tile, then rows to lanes.
+        for (int h = 0; h < 2; ++h) {
+            __m256i* x = w[4 * h];
+            for (int r = 0; r < 8; ++r) {
+                const __m256i l0 = loadu(b[r]->ql + 64 * h), hq = loadu(b[r]->qh + 32 * h);
+                x[r] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(hq, m3), 4));
+                x[16 + r] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(hq, m30));
+            }
+            for (int r = 0; r < 8; ++r) {
+                const __m256i l1 = loadu(b[r]->ql + 64 * h + 32), hq = loadu(b[r]->qh + 32 * h);
+                x[8 + r] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_slli_epi16(_mm256_and_si256(hq, m0c), 2));
+                x[24 + r] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(hq, 2), m30));
+            }
+            for (int k = 0; k < 4; ++k) transpose8x8_i32(x + 8 * k);
+        }
+        if (pf) prefetch_group(wr[0] + pf, sizeof(BlockQ6_K), i);
+        const __m256 dw = load_d8(dh);
+        for (int g0 = 0; g0 < G; g0 += T) {
+            const BlockQ8_K* y[T];
+            for (int t = 0; t < T; ++t) y[t] = reinterpret_cast<const BlockQ8_K*>(a + astride * static_cast<size_t>(g0 + t)) + i;
+            __m256i v[T];
+            for (int t = 0; t < T; ++t) v[t] = _mm256_setzero_si256();
+            for (int c = 0; c < 8; ++c)
+                for (int k = 0; k < 8; k += 2)
+                    for (int t = 0; t < T; ++t) {
+                        const int8_t* yq = y[t]->qs + 32 * c + 4 * k;
+                        __m256i p = _mm256_maddubs_epi16(w[c][k], bcast4(yq));
+                        p = _mm256_add_epi16(p, _mm256_maddubs_epi16(w[c][k + 1], bcast4(yq + 4)));
+                        v[t] = _mm256_add_epi32(v[t], _mm256_madd_epi16(p, sc[2 * c + k / 4]));
+                        __asm__("" : "+x"(v[t]));  // a chain, as in q4k_lanes_tile
+                    }
+            // isum = sum q * y - 32 * sum_s sc_s * bsum_s (exact int32).
+            for (int k = 0; k < 8; ++k)
+                for (int t = 0; t < T; ++t)
+                    v[t] = _mm256_sub_epi32(v[t], _mm256_madd_epi16(c32[k], bcast4(reinterpret_cast<const int8_t*>(y[t]->bsums + 2 * k))));
+            for (int t = 0; t < T; ++t) {
+                float yd;
+                std::memcpy(&yd, &y[t]->d, 4);
+                acc[g0 + t] = _mm256_add_ps(acc[g0 + t], _mm256_mul_ps(_mm256_mul_ps(dw, _mm256_set1_ps(yd)), _mm256_cvtepi32_ps(v[t])));
+            }
+        }
+    }
+    for (int g = 0; g < G; ++g) store_out(acc[g], out[g], nr);
+}
+
 // Q2_K and Q3_K / Q8_K: 16 sub-blocks of 16 with an int16 scale each. Per row and super-block:
 // 256 unsigned values u in element order (Q2_K: 0..3; Q3_K: 0..7 with x = u - 4), scv[j] the
 // scales of sub-blocks 2j (low 128 bits) and 2j + 1 (high), as for Q6_K. Q2_K subtracts its
@@ -271,9 +425,13 @@ void kquant_tile8(DType t, const uint8_t* const* wr, const uint8_t* a, size_t as
     switch (t) {
         case DType::Q2_K: return q23k_tile<G, BlockQ2_K>(wr, a, astride, k / QK_K, out, nr, pf);
         case DType::Q3_K: return q23k_tile<G, BlockQ3_K>(wr, a, astride, k / QK_K, out, nr, pf);
-        case DType::Q4_K: return q45k_tile<G, BlockQ4_K>(wr, a, astride, k / QK_K, out, nr, pf);
+        case DType::Q4_K:
+            if constexpr (G >= 2 && !LS_GEMM_K512) return q4k_lanes_tile<G>(wr, a, astride, k / QK_K, out, nr, pf);
+            return q45k_tile<G, BlockQ4_K>(wr, a, astride, k / QK_K, out, nr, pf);
         case DType::Q5_K: return q45k_tile<G, BlockQ5_K>(wr, a, astride, k / QK_K, out, nr, pf);
-        case DType::Q6_K: return q6k_tile<G>(wr, a, astride, k / QK_K, out, nr, pf);
+        case DType::Q6_K:
+            if constexpr (G >= 2 && !LS_GEMM_K512) return q6k_lanes_tile<G>(wr, a, astride, k / QK_K, out, nr, pf);
+            return q6k_tile<G>(wr, a, astride, k / QK_K, out, nr, pf);
         default: break;
     }
 }
