@@ -69,7 +69,10 @@ GenerateResult generate(Session& s, const Tokenizer& tok, Sampler& sampler, cons
         Batch b;
         b.add(id, seq, int32_t(start), true);
         for (size_t i = 0; i < guesses.size(); ++i) b.add(guesses[i], seq, int32_t(start + 1 + int64_t(i)), true);
+        const auto ts = clock::now();
         logits = s.decode(b);
+        const double step_s = std::chrono::duration<double>(clock::now() - ts).count();
+        if (spec && guesses.empty()) spec->plain(step_s);
         // Row i holds the logits after the token at position start + i; the token it samples
         // goes at start + i + 1, and its history is the sequence's first start + i + 1 tokens.
         const int32_t* hist = s.seq_tokens(seq).data();
@@ -81,7 +84,7 @@ GenerateResult generate(Session& s, const Tokenizer& tok, Sampler& sampler, cons
             if (!go || i == guesses.size() || id != guesses[i]) break;
             ++accepted;  // the next row's input is the token just sampled
         }
-        if (spec && !guesses.empty()) spec->record(int(guesses.size()), int(accepted));
+        if (spec && !guesses.empty()) spec->record(int(guesses.size()), int(accepted), step_s);
         spec_roll_back(s, seq, start + int64_t(rows), start);
     }
     on_text(utf8.flush());

@@ -52,25 +52,32 @@ int Speculator::budget() {
 }
 
 // The cap follows the recent acceptance: every guess confirmed doubles it (up to draft_max);
-// a rejection sets it to one more than the guesses that were confirmed. Three steps in a row
-// with nothing confirmed pause guessing (each failed step costs a ubatch wider than one
-// token for nothing), for 4, 8, ... up to 64 steps; a confirmed guess ends the backoff.
-void Speculator::record(int guessed, int accepted) {
+// a rejection sets it to one more than the guesses that were confirmed. A step that confirmed
+// nothing, or (timed) gave less than 1.1x the tokens per second of a plain step, is a miss: two misses in
+// a row pause guessing for 4, 8, ... up to 128 steps; a step that paid ends the backoff. On a
+// machine where a wider ubatch costs nearly what one token does (a GPU) every kept guess pays;
+// on a small CPU, where each extra row costs most of a step, only long runs of kept guesses do.
+void Speculator::record(int guessed, int accepted, double seconds) {
     if (guessed <= 0) return;
     ++stats_.n_steps;
     stats_.n_guessed += guessed;
     stats_.n_accepted += accepted;
     if (accepted == guessed) cap_ = std::min(p_.draft_max, std::max(cap_, guessed) * 2);
     else cap_ = std::max(1, std::min(p_.draft_max, accepted + 1));
-    if (accepted > 0) {
+    // (Timed: at least 10% more tokens per second than plain steps; a step that merely breaks
+    // even gains nothing and risks a loss on the next.)
+    const bool paid = accepted > 0 && !(seconds > 0 && plain_s_ > 0 && double(accepted + 1) * plain_s_ < 1.1 * seconds);
+    if (paid) {
         misses_ = 0;
         backoff_ = 4;
-    } else if (++misses_ >= 3) {
+    } else if (++misses_ >= 2) {
         misses_ = 0;
         pause_ = backoff_;
-        backoff_ = std::min(backoff_ * 2, 64);
+        backoff_ = std::min(backoff_ * 2, 128);
     }
 }
+
+void Speculator::plain(double seconds) { plain_s_ = plain_s_ < 0 ? seconds : 0.9 * plain_s_ + 0.1 * seconds; }
 
 std::vector<int32_t> Speculator::guess(const std::vector<int32_t>& tokens, int32_t pending, int k) {
     std::vector<int32_t> out;

@@ -49,8 +49,12 @@ public:
     // Up to `k` guesses of the tokens that follow `tokens` then `pending` (sampled, not yet
     // evaluated). May return fewer, or none.
     std::vector<int32_t> guess(const std::vector<int32_t>& tokens, int32_t pending, int k);
-    // The outcome of a verification step: `accepted` of `guessed` guesses confirmed.
-    void record(int guessed, int accepted);
+    // The outcome of a verification step: `accepted` of `guessed` guesses confirmed, in
+    // `seconds` (< 0: not timed). A step that produced fewer tokens per second than plain steps
+    // (plain()) counts as a miss, however many guesses it kept.
+    void record(int guessed, int accepted, double seconds = -1);
+    // The time of a plain step (no guesses): what a verification step must beat.
+    void plain(double seconds);
 
     const SpecParams& params() const { return p_; }
     const SpecStats& stats() const { return stats_; }
@@ -66,6 +70,7 @@ private:
     int misses_ = 0;       // consecutive steps with no guess confirmed
     int pause_ = 0;        // steps left without guessing
     int backoff_ = 4;      // the next pause's length
+    double plain_s_ = -1;  // moving average of a plain step's time
     std::vector<int32_t> ctx_;
 };
 

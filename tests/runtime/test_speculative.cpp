@@ -198,12 +198,20 @@ TEST_CASE("speculative: prompt lookup guesses what followed the latest match of 
     CHECK(s.guess({5, 6, 5, 6}, 5, 5) == std::vector<int32_t>{6, 5, 6, 5, 6});
     // Nothing matches: no guesses.
     CHECK(s.guess({1, 2, 3}, 4, 4).empty());
-    // Adaptation: three steps with nothing accepted pause guessing.
+    // Adaptation: two steps with nothing accepted pause guessing; so do two steps that kept
+    // guesses but gave fewer tokens per second than a plain step.
     Speculator a(p);
-    const int first = a.budget();
-    CHECK(first > 0);
-    for (int i = 0; i < 3; ++i) a.record(a.budget(), 0);
+    CHECK(a.budget() > 0);
+    for (int i = 0; i < 2; ++i) a.record(a.budget(), 0);
     CHECK(a.budget() == 0);
+    Speculator c(p);
+    c.plain(1.0);
+    c.record(4, 1, 1.5);  // 2 tokens in 1.5 s: paid
+    c.record(c.budget(), 1, 1.5);
+    CHECK(c.budget() > 0);
+    c.record(c.budget(), 1, 3.0);  // 2 tokens in 3 s: slower than plain steps
+    c.record(c.budget(), 1, 3.0);
+    CHECK(c.budget() == 0);
 }
 
 TEST_CASE("speculative: bad parameters and a draft model with another vocabulary are refused", "[spec]") {
