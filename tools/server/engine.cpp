@@ -226,6 +226,8 @@ void Engine::step() {
         row += g.guesses.size() + 1;
         if (!g.guesses.empty()) {
             if (sl.spec) sl.spec->record(int(g.guesses.size()), int(used - 1));
+            metrics_.spec_guessed += g.guesses.size();
+            metrics_.spec_accepted += used - 1;
             // The slot's sequence holds what plain decoding would have (also for the next
             // request that reuses this slot's cache).
             try {
