@@ -231,3 +231,40 @@ TEST_CASE("speculative: bad parameters and a draft model with another vocabulary
     CHECK_NOTHROW(check_draft_vocabulary(*g4, *g4));
     CHECK_THROWS_WITH(check_draft_vocabulary(*g4, *swa), Catch::Contains("a draft model must share the model's vocabulary"));
 }
+
+TEST_CASE("speculative: the default model copies a paragraph with lookup and the tokens equal plain decoding", "[spec][model]") {
+    // 256 tokens, greedy and seeded, on a prompt the model largely copies (lookup keeps many
+    // guesses) and the same tokens as plain decoding; on the backends under test.
+    for (const std::string& bk : backend_names_under_test()) {
+        INFO("backend " << bk);
+        Setup m;
+        m.l.be = make_backend(bk);
+        m.l.model = load_model(default_model_path(), *m.l.be);
+        m.tok = std::make_unique<Tokenizer>(Tokenizer::from_gguf(m.l.model->gguf()));
+        const ChatTemplate& tmpl = chat_template_for(m.l.model->hparams().arch, [&](std::string_view t) { return m.tok->find_token(t) >= 0; });
+        const std::string text =
+            "The lighthouse stood on a rock at the mouth of the harbour, and for ninety years a keeper had climbed its "
+            "hundred and twelve steps every evening to light the lamp. The last keeper kept a logbook in which she wrote "
+            "the weather, the ships that passed, and the birds that struck the glass on stormy nights.\n\n"
+            "Repeat the text above exactly, twice.";
+        const auto prompt = m.tok->encode(format_chat({{"user", text}}, true, tmpl), m.tok->add_bos_default(), true);
+        for (const bool greedy : {true, false}) {
+            INFO((greedy ? "greedy" : "seeded"));
+            auto gen = [&](Speculator* spec) {
+                SessionParams p;
+                p.n_ctx = 1024;
+                Session s(*m.l.model, *m.l.be, p);
+                SamplerParams sp = sampling(greedy, *m.tok);
+                sp.temp = greedy ? 0.0f : 0.7f;
+                Sampler smp(sp);
+                return generate(s, *m.tok, smp, prompt, 256, 0, [](const std::string&) {}, nullptr, spec);
+            };
+            const GenerateResult plain = gen(nullptr);
+            Speculator lookup(SpecParams{});
+            const GenerateResult got = gen(&lookup);
+            INFO(got.spec.n_accepted << " of " << got.spec.n_guessed << " guesses accepted");
+            CHECK(got.tokens == plain.tokens);
+            CHECK(got.spec.n_accepted > 0);
+        }
+    }
+}
