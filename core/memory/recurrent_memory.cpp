@@ -28,7 +28,8 @@ RecurrentMemory::RecurrentMemory(Backend& be, const std::vector<RecurrentLayerSp
             total += (t->nbytes() + 255) / 256 * 256;
         }
     }
-    // The checkpoints: the same columns again, after every live tensor.
+    // The checkpoints: the same columns again, after every live tensor, once per bank.
+    const size_t live = total;
     conv_ckpt_.assign(layers.size(), 0);
     state_ckpt_.assign(layers.size(), 0);
     for (size_t il = 0; il < layers.size(); ++il) {
@@ -38,6 +39,8 @@ RecurrentMemory::RecurrentMemory(Backend& be, const std::vector<RecurrentLayerSp
             total += (t->nbytes() + 255) / 256 * 256;
         }
     }
+    ckpt_bank_ = total - live;
+    total += ckpt_bank_ * (kCheckpointBanks - 1);
     buffer_ = be.alloc(std::max<size_t>(total, 256));
     for (size_t il = 0; il < layers.size(); ++il) conv_[il].buffer = state_[il].buffer = buffer_.get();
     clear();
@@ -56,21 +59,31 @@ void RecurrentMemory::copy_slot(int src, int dst) {
         }
 }
 
-void RecurrentMemory::save_checkpoint(int slot) {
-    if (slot < 0 || slot >= n_seq_) throw std::out_of_range("recurrent memory: slot outside [0, " + std::to_string(n_seq_) + ")");
+namespace {
+void check_slot_bank(int slot, int n_seq, int bank) {
+    if (slot < 0 || slot >= n_seq) throw std::out_of_range("recurrent memory: slot outside [0, " + std::to_string(n_seq) + ")");
+    if (bank < 0 || bank >= RecurrentMemory::kCheckpointBanks)
+        throw std::out_of_range("recurrent memory: checkpoint bank " + std::to_string(bank) + " does not exist");
+}
+}  // namespace
+
+void RecurrentMemory::save_checkpoint(int slot, int bank) {
+    check_slot_bank(slot, n_seq_, bank);
+    const size_t b = size_t(bank) * ckpt_bank_;
     for (size_t il = 0; il < conv_.size(); ++il)
         for (auto [t, off] : {std::pair{&conv_[il], conv_ckpt_[il]}, std::pair{&state_[il], state_ckpt_[il]}}) {
             if (t->ne[0] == 0) continue;
-            be_.copy(*buffer_, off + size_t(slot) * t->nb[1], t->offset + size_t(slot) * t->nb[1], t->nb[1]);
+            be_.copy(*buffer_, b + off + size_t(slot) * t->nb[1], t->offset + size_t(slot) * t->nb[1], t->nb[1]);
         }
 }
 
-void RecurrentMemory::restore_checkpoint(int slot) {
-    if (slot < 0 || slot >= n_seq_) throw std::out_of_range("recurrent memory: slot outside [0, " + std::to_string(n_seq_) + ")");
+void RecurrentMemory::restore_checkpoint(int slot, int bank) {
+    check_slot_bank(slot, n_seq_, bank);
+    const size_t b = size_t(bank) * ckpt_bank_;
     for (size_t il = 0; il < conv_.size(); ++il)
         for (auto [t, off] : {std::pair{&conv_[il], conv_ckpt_[il]}, std::pair{&state_[il], state_ckpt_[il]}}) {
             if (t->ne[0] == 0) continue;
-            be_.copy(*buffer_, t->offset + size_t(slot) * t->nb[1], off + size_t(slot) * t->nb[1], t->nb[1]);
+            be_.copy(*buffer_, t->offset + size_t(slot) * t->nb[1], b + off + size_t(slot) * t->nb[1], t->nb[1]);
         }
 }
 

@@ -25,16 +25,19 @@ public:
     void clear();
     // Slot dst becomes a copy of slot src (every layer).
     void copy_slot(int src, int dst);
-    // Each slot has one checkpoint: a copy of its whole state (every layer) kept beside it,
-    // so that a caller can return the sequence to an earlier point (chat prefix reuse).
-    void save_checkpoint(int slot);
-    void restore_checkpoint(int slot);
+    // Each slot has kCheckpointBanks checkpoints: copies of its whole state (every layer)
+    // kept beside it, so that a caller can return the sequence to an earlier point. Bank 0
+    // serves chat prefix reuse, bank 1 speculative decoding's verification steps.
+    static constexpr int kCheckpointBanks = 2;
+    void save_checkpoint(int slot, int bank = 0);
+    void restore_checkpoint(int slot, int bank = 0);
 
 private:
     Backend& be_;
     int32_t n_seq_;
     std::vector<Tensor> conv_, state_;
-    std::vector<size_t> conv_ckpt_, state_ckpt_;  // offsets of each layer's checkpoint columns
+    std::vector<size_t> conv_ckpt_, state_ckpt_;  // offsets of each layer's checkpoint columns, bank 0 (bank b: + b * ckpt_bank_)
+    size_t ckpt_bank_ = 0;                        // bytes of one bank
     std::unique_ptr<Buffer> buffer_;
 };
 

@@ -6,6 +6,7 @@
 
 #include "core/runtime/sampling.h"
 #include "core/runtime/session.h"
+#include "core/runtime/speculative.h"
 #include "core/text/tokenizer.h"
 
 namespace ls {
@@ -16,6 +17,7 @@ struct GenerateResult {
     int64_t n_evaluated = 0;      // prompt tokens evaluated
     double prompt_s = 0, gen_s = 0;
     bool stopped_at_eog = false, context_full = false;
+    SpecStats spec;               // this call's verification steps (speculative decoding)
 };
 
 // Makes sequence `seq` hold `prompt` (the whole text so far, e.g. a chat transcript),
@@ -25,12 +27,21 @@ struct GenerateResult {
 // The logits are those of a fresh evaluation of the prompt: reuse changes the cost only.
 // A prompt that leaves no room in the context is an error. Control tokens stream no text,
 // except those in `reply`'s markers (a chat template's reasoning markers, for ReplySplitter).
+//
+// With `spec`, each step evaluates the sampled token together with the speculator's guesses
+// of what follows in one ubatch, samples position after position from those logits while the
+// sampler picks the guess, and rolls the sequence back past the first mismatch (seq_rm; on
+// models with recurrent layers, back to a state checkpoint taken before the step and the kept
+// tokens evaluated again). Sampling draws are keyed by position and the logits of a position
+// do not depend on the ubatch it ran in, so the tokens, the text and what the sequence holds
+// afterwards are those of plain decoding; only the speed differs.
+//
 // A generated token's text: control tokens give "", or their text where `reply` has them in
 // its markers.
 std::string reply_piece(const Tokenizer& tok, int32_t id, const ChatTemplate* reply);
 
 GenerateResult generate(Session& s, const Tokenizer& tok, Sampler& sampler, const std::vector<int32_t>& prompt,
                         int64_t n_predict, int seq, const std::function<void(const std::string&)>& on_text,
-                        const ChatTemplate* reply = nullptr);
+                        const ChatTemplate* reply = nullptr, Speculator* spec = nullptr);
 
 }  // namespace ls

@@ -9,11 +9,24 @@
 
 namespace ls {
 
-Sampler::Sampler(SamplerParams p) : p_(std::move(p)), rng_(p_.seed) {}
+Sampler::Sampler(SamplerParams p) : p_(std::move(p)) {}
 
-double Sampler::uniform() { return double(rng_() >> 11) * 0x1.0p-53; }
+namespace {
+// splitmix64's finalizer: a bijection on 64 bits whose outputs pass BigCrush for counter inputs.
+uint64_t mix64(uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+}  // namespace
 
-int32_t Sampler::sample(float* logits, int n, const std::vector<int32_t>& history) {
+double Sampler::keyed_uniform(uint64_t seed, uint64_t stream, int64_t pos) {
+    const uint64_t h = mix64(mix64(mix64(seed) ^ stream) ^ uint64_t(pos));
+    return double(h >> 11) * 0x1.0p-53;
+}
+
+int32_t Sampler::sample(float* logits, int n, const int32_t* history, size_t n_history, int64_t pos) {
     if (n <= 0) throw std::invalid_argument("sample: n_vocab must be positive");
     if (p_.want_logprobs) orig_.assign(logits, logits + n);
 
@@ -28,11 +41,10 @@ int32_t Sampler::sample(float* logits, int n, const std::vector<int32_t>& histor
     // 2. penalties over the last repeat_last_n tokens: the repetition penalty once per distinct
     // token, the frequency penalty once per occurrence, the presence penalty once
     const bool penalize = p_.repeat_penalty != 1.0f || p_.frequency_penalty != 0.0f || p_.presence_penalty != 0.0f;
-    if (penalize && p_.repeat_last_n != 0 && !history.empty()) {
+    if (penalize && p_.repeat_last_n != 0 && n_history > 0) {
         size_t from = 0;
-        if (p_.repeat_last_n > 0 && history.size() > size_t(p_.repeat_last_n))
-            from = history.size() - size_t(p_.repeat_last_n);
-        seen_.assign(history.begin() + std::ptrdiff_t(from), history.end());
+        if (p_.repeat_last_n > 0 && n_history > size_t(p_.repeat_last_n)) from = n_history - size_t(p_.repeat_last_n);
+        seen_.assign(history + from, history + n_history);
         std::sort(seen_.begin(), seen_.end());
         for (size_t i = 0; i < seen_.size();) {
             const int32_t id = seen_[i];
@@ -144,7 +156,7 @@ int32_t Sampler::sample(float* logits, int n, const std::vector<int32_t>& histor
         // 7. draw
         double total = 0;
         for (float q : prob_) total += q;
-        double u = uniform() * total;
+        double u = keyed_uniform(p_.seed, p_.stream, pos) * total;
         chosen = idx_[m - 1];
         double cum = 0;
         for (size_t i = 0; i < m; ++i) {

@@ -17,7 +17,7 @@ Session::Session(const Model& m, Backend& be, const SessionParams& p) : m_(m), b
     kv_ = std::make_unique<KvCache>(be, m.kv_layout(), kc);
     if (const auto rl = m.recurrent_layout(); !rl.empty()) rs_ = std::make_unique<RecurrentMemory>(be, rl, p_.n_seq);
     cached_.resize(size_t(p_.n_seq));
-    ckpt_pos_.assign(size_t(p_.n_seq), -1);
+    for (auto& c : ckpt_pos_) c.assign(size_t(p_.n_seq), -1);
 }
 
 void Session::check_batch(const Batch& b) const {
@@ -92,24 +92,29 @@ bool Session::seq_rm(int s, int64_t p0) {
     // Dropping everything is exact for the recurrent state too: a run at position 0 starts
     // from zeros (its reset flag), whatever the slot holds. Any other point inside the
     // sequence needs the state there: its checkpoint, if it was taken at exactly p0.
-    bool restore = false;
+    int restore = -1;  // the checkpoint bank to restore
     if (rs_ && p0 > 0 && s >= 0 && s < p_.n_seq && p0 < kv_->seq_len(s)) {
-        if (ckpt_pos_[size_t(s)] != p0 || !kv_->can_rm(s, p0)) return false;
-        restore = true;
+        for (int b = 0; b < RecurrentMemory::kCheckpointBanks && restore < 0; ++b)
+            if (ckpt_pos_[b][size_t(s)] == p0) restore = b;
+        if (restore < 0 || !kv_->can_rm(s, p0)) return false;
     }
     if (!kv_->seq_rm(s, p0)) return false;
-    if (restore) rs_->restore_checkpoint(s);
-    if (s >= 0 && s < p_.n_seq && p0 < ckpt_pos_[size_t(s)]) ckpt_pos_[size_t(s)] = -1;
+    if (restore >= 0) rs_->restore_checkpoint(s, restore);
+    for (auto& c : ckpt_pos_)
+        if (s >= 0 && s < p_.n_seq && p0 < c[size_t(s)]) c[size_t(s)] = -1;
     cached_[size_t(s)].resize(size_t(kv_->seq_len(s)));
     return true;
 }
 
-bool Session::checkpoint(int s) {
+bool Session::checkpoint(int s) { return save_checkpoint(s, 0); }
+bool Session::checkpoint_step(int s) { return save_checkpoint(s, 1); }
+
+bool Session::save_checkpoint(int s, int bank) {
     if (s < 0 || s >= p_.n_seq)
         throw std::out_of_range("checkpoint: sequence " + std::to_string(s) + " outside [0, " + std::to_string(p_.n_seq) + ")");
     if (!rs_) return false;
-    rs_->save_checkpoint(s);
-    ckpt_pos_[size_t(s)] = kv_->seq_len(s);
+    rs_->save_checkpoint(s, bank);
+    ckpt_pos_[bank][size_t(s)] = kv_->seq_len(s);
     return true;
 }
 
@@ -120,7 +125,8 @@ bool Session::seq_cp(int src, int dst, int64_t p1) {
         if (!kv_->seq_cp(src, dst, p1)) return false;
         rs_->copy_slot(src, dst);
     } else if (!kv_->seq_cp(src, dst, p1)) return false;
-    if (src != dst) ckpt_pos_[size_t(dst)] = -1;
+    if (src != dst)
+        for (auto& c : ckpt_pos_) c[size_t(dst)] = -1;
     std::vector<int32_t> t(cached_.at(size_t(src)).begin(), cached_.at(size_t(src)).begin() + kv_->seq_len(dst));
     cached_[size_t(dst)] = std::move(t);
     return true;
@@ -129,14 +135,17 @@ bool Session::seq_cp(int src, int dst, int64_t p1) {
 void Session::seq_keep(int s) {
     kv_->seq_keep(s);
     for (int i = 0; i < p_.n_seq; ++i)
-        if (i != s) cached_[size_t(i)].clear(), ckpt_pos_[size_t(i)] = -1;
+        if (i != s) {
+            cached_[size_t(i)].clear();
+            for (auto& c : ckpt_pos_) c[size_t(i)] = -1;
+        }
 }
 
 void Session::reset() {
     kv_->clear();
     if (rs_) rs_->clear();
     for (auto& c : cached_) c.clear();
-    std::fill(ckpt_pos_.begin(), ckpt_pos_.end(), int64_t(-1));
+    for (auto& c : ckpt_pos_) std::fill(c.begin(), c.end(), int64_t(-1));
 }
 
 int64_t Session::reuse_prefix(int s, const std::vector<int32_t>& prompt) {
@@ -149,7 +158,7 @@ int64_t Session::reuse_prefix(int s, const std::vector<int32_t>& prompt) {
     if (!seq_rm(s, int64_t(common))) {
         // Recurrent models keep one earlier point, their checkpoint; otherwise (or if the
         // ring no longer holds what that point needs) start over.
-        const int64_t c = ckpt_pos_[size_t(s)];
+        const int64_t c = ckpt_pos_[0][size_t(s)];
         if (c > 0 && size_t(c) <= common && seq_rm(s, c)) {
             common = size_t(c);
         } else {

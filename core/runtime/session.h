@@ -63,7 +63,13 @@ public:
     // nothing) for models without recurrent layers, which need none.
     bool checkpoint(int s);
     // The position of sequence s's checkpoint, or -1.
-    int64_t checkpoint_pos(int s) const { return ckpt_pos_.at(size_t(s)); }
+    int64_t checkpoint_pos(int s) const { return ckpt_pos_[0].at(size_t(s)); }
+    // A second checkpoint per sequence, for speculative decoding: taken before a verification
+    // step so that rejected guesses can be rolled back (seq_rm to exactly this point, then the
+    // accepted tokens evaluated again), without replacing the checkpoint above, which the next
+    // chat turn resumes from. The same rules otherwise; false for models without recurrent layers.
+    bool checkpoint_step(int s);
+    int64_t checkpoint_step_pos(int s) const { return ckpt_pos_[1].at(size_t(s)); }
     void seq_keep(int s);
     // Empties every sequence (one buffer fill of the KV memory).
     void reset();
@@ -91,7 +97,10 @@ private:
     std::unique_ptr<RecurrentMemory> rs_;
     std::unique_ptr<Buffer> scratch_;
     std::vector<std::vector<int32_t>> cached_;  // per sequence: the tokens its KV rows hold
-    std::vector<int64_t> ckpt_pos_;             // per sequence: its recurrent checkpoint's length, or -1
+    // Per checkpoint bank (0: checkpoint(), 1: checkpoint_step()), per sequence: the length
+    // at which its recurrent state was saved, or -1.
+    std::vector<int64_t> ckpt_pos_[RecurrentMemory::kCheckpointBanks];
+    bool save_checkpoint(int s, int bank);
 
     void check_batch(const Batch& b) const;
 };

@@ -6,7 +6,7 @@ set -u
 bin="$1"; src="$2"
 out="$(printf 'hi there\nthe answer\nagain\n' | LOCKSTEP_CHAT_STATS=1 "$bin" chat -m "$src/tests/data/gemma4_tiny.gguf" \
        -n 8 --temp 0 -c 128 -ub 4 2>&1)" || { echo "FAIL: chat exited non-zero"; echo "$out"; exit 1; }
-stats="$(sed -nE 's/^\[turn: ([0-9]+) prompt tokens reused, ([0-9]+) evaluated, ([0-9]+) generated\]$/\1 \2 \3/p' <<<"$out")"
+stats="$(sed -nE 's/^\[turn: ([0-9]+) prompt tokens reused, ([0-9]+) evaluated, ([0-9]+) generated(, [0-9]+ of [0-9]+ guesses accepted)?\]$/\1 \2 \3/p' <<<"$out")"
 [ "$(wc -l <<<"$stats")" -eq 3 ] || { echo "FAIL: expected 3 turns:"; echo "$out"; exit 1; }
 # Turn k+1 reuses turn k's prompt and its generated tokens (all but the last when -n ended the
 # reply: that one is never evaluated).
@@ -28,7 +28,7 @@ echo "chat: $n turns, each later turn reused the whole cached conversation"
 for m in llama qwen3 qwen3moe gemma2 gptoss; do
   out="$(printf 'hi there\nthe answer\nagain\n' | LOCKSTEP_CHAT_STATS=1 "$bin" chat -m "$src/tests/data/${m}_tiny.gguf" \
          -n 8 --temp 0 -c 1024 -ub 16 2>&1)" || { echo "FAIL: chat on $m exited non-zero"; echo "$out"; exit 1; }
-  stats="$(sed -nE 's/^\[turn: ([0-9]+) prompt tokens reused, ([0-9]+) evaluated, ([0-9]+) generated\]$/\1 \2 \3/p' <<<"$out")"
+  stats="$(sed -nE 's/^\[turn: ([0-9]+) prompt tokens reused, ([0-9]+) evaluated, ([0-9]+) generated(, [0-9]+ of [0-9]+ guesses accepted)?\]$/\1 \2 \3/p' <<<"$out")"
   [ "$(wc -l <<<"$stats")" -eq 3 ] || { echo "FAIL: $m: expected 3 turns:"; echo "$out"; exit 1; }
   prev_prompt=0; n=0
   while read -r reused evaluated generated; do

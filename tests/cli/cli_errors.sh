@@ -49,6 +49,16 @@ for _ in $(seq 100); do [ -s "$tmp/port" ] && break; sleep 0.05; done
 taken="$(cat "$tmp/port")"
 expect 1 "cannot listen on 127.0.0.1:$taken" -- serve -m "$tiny" --port "$taken"
 kill "$holder" 2>/dev/null
+# speculative decoding: flags, the draft model's file and vocabulary.
+expect 2 "--draft-max must be in \[0, 256\], got -1" -- run --draft-max -1 -p hi
+expect 2 "--draft-min must be in \[0, 256\], got -2" -- run --draft-min -2 -p hi
+expect 2 "--draft-min \(5\) must not exceed --draft-max \(2\)" -- run --draft-min 5 --draft-max 2 -p hi
+expect 2 "--spec must be off, lookup or draft; got 'foo'" -- run --spec foo -p hi
+expect 2 "--spec draft needs a draft model: -md FILE" -- run --spec draft -p hi
+expect 2 "-md is used with --spec draft only" -- run --spec lookup -md "$tiny" -p hi
+expect 2 "the server's slots speculate with prompt lookup only" -- serve --spec draft -md "$tiny" -m "$tiny"
+expect 1 "draft model file not found: /nonexistent.gguf" -- run -m "$tiny" -md /nonexistent.gguf -p hi
+expect 1 "a draft model must share the model's vocabulary" -- run -m "$tiny" -md "$src/tests/data/llama_tiny.gguf" -p hi
 printf 'GGUF\x03\x00\x00\x00' > "$tmp/short.gguf"
 expect 1 "gguf: truncated file: tensor count needs 8 bytes at offset 8, only 0 left" -- info -m "$tmp/short.gguf"
 printf 'not a model at all' > "$tmp/text.gguf"

@@ -35,7 +35,7 @@ std::map<int32_t, int> histogram(SamplerParams p, const std::vector<float>& logi
     std::map<int32_t, int> h;
     for (int i = 0; i < draws; ++i) {
         std::vector<float> l = logits;
-        h[s.sample(l.data(), int(l.size()), {})]++;
+        h[s.sample(l.data(), int(l.size()), nullptr, 0, i)]++;  // a new position each draw
     }
     return h;
 }
@@ -236,7 +236,7 @@ TEST_CASE("sampling: top-k on a 262144 vocabulary", "[sampling]") {
     const int draws = 50;
     for (int i = 0; i < draws; ++i) {
         std::vector<float> l = logits;
-        int32_t id = s.sample(l.data(), n, {});
+        int32_t id = s.sample(l.data(), n, nullptr, 0, i);
         CHECK(top40.count(id) == 1);
         seen.insert(id);
     }
@@ -259,7 +259,7 @@ TEST_CASE("sampling: top-k keeps the k best, ties to the lower id, NaN last", "[
     std::set<int32_t> seen;
     for (int i = 0; i < 300; ++i) {
         std::vector<float> l = logits;
-        seen.insert(s.sample(l.data(), int(l.size()), {}));
+        seen.insert(s.sample(l.data(), int(l.size()), nullptr, 0, i));
     }
     CHECK(seen == std::set<int32_t>{0, 2, 4});
     // NaN ranks below every number: with k = 6 the survivors are exactly the six numbers.
@@ -268,7 +268,47 @@ TEST_CASE("sampling: top-k keeps the k best, ties to the lower id, NaN last", "[
     seen.clear();
     for (int i = 0; i < 600; ++i) {
         std::vector<float> l = logits;
-        seen.insert(s6.sample(l.data(), int(l.size()), {}));
+        seen.insert(s6.sample(l.data(), int(l.size()), nullptr, 0, i));
     }
     CHECK(seen == std::set<int32_t>{0, 1, 2, 4, 5, 6});
+}
+
+TEST_CASE("sampling: draws are keyed by (seed, stream, position), not by how many came before", "[sampling]") {
+    // Speculative decoding samples a position, may discard the result and sample that
+    // position again from other logits: the draw must be a function of the key alone.
+    auto logits = random_logits(3000, 21);
+    SamplerParams p = plain(1.2f);
+    p.seed = 77;
+    std::vector<int32_t> forward, backward(64), again;
+    Sampler a(p), b(p), c(p);
+    for (int64_t pos = 0; pos < 64; ++pos) {
+        std::vector<float> l = logits;
+        forward.push_back(a.sample(l.data(), 3000, nullptr, 0, pos));
+    }
+    for (int64_t pos = 63; pos >= 0; --pos) {
+        std::vector<float> l = logits;
+        backward[size_t(pos)] = b.sample(l.data(), 3000, nullptr, 0, pos);
+        std::vector<float> junk = random_logits(3000, uint64_t(pos));  // a discarded draw in between
+        b.sample(junk.data(), 3000, nullptr, 0, pos);
+    }
+    CHECK(forward == backward);
+    // The vector form keys by the history's length: the position of the token it picks.
+    for (int64_t pos = 0; pos < 64; ++pos) {
+        std::vector<float> l = logits;
+        again.push_back(c.sample(l.data(), 3000, std::vector<int32_t>(size_t(pos), 0)));
+    }
+    CHECK(again == forward);
+    // Another stream or seed draws differently; the keyed numbers are uniform enough.
+    SamplerParams q = p;
+    q.stream = 1;
+    Sampler d(q);
+    std::vector<int32_t> other;
+    for (int64_t pos = 0; pos < 64; ++pos) {
+        std::vector<float> l = logits;
+        other.push_back(d.sample(l.data(), 3000, nullptr, 0, pos));
+    }
+    CHECK(other != forward);
+    int below[4] = {0, 0, 0, 0};
+    for (int64_t pos = 0; pos < 40000; ++pos) below[int(Sampler::keyed_uniform(5, 0, pos) * 4)]++;
+    for (int q4 : below) CHECK(std::abs(q4 - 10000) < 400);  // 4 sigma is ~350
 }

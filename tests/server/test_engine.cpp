@@ -61,7 +61,7 @@ struct Rig {
     std::unique_ptr<Session> s;
     Metrics metrics;
     std::unique_ptr<Engine> engine;
-    Rig(int slots, int max_queue) {
+    Rig(int slots, int max_queue, const SpecParams& speculation = {}) {
         TinyGemma3Spec spec;  // windowed layers of 8 and a global one
         spec.n_layer = 6;
         spec.ctx = 512;
@@ -72,7 +72,7 @@ struct Rig {
         sp.n_ubatch = 4;  // rings of 12 rows: prompts chunked, rings wrapped
         sp.n_seq = slots;
         s = std::make_unique<Session>(*lm.model, *lm.be, sp);
-        engine = std::make_unique<Engine>(*s, *tok, metrics, max_queue);
+        engine = std::make_unique<Engine>(*s, *tok, metrics, max_queue, speculation);
     }
 };
 
@@ -136,4 +136,37 @@ TEST_CASE("server engine: beyond the slots and the queue, submit refuses", "[ser
     CHECK(collect(*a).error.empty());
     r.engine->shutdown();
     CHECK_FALSE(r.engine->submit(b));  // after shutdown
+}
+
+TEST_CASE("server engine: slots that speculate (few busy) answer as slots that do not", "[server][spec]") {
+    // Speculation (prompt lookup, the default) while at most 2 slots are busy; none with it off.
+    SpecParams off;
+    off.mode = SpecMode::Off;
+    Rig plain(3, 8, off), spec(3, 8);
+    const int n = 6;
+    std::vector<Outcome> want;
+    for (int i = 0; i < n; ++i) {
+        auto j = std::make_shared<Job>(params_for(*plain.tok, i, 60));
+        REQUIRE(plain.engine->submit(j));
+        want.push_back(collect(*j));
+    }
+    CHECK(plain.metrics.spec_guessed.load() == 0);
+    // Alone (speculating), then two at once (speculating), then all six (three slots busy).
+    for (int i = 0; i < n; ++i) {
+        auto j = std::make_shared<Job>(params_for(*spec.tok, i, 60));
+        REQUIRE(spec.engine->submit(j));
+        CHECK(collect(*j) == want[size_t(i)]);
+    }
+    for (int round = 0; round < 2; ++round) {
+        std::vector<std::shared_ptr<Job>> jobs;
+        const int k = round == 0 ? 2 : n;
+        for (int i = 0; i < k; ++i) {
+            jobs.push_back(std::make_shared<Job>(params_for(*spec.tok, i, 60)));
+            REQUIRE(spec.engine->submit(jobs.back()));
+        }
+        for (int i = 0; i < k; ++i) CHECK(collect(*jobs[size_t(i)]) == want[size_t(i)]);
+    }
+    INFO(spec.metrics.spec_accepted.load() << " of " << spec.metrics.spec_guessed.load() << " guesses kept");
+    CHECK(spec.metrics.spec_guessed.load() > 0);
+    CHECK(spec.metrics.spec_accepted.load() > 0);
 }

@@ -22,6 +22,11 @@ App open_app(const Options& o) {
     const auto mem = o.mmap < 0 ? Model::WeightMemory::Auto : o.mmap ? Model::WeightMemory::Map : Model::WeightMemory::Copy;
     a.model = load_model(a.model_path, *a.backend, mem);
     a.tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_gguf(a.model->gguf()));
+    if (!o.draft_model.empty()) {
+        if (!std::filesystem::exists(o.draft_model)) throw std::runtime_error("draft model file not found: " + o.draft_model);
+        a.draft_model = load_model(o.draft_model, *a.backend, mem);
+        check_draft_vocabulary(*a.model, *a.draft_model);
+    }
     return a;
 }
 
@@ -44,6 +49,25 @@ SamplerParams App::sampler_params(const Options& o) const {
     p.repeat_penalty = o.repeat_penalty;
     p.seed = o.seed;
     return p;
+}
+
+SpecParams App::spec_params(const Options& o) const {
+    SpecParams p;
+    p.mode = spec_mode_from_name(o.spec);
+    p.draft_max = o.draft_max;
+    p.draft_min = o.draft_min;
+    return p;
+}
+
+std::unique_ptr<Speculator> App::speculator(const Options& o, const Session& target) {
+    const SpecParams p = spec_params(o);
+    if (p.mode == SpecMode::Off) return nullptr;
+    if (p.mode == SpecMode::Draft) {
+        SessionParams dp = target.params();
+        dp.n_seq = 1;
+        draft_session = std::make_unique<Session>(*draft_model, *backend, dp);
+    }
+    return std::make_unique<Speculator>(p, draft_session.get(), 0);
 }
 
 }  // namespace ls::cli

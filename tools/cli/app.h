@@ -5,6 +5,7 @@
 #include "core/models/model.h"
 #include "core/runtime/sampling.h"
 #include "core/runtime/session.h"
+#include "core/runtime/speculative.h"
 #include "core/text/tokenizer.h"
 #include "tools/cli/cli_args.h"
 
@@ -15,8 +16,13 @@ struct App {
     std::unique_ptr<Backend> backend;
     std::unique_ptr<Model> model;
     std::unique_ptr<Tokenizer> tokenizer;
+    std::unique_ptr<Model> draft_model;      // -md: on the same backend, vocabulary checked at load
+    std::unique_ptr<Session> draft_session;  // made by speculator()
     SessionParams session_params(const Options& o) const;
     SamplerParams sampler_params(const Options& o) const;
+    SpecParams spec_params(const Options& o) const;
+    // The guess source --spec asks for, for sequence 0 of `target` (null with --spec off).
+    std::unique_ptr<Speculator> speculator(const Options& o, const Session& target);
 };
 
 App open_app(const Options& o);

@@ -82,6 +82,7 @@ Options parse_args(int argc, char** argv) {
         else if ((a == "-d" || a == "--n-depth") && bench) o.bench_depth = parse_list(a, value());
         else if (a == "--prefill-vs-single" && bench) o.bench_prefill_vs_single = parse_list(a, value());
         else if (a == "--tg-seqs" && bench) o.bench_tg_seqs = parse_list(a, value());
+        else if (a == "--spec-vs-plain" && bench) o.bench_spec_vs_plain = parse_list(a, value()).at(0);
         else if (a == "--scan-vs-single" && bench) o.bench_scan_vs_single = parse_list(a, value()).at(0);
         else if (a == "-n" || a == "--n-predict") o.n_predict = parse_number<int64_t>(a, value());
         else if (a == "-c" || a == "--ctx-size") o.n_ctx = positive(parse_number<int64_t>(a, value()));
@@ -107,6 +108,23 @@ Options parse_args(int argc, char** argv) {
         else if (a == "--no-mmap") o.mmap = 0;
         else if (a == "-r" || a == "--repetitions") o.reps = int(positive(parse_number<int64_t>(a, value())));
         else if (a == "--system") o.system = value();
+        else if (a == "--spec") {
+            o.spec = value();
+            o.spec_set = true;
+            if (o.spec != "off" && o.spec != "lookup" && o.spec != "draft")
+                throw UsageError("--spec must be off, lookup or draft; got '" + o.spec + "'");
+        }
+        else if (a == "-md" || a == "--model-draft") o.draft_model = value();
+        else if (a == "--draft-max" || a == "--draft" || a == "--draft-n") {
+            const int64_t n = parse_number<int64_t>(a, value());
+            if (n < 0 || n > 256) throw UsageError(a + " must be in [0, 256], got " + std::to_string(n));
+            o.draft_max = int(n);
+        }
+        else if (a == "--draft-min" || a == "--draft-n-min") {
+            const int64_t n = parse_number<int64_t>(a, value());
+            if (n < 0 || n > 256) throw UsageError(a + " must be in [0, 256], got " + std::to_string(n));
+            o.draft_min = int(n);
+        }
         else if (a == "--host" && serve) o.host = value();
         else if (a == "--port" && serve) {
             const int64_t port = parse_number<int64_t>(a, value());
@@ -134,6 +152,12 @@ Options parse_args(int argc, char** argv) {
     if (o.top_p <= 0 || o.top_p > 1) throw UsageError("--top-p must be in (0, 1]");
     if (o.min_p < 0 || o.min_p > 1) throw UsageError("--min-p must be in [0, 1]");
     if (o.n_predict < -1) throw UsageError("-n must be >= -1 (-1: until the end of generation)");
+    // -md alone picks draft speculation; draft speculation needs -md.
+    if (!o.draft_model.empty() && !o.spec_set) o.spec = "draft";
+    if (o.spec == "draft" && o.draft_model.empty()) throw UsageError("--spec draft needs a draft model: -md FILE");
+    if (!o.draft_model.empty() && o.spec != "draft") throw UsageError("-md is used with --spec draft only, not --spec " + o.spec);
+    if (o.draft_min > o.draft_max)
+        throw UsageError("--draft-min (" + std::to_string(o.draft_min) + ") must not exceed --draft-max (" + std::to_string(o.draft_max) + ")");
     return o;
 }
 
@@ -154,7 +178,13 @@ std::string usage(const std::string& command) {
     std::string sampling =
         "  -n, --n-predict N       tokens to generate (default 128; -1: until end of generation)\n"
         "  --temp T                temperature, 0 = greedy (default 0.8)\n"
-        "  --top-k N, --top-p P, --min-p P, --repeat-penalty R, --seed S\n";
+        "  --top-k N, --top-p P, --min-p P, --repeat-penalty R, --seed S\n"
+        "  --spec MODE             speculative decoding: off | lookup (default: guesses from earlier\n"
+        "                          text of the sequence) | draft (guesses from -md); output is identical\n"
+        "                          to --spec off, token for token\n"
+        "  -md, --model-draft FILE draft model with the same vocabulary (implies --spec draft)\n"
+        "  --draft-max N           most guesses checked per step (default 16; adapts to the acceptance)\n"
+        "  --draft-min N           fewer guesses than this are not checked (default 0)\n";
     if (command == "run")
         return "usage: lockstep run [-m FILE] -p PROMPT | -f FILE [options]\n" + common + sampling;
     if (command == "chat")
@@ -172,7 +202,10 @@ std::string usage(const std::string& command) {
                "  --tg-seqs LIST  sequence counts decoded together (one token of each per step, 64 steps\n"
                "                  after a 16-token prompt each): aggregate t/s and the ratio to the first\n"
                "  --scan-vs-single N  CPU: N rounds of one decode step of the delta-rule scan (Qwen3.5\n"
-               "                      sizes), the batched op vs its single-sequence-only twin\n" + common;
+               "                      sizes), the batched op vs its single-sequence-only twin\n"
+               "  --spec-vs-plain N  generate N tokens (greedy) on a copy-heavy prompt and on prose, with\n"
+               "                     speculation (--spec, -md, --draft-max, --draft-min) and without, alternating:\n"
+               "                     tokens/s of each, the ratio and the acceptance rate\n" + common;
     if (command == "serve")
         return "usage: lockstep serve [-m FILE] [--host H] [--port N] [-np N] [options]\n"
                "  an OpenAI-compatible HTTP server: POST /v1/completions, /v1/chat/completions (streamed with\n"
@@ -186,6 +219,9 @@ std::string usage(const std::string& command) {
                "                          with Retry-After\n"
                "  --timeout S             socket read/write timeout in seconds (default 600)\n"
                "  --temp, --top-k, --top-p, --min-p, --repeat-penalty: defaults for what a request leaves out\n"
+               "  --spec off|lookup       while at most 2 slots are busy, generating slots check guesses from\n"
+               "                          prompt lookup (default lookup; answers are identical either way)\n"
+               "  --draft-max N, --draft-min N  as for run\n"
                "  each step evaluates at most -ub tokens: one token of every generating slot, then prompt\n"
                "  chunks, oldest request first\n" + common;
     if (command == "info") return "usage: lockstep info [-m FILE]\n";

@@ -39,9 +39,15 @@ struct Options {
     std::vector<int64_t> bench_depth{0};           // -d: tokens in the context before each pp/tg test (untimed)
     std::vector<int64_t> bench_prefill_vs_single;  // prompt sizes timed chunked and token by token
     std::vector<int64_t> bench_tg_seqs;            // sequence counts decoded together (aggregate t/s)
-    int64_t bench_scan_vs_single = 0;              // timed rounds of the batched vs single-sequence scan
+    int64_t bench_scan_vs_single = 0;
+    int64_t bench_spec_vs_plain = 0;               // tokens generated with and without speculation              // timed rounds of the batched vs single-sequence scan
     int reps = 5;
     std::string system;           // chat: --system
+    // speculative decoding (run, chat, bench): --spec, -md, --draft-max, --draft-min
+    std::string spec = "lookup";
+    std::string draft_model;
+    int draft_max = 16, draft_min = 0;
+    bool spec_set = false;
     // serve
     std::string host = "127.0.0.1";  // --host
     int port = 8080;                 // --port

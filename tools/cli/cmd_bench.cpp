@@ -7,6 +7,7 @@
 
 #include "backends/registry.h"
 #include "core/ir/ops.h"
+#include "core/runtime/generate.h"
 #include "tools/cli/app.h"
 
 namespace ls::cli {
@@ -15,6 +16,23 @@ namespace {
 struct Result {
     double mean = 0, sd = 0;
 };
+
+// The speculation prompts: a text the reply largely copies, and a request for prose.
+constexpr const char* kCopyText =
+    "The lighthouse stood on a rock at the mouth of the harbour, and for ninety years a keeper had climbed its "
+    "hundred and twelve steps every evening to light the lamp. The last keeper, a woman named Ada Penhallow, "
+    "kept a logbook in which she wrote the weather, the ships that passed, and the birds that struck the glass "
+    "on stormy nights. When the light was automated in 1981 she took the logbook home, and it sat in a drawer "
+    "for forty years until her grandson found it while clearing the house. He read it in one sitting and then "
+    "walked down to the harbour, where the light still turned above the water, without anyone to climb the "
+    "stairs.";
+constexpr const char* kProsePrompt = "Write a short story about a girl who builds a boat and sails to an island nobody has visited.";
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
 Result stats(const std::vector<double>& v) {
     Result r;
     for (double x : v) r.mean += x;
@@ -38,6 +56,7 @@ int cmd_bench(const Options& o) {
     for (int64_t n : o.bench_pp) need = std::max(need, depth_max + n);
     for (int64_t n : o.bench_tg) need = std::max(need, depth_max + n);
     for (int64_t n : o.bench_prefill_vs_single) need = std::max(need, n);
+    if (o.bench_spec_vs_plain > 0) need = std::max(need, 512 + o.bench_spec_vs_plain);
     sp.n_ctx = std::max(sp.n_ctx, need);
     Session s(*app.model, *app.backend, sp);
     std::mt19937 rng(42);
@@ -189,6 +208,84 @@ int cmd_bench(const Options& o) {
             const double med = n % 2 ? ratio[n / 2] : 0.5 * (ratio[n / 2 - 1] + ratio[n / 2]);
             std::printf("\n%lld sequences together: %.2fx the throughput of %lld (median of %zu alternating repetitions, %.2f-%.2f)\n",
                         (long long)runs[k].n_seq, med, (long long)runs[0].n_seq, n, ratio.front(), ratio.back());
+        }
+    }
+    // Generation with and without speculation (--spec, -md, --draft-max, --draft-min) on the
+    // same prompt, greedy, alternating within each repetition so that both see the same
+    // machine noise: tokens/s of each (prompt evaluation not timed), the median of the
+    // per-repetition ratios, and the share of guesses accepted. The outputs are compared too:
+    // speculation must not change a token.
+    if (o.bench_spec_vs_plain > 0) {
+        // What a verification step costs: one sequence's k + 1 tokens with logits for every
+        // one, against a one-token decode step, after a 256-token context.
+        {
+            std::printf("\nverification step cost (k + 1 tokens, every logit row) in decode steps:");
+            const std::vector<int32_t> ctx = tokens(256);
+            auto time_step = [&](int64_t n) {
+                double best = 1e30;
+                for (int r = 0; r < 3; ++r) {
+                    s.reset();
+                    s.eval(ctx);
+                    Batch b;
+                    for (int64_t i = 0; i < n; ++i) b.add(dist(rng), 0, int32_t(256 + i), true);
+                    auto t0 = std::chrono::steady_clock::now();
+                    s.decode(b);
+                    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+                }
+                return best;
+            };
+            const double one = time_step(1);
+            for (int64_t k : {1, 2, 4, 8, 16}) std::printf(" k=%lld %.2f", (long long)k, time_step(k + 1) / one);
+            std::printf(" (one step %.1f ms)\n\n", 1e3 * one);
+        }
+        Options so = o;
+        if (so.spec == "off") so.spec = "lookup";
+        const Tokenizer& tok = *app.tokenizer;
+        const ChatTemplate& tmpl = chat_template_for(app.model->hparams().arch, [&](std::string_view t) { return tok.find_token(t) >= 0; });
+        const std::pair<const char*, std::string> prompts[] = {
+            {"copy", std::string(kCopyText) + "\n\nRepeat the text above exactly."},
+            {"prose", kProsePrompt},
+        };
+        SamplerParams greedy = app.sampler_params(o);
+        greedy.temp = 0;
+        for (const auto& [label, text] : prompts) {
+            const std::vector<int32_t> ids = tok.encode(format_chat({{"user", text}}, true, tmpl), tok.add_bos_default(), true);
+            std::unique_ptr<Speculator> spec = app.speculator(so, s);
+            std::vector<double> plain_tps, spec_tps, ratio;
+            std::vector<int32_t> plain_tokens;
+            bool same = true;
+            size_t n_tokens = 0;
+            for (int r = -1; r < o.reps; ++r) {
+                double tps[2];
+                for (int with = 0; with < 2; ++with) {
+                    s.reset();
+                    Sampler smp(greedy);
+                    const GenerateResult g = generate(s, tok, smp, ids, o.bench_spec_vs_plain, 0, [](const std::string&) {}, nullptr,
+                                                      with ? spec.get() : nullptr);
+                    tps[with] = double(g.tokens.size()) / std::max(g.gen_s, 1e-9);
+                    if (!with) plain_tokens = g.tokens;
+                    else same = same && g.tokens == plain_tokens;
+                    n_tokens = g.tokens.size();
+                }
+                if (r < 0) {
+                    spec->reset_stats();
+                    continue;
+                }
+                plain_tps.push_back(tps[0]);
+                spec_tps.push_back(tps[1]);
+                ratio.push_back(tps[1] / tps[0]);
+            }
+            row(std::string("tg") + std::to_string(n_tokens) + " " + label + " plain", stats(plain_tps));
+            row(std::string("tg") + std::to_string(n_tokens) + " " + label + " spec " + so.spec, stats(spec_tps));
+            const SpecStats& st = spec->stats();
+            std::printf("\n%s prompt, --spec %s: %.2fx the speed of plain decoding (median of %zu alternating repetitions, "
+                        "%.2f-%.2f); %lld of %lld guesses accepted (%.1f%%), %.2f tokens per step with guesses; output %s\n\n",
+                        label, so.spec.c_str(), median(ratio), ratio.size(), *std::min_element(ratio.begin(), ratio.end()),
+                        *std::max_element(ratio.begin(), ratio.end()), (long long)st.n_accepted, (long long)st.n_guessed,
+                        100.0 * st.acceptance(), st.n_steps ? 1.0 + double(st.n_accepted) / double(st.n_steps) : 0.0,
+                        same ? "identical" : "DIFFERENT (a bug)");
+            std::fflush(stdout);
+            if (!same) throw std::runtime_error("speculative decoding changed the output");
         }
     }
     return 0;

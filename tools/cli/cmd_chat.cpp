@@ -30,6 +30,7 @@ int cmd_chat(const Options& o) {
     App app = open_app(o);
     Session s(*app.model, *app.backend, app.session_params(o));
     Sampler sampler(app.sampler_params(o));
+    std::unique_ptr<Speculator> spec = app.speculator(o, s);
     std::vector<ChatMsg> msgs;
     if (!o.system.empty()) msgs.push_back({"system", o.system});
     const std::string& arch = app.model->hparams().arch;
@@ -72,13 +73,14 @@ int cmd_chat(const Options& o) {
                 if (split_reply) show(split.push(t));
                 else show({t, {}});
             },
-            split_reply ? &tmpl : nullptr);
+            split_reply ? &tmpl : nullptr, spec.get());
         if (split_reply) show(split.finish());
         std::printf("\n");
         std::fflush(stdout);
         if (verbose)
-            std::fprintf(stderr, "[turn: %lld prompt tokens reused, %lld evaluated, %zu generated]\n", (long long)r.n_reused,
-                         (long long)r.n_evaluated, r.tokens.size());
+            std::fprintf(stderr, "[turn: %lld prompt tokens reused, %lld evaluated, %zu generated, %lld of %lld guesses accepted]\n",
+                         (long long)r.n_reused, (long long)r.n_evaluated, r.tokens.size(), (long long)r.spec.n_accepted,
+                         (long long)r.spec.n_guessed);
         msgs.push_back({"assistant", reply});
         if (continue_tokens) {
             seen = ids;

@@ -24,17 +24,22 @@ int cmd_run(const Options& o) {
         throw std::runtime_error("prompt has " + std::to_string(ids.size()) + " tokens, more than the context of " +
                                  std::to_string(s.params().n_ctx) + " leaves room for (raise -c)");
     Sampler sampler(app.sampler_params(o));
+    std::unique_ptr<Speculator> spec = app.speculator(o, s);
     std::fputs(prompt.c_str(), stdout);
     std::fflush(stdout);
     GenerateResult r = generate(s, *app.tokenizer, sampler, ids, o.n_predict, 0, [](const std::string& t) {
         std::fputs(t.c_str(), stdout);
         std::fflush(stdout);
-    });
+    }, nullptr, spec.get());
     std::printf("\n");
     const auto n_gen = (long long)r.tokens.size();
     std::fprintf(stderr, "\nprompt: %lld tokens in %.2f s (%.1f tokens/s); generation: %lld tokens in %.2f s (%.1f tokens/s)%s\n",
                  (long long)r.n_evaluated, r.prompt_s, r.n_evaluated / std::max(r.prompt_s, 1e-9), n_gen, r.gen_s,
                  n_gen / std::max(r.gen_s, 1e-9), r.context_full ? "; stopped: context full (raise -c)" : "");
+    if (spec)
+        std::fprintf(stderr, "speculation (%s): %lld of %lld guesses accepted (%.1f%%) in %lld verification steps\n",
+                     spec_mode_name(spec->params().mode), (long long)r.spec.n_accepted, (long long)r.spec.n_guessed,
+                     100.0 * r.spec.acceptance(), (long long)r.spec.n_steps);
     return 0;
 }
 

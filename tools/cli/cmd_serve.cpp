@@ -21,6 +21,8 @@ int cmd_serve(const Options& o) {
     c.session = defaults.session_params(o);
     c.session.n_seq = o.n_parallel;
     c.sampling = defaults.sampler_params(o);
+    if (o.spec == "draft") throw UsageError("the server's slots speculate with prompt lookup only: --spec off or lookup");
+    c.spec = defaults.spec_params(o);
     c.host = o.host;
     c.port = o.port;
     c.api_key = o.api_key;

@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <stdexcept>
 
 namespace ls::server {
 
-Engine::Engine(Session& s, const Tokenizer& tok, Metrics& metrics, int max_queue)
-    : s_(s), tok_(tok), metrics_(metrics), max_queue_(size_t(std::max(0, max_queue))), slots_(size_t(s.params().n_seq)) {
+Engine::Engine(Session& s, const Tokenizer& tok, Metrics& metrics, int max_queue, const SpecParams& spec)
+    : s_(s), tok_(tok), metrics_(metrics), max_queue_(size_t(std::max(0, max_queue))), spec_(spec), slots_(size_t(s.params().n_seq)) {
+    if (spec_.mode == SpecMode::Draft) throw std::invalid_argument("the server's slots speculate with prompt lookup only (--spec off or lookup)");
     thread_ = std::thread([this] { run(); });
 }
 
@@ -108,6 +110,7 @@ void Engine::admit() {
         Slot& sl = slots_[size_t(i)];
         const JobParams& p = sl.job->params;
         sl.sampler = std::make_unique<Sampler>(p.sampling);
+        if (spec_.mode != SpecMode::Off) sl.spec = std::make_unique<Speculator>(spec_);
         sl.text = StopText(p.stop);
         if (p.reply_template) sl.reply = std::make_unique<ReplySplitter>(*p.reply_template);
         sl.usage.prompt_tokens = int64_t(p.prompt.size());
@@ -136,15 +139,37 @@ void Engine::admit() {
 
 void Engine::step() {
     Batch b;
-    std::vector<int> rows;  // the slot of each logits row, in batch order
+    // Each generating slot's rows (its sampled token, then any guesses), and each prompt that
+    // completes (one row): consecutive logits rows, in batch order.
+    struct Rows {
+        int slot;
+        int64_t start;                // the position of the group's first token
+        std::vector<int32_t> guesses;
+    };
+    std::vector<Rows> groups;
+    size_t n_busy = 0;
+    for (const Slot& sl : slots_) n_busy += sl.job ? 1 : 0;
+    const int64_t ub = s_.params().n_ubatch, n_ctx = s_.params().n_ctx;
     for (size_t i = 0; i < slots_.size(); ++i) {
         Slot& sl = slots_[i];
         if (!sl.job || !sl.generating) continue;
-        b.add(sl.next, int(i), int32_t(s_.seq_len(int(i))), true);
-        rows.push_back(int(i));
+        const int64_t start = s_.seq_len(int(i));
+        Rows g{int(i), start, {}};
+        if (sl.spec && n_busy <= kSpecSlots) {
+            // Guesses stay within one ubatch (so a windowed ring can still roll back), the
+            // slot's context and what is left to generate.
+            int64_t k = std::min<int64_t>({sl.spec->budget(), ub - 1, n_ctx - start - 1});
+            const int64_t max_tokens = sl.job->params.max_tokens;
+            if (max_tokens >= 0) k = std::min<int64_t>(k, max_tokens - sl.n_gen - 1);
+            if (k > 0) g.guesses = sl.spec->guess(s_.seq_tokens(int(i)), sl.next, int(k));
+            if (int(g.guesses.size()) < std::max(1, spec_.draft_min)) g.guesses.clear();
+            if (!g.guesses.empty()) s_.checkpoint_step(int(i));
+        }
+        b.add(sl.next, int(i), int32_t(start), true);
+        for (size_t t = 0; t < g.guesses.size(); ++t) b.add(g.guesses[t], int(i), int32_t(start + 1 + int64_t(t)), true);
+        groups.push_back(std::move(g));
     }
     // Prompt chunks, oldest request first, up to one ubatch in all.
-    const int64_t ub = s_.params().n_ubatch;
     int64_t budget = std::max<int64_t>(ub - int64_t(b.size()), 1);
     std::vector<int> prefill;
     for (size_t i = 0; i < slots_.size(); ++i)
@@ -158,7 +183,7 @@ void Engine::step() {
         for (size_t t = 0; t < k; ++t) {
             const bool last = sl.at + t + 1 == sl.rest.size();
             b.add(sl.rest[sl.at + t], i, p0 + int32_t(t), last);
-            if (last) rows.push_back(i);
+            if (last) groups.push_back({i, p0 + int64_t(t), {}});
         }
         sl.at += k;
         budget -= int64_t(k);
@@ -182,17 +207,40 @@ void Engine::step() {
     metrics_.step_us += uint64_t(std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count());
 
     const size_t n_vocab = size_t(s_.n_vocab());
-    for (size_t r = 0; r < rows.size(); ++r) {
-        try {
-            on_logits(rows[r], logits.data() + r * n_vocab);
-        } catch (const std::exception& e) {
-            // Sampling or detokenizing failed for this request alone: end it, keep the rest.
-            if (slots_[size_t(rows[r])].job) finish(rows[r], "", std::string("sampling failed: ") + e.what());
+    size_t row = 0;
+    for (const Rows& g : groups) {
+        const int i = g.slot;
+        Slot& sl = slots_[size_t(i)];
+        // Row r follows the token at g.start + r. A guess is kept while the slot samples it.
+        size_t used = 0;
+        for (size_t r = 0; r <= g.guesses.size(); ++r) {
+            ++used;
+            try {
+                on_logits(i, logits.data() + (row + r) * n_vocab, g.start + int64_t(r) + 1);
+            } catch (const std::exception& e) {
+                // Sampling or detokenizing failed for this request alone: end it, keep the rest.
+                if (sl.job) finish(i, "", std::string("sampling failed: ") + e.what());
+            }
+            if (!sl.job || r == g.guesses.size() || sl.next != g.guesses[r]) break;
+        }
+        row += g.guesses.size() + 1;
+        if (!g.guesses.empty()) {
+            if (sl.spec) sl.spec->record(int(g.guesses.size()), int(used - 1));
+            metrics_.spec_guessed += g.guesses.size();
+            metrics_.spec_accepted += used - 1;
+            // The slot's sequence holds what plain decoding would have (also for the next
+            // request that reuses this slot's cache).
+            try {
+                spec_roll_back(s_, i, g.start + int64_t(used), g.start);
+            } catch (const std::exception& e) {
+                if (sl.job) finish(i, "", std::string("rolling back guesses failed: ") + e.what());
+                s_.seq_rm(i, 0);
+            }
         }
     }
 }
 
-void Engine::on_logits(int i, float* logits) {
+void Engine::on_logits(int i, float* logits, int64_t held) {
     Slot& sl = slots_[size_t(i)];
     sl.last_used = ++clock_;
     if (!sl.generating) {
@@ -203,7 +251,7 @@ void Engine::on_logits(int i, float* logits) {
     }
     const JobParams& p = sl.job->params;
     // The penalties' history is everything the sequence holds: prompt and generated tokens.
-    const int32_t id = sl.sampler->sample(logits, int(s_.n_vocab()), s_.seq_tokens(i));
+    const int32_t id = sl.sampler->sample(logits, int(s_.n_vocab()), s_.seq_tokens(i).data(), size_t(held), held);
     if (tok_.is_eog(id)) {
         finish(i, "stop");
         return;
@@ -231,7 +279,7 @@ void Engine::on_logits(int i, float* logits) {
         finish(i, "stop", "", &out);
         return;
     }
-    const bool length = (p.max_tokens >= 0 && sl.n_gen >= p.max_tokens) || s_.seq_len(i) + 1 > s_.params().n_ctx;
+    const bool length = (p.max_tokens >= 0 && sl.n_gen >= p.max_tokens) || held + 1 > s_.params().n_ctx;
     if (length) {
         finish(i, "length", "", &out);
         return;

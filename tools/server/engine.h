@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/runtime/session.h"
+#include "core/runtime/speculative.h"
 #include "core/text/tokenizer.h"
 #include "tools/server/job.h"
 #include "tools/server/metrics.h"
@@ -26,7 +27,11 @@ namespace ls::server {
 class Engine {
 public:
     // The session's n_seq is the number of slots; at most max_queue requests wait for one.
-    Engine(Session& s, const Tokenizer& tok, Metrics& metrics, int max_queue);
+    // While at most kSpecSlots slots are busy, generating slots check guesses from prompt
+    // lookup (`spec`; mode off or lookup) in the same batch, as generate() does: the same
+    // tokens, sooner, when the machine has slack.
+    static constexpr size_t kSpecSlots = 2;
+    Engine(Session& s, const Tokenizer& tok, Metrics& metrics, int max_queue, const SpecParams& spec = {});
     ~Engine() { shutdown(); }
     // Stops the thread and fails what is still queued or running ("server shutting down");
     // submit() refuses from then on.
@@ -47,6 +52,7 @@ private:
         int32_t next = -1;          // the token sampled last, evaluated in the next step
         int64_t n_gen = 0;
         std::unique_ptr<Sampler> sampler;
+        std::unique_ptr<Speculator> spec;  // null with speculation off
         StopText text;
         std::unique_ptr<ReplySplitter> reply;  // JobParams::reply_template
         Utf8Stream reasoning_utf8;
@@ -61,7 +67,9 @@ private:
     void drop_cancelled();
     void admit();
     void step();
-    void on_logits(int i, float* logits);
+    // `held`: the tokens of slot i's sequence that the logits follow (its length, unless a
+    // verification step put guesses after them).
+    void on_logits(int i, float* logits, int64_t held);
     // Ends slot i's job: `last` is what the final token released (if any).
     void finish(int i, const std::string& reason, const std::string& error = {}, StopText::Out* last = nullptr);
     void emit(Slot& sl, Job& job, StopText::Out&& out, const std::string& finish, const std::string& error);
@@ -70,6 +78,7 @@ private:
     const Tokenizer& tok_;
     Metrics& metrics_;
     const size_t max_queue_;
+    const SpecParams spec_;
     std::vector<Slot> slots_;
     uint64_t clock_ = 0;  // admissions and uses, for LRU and prompt order
 

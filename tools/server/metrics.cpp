@@ -31,6 +31,8 @@ std::string Metrics::render(int n_slots) const {
     metric(o, "lockstep_prompt_tokens_reused_total", "counter", "prompt tokens taken from a slot's cache instead of evaluated",
            std::to_string(prompt_tokens_reused.load()));
     metric(o, "lockstep_generated_tokens_total", "counter", "tokens generated", std::to_string(generated_tokens.load()));
+    metric(o, "lockstep_spec_guessed_total", "counter", "speculation: prompt-lookup guesses checked", std::to_string(spec_guessed.load()));
+    metric(o, "lockstep_spec_accepted_total", "counter", "speculation: guesses the sampler confirmed", std::to_string(spec_accepted.load()));
     metric(o, "lockstep_queue_length", "gauge", "requests waiting for a slot", std::to_string(queue_length.load()));
     metric(o, "lockstep_slots_busy", "gauge", "slots serving a request", std::to_string(slots_busy.load()));
     metric(o, "lockstep_slots_total", "gauge", "slots (-np)", std::to_string(n_slots));

@@ -327,7 +327,7 @@ int serve(const ServeConfig& c) {
         st.api.defaults = c.sampling;
         for (int32_t id = 0; id < st.tok->n_vocab(); ++id)
             if (st.tok->is_eog(id)) st.api.eog_ids.push_back(id);
-        st.engine = std::make_unique<Engine>(*st.session, *st.tok, st.metrics, c.max_queue);
+        st.engine = std::make_unique<Engine>(*st.session, *st.tok, st.metrics, c.max_queue, c.spec);
         st.ready = true;
         std::fprintf(stderr, "lockstep serve: ready in %.1f s: %s, %d slots of %lld tokens each, ubatch %lld\n",
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), st.api.arch.c_str(),

@@ -5,6 +5,7 @@
 
 #include "core/runtime/sampling.h"
 #include "core/runtime/session.h"
+#include "core/runtime/speculative.h"
 
 namespace ls::server {
 
@@ -15,6 +16,7 @@ struct ServeConfig {
     int mmap = -1;              // -1 auto, 0 copy, 1 map (as the CLI's --mmap / --no-mmap)
     SessionParams session;      // n_ctx is each slot's context; n_seq the slots
     SamplerParams sampling;     // what a request leaves out
+    SpecParams spec;            // prompt lookup in slots while few are busy (mode off or lookup)
     std::string host = "127.0.0.1";
     int port = 8080;
     std::string api_key;        // empty: none asked
