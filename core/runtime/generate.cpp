@@ -57,6 +57,7 @@ GenerateResult generate(Session& s, const Tokenizer& tok, Sampler& sampler, cons
             break;
         }
         guesses.clear();
+        const auto ts = clock::now();  // a step's time includes making its guesses (a draft model's steps)
         if (spec) {
             // Guesses stay within one ubatch (so a windowed ring can still roll back), within
             // the context, and within what is left to generate.
@@ -69,7 +70,6 @@ GenerateResult generate(Session& s, const Tokenizer& tok, Sampler& sampler, cons
         Batch b;
         b.add(id, seq, int32_t(start), true);
         for (size_t i = 0; i < guesses.size(); ++i) b.add(guesses[i], seq, int32_t(start + 1 + int64_t(i)), true);
-        const auto ts = clock::now();
         logits = s.decode(b);
         const double step_s = std::chrono::duration<double>(clock::now() - ts).count();
         if (spec && guesses.empty()) spec->plain(step_s);
