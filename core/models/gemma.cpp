@@ -59,17 +59,12 @@ void Gemma::load_arch() {
                                   : 1.0f / std::sqrt(float(hd_k));
     if (!std::isfinite(hp_.attn_scale) || hp_.attn_scale <= 0) bad("attention.scale must be a positive number");
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
-        LayerParams L;
         const bool local = il % period < period - 1;
-        L.window = local ? int32_t(window) : 0;
         // Gemma 3's local layers use base 10000 and ignore rope scaling.
-        L.rope_base = local && !g2 ? 10000.f : base_global;
-        L.rope_scale = local && !g2 ? 1.f : scale_global;
-        L.n_head = int32_t(n_head);
-        L.n_head_kv = int32_t(n_head_kv);
-        L.head_dim_k = int32_t(hd_k);
-        L.head_dim_v = int32_t(hd_v);
-        hp_.layers.push_back(L);
+        const bool g3_local = local && !g2;
+        hp_.layers.push_back({.window = local ? int32_t(window) : 0, .rope_base = g3_local ? 10000.f : base_global,
+                              .rope_scale = g3_local ? 1.f : scale_global, .n_head = int32_t(n_head),
+                              .n_head_kv = int32_t(n_head_kv), .head_dim_k = int32_t(hd_k), .head_dim_v = int32_t(hd_v)});
     }
 
     const int64_t E = hp_.n_embd, F = hp_.n_ff;
@@ -78,14 +73,11 @@ void Gemma::load_arch() {
         const std::string p = "blk." + std::to_string(il) + ".";
         Layer l{};
         l.attn_norm = norm_weight(p + "attn_norm.weight", E);
-        l.wq = matmul_weight(p + "attn_q.weight", E, n_head * hd_k);
-        l.wk = matmul_weight(p + "attn_k.weight", E, n_head_kv * hd_k);
-        l.wv = matmul_weight(p + "attn_v.weight", E, n_head_kv * hd_v);
+        l.at = attn_weights(p, hp_.layers[size_t(il)], Biases::None);
         if (!g2) {
             l.q_norm = norm_weight(p + "attn_q_norm.weight", hd_k);
             l.k_norm = norm_weight(p + "attn_k_norm.weight", hd_k);
         }
-        l.wo = matmul_weight(p + "attn_output.weight", n_head * hd_v, E);
         l.post_attn_norm = norm_weight(p + "post_attention_norm.weight", E);
         l.ffn_norm = norm_weight(p + "ffn_norm.weight", E);
         l.ffn_gate = matmul_weight(p + "ffn_gate.weight", E, F);
@@ -110,9 +102,9 @@ Tensor* Gemma::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
         const Layer& w = layers_[size_t(il)];
         const LayerParams& L = hp_.layers[size_t(il)];
         Tensor* h = rms_norm(g, x, w.attn_norm, eps);
-        Tensor* q = reshape(g, mul_mat(g, w.wq, h), {L.head_dim_k, L.n_head, T});
-        Tensor* k = reshape(g, mul_mat(g, w.wk, h), {L.head_dim_k, L.n_head_kv, T});
-        Tensor* v = mul_mat(g, w.wv, h);  // (n_head_kv * head_dim_v, T)
+        Tensor* q = reshape(g, mul_mat(g, w.at.wq, h), {L.head_dim_k, L.n_head, T});
+        Tensor* k = reshape(g, mul_mat(g, w.at.wk, h), {L.head_dim_k, L.n_head_kv, T});
+        Tensor* v = mul_mat(g, w.at.wv, h);  // (n_head_kv * head_dim_v, T)
         if (w.q_norm) {
             q = rms_norm(g, q, w.q_norm, eps);
             k = rms_norm(g, k, w.k_norm, eps);
@@ -125,7 +117,7 @@ Tensor* Gemma::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
         Tensor* vc = set_rows(g, kv.v(int(il)), v, rows);
         const AttentionParams ap{L.window, int32_t(kv.ring_rows(int(il))), L.n_head_kv, hp_.attn_scale, attn_softcap_};
         Tensor* a = attention(g, q, kc, vc, pos, seq, ap);  // (head_dim_v, n_head, T)
-        Tensor* o = mul_mat(g, w.wo, reshape(g, a, {int64_t(L.head_dim_v) * L.n_head, T}));
+        Tensor* o = mul_mat(g, w.at.wo, reshape(g, a, {int64_t(L.head_dim_v) * L.n_head, T}));
         x = add(g, x, rms_norm(g, o, w.post_attn_norm, eps));
 
         h = rms_norm(g, x, w.ffn_norm, eps);

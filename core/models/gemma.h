@@ -16,12 +16,9 @@ private:
     void load_arch() override;
     struct Layer {
         Tensor* attn_norm;       // (n_embd)
-        Tensor* wq;              // (n_embd, n_head * head_dim)
-        Tensor* wk;              // (n_embd, n_head_kv * head_dim)
-        Tensor* wv;              // (n_embd, n_head_kv * head_dim)
+        AttnWeights at;          // q, k, v, o (no biases)
         Tensor* q_norm;          // (head_dim), Gemma 3; null in Gemma 2
         Tensor* k_norm;          // (head_dim), Gemma 3; null in Gemma 2
-        Tensor* wo;              // (n_head * head_dim, n_embd)
         Tensor* post_attn_norm;  // (n_embd)
         Tensor* ffn_norm;        // (n_embd)
         Tensor* ffn_gate;        // (n_embd, n_ff)

@@ -49,14 +49,9 @@ void GptOss::load_arch() {
     // own implementation likewise). llama.cpp rounds it, which moves the ramp by up to a pair.
     rope_ = rope_params_from_gguf(f, a, int32_t(hd), ROPE_NEOX, base, RopeScalingOptions{.yarn_truncate = false});
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
-        LayerParams L;
-        L.window = il % period < period - 1 ? int32_t(window) : 0;  // the even layers slide
-        L.rope_base = base;
-        L.rope_scale = rope_.freq_scale;
-        L.n_head = int32_t(n_head);
-        L.n_head_kv = int32_t(n_head_kv);
-        L.head_dim_k = L.head_dim_v = int32_t(hd);
-        hp_.layers.push_back(L);
+        const int32_t w = il % period < period - 1 ? int32_t(window) : 0;  // the even layers slide
+        hp_.layers.push_back({.window = w, .rope_base = base, .rope_scale = rope_.freq_scale, .n_head = int32_t(n_head),
+                              .n_head_kv = int32_t(n_head_kv), .head_dim_k = int32_t(hd), .head_dim_v = int32_t(hd)});
     }
 
     const int64_t E = hp_.n_embd, F = hp_.n_ff, X = n_expert_;
@@ -69,14 +64,7 @@ void GptOss::load_arch() {
         const std::string p = "blk." + std::to_string(il) + ".";
         Layer l{};
         l.attn_norm = norm_weight(p + "attn_norm.weight", E);
-        l.wq = matmul_weight(p + "attn_q.weight", E, n_head * hd);
-        l.wk = matmul_weight(p + "attn_k.weight", E, n_head_kv * hd);
-        l.wv = matmul_weight(p + "attn_v.weight", E, n_head_kv * hd);
-        l.bq = norm_weight(p + "attn_q.bias", n_head * hd);
-        l.bk = norm_weight(p + "attn_k.bias", n_head_kv * hd);
-        l.bv = norm_weight(p + "attn_v.bias", n_head_kv * hd);
-        l.wo = matmul_weight(p + "attn_output.weight", n_head * hd, E);
-        l.bo = norm_weight(p + "attn_output.bias", E);
+        l.at = attn_weights(p, hp_.layers[size_t(il)], Biases::Required);
         l.sinks = f32(weight(p + "attn_sinks.weight", {n_head}), p + "attn_sinks.weight");
         l.post_attn_norm = norm_weight(p + "post_attention_norm.weight", E);
         l.ffn_gate_inp = matmul_weight(p + "ffn_gate_inp.weight", E, X);
@@ -109,9 +97,9 @@ Tensor* GptOss::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
         const LayerParams& L = hp_.layers[size_t(il)];
         const int64_t hd = L.head_dim_k;
         Tensor* h = rms_norm(g, x, w.attn_norm, eps);
-        Tensor* q = reshape(g, add(g, mul_mat(g, w.wq, h), w.bq), {hd, L.n_head, T});
-        Tensor* k = reshape(g, add(g, mul_mat(g, w.wk, h), w.bk), {hd, L.n_head_kv, T});
-        Tensor* v = add(g, mul_mat(g, w.wv, h), w.bv);  // (n_head_kv * hd, T)
+        Tensor* q = reshape(g, add(g, mul_mat(g, w.at.wq, h), w.at.bq), {hd, L.n_head, T});
+        Tensor* k = reshape(g, add(g, mul_mat(g, w.at.wk, h), w.at.bk), {hd, L.n_head_kv, T});
+        Tensor* v = add(g, mul_mat(g, w.at.wv, h), w.at.bv);  // (n_head_kv * hd, T)
         q = rope(g, q, pos, nullptr, rope_);
         k = rope(g, k, pos, nullptr, rope_);
         Tensor* rows = cache_rows(kv.ring_rows(int(il)));
@@ -119,7 +107,7 @@ Tensor* GptOss::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
         Tensor* vc = set_rows(g, kv.v(int(il)), v, rows);
         const AttentionParams ap{L.window, int32_t(kv.ring_rows(int(il))), L.n_head_kv, hp_.attn_scale, 0.f};
         Tensor* a = attention(g, q, kc, vc, pos, seq, ap, w.sinks);  // (hd, n_head, T)
-        x = add(g, x, add(g, mul_mat(g, w.wo, reshape(g, a, {hd * L.n_head, T})), w.bo));
+        x = add(g, x, add(g, mul_mat(g, w.at.wo, reshape(g, a, {hd * L.n_head, T})), w.at.bo));
 
         // Router: the k largest logits, then a softmax over those k alone.
         h = rms_norm(g, x, w.post_attn_norm, eps);

@@ -16,10 +16,7 @@ private:
     void load_arch() override;
     struct Layer {
         Tensor* attn_norm;                // (n_embd)
-        Tensor *wq, *wk, *wv;             // (n_embd, n_head * hd), (n_embd, n_head_kv * hd) x2
-        Tensor *bq, *bk, *bv;             // their biases
-        Tensor* wo;                       // (n_head * hd, n_embd)
-        Tensor* bo;                       // (n_embd)
+        AttnWeights at;                   // q, k, v, o with their biases
         Tensor* sinks;                    // (n_head) F32
         Tensor* post_attn_norm;           // (n_embd): the FFN's input norm
         Tensor *ffn_gate_inp, *ffn_gate_inp_b;  // router (n_embd, n_expert), (n_expert)

@@ -50,15 +50,8 @@ void Llama::load_arch() {
     if (!(base > 1.0f) || !std::isfinite(base)) bad("rope.freq_base must be a finite number above 1");
     rope_ = rope_params_from_gguf(f, a, int32_t(n_rot), flavor_.rope_mode, base);
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
-        LayerParams L;
-        L.window = int32_t(window);
-        L.rope_base = base;
-        L.rope_scale = rope_.freq_scale;
-        L.n_head = int32_t(n_head);
-        L.n_head_kv = int32_t(n_head_kv);
-        L.head_dim_k = int32_t(hd_k);
-        L.head_dim_v = int32_t(hd_v);
-        hp_.layers.push_back(L);
+        hp_.layers.push_back({.window = int32_t(window), .rope_base = base, .rope_scale = rope_.freq_scale, .n_head = int32_t(n_head),
+                              .n_head_kv = int32_t(n_head_kv), .head_dim_k = int32_t(hd_k), .head_dim_v = int32_t(hd_v)});
     }
 
     const int64_t E = hp_.n_embd, F = hp_.n_ff;
@@ -68,19 +61,11 @@ void Llama::load_arch() {
         rope_freqs_ = weight("rope_freqs.weight", {n_rot / 2});
         if (rope_freqs_->type != DType::F32) bad("rope_freqs.weight must be f32");
     }
-    auto bias = [&](const std::string& name, int64_t n) { return f.find_tensor(name) ? norm_weight(name, n) : nullptr; };
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
         Layer l{};
         l.attn_norm = norm_weight(p + "attn_norm.weight", E);
-        l.wq = matmul_weight(p + "attn_q.weight", E, n_head * hd_k);
-        l.wk = matmul_weight(p + "attn_k.weight", E, n_head_kv * hd_k);
-        l.wv = matmul_weight(p + "attn_v.weight", E, n_head_kv * hd_v);
-        l.bq = bias(p + "attn_q.bias", n_head * hd_k);
-        l.bk = bias(p + "attn_k.bias", n_head_kv * hd_k);
-        l.bv = bias(p + "attn_v.bias", n_head_kv * hd_v);
-        l.wo = matmul_weight(p + "attn_output.weight", n_head * hd_v, E);
-        l.bo = bias(p + "attn_output.bias", E);
+        l.at = attn_weights(p, hp_.layers[size_t(il)], Biases::Optional);
         if (flavor_.qk_norm) {
             l.q_norm = norm_weight(p + "attn_q_norm.weight", hd_k);
             l.k_norm = norm_weight(p + "attn_k_norm.weight", hd_k);
@@ -129,9 +114,9 @@ Tensor* Llama::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
         const Layer& w = layers_[size_t(il)];
         const LayerParams& L = hp_.layers[size_t(il)];
         Tensor* h = rms_norm(g, x, w.attn_norm, eps);
-        Tensor* q = reshape(g, biased(mul_mat(g, w.wq, h), w.bq), {L.head_dim_k, L.n_head, T});
-        Tensor* k = reshape(g, biased(mul_mat(g, w.wk, h), w.bk), {L.head_dim_k, L.n_head_kv, T});
-        Tensor* v = biased(mul_mat(g, w.wv, h), w.bv);  // (n_head_kv * head_dim_v, T)
+        Tensor* q = reshape(g, biased(mul_mat(g, w.at.wq, h), w.at.bq), {L.head_dim_k, L.n_head, T});
+        Tensor* k = reshape(g, biased(mul_mat(g, w.at.wk, h), w.at.bk), {L.head_dim_k, L.n_head_kv, T});
+        Tensor* v = biased(mul_mat(g, w.at.wv, h), w.at.bv);  // (n_head_kv * head_dim_v, T)
         if (w.q_norm) {
             q = rms_norm(g, q, w.q_norm, eps);
             k = rms_norm(g, k, w.k_norm, eps);
@@ -143,7 +128,7 @@ Tensor* Llama::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
         Tensor* vc = set_rows(g, kv.v(int(il)), v, rows);
         const AttentionParams ap{L.window, int32_t(kv.ring_rows(int(il))), L.n_head_kv, hp_.attn_scale, 0.f};
         Tensor* a = attention(g, q, kc, vc, pos, seq, ap);  // (head_dim_v, n_head, T)
-        x = add(g, x, biased(mul_mat(g, w.wo, reshape(g, a, {int64_t(L.head_dim_v) * L.n_head, T})), w.bo));
+        x = add(g, x, biased(mul_mat(g, w.at.wo, reshape(g, a, {int64_t(L.head_dim_v) * L.n_head, T})), w.at.bo));
         x = add(g, x, ffn(g, rms_norm(g, x, w.ffn_norm, eps), il));
     }
     return output_head(g, ub, x);

@@ -26,12 +26,8 @@ private:
     Tensor* ffn(Graph& g, Tensor* h, int64_t il) const;
     struct Layer {
         Tensor* attn_norm;                   // (n_embd)
-        Tensor* wq;                          // (n_embd, n_head * head_dim)
-        Tensor* wk;                          // (n_embd, n_head_kv * head_dim)
-        Tensor* wv;                          // (n_embd, n_head_kv * head_dim)
-        Tensor *bq, *bk, *bv, *bo;           // biases or null
+        AttnWeights at;                      // q, k, v, o and optional biases
         Tensor *q_norm, *k_norm;             // (head_dim), qwen3 only
-        Tensor* wo;                          // (n_head * head_dim, n_embd)
         Tensor* ffn_norm;                    // (n_embd)
         Tensor *ffn_gate, *ffn_up, *ffn_down;  // dense: (n_embd, n_ff), (n_embd, n_ff), (n_ff, n_embd)
         Tensor* ffn_gate_inp;                // MoE router (n_embd, n_expert), or null

@@ -122,6 +122,22 @@ Tensor* CacheRows::operator()(int64_t R) {
     return t;
 }
 
+AttnWeights Model::attn_weights(const std::string& p, const LayerParams& L, Biases biases) {
+    const int64_t E = hp_.n_embd, q = int64_t(L.n_head) * L.head_dim_k, k = int64_t(L.n_head_kv) * L.head_dim_k,
+                  v = int64_t(L.n_head_kv) * L.head_dim_v, o = int64_t(L.n_head) * L.head_dim_v;
+    AttnWeights a{matmul_weight(p + "attn_q.weight", E, q), matmul_weight(p + "attn_k.weight", E, k),
+                  matmul_weight(p + "attn_v.weight", E, v), matmul_weight(p + "attn_output.weight", o, E)};
+    auto bias = [&](const std::string& name, int64_t n) {
+        return biases == Biases::Required || (biases == Biases::Optional && file_->find_tensor(p + name)) ? norm_weight(p + name, n)
+                                                                                                             : nullptr;
+    };
+    a.bq = bias("attn_q.bias", q);
+    a.bk = bias("attn_k.bias", k);
+    a.bv = bias("attn_v.bias", v);
+    a.bo = bias("attn_output.bias", E);
+    return a;
+}
+
 void Model::bind_embeddings() {
     const GgufTensorInfo* te = file_->find_tensor("token_embd.weight");
     if (!te) throw std::runtime_error("model is missing tensor 'token_embd.weight'");

@@ -55,6 +55,16 @@ private:
     std::vector<std::pair<int64_t, Tensor*>> by_ring_;
 };
 
+// The projections of a standard attention block and their biases (null where absent).
+struct AttnWeights {
+    Tensor* wq;  // (n_embd, n_head * head_dim_k)
+    Tensor* wk;  // (n_embd, n_head_kv * head_dim_k)
+    Tensor* wv;  // (n_embd, n_head_kv * head_dim_v)
+    Tensor* wo;  // (n_head * head_dim_v, n_embd)
+    Tensor *bq = nullptr, *bk = nullptr, *bv = nullptr, *bo = nullptr;
+};
+enum class Biases { None, Optional, Required };
+
 class Model {
 public:
     // How a host backend (CPU) holds the weights: mapped from the file in place, or copied
@@ -93,6 +103,8 @@ protected:
     Tensor* weight(const std::string& name, std::initializer_list<int64_t> ne, bool required = true);
     Tensor* norm_weight(const std::string& name, int64_t n);
     Tensor* matmul_weight(const std::string& name, int64_t k, int64_t n);
+    // blk.N.attn_{q,k,v,output}.weight (and .bias as `biases` says) for layer L's geometry.
+    AttnWeights attn_weights(const std::string& prefix, const LayerParams& L, Biases biases);
     // The matrices of n_expert experts, [k, n, n_expert] (mul_mat_id's w).
     Tensor* expert_weight(const std::string& name, int64_t k, int64_t n, int64_t n_expert);
     // Binds token_embd (which sets hp_.n_vocab), output_norm and output (token_embd when the
