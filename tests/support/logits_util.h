@@ -71,14 +71,20 @@ inline std::string first_difference(const std::vector<float>& a, const std::vect
         REQUIRE(diff_.empty());                                \
     } while (0)
 
+// log(sum exp(x - max)) + max of one row, in double.
+inline double log_sum_exp(const float* x, int64_t n_vocab) {
+    double mx = x[0], sum = 0;
+    for (int64_t i = 0; i < n_vocab; ++i) mx = std::fmax(mx, x[i]);
+    for (int64_t i = 0; i < n_vocab; ++i) sum += std::exp(x[i] - mx);
+    return mx + std::log(sum);
+}
+
 inline std::vector<double> log_softmax(const std::vector<float>& logits, int64_t n_vocab) {
     std::vector<double> out(logits.size());
     for (size_t r = 0; r < logits.size() / size_t(n_vocab); ++r) {
         const float* x = logits.data() + r * n_vocab;
-        double mx = x[0], sum = 0;
-        for (int64_t i = 0; i < n_vocab; ++i) mx = std::fmax(mx, x[i]);
-        for (int64_t i = 0; i < n_vocab; ++i) sum += std::exp(x[i] - mx);
-        for (int64_t i = 0; i < n_vocab; ++i) out[r * n_vocab + i] = x[i] - mx - std::log(sum);
+        const double lse = log_sum_exp(x, n_vocab);
+        for (int64_t i = 0; i < n_vocab; ++i) out[r * n_vocab + i] = x[i] - lse;
     }
     return out;
 }
