@@ -24,8 +24,10 @@ echo "== AddressSanitizer + UBSan: core and CPU tests (portable AVX2 kernels), t
 # with AVX-512 / VNNI (which the Release build uses) the AVX2 paths are tested too.
 # LOCKSTEP_CUDA_EMU=ON: the CUDA backend's own sources, compiled by the host compiler over
 # the emulated runtime of backends/cuda/emu/, so its launchers and kernels run below.
+# LOCKSTEP_VULKAN=OFF: no test here runs Vulkan (the Release suite and lavapipe do), so its
+# shaders and backend are not built again.
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOCKSTEP_SANITIZE=ON -DLOCKSTEP_NATIVE=OFF \
-  -DLOCKSTEP_CUDA=OFF -DLOCKSTEP_CUDA_EMU=ON >/dev/null
+  -DLOCKSTEP_CUDA=OFF -DLOCKSTEP_CUDA_EMU=ON -DLOCKSTEP_VULKAN=OFF >/dev/null
 cmake --build build-asan --parallel "$jobs" --target lockstep_tests gguf_corpus_replay
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 build-asan/tests/gguf_corpus_replay tests/fuzz/corpus
