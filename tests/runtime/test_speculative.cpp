@@ -21,8 +21,12 @@ using namespace ls::test;
 namespace {
 
 // Tokens generated: 256, or as many as the context leaves room for (the tiny Gemma 4 was
-// trained with a context of 256).
-int64_t n_gen(const Session& s, size_t prompt) { return std::min<int64_t>(256, s.params().n_ctx - int64_t(prompt) - 3); }
+// trained with a context of 256); 64 on a GPU emulated on the CPU (lavapipe in CI: about a
+// second a token there, and 64 tokens already span many ring wraps and rollbacks).
+int64_t n_gen(const Session& s, size_t prompt, const std::string& backend) {
+    const int64_t n = cpu_emulated_gpu(backend) ? 64 : 256;
+    return std::min<int64_t>(n, s.params().n_ctx - int64_t(prompt) - 3);
+}
 
 // The tiny models, by name: "swa" (Gemma 3, window 8), "gemma4", "qwen35" (hybrid; given the
 // tiny vocabulary, as it has no tokenizer).
@@ -49,10 +53,12 @@ std::string model_path(const std::string& name) {
 struct Setup {
     LoadedModel l;
     std::unique_ptr<Tokenizer> tok;
+    std::string backend;
 };
 
 Setup load(const std::string& backend, const std::string& name) {
     Setup s;
+    s.backend = backend;
     s.l.be = make_backend(backend);
     s.l.model = load_model(model_path(name), *s.l.be);
     s.tok = std::make_unique<Tokenizer>(Tokenizer::from_gguf(s.l.model->gguf()));
@@ -96,7 +102,7 @@ Run run(const Setup& m, int64_t n_ubatch, bool greedy, Speculator* spec) {
     Sampler smp(sampling(greedy, *m.tok));
     const auto prompt = prompt_for(m.tok->n_vocab());
     Run r;
-    const GenerateResult g = generate(*s, *m.tok, smp, prompt, n_gen(*s, prompt.size()), 0, [](const std::string&) {}, nullptr, spec);
+    const GenerateResult g = generate(*s, *m.tok, smp, prompt, n_gen(*s, prompt.size(), m.backend), 0, [](const std::string&) {}, nullptr, spec);
     r.tokens = g.tokens;
     r.spec = g.spec;
     r.held = s->seq_tokens(0);
@@ -121,10 +127,10 @@ struct Oracle {
     }
 };
 
-void check_same(const Run& got, const Run& want, const std::string& what) {
+void check_same(const Setup& m, const Run& got, const Run& want, const std::string& what) {
     INFO(what << ": " << got.spec.n_accepted << " of " << got.spec.n_guessed << " guesses accepted in " << got.spec.n_steps << " steps");
     REQUIRE(got.tokens.size() == want.tokens.size());
-    REQUIRE(got.tokens.size() >= 200);
+    REQUIRE(int64_t(got.tokens.size()) >= (cpu_emulated_gpu(m.backend) ? 60 : 200));
     CHECK(got.tokens == want.tokens);
     CHECK(got.held == want.held);
     CHECK(first_difference(got.after, want.after, int64_t(got.after.size() / 3)) == "");
@@ -146,7 +152,7 @@ TEST_CASE("speculative: lookup, draft and spoiled guesses give plain decoding's 
     lp.draft_max = 7;
     Speculator lookup(lp);
     const Run lk = run(m, ub, greedy, &lookup);
-    check_same(lk, plain, "lookup");
+    check_same(m, lk, plain, "lookup");
 
     // The model as its own draft: greedy drafts are all accepted in greedy runs and often
     // rejected in sampled ones.
@@ -155,9 +161,10 @@ TEST_CASE("speculative: lookup, draft and spoiled guesses give plain decoding's 
     auto ds = session(m, ub);
     Speculator draft(dp, ds.get(), 0);
     const Run dr = run(m, ub, greedy, &draft);
-    check_same(dr, plain, "draft");
+    check_same(m, dr, plain, "draft");
     // (Not all: the draft does not know of the sampler's ban on end-of-generation tokens.)
-    if (greedy) CHECK(dr.spec.n_accepted >= dr.spec.n_guessed * 9 / 10);
+    // (Over the 64 tokens of an emulated GPU each such ban weighs more: three quarters.)
+    if (greedy) CHECK(dr.spec.n_accepted * (cpu_emulated_gpu(m.backend) ? 4 : 10) >= dr.spec.n_guessed * (cpu_emulated_gpu(m.backend) ? 3 : 9));
 
     // Spoiled guesses at every offset, every step (no adaptation): acceptance lengths 0..7,
     // rollbacks after each, steps that run to the end of the generation.
@@ -166,7 +173,7 @@ TEST_CASE("speculative: lookup, draft and spoiled guesses give plain decoding's 
     Oracle oracle{concat(prompt_for(m.tok->n_vocab()), plain.tokens), m.tok->n_vocab()};
     Speculator spoiled(op, std::ref(oracle));
     const Run sp = run(m, ub, greedy, &spoiled);
-    check_same(sp, plain, "spoiled oracle");
+    check_same(m, sp, plain, "spoiled oracle");
     CHECK(sp.spec.n_accepted > 0);
     CHECK(sp.spec.n_accepted < sp.spec.n_guessed);
     CHECK(sp.spec.n_steps > int64_t(sp.tokens.size()) / 8);
@@ -182,7 +189,7 @@ TEST_CASE("speculative: a wide ubatch and long guesses equal plain decoding too"
     op.adaptive = false;
     Oracle oracle{concat(prompt_for(m.tok->n_vocab()), plain.tokens), m.tok->n_vocab()};
     Speculator spoiled(op, std::ref(oracle));
-    check_same(run(m, 64, false, &spoiled), plain, "spoiled oracle, k 32");
+    check_same(m, run(m, 64, false, &spoiled), plain, "spoiled oracle, k 32");
 }
 
 TEST_CASE("speculative: prompt lookup guesses what followed the latest match of the longest suffix", "[spec]") {

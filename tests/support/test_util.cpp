@@ -58,6 +58,15 @@ std::vector<std::unique_ptr<Backend>> backends_under_test() {
     return v;
 }
 
+bool cpu_emulated_gpu(const std::string& backend) {
+    if (backend != "vulkan" && backend != "cuda") return false;
+    static const std::vector<DeviceInfo> devices = list_devices();
+    for (const DeviceInfo& d : devices)
+        if (d.backend == backend && d.index == 0)
+            return d.name.find("llvmpipe") != std::string::npos || d.name.find("emulator") != std::string::npos;
+    return false;
+}
+
 bool runs_all(const Backend& be, const Graph& g) {
     for (const Tensor* n : g.nodes())
         if (!be.supports(*n)) {

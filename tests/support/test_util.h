@@ -34,6 +34,10 @@ std::vector<std::string> all_backend_names();
 // A backend by name, device 0, two threads for CPU work.
 std::unique_ptr<Backend> make_backend(const std::string& name);
 std::vector<std::unique_ptr<Backend>> backends_under_test();
+// Whether the named backend's device 0 runs on the CPU: Mesa's lavapipe, or the host emulator
+// of the CUDA runtime. There the slowest generation tests check fewer tokens (CI time; the
+// same cases run at full length on a real GPU, tools/scripts/gpu_check.sh).
+bool cpu_emulated_gpu(const std::string& backend);
 // Whether `be` can run every node of g. If not, WARNs naming the backend and the op, so that
 // a GPU backend still lacking the kernel of a newer op shows the gap in every test run (its
 // supports() refuses such graphs with a clear error; nothing falls back silently).
