@@ -53,6 +53,7 @@ kill "$holder" 2>/dev/null
 expect 2 "--draft-max must be in \[0, 256\], got -1" -- run --draft-max -1 -p hi
 expect 2 "--draft-min must be in \[0, 256\], got -2" -- run --draft-min -2 -p hi
 expect 2 "--draft-min \(5\) must not exceed --draft-max \(2\)" -- run --draft-min 5 --draft-max 2 -p hi
+expect 2 "--spec-draft-n-max must be in \[0, 256\], got 300" -- run --spec-draft-n-max 300 -p hi
 expect 2 "--spec must be off, lookup or draft; got 'foo'" -- run --spec foo -p hi
 expect 2 "--spec draft needs a draft model: -md FILE" -- run --spec draft -p hi
 expect 2 "-md is used with --spec draft only" -- run --spec lookup -md "$tiny" -p hi

@@ -115,12 +115,13 @@ Options parse_args(int argc, char** argv) {
                 throw UsageError("--spec must be off, lookup or draft; got '" + o.spec + "'");
         }
         else if (a == "-md" || a == "--model-draft") o.draft_model = value();
-        else if (a == "--draft-max" || a == "--draft" || a == "--draft-n") {
+        // llama.cpp's older names and its newer --spec-draft-n-max / --spec-draft-n-min.
+        else if (a == "--draft-max" || a == "--draft" || a == "--draft-n" || a == "--spec-draft-n-max") {
             const int64_t n = parse_number<int64_t>(a, value());
             if (n < 0 || n > 256) throw UsageError(a + " must be in [0, 256], got " + std::to_string(n));
             o.draft_max = int(n);
         }
-        else if (a == "--draft-min" || a == "--draft-n-min") {
+        else if (a == "--draft-min" || a == "--draft-n-min" || a == "--spec-draft-n-min") {
             const int64_t n = parse_number<int64_t>(a, value());
             if (n < 0 || n > 256) throw UsageError(a + " must be in [0, 256], got " + std::to_string(n));
             o.draft_min = int(n);
@@ -183,8 +184,9 @@ std::string usage(const std::string& command) {
         "                          text of the sequence) | draft (guesses from -md); output is identical\n"
         "                          to --spec off, token for token\n"
         "  -md, --model-draft FILE draft model with the same vocabulary (implies --spec draft)\n"
-        "  --draft-max N           most guesses checked per step (default 16; adapts to the acceptance)\n"
-        "  --draft-min N           fewer guesses than this are not checked (default 0)\n";
+        "  --draft-max N           most guesses checked per step (default 16; adapts to the acceptance;\n"
+        "                          also --spec-draft-n-max)\n"
+        "  --draft-min N           fewer guesses than this are not checked (default 0; --spec-draft-n-min)\n";
     if (command == "run")
         return "usage: lockstep run [-m FILE] -p PROMPT | -f FILE [options]\n" + common + sampling;
     if (command == "chat")
@@ -203,7 +205,8 @@ std::string usage(const std::string& command) {
                "                  after a 16-token prompt each): aggregate t/s and the ratio to the first\n"
                "  --scan-vs-single N  CPU: N rounds of one decode step of the delta-rule scan (Qwen3.5\n"
                "                      sizes), the batched op vs its single-sequence-only twin\n"
-               "  --spec-vs-plain N  generate N tokens (greedy) on a copy-heavy prompt and on prose, with\n"
+               "  --spec-vs-plain N  generate N tokens on a copy-heavy prompt and on prose (greedy), and on the\n"
+               "                     prose sampled (temperature 0.8, seed 5), with\n"
                "                     speculation (--spec, -md, --draft-max, --draft-min) and without, alternating:\n"
                "                     tokens/s of each, the ratio and the acceptance rate\n" + common;
     if (command == "serve")

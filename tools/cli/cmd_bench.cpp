@@ -211,7 +211,7 @@ int cmd_bench(const Options& o) {
         }
     }
     // Generation with and without speculation (--spec, -md, --draft-max, --draft-min) on the
-    // same prompt, greedy, alternating within each repetition so that both see the same
+    // same prompt, alternating within each repetition so that both see the same
     // machine noise: tokens/s of each (prompt evaluation not timed), the median of the
     // per-repetition ratios, and the share of guesses accepted. The outputs are compared too:
     // speculation must not change a token.
@@ -242,13 +242,23 @@ int cmd_bench(const Options& o) {
         if (so.spec == "off") so.spec = "lookup";
         const Tokenizer& tok = *app.tokenizer;
         const ChatTemplate& tmpl = chat_template_for(app.model->hparams().arch, [&](std::string_view t) { return tok.find_token(t) >= 0; });
-        const std::pair<const char*, std::string> prompts[] = {
-            {"copy", std::string(kCopyText) + "\n\nRepeat the text above exactly."},
-            {"prose", kProsePrompt},
-        };
+        // Greedy on both prompts, and the prose sampled (temperature 0.8, seed 5): there fewer
+        // guesses are kept, and the adaptive count must keep speculation from costing speed.
         SamplerParams greedy = app.sampler_params(o);
         greedy.temp = 0;
-        for (const auto& [label, text] : prompts) {
+        SamplerParams seeded = greedy;
+        seeded.temp = 0.8f;
+        seeded.seed = 5;
+        const struct {
+            const char* label;
+            std::string text;
+            SamplerParams sp;
+        } prompts[] = {
+            {"copy", std::string(kCopyText) + "\n\nRepeat the text above exactly.", greedy},
+            {"prose", kProsePrompt, greedy},
+            {"seeded prose", kProsePrompt, seeded},
+        };
+        for (const auto& [label, text, sp] : prompts) {
             const std::vector<int32_t> ids = tok.encode(format_chat({{"user", text}}, true, tmpl), tok.add_bos_default(), true);
             std::unique_ptr<Speculator> spec = app.speculator(so, s);
             std::vector<double> plain_tps, spec_tps, ratio;
@@ -259,7 +269,7 @@ int cmd_bench(const Options& o) {
                 double tps[2];
                 for (int with = 0; with < 2; ++with) {
                     s.reset();
-                    Sampler smp(greedy);
+                    Sampler smp(sp);
                     const GenerateResult g = generate(s, tok, smp, ids, o.bench_spec_vs_plain, 0, [](const std::string&) {}, nullptr,
                                                       with ? spec.get() : nullptr);
                     tps[with] = double(g.tokens.size()) / std::max(g.gen_s, 1e-9);
