@@ -40,9 +40,10 @@ echo "== The CUDA backend on the host emulator, under ASan + UBSan" >&2
 # launchers' batch shapes: several sequences per ubatch, ring wraps, MoE routing (topk,
 # mul_mat_id), Gemma 4's geometry. The slowest contract tests run on real GPUs only
 # (cuda_suite): emulated, each takes minutes under ASan; so do the families of issue 20, whose
-# new kernels (attention sinks, clamp, YaRN rope) the op table covers here.
+# new kernels (attention sinks, clamp, YaRN rope) the op table covers here. [ops]~[gpu]: the
+# op table once (the GPU suites' second pass with other seeds took a minute here).
 LOCKSTEP_TEST_BACKENDS=cuda LOCKSTEP_REQUIRE_DEVICE=cuda build-asan/tests/lockstep_tests --warn NoTests \
-  '[ops],[tiny]~[model],kv: every backend agrees with the reference on the tiny model,kv: several sequences of different lengths*,ring: attention over a wrapped cache*,qwen35moe: sequences decoded together*,qwen35: a prompt evaluated beside*,gemma4: one ubatch*'
+  '[ops]~[gpu],[tiny]~[model],kv: every backend agrees with the reference on the tiny model,kv: several sequences of different lengths*,ring: attention over a wrapped cache*,qwen35moe: sequences decoded together*,qwen35: a prompt evaluated beside*,gemma4: one ubatch*'
 # The emulated device is sm_90, so the matmul tiles above ran on the (emulated) tensor
 # cores; the op table's matmul cases again with the dp4a tiles that devices before sm_80 use
 # (no other kernel reads LOCKSTEP_CUDA_NO_MMA).
