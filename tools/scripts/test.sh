@@ -4,6 +4,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
+# Each stage's wall time, printed as it ends and again at the end (CI's budget is read from these).
+stage_name=""; stage_t0=$SECONDS; suite_t0=$SECONDS; stage_log=()
+stage() {
+  if [ -n "$stage_name" ]; then
+    local line; line=$(printf '%6ds  %s' $((SECONDS - stage_t0)) "$stage_name")
+    stage_log+=("$line"); echo "lockstep test stage: $line" >&2
+  fi
+  stage_name="$1"; stage_t0=$SECONDS
+  [ -z "$1" ] || echo "== $1" >&2
+}
+stage "setup and Release build"
 bash tools/scripts/setup.sh
 jobs="$(nproc)"
 # The official openai Python client (PyPI), for the server test that drives lockstep serve with
@@ -16,10 +27,10 @@ fi
 # Every lockstep_tests run below passes --warn NoTests: Catch2 exits 0 when a filter, or one
 # comma-separated part of it, matches nothing, so a renamed test would silently drop out.
 
-echo "== Release test suite" >&2
+stage "Release test suite (ctest)"
 (cd build && ctest --output-on-failure --parallel "$jobs")
 
-echo "== AddressSanitizer + UBSan: core and CPU tests (portable AVX2 kernels), the CUDA backend on the host emulator" >&2
+stage "AddressSanitizer + UBSan build"
 # LOCKSTEP_NATIVE=OFF: this build compiles the CPU kernels for plain AVX2 + FMA, so on a CPU
 # with AVX-512 / VNNI (which the Release build uses) the AVX2 paths are tested too.
 # LOCKSTEP_CUDA_EMU=ON: the CUDA backend's own sources, compiled by the host compiler over
@@ -29,13 +40,14 @@ echo "== AddressSanitizer + UBSan: core and CPU tests (portable AVX2 kernels), t
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOCKSTEP_SANITIZE=ON -DLOCKSTEP_NATIVE=OFF \
   -DLOCKSTEP_CUDA=OFF -DLOCKSTEP_CUDA_EMU=ON -DLOCKSTEP_VULKAN=OFF >/dev/null
 cmake --build build-asan --parallel "$jobs" --target lockstep_tests gguf_corpus_replay
+stage "AddressSanitizer + UBSan: core and CPU tests (portable AVX2 kernels)"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 build-asan/tests/gguf_corpus_replay tests/fuzz/corpus
 # The tests that run the 270M model are left to the Release run: under ASan they take
 # minutes and exercise no code the tiny-model tests do not.
 build-asan/tests/lockstep_tests --warn NoTests '~[model]' --order rand
 
-echo "== The CUDA backend on the host emulator, under ASan + UBSan" >&2
+stage "The CUDA backend on the host emulator, under ASan + UBSan"
 # The op table (every kernel, bit for bit), the tiny-model and contract tests that cover the
 # launchers' batch shapes: several sequences per ubatch, ring wraps, MoE routing (topk,
 # mul_mat_id), Gemma 4's geometry. The slowest contract tests run on real GPUs only
@@ -50,3 +62,7 @@ LOCKSTEP_TEST_BACKENDS=cuda LOCKSTEP_REQUIRE_DEVICE=cuda build-asan/tests/lockst
 LOCKSTEP_OP_KINDS=mul_mat,mul_mat_id LOCKSTEP_CUDA_NO_MMA=1 LOCKSTEP_TEST_BACKENDS=cuda LOCKSTEP_REQUIRE_DEVICE=cuda \
   build-asan/tests/lockstep_tests --warn NoTests \
   'every op matches the reference on every backend'
+stage ""
+echo "lockstep test stages (wall seconds):" >&2
+printf '  %s\n' "${stage_log[@]}" >&2
+echo "  $((SECONDS - suite_t0))s in all" >&2
