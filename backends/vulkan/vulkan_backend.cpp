@@ -61,14 +61,7 @@ public:
         ctx_->fill(b.chunk, b.off + off, n, v);
     }
 
-    // The shaders index elements with 32-bit integers.
-    bool supports(const Tensor& n) const override {
-        if (n.op == OpId::NONE || n.op >= OpId::COUNT) return false;
-        if (n.nelements() >= (int64_t(1) << 32)) return false;
-        for (const Tensor* s : n.src)
-            if (s && s->nelements() >= (int64_t(1) << 32)) return false;
-        return op_entry(n.op).supports(n);
-    }
+    bool supports(const Tensor& n) const override { return vulkan_supports_node(n); }
 
     void compute(const Graph& g) override;
 
@@ -182,6 +175,15 @@ std::vector<std::pair<std::string, std::string>> vulkan_refused_devices() noexce
     } catch (...) {
     }
     return out;
+}
+
+// The shaders index elements with 32-bit integers.
+bool vulkan_supports_node(const Tensor& n) {
+    if (n.op == OpId::NONE || n.op >= OpId::COUNT) return false;
+    if (n.nelements() >= (int64_t(1) << 32)) return false;
+    for (const Tensor* s : n.src)
+        if (s && s->nelements() >= (int64_t(1) << 32)) return false;
+    return vk::op_entry(n.op).supports(n);
 }
 
 std::unique_ptr<Backend> make_vulkan_backend(int device) { return std::make_unique<VulkanBackend>(device); }

@@ -25,6 +25,9 @@ const char* vulkan_requirements() noexcept;
 // Every device the loader reports that vulkan_devices() leaves out, with what it lacks
 // ("name", "bufferDeviceAddress, shaderInt8"). Never throws.
 std::vector<std::pair<std::string, std::string>> vulkan_refused_devices() noexcept;
+// Whether the Vulkan backend runs this node: what its supports() answers on any device (no
+// rule depends on the device), so tests check it where no device exists.
+bool vulkan_supports_node(const Tensor& n);
 // Throws std::runtime_error with the reason (no loader, no device, index out of range).
 std::unique_ptr<Backend> make_vulkan_backend(int device);
 

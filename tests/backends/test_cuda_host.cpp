@@ -22,6 +22,7 @@
 #include "core/quant/iq_access.h"
 #include "core/quant/quant.h"
 #include "tests/ops/op_cases.h"
+#include "tests/support/graph_nodes.h"
 #include "tests/support/test_util.h"
 #include "core/models/registry.h"
 #include "core/ref/ref_backend.h"
@@ -285,17 +286,10 @@ TEST_CASE("cuda: element dequantization equals dequantize_row for every type", "
 
 TEST_CASE("cuda: supports() accepts every node of the op table and refuses what the kernels cannot run", "[cuda]") {
     // Every node the op-test table builds must be accepted, or the GPU run would refuse it.
-    auto ref = make_reference_backend();
-    for (const test::OpCase& oc : test::op_cases()) {
-        Graph g;
-        test::Keep keep;
-        std::mt19937 rng(1);
-        oc.build(g, *ref, keep, rng);
-        for (const Tensor* n : g.nodes()) {
-            INFO(oc.name << ": " << op_name(n->op));
-            CHECK(cuda::supports_node(*n));
-        }
-    }
+    test::for_each_op_case_node([](const std::string& where, const Tensor& n) {
+        INFO(where << ": " << op_name(n.op) << " " << shape_str(n));
+        CHECK(cuda::supports_node(n));
+    });
     Graph g;
     Tensor* x = g.new_tensor(DType::F32, {256, 4});
     Tensor* idx = g.new_tensor(DType::I32, {4});
@@ -386,26 +380,16 @@ TEST_CASE("cuda: the registry reports the backend built and its devices", "[cuda
     REQUIRE_THROWS_WITH(create_backend(o), Catch::Contains("--device must be >= 0"));
 }
 
-TEST_CASE("cuda: supports() accepts every node of the hybrid and Gemma 4 models' graphs", "[cuda][hybrid]") {
-    // No GPU here to run them: at least every node the qwen35 / qwen3next / MoE / gemma4 graphs
-    // build (a mixed ubatch: a prompt beside a decode token) must be one the CUDA kernels accept.
-    auto ref = make_reference_backend();
-    for (const std::string arch : {"qwen35", "qwen3next", "qwen35moe", "qwen3nextmoe", "gemma4", "gemma4moe"}) {
-        auto m = load_model(test::test_data(arch + "_tiny.gguf"), *ref);
-        KvCache kv(*ref, m->kv_layout(), KvCacheConfig{64, 2, 16, DType::F16, DType::F16});
-        std::unique_ptr<RecurrentMemory> rs;
-        if (!m->recurrent_layout().empty()) rs = std::make_unique<RecurrentMemory>(*ref, m->recurrent_layout(), 2);
-        Ubatch ub;
-        for (int i = 0; i < 5; ++i) ub.tokens.push_back(i + 1), ub.pos.push_back(i), ub.seq.push_back(0);
-        ub.tokens.push_back(9), ub.pos.push_back(7), ub.seq.push_back(1);
-        ub.out_idx = {4, 5};
-        Graph g;
-        m->build_graph(g, ub, kv, rs.get());
-        for (const Tensor* n : g.nodes()) {
-            INFO(arch << ": " << op_name(n->op) << " " << shape_str(*n));
-            CHECK(cuda::supports_node(*n));
-        }
-    }
+TEST_CASE("cuda: supports() accepts every node of every model graph", "[cuda]") {
+    // No GPU here to run them: every node the tiny models' graphs build (every family, f16 and
+    // q8_0 caches, a mixed ubatch) must be one the CUDA kernels accept.
+    size_t nodes = 0;
+    test::for_each_model_graph_node([&](const std::string& where, const Tensor& n) {
+        INFO(where << ": " << op_name(n.op) << " " << shape_str(n));
+        CHECK(cuda::supports_node(n));
+        ++nodes;
+    });
+    CHECK(nodes > 1000);
 }
 
 #endif

@@ -111,9 +111,12 @@ std::vector<float> run_default_model(Backend& be, const std::vector<int32_t>& to
 
 TEST_CASE("Gemma 3 270M agrees with the float32 numpy oracle over 600 tokens", "[model][oracle]") {
     const Golden gold = read_golden(test::test_data("gemma3_oracle.bin"));
+    const Golden q8act = read_golden(test::test_data("gemma3_oracle_q8act.bin"));
+    REQUIRE(q8act.tokens == gold.tokens);
     for (auto& be : test::backends_under_test()) {
         INFO("backend " << be->name());
-        const Agreement a = compare(gold, run_default_model(*be, gold.tokens), gold.n_vocab);
+        const std::vector<float> logits = run_default_model(*be, gold.tokens);
+        const Agreement a = compare(gold, logits, gold.n_vocab);
         WARN(be->name() << " vs float32 oracle: top-32 logits max |diff| " << a.max_top_diff << " mean " << a.mean_top_diff
                         << "; max |log-prob diff| " << a.max_lp_diff << "; argmax flips " << a.argmax_mismatch
                         << " (largest oracle gap flipped " << a.worst_gap_flipped << "); PPL " << a.ppl << " vs " << a.ppl_gold);
@@ -126,14 +129,36 @@ TEST_CASE("Gemma 3 270M agrees with the float32 numpy oracle over 600 tokens", "
         // float64, differs by 2.0 with 23 flips (tests/data/gemma3_oracle.md). Three
         // ulp-level variants of lockstep's arithmetic measured: max 1.73-2.38, mean
         // 0.188-0.200, log-prob 0.51-1.21, flips 21-28 at oracle gaps <= 0.52, PPL off by
-        // 0.12-0.48%. Bounds sit above that spread. The exact checks are per op (CPU ==
-        // reference bit for bit, tests/ops/test_ops.cpp) and the semantic one is here.
-        CHECK(a.mean_top_diff < 0.3);
-        CHECK(a.max_top_diff < 3.5);
-        CHECK(a.max_lp_diff < 2.0);
-        CHECK(a.worst_gap_flipped < 1.0);
-        CHECK(a.argmax_mismatch <= 40);
-        CHECK(std::fabs(a.ppl / a.ppl_gold - 1) < 0.01);
+        // 0.12-0.48%; today's arithmetic: max 1.59, mean 0.190, log-prob 0.85, 21 flips at
+        // gaps <= 0.38, PPL -0.14%. Bounds sit just above that spread. The exact checks are
+        // per op (CPU == reference bit for bit, tests/ops/test_ops.cpp) and the semantic one
+        // is here.
+        CHECK(a.mean_top_diff < 0.25);
+        CHECK(a.max_top_diff < 2.6);
+        CHECK(a.max_lp_diff < 1.4);
+        CHECK(a.worst_gap_flipped < 0.6);
+        CHECK(a.argmax_mismatch <= 30);
+        CHECK(std::fabs(a.ppl / a.ppl_gold - 1) < 0.005);
+
+        // The same oracle with the engine's activation rounding (--act-quant: each matmul's
+        // activation rows quantized to the weight's dot type, Q8_0 or Q8_K, and back), so the
+        // one systematic difference above is gone and what remains is summation order, which
+        // the quantized pass amplifies chaotically. Its size is the oracle's own: that file
+        // against itself with only the matmul summation changed moves the top-32 logits by up
+        // to 1.30, NLLs by 0.68, 32 argmaxes, PPL by 0.33% (gemma3_oracle.md). lockstep must
+        // sit inside that spread (its float32 and float64 runs: 2.01, 0.83, 23 flips). Measured
+        // on the CPU: max 2.08, mean 0.215, log-prob 0.61, 23 flips, PPL -0.26%. It is not
+        // nearer to lockstep than the float32 file is (mean 0.19): the chaos, not the
+        // activation rounding, sets the floor, so both files bound the same network.
+        const Agreement q = compare(q8act, logits, q8act.n_vocab);
+        WARN(be->name() << " vs q8-activation oracle: top-32 logits max |diff| " << q.max_top_diff << " mean " << q.mean_top_diff
+                        << "; max |log-prob diff| " << q.max_lp_diff << "; argmax flips " << q.argmax_mismatch
+                        << " (largest oracle gap flipped " << q.worst_gap_flipped << "); PPL " << q.ppl << " vs " << q.ppl_gold);
+        CHECK(q.mean_top_diff < 0.25);
+        CHECK(q.max_top_diff < 2.6);
+        CHECK(q.max_lp_diff < 1.0);
+        CHECK(q.argmax_mismatch <= 32);
+        CHECK(std::fabs(q.ppl / q.ppl_gold - 1) < 0.005);
     }
 }
 

@@ -203,6 +203,10 @@ TEST_CASE("long context: six chat turns with prefix reuse equal fresh evaluation
         const GenerateResult want = generate(*f, *l.tok, b, ids, 24, 0, [&](const std::string& t) { fresh_reply += t; });
         REQUIRE(got.tokens == want.tokens);
         REQUIRE(reply == fresh_reply);
+        // The logits, not only their greedy picks: one more step of each with the reply's last
+        // token, over the whole reused and the whole fresh cache, bit for bit.
+        const int32_t probe = got.tokens.empty() ? ids.back() : got.tokens.back();
+        REQUIRE_BIT_IDENTICAL(s->eval({probe}), f->eval({probe}), l.model->hparams().n_vocab);
         if (turn > 0) CHECK(got.n_reused > 0);
         total_reused += got.n_reused;
         msgs.push_back({"assistant", reply});

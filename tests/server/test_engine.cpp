@@ -3,6 +3,8 @@
 // unchanged; a full queue refuses. Runs under ASan/UBSan in CI with the engine's thread.
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 #include "core/runtime/session.h"
 #include "core/text/tokenizer.h"
 #include "tests/support/tiny_model.h"
@@ -52,6 +54,17 @@ JobParams params_for(const Tokenizer& tok, int i, int max_tokens) {
     p.sampling.want_logprobs = i % 2 == 0;
     p.sampling.n_logprobs = 2;
     if (i == 4) p.stop = {"e"};
+    return p;
+}
+
+// A job that cannot finish before the test acts on it (cancels it, or submits beside it): no
+// length limit but the context (about 120 tokens) and no end-of-generation token to draw. A
+// 40-token job could finish first, lookup speculation makes that likelier, and the test would
+// then check nothing of what it names.
+JobParams unending(const Tokenizer& tok, int i) {
+    JobParams p = params_for(tok, i, -1);
+    for (int32_t id = 0; id < tok.n_vocab(); ++id)
+        if (tok.is_eog(id)) p.sampling.logit_bias.emplace_back(id, -std::numeric_limits<float>::infinity());
     return p;
 }
 
@@ -110,11 +123,12 @@ TEST_CASE("server engine: a cancelled job leaves the others unchanged and frees 
     }
     std::vector<std::shared_ptr<Job>> jobs;
     for (int i = 0; i < 3; ++i) {
-        jobs.push_back(std::make_shared<Job>(params_for(*r.tok, i, 40)));
+        jobs.push_back(std::make_shared<Job>(i == 1 ? unending(*r.tok, i) : params_for(*r.tok, i, 40)));
         REQUIRE(r.engine->submit(jobs.back()));
     }
     JobEvent e;
     REQUIRE(jobs[1]->pop(e, std::chrono::seconds(60)));
+    REQUIRE_FALSE(e.last());
     jobs[1]->cancel();
     CHECK(collect(*jobs[0]) == alone[0]);
     CHECK(collect(*jobs[2]) == alone[2]);
@@ -129,11 +143,13 @@ TEST_CASE("server engine: a cancelled job leaves the others unchanged and frees 
 
 TEST_CASE("server engine: beyond the slots and the queue, submit refuses", "[server]") {
     Rig r(1, 0);
-    auto a = std::make_shared<Job>(params_for(*r.tok, 0, 60));
+    auto a = std::make_shared<Job>(unending(*r.tok, 0));
     auto b = std::make_shared<Job>(params_for(*r.tok, 1, 4));
     REQUIRE(r.engine->submit(a));
     CHECK_FALSE(r.engine->submit(b));  // the one slot is taken (or about to be), no queue
-    CHECK(collect(*a).error.empty());
+    const Outcome done = collect(*a);
+    CHECK(done.error.empty());
+    CHECK(done.finish == "length");  // ran to the full context
     r.engine->shutdown();
     CHECK_FALSE(r.engine->submit(b));  // after shutdown
 }

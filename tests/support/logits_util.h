@@ -71,6 +71,35 @@ inline std::string first_difference(const std::vector<float>& a, const std::vect
         REQUIRE(diff_.empty());                                \
     } while (0)
 
+#define CHECK_BIT_IDENTICAL(a, b, n_vocab)                     \
+    do {                                                       \
+        const std::string diff_ = ::ls::test::first_difference(a, b, n_vocab); \
+        INFO(diff_);                                           \
+        CHECK(diff_.empty());                                  \
+    } while (0)
+
+// The logits of the first run it is shown (the reference backend: all_backend_names() lists it
+// first), which every later run of the same prompt must equal bit for bit, whatever its backend
+// or batch shape. Tests that compare with an independent oracle (transformers) within a
+// tolerance check this beside it: the tolerance alone would pass a backend one ulp off.
+class SameBitsAsFirst {
+public:
+    explicit SameBitsAsFirst(int64_t n_vocab) : n_vocab_(n_vocab) {}
+    void check(const std::vector<float>& got) {
+        if (first_.empty()) {
+            REQUIRE_FALSE(got.empty());
+            first_ = got;
+            return;
+        }
+        INFO("bit for bit against the first run (the reference backend)");
+        CHECK_BIT_IDENTICAL(got, first_, n_vocab_);
+    }
+
+private:
+    int64_t n_vocab_;
+    std::vector<float> first_;
+};
+
 // log(sum exp(x - max)) + max of one row, in double.
 inline double log_sum_exp(const float* x, int64_t n_vocab) {
     double mx = x[0], sum = 0;

@@ -38,9 +38,9 @@ std::vector<std::unique_ptr<Backend>> backends_under_test();
 // of the CUDA runtime. There the slowest generation tests check fewer tokens (CI time; the
 // same cases run at full length on a real GPU, tools/scripts/gpu_check.sh).
 bool cpu_emulated_gpu(const std::string& backend);
-// Whether `be` can run every node of g. If not, WARNs naming the backend and the op, so that
-// a GPU backend still lacking the kernel of a newer op shows the gap in every test run (its
-// supports() refuses such graphs with a clear error; nothing falls back silently).
+// Whether `be` can run every node of g. If not, the test fails (a non-fatal check naming the
+// backend, the op and its shape) and the caller skips the case: every backend suite must run
+// every case, so a lost kernel or a wrong supports() rule cannot pass as a skip.
 bool runs_all(const Backend& be, const Graph& g);
 
 // The larger of a running worst difference and a new one, NaN if either is NaN: std::max
