@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 
 
 class Server:
@@ -20,11 +21,25 @@ class Server:
             cmd += ["--api-key", api_key]
         self.api_key = api_key
         self.log_path = log or f"/tmp/lockstep-serve-{os.getpid()}-{time.monotonic_ns()}.log"
-        self.log = open(self.log_path, "w+")
+        self.log = open(self.log_path, "wb")
+        # The server writes to a pipe that starts full, so its first line ("listening on",
+        # printed once it answers HTTP and before it loads the model) waits until the pipe is
+        # read: /health is asked while the model has certainly not loaded, however fast it
+        # loads (a tiny model takes a millisecond). Reading starts once it has answered.
+        rfd, wfd = os.pipe()
+        self._filler = fill_pipe(wfd)
+        self._pipe = rfd
+        self._drainer = None
         # The server dies with this process, should a test be killed (a CTest timeout).
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
-                                     preexec_fn=lambda: libc.prctl(1, signal.SIGKILL))  # PR_SET_PDEATHSIG
+        try:
+            self.proc = subprocess.Popen(cmd, stdout=wfd, stderr=wfd,
+                                         preexec_fn=lambda: libc.prctl(1, signal.SIGKILL))  # PR_SET_PDEATHSIG
+        except BaseException:
+            os.close(rfd)
+            raise
+        finally:
+            os.close(wfd)
         try:
             self._wait_ready(ready_timeout)
         except BaseException:
@@ -32,32 +47,71 @@ class Server:
             self.proc.wait()
             raise
 
+    def _drain(self):
+        """Copies the server's output to the log from now on (the filler skipped)."""
+        if self._drainer is not None:
+            return
+
+        def copy(fd=self._pipe, skip=self._filler):
+            while True:
+                b = os.read(fd, 65536)
+                if not b:
+                    break
+                cut = min(skip, len(b))
+                skip -= cut
+                self.log.write(b[cut:])
+                self.log.flush()
+            os.close(fd)
+
+        self._drainer = threading.Thread(target=copy, daemon=True)
+        self._drainer.start()
+
     def _wait_ready(self, ready_timeout):
-        self.port = None
         t0 = time.time()
+        # The port, from the kernel's table of listening sockets: the server cannot print it yet.
+        self.port = None
         while self.port is None:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"lockstep serve exited with {self.proc.returncode}:\n{self.text_log()}")
-            m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", self.text_log())
-            if m:
-                self.port = int(m.group(1))
-            elif time.time() - t0 > 30:
-                raise RuntimeError("lockstep serve did not start listening:\n" + self.text_log())
-            else:
-                time.sleep(0.02)
-        self.saw_loading = False
+            self.port = listening_port(self.proc.pid)
+            if self.port is None:
+                if time.time() - t0 > 30:
+                    # Perhaps held up by the full pipe (an error printed before it listened):
+                    # what it wrote, once it can write it.
+                    self._drain()
+                    try:
+                        self.proc.wait(5)
+                    except subprocess.TimeoutExpired:
+                        pass
+                    raise RuntimeError("lockstep serve did not start listening:\n" + self.text_log())
+                time.sleep(0.005)
+        status, _ = self.get("/health", timeout=30)
+        self.saw_loading = status == 503
+        self._drain()
+        if not self.saw_loading:
+            raise RuntimeError(f"GET /health answered {status}, not 503, before the model was loaded:\n{self.text_log()}")
         while True:
-            status, _ = self.get("/health")
+            status, _ = self.get("/health", timeout=30)
             if status == 200:
                 break
-            if status == 503:
-                self.saw_loading = True
             if self.proc.poll() is not None or time.time() - t0 > ready_timeout:
                 raise RuntimeError("lockstep serve did not become ready:\n" + self.text_log())
             time.sleep(0.05)
+        # Its first lines, on the log by now or soon: the port it found, and (printed just after
+        # /health turns 200) the slots and ubatch it serves with.
+        t1 = time.time()
+        while not (re.search(rf"listening on http://127\.0\.0\.1:{self.port}\b", log := self.text_log())
+                   and "lockstep serve: ready in" in log):
+            if time.time() - t1 > 10:
+                raise RuntimeError(f"lockstep serve does not say it listens on port {self.port} and is ready:\n{log}")
 
     def text_log(self):
-        with open(self.log_path) as f:
+        self._drain()
+        if self.proc.poll() is not None:
+            self._drainer.join(10)  # all it wrote before it exited
+        else:
+            time.sleep(0.05)  # for what it wrote just now to reach the log
+        with open(self.log_path, errors="replace") as f:
             return f.read()
 
     def stop(self):
@@ -89,24 +143,27 @@ class Server:
         h.update(extra or {})
         return h
 
-    def request(self, method, path, body=None, headers=None, raw=None):
-        c = self.conn()
+    def request(self, method, path, body=None, headers=None, raw=None, timeout=600, on_sent=None):
+        """on_sent() is called once the request is on the socket, before the answer is read."""
+        c = self.conn(timeout)
         data = raw if raw is not None else (json.dumps(body) if body is not None else None)
         c.request(method, path, body=data, headers=self.headers(headers))
+        if on_sent is not None:
+            on_sent()
         r = c.getresponse()
         payload = r.read()
         c.close()
         return r.status, payload, dict(r.getheaders())
 
-    def get(self, path):
+    def get(self, path, timeout=600):
         try:
-            status, payload, _ = self.request("GET", path)
+            status, payload, _ = self.request("GET", path, timeout=timeout)
         except (ConnectionError, OSError):
             return 0, b""
         return status, payload
 
-    def post(self, path, body, headers=None):
-        status, payload, hdrs = self.request("POST", path, body, headers)
+    def post(self, path, body, headers=None, on_sent=None):
+        status, payload, hdrs = self.request("POST", path, body, headers, on_sent=on_sent)
         return status, json.loads(payload), hdrs
 
     def metrics(self):
@@ -119,11 +176,13 @@ class Server:
                 out[k] = float(v)
         return out
 
-    def stream(self, path, body, on_chunk=None):
+    def stream(self, path, body, on_chunk=None, on_sent=None):
         """POSTs a streamed request; returns the decoded `data:` events (without [DONE]) and
         whether [DONE] came. on_chunk(i, event) may return False to hang up."""
         c = self.conn()
         c.request("POST", path, body=json.dumps(body), headers=self.headers())
+        if on_sent is not None:
+            on_sent()
         r = c.getresponse()
         if r.status != 200:
             payload = r.read()
@@ -154,6 +213,42 @@ class Server:
                 return events, False
         c.close()
         return events, done
+
+
+def fill_pipe(fd):
+    """Writes to the pipe until it holds no more (its last page included); returns the count."""
+    os.set_blocking(fd, False)
+    n = 0
+    for chunk in (65536, 1):
+        try:
+            while True:
+                n += os.write(fd, b"\0" * chunk)
+        except BlockingIOError:
+            pass
+    os.set_blocking(fd, True)  # (the server's writes must wait, not fail)
+    return n
+
+
+def listening_port(pid):
+    """The IPv4 TCP port process pid listens on, from /proc; None while it listens on none."""
+    inodes = set()
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue  # closed meanwhile
+            if link.startswith("socket:["):
+                inodes.add(link[len("socket:["):-1])
+        with open(f"/proc/{pid}/net/tcp") as f:
+            rows = f.read().splitlines()[1:]
+    except OSError:
+        return None
+    for row in rows:
+        col = row.split()
+        if col[3] == "0A" and col[9] in inodes:  # 0A: LISTEN
+            return int(col[1].rsplit(":", 1)[1], 16)
+    return None
 
 
 def gen_path(chat):
@@ -193,17 +288,61 @@ def normalise_stream(events, chat):
     return out
 
 
-def generate(srv, req, chat, stream):
+def generate(srv, req, chat, stream, on_sent=None):
     body = dict(req)
     if stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
-        events, done = srv.stream(gen_path(chat), body)
+        events, done = srv.stream(gen_path(chat), body, on_sent=on_sent)
         assert done, "stream ended without [DONE]"
         return normalise_stream(events, chat)
-    status, resp, _ = srv.post(gen_path(chat), body)
+    status, resp, _ = srv.post(gen_path(chat), body, on_sent=on_sent)
     assert status == 200, (status, resp)
     return normalise_whole(resp, chat)
+
+
+class Workers:
+    """fn(i) for i in range(n), each on a thread of its own. join() fails the test with what a
+    worker raised, or when one still runs at the deadline: a hung request then fails the test
+    with its name, not at the CTest timeout."""
+
+    def __init__(self, fn, n):
+        self.errors = []
+
+        def run(i):
+            try:
+                fn(i)
+            except BaseException:  # noqa: BLE001 - check()'s SystemExit too: reported by join()
+                self.errors.append(f"worker {i}: {traceback.format_exc()}")
+
+        # (Daemons: a stuck one must not keep the failed test's process alive.)
+        self.threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(n)]
+        for t in self.threads:
+            t.start()
+
+    def check(self, what):
+        """Fails the test now if a worker has failed."""
+        check(not self.errors, f"{what}:\n" + "\n".join(self.errors))
+
+    def join(self, timeout, what):
+        deadline = time.monotonic() + timeout
+        for t in self.threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        stuck = [i for i, t in enumerate(self.threads) if t.is_alive()]
+        check(not stuck, f"{what}: worker {stuck} still running after {timeout} s")
+        self.check(what)
+
+
+def wait_for(cond, timeout, what):
+    """Polls cond() until it returns something true, and returns that; fails the test with
+    `what` after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        check(time.monotonic() < deadline, f"{what} (waited {timeout} s)")
+        time.sleep(0.005)
 
 
 def check(cond, msg):

@@ -12,13 +12,15 @@ usage: test_server.py SUITE BINARY MODEL [serve args...]
 """
 import json
 import os
+import re
+import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
 
-from harness import Server, check, gen_path, generate, normalise_stream
+from harness import Server, Workers, check, gen_path, generate, normalise_stream, wait_for
 
 PROMPTS = [
     "The history of the printing press",
@@ -54,6 +56,34 @@ def request_for(i, max_tokens):
     return req, chat
 
 
+def counted_steps(srv, run):
+    """Runs run() -> [(request, normalised result)] and returns (S, L): the engine steps the
+    requests took, and the fewest they could have taken one request per step. A request
+    evaluates its prompt (less what its slot had cached) in steps of at most a ubatch,
+    samples its first token in the last of them, and then, in each step it is in, one token
+    plus the guesses accepted; an end of generation is sampled but not counted as generated.
+    So one request per step takes at least max(R, P / ubatch) + G + E - A - R steps (R
+    requests, P prompt tokens evaluated, G tokens generated, E requests ended by end of
+    generation, A guesses accepted): S < L shows that some step served two requests at once.
+    E counts only the "stop" ends of requests without stop strings (a stop string ends on a
+    counted token): L may be too low, never too high."""
+    ubatch = int(re.search(r"ubatch (\d+)", srv.text_log()).group(1))
+    m0 = srv.metrics()
+    results = run()
+    # The engine counts a step's accepted guesses after it has sent the step's tokens: a
+    # request after the others makes sure their counts are all in (and counts itself).
+    sync = {"prompt": "Hi", "max_tokens": 1, "temperature": 0}
+    results.append((sync, generate(srv, sync, False, stream=False)))
+    m1 = srv.metrics()
+    d = lambda k: int(m1[f"lockstep_{k}"] - m0[f"lockstep_{k}"])
+    check(d("requests_finished_total") == len(results) and d("requests_cancelled_total") == 0,
+          f"{len(results)} requests, but {d('requests_finished_total')} finished, {d('requests_cancelled_total')} cancelled")
+    r = len(results)
+    p = d("prompt_tokens_total") - d("prompt_tokens_reused_total")
+    e = sum(1 for req, res in results if res["finish"] == "stop" and "stop" not in req)
+    return d("steps_total"), max(r, -(-p // ubatch)) + d("generated_tokens_total") + e - d("spec_accepted_total") - r
+
+
 def suite_concurrency(binary, model, args, max_tokens=16, ks=(1, 3, 4, 6, 8)):
     n = max(ks)
     with Server(binary, model, ["-np", "4"] + args) as srv:
@@ -68,25 +98,70 @@ def suite_concurrency(binary, model, args, max_tokens=16, ks=(1, 3, 4, 6, 8)):
             again = generate(srv, req, chat, stream=True)
             check(again == alone[i], f"request {i} with its prefix cached differs:\n{again}\nvs alone\n{alone[i]}")
         for k in ks:
-            results, errors = [None] * k, []
+            results = [None] * k
 
             def worker(i, k=k):
-                try:
-                    time.sleep(0.03 * i)  # staggered: later requests join running batches
-                    req, chat = request_for(i, max_tokens)
-                    results[i] = generate(srv, req, chat, stream=(i + k) % 2 == 1)
-                except Exception as e:  # noqa: BLE001 - reported below
-                    errors.append(f"request {i}: {e!r}")
+                time.sleep(0.03 * i)  # staggered: later requests join running batches
+                req, chat = request_for(i, max_tokens)
+                results[i] = generate(srv, req, chat, stream=(i + k) % 2 == 1)
 
-            threads = [threading.Thread(target=worker, args=(i,)) for i in range(k)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-            check(not errors, f"K={k}: {errors}")
+            def run(k=k):
+                Workers(worker, k).join(300, f"K={k}")
+                return [(request_for(i, max_tokens)[0], results[i]) for i in range(k)]
+
+            steps, one_at_a_time = counted_steps(srv, run)
             for i in range(k):
                 check(results[i] == alone[i], f"K={k}: request {i} differs from alone:\n{results[i]}\nvs\n{alone[i]}")
-            print(f"K={k}: {k} concurrent answers identical to each served alone", flush=True)
+            print(f"K={k}: {k} concurrent answers identical to each served alone ({steps} engine steps; "
+                  f"one at a time, {one_at_a_time} or more)", flush=True)
+        # The staggered requests above need not overlap (a tiny model ends a request before the
+        # next one comes). These reach a stopped server together, so their prompts are
+        # submitted within a moment and they share steps, which the counters show. A correct
+        # server fails this only if the machine stalls the server's HTTP threads for a whole
+        # request's generation, hence a few tries; a server that serialises never passes.
+        k, tries = 4, 3
+        for attempt in range(1, tries + 1):
+            results, sent = [None] * k, threading.Semaphore(0)
+
+            def worker(i):
+                req, chat = request_for(i, max_tokens)
+                results[i] = generate(srv, req, chat, stream=i % 2 == 0, on_sent=sent.release)
+
+            def run():
+                os.kill(srv.proc.pid, signal.SIGSTOP)
+                try:
+                    workers = Workers(worker, k)
+                    for _ in range(k):
+                        check(sent.acquire(timeout=60), "a request could not be sent to the stopped server")
+                finally:
+                    os.kill(srv.proc.pid, signal.SIGCONT)
+                workers.join(300, f"{k} requests released together")
+                return [(request_for(i, max_tokens)[0], results[i]) for i in range(k)]
+
+            steps, one_at_a_time = counted_steps(srv, run)
+            for i in range(k):
+                check(results[i] == alone[i], f"released together: request {i} differs from alone:\n{results[i]}\nvs\n{alone[i]}")
+            print(f"{k} requests released together (try {attempt}): {steps} engine steps; one at a time, "
+                  f"{one_at_a_time} or more", flush=True)
+            if steps < one_at_a_time:
+                break
+        check(steps < one_at_a_time, f"{k} requests released together never shared an engine step in {tries} tries: "
+              f"{steps} steps, and one request per step needs {one_at_a_time} (the requests were served one at a time)")
+        # Seeds: 32 tokens at temperature 1, nothing cut from the distribution and end of
+        # generation barred, so each answer is 32 free draws. The same seed gives the same
+        # answer; two seeds giving the same text would need the model near-certain of every
+        # one of 32 tokens after an open-ended story prompt, which neither Gemma 3 270M nor
+        # the random-weight test models are (a chance far below one in a million).
+        def sampled(seed):
+            return generate(srv, {"prompt": PROMPTS[3], "max_tokens": 32, "temperature": 1.0, "top_k": 0, "top_p": 1.0,
+                                  "min_p": 0.0, "ignore_eos": True, "seed": seed}, False, stream=False)
+
+        seed_a, seed_b = 11, 12
+        a, a_again, b = sampled(seed_a), sampled(seed_a), sampled(seed_b)
+        check(a == a_again, f"seed {seed_a} twice gave different answers:\n{a}\nvs\n{a_again}")
+        check(a["completion_tokens"] == 32 and b["completion_tokens"] == 32, f"not 32 tokens: {a}, {b}")
+        check(a["text"] != b["text"], f"seeds {seed_a} and {seed_b} gave the same text: {a['text']!r}")
+        print("seeds: the same seed repeats its 32 sampled tokens, another seed samples other text", flush=True)
         m = srv.metrics()
         check(m["lockstep_slots_busy"] == 0 and m["lockstep_queue_length"] == 0, f"slots or queue not empty: {m}")
         print(f"concurrency: ok ({int(m['lockstep_steps_total'])} steps, "
@@ -133,30 +208,30 @@ def suite_cancel(binary, model, args):
             if i == 1:
                 def on_chunk(n, ev):
                     if n == 2:
-                        hung_up["t"] = time.time()
                         hung_up["steps"] = srv.metrics()["lockstep_steps_total"]
                         return False
                     return True
                 srv.stream("/v1/completions", body, on_chunk)
             else:
                 events, done = srv.stream("/v1/completions", body)
+                if not done:
+                    raise AssertionError(f"stream {i} ended without [DONE]")
                 results[i] = normalise_stream(events, False)
 
-        threads = [threading.Thread(target=worker, args=(i,)) for i in range(3)]
-        for t in threads:
-            t.start()
-        # The cancellation is seen within a few steps of the hang-up.
-        seen = None
-        while seen is None:
+        streams = Workers(worker, 3)
+
+        def cancelled():
+            streams.check("streams")  # a stream that failed before its hang-up fails the test now
             m = srv.metrics()
-            if m["lockstep_requests_cancelled_total"] > m0["lockstep_requests_cancelled_total"]:
-                seen = m
-            elif "t" in hung_up and time.time() - hung_up["t"] > 30:
-                check(False, "the hung-up request was not cancelled within 30 s")
-            time.sleep(0.005)
+            return m if m["lockstep_requests_cancelled_total"] > m0["lockstep_requests_cancelled_total"] else None
+
+        seen = wait_for(cancelled, 120, "the hung-up stream was not cancelled")
+        # The server notices the hang-up when it next writes to the stream (a chunk a step;
+        # perhaps the one after, should the first only draw the client's reset), and the
+        # engine drops the request before its next step: with one under way, within 3 steps.
         steps_after = seen["lockstep_steps_total"] - hung_up["steps"]
-        for t in threads:
-            t.join()
+        check(steps_after <= 3, f"the hung-up stream was dropped {steps_after:.0f} engine steps after the hang-up, not within 3")
+        streams.join(300, "streams")
         for i in (0, 2):
             results[i]["completion_tokens"] = alone[i]["completion_tokens"] if results[i]["completion_tokens"] is None else results[i]["completion_tokens"]
             check(results[i] == alone[i], f"stream {i} changed by the cancellation:\n{results[i]}\nvs\n{alone[i]}")
@@ -165,21 +240,21 @@ def suite_cancel(binary, model, args):
         check(m["lockstep_generated_tokens_total"] - m0["lockstep_generated_tokens_total"] < 40 * 3,
               "the cancelled request generated all its tokens")
         # A non-streamed request whose client leaves while it generates: the keep-alive
-        # spaces written before its JSON body fail, and it is cancelled too.
-        before = srv.metrics()["lockstep_requests_cancelled_total"]
+        # spaces written before its JSON body fail, and it is cancelled too. (It cannot end
+        # first: end of generation is barred and 400 tokens take hundreds of steps.)
+        before = srv.metrics()
         s = socket.create_connection(("127.0.0.1", srv.port))
-        body = json.dumps({"prompt": PROMPTS[3], "max_tokens": 400, "temperature": 0}).encode()
+        body = json.dumps({"prompt": PROMPTS[3], "max_tokens": 400, "temperature": 0, "ignore_eos": True}).encode()
         # (It accepts gzip, as most clients do: the keep-alive must still reach the socket.)
         s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip, br\r\n"
                   b"Content-Type: application/json\r\nContent-Length: "
                   + str(len(body)).encode() + b"\r\n\r\n" + body)
-        time.sleep(0.3)
+        wait_for(lambda: srv.metrics()["lockstep_generated_tokens_total"] > before["lockstep_generated_tokens_total"], 60,
+                 "the non-streamed request did not start generating")
         s.close()
-        t0 = time.time()
-        while srv.metrics()["lockstep_requests_cancelled_total"] == before:
-            check(time.time() - t0 < 30, "a non-streamed request whose client left was not cancelled")
-            time.sleep(0.01)
-        check(srv.metrics()["lockstep_slots_busy"] == 0, "the left request's slot is still busy")
+        wait_for(lambda: srv.metrics()["lockstep_requests_cancelled_total"] > before["lockstep_requests_cancelled_total"], 30,
+                 "a non-streamed request whose client left was not cancelled")
+        wait_for(lambda: srv.metrics()["lockstep_slots_busy"] == 0, 30, "the left request's slot is still busy")
         # The freed slot serves again.
         check(generate(srv, reqs[1], False, stream=False) == alone[1], "the cancelled prompt, asked again, differs")
         print(f"cancel: the hung-up stream was dropped {steps_after:.0f} engine steps after the hang-up; "
@@ -188,7 +263,8 @@ def suite_cancel(binary, model, args):
 
 def suite_errors(binary, model, args):
     key = "s3cret"
-    with Server(binary, model, ["-np", "1", "--max-queue", "1", "-c", "64"] + args, api_key=key) as srv:
+    n_ctx = 512
+    with Server(binary, model, ["-np", "1", "--max-queue", "1", "-c", str(n_ctx)] + args, api_key=key) as srv:
         def expect(status, method, path, body=None, raw=None, headers=None, param=None, code=None):
             st, payload, hdrs = srv.request(method, path, body=body, raw=raw, headers=headers)
             check(st == status, f"{method} {path} {str(body if raw is None else raw)[:80]}: HTTP {st}, want {status}: {payload[:300]!r}")
@@ -254,9 +330,9 @@ def suite_errors(binary, model, args):
         ]
         for body, param in chat_cases:
             expect(400, "POST", "/v1/chat/completions", body, param=param)
-        # a prompt longer than a slot's context (-c 64)
-        expect(400, "POST", "/v1/completions", {"prompt": "word " * 200}, code="context_length_exceeded")
-        expect(400, "POST", "/v1/chat/completions", {"messages": [{"role": "user", "content": "word " * 200}]},
+        # a prompt longer than a slot's context (-c n_ctx)
+        expect(400, "POST", "/v1/completions", {"prompt": "word " * 2 * n_ctx}, code="context_length_exceeded")
+        expect(400, "POST", "/v1/chat/completions", {"messages": [{"role": "user", "content": "word " * 2 * n_ctx}]},
                code="context_length_exceeded")
         # other endpoints
         expect(404, "GET", "/v1/nothing")
@@ -275,24 +351,39 @@ def suite_errors(binary, model, args):
             s = socket.create_connection(("127.0.0.1", srv.port))
             s.sendall(raw)
             s.close()
-        # every slot busy and the queue full: 503 with Retry-After
-        statuses, retry = [], []
+        # Every slot busy and the queue full: 503 with Retry-After. A holds the one slot and
+        # cannot end on its own before the others are asked (end of generation barred, the
+        # slot's whole context to fill: hundreds of steps); B waits in the queue; C is refused.
+        # Each is sent once the counters show the one before in place, and A ends by its
+        # client hanging up.
+        release, b_status = threading.Event(), []
 
-        def long_request(delay):
-            time.sleep(delay)
-            st, payload, hdrs = srv.request("POST", "/v1/completions", {"prompt": "Count:", "max_tokens": 60, "temperature": 0, "ignore_eos": True})
-            statuses.append(st)
-            if st == 503:
-                retry.append(hdrs.get("Retry-After"))
-                check(json.loads(payload)["error"]["message"], "503 without a message")
+        def hold(n, ev):
+            release.wait(120)
+            return False  # A's client hangs up: that ends A
 
-        threads = [threading.Thread(target=long_request, args=(0.05 * i,)) for i in range(3)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        check(sorted(statuses) == [200, 200, 503], f"statuses {statuses}, want two 200 and one 503")
-        check(retry == ["1"], f"Retry-After {retry}")
+        m0 = srv.metrics()
+        a = Workers(lambda i: srv.stream("/v1/completions", {"prompt": "Count:", "temperature": 0, "ignore_eos": True,
+                                                             "stream": True}, hold), 1)
+        try:
+            wait_for(lambda: a.check("A") or srv.metrics()["lockstep_generated_tokens_total"] > m0["lockstep_generated_tokens_total"],
+                     60, "A did not start generating")
+            b = Workers(lambda i: b_status.append(srv.request("POST", "/v1/completions", {"prompt": "Hello", "max_tokens": 2})[0]), 1)
+            wait_for(lambda: b.check("B") or srv.metrics()["lockstep_queue_length"] == 1, 60, "B did not queue")
+            m = srv.metrics()
+            check(m["lockstep_slots_busy"] == 1 and m["lockstep_queue_length"] == 1
+                  and m["lockstep_requests_finished_total"] == m0["lockstep_requests_finished_total"],
+                  f"before C: {m['lockstep_slots_busy']:.0f} slots busy, {m['lockstep_queue_length']:.0f} queued, "
+                  f"{m['lockstep_requests_finished_total'] - m0['lockstep_requests_finished_total']:.0f} finished; want 1, 1, 0")
+            st, payload, hdrs = srv.request("POST", "/v1/completions", {"prompt": "Count:", "max_tokens": 60, "temperature": 0})
+        finally:
+            release.set()  # (also when a check above fails: the server then stops without waiting for A)
+        check(st == 503, f"C: HTTP {st}, want 503: {payload[:300]!r}")
+        check(hdrs.get("Retry-After") == "1", f"Retry-After {hdrs.get('Retry-After')!r}, want '1'")
+        check(json.loads(payload)["error"]["message"], "503 without a message")
+        a.join(120, "A")
+        b.join(120, "B")
+        check(b_status == [200], f"B, once A's slot was free: HTTP {b_status}, want 200")
         # still healthy, still right
         st, _ = srv.get("/health")
         check(st == 200, "not healthy after the bad requests")
@@ -373,21 +464,13 @@ def suite_backends(binary, model, args):
     with Server(binary, model, ["-np", "2"]) as cpu:
         ref = [generate(cpu, r, chat, False) for r, chat in reqs]
     with Server(binary, model, ["-np", "2"] + args) as srv:
-        results, errors = [None] * len(reqs), []
+        results = [None] * len(reqs)
 
         def worker(i):
-            try:
-                r, chat = reqs[i]
-                results[i] = generate(srv, r, chat, stream=i % 2 == 0)
-            except Exception as e:  # noqa: BLE001
-                errors.append(repr(e))
+            r, chat = reqs[i]
+            results[i] = generate(srv, r, chat, stream=i % 2 == 0)
 
-        threads = [threading.Thread(target=worker, args=(i,)) for i in range(len(reqs))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        check(not errors, errors)
+        Workers(worker, len(reqs)).join(300, f"{' '.join(args)}: two at a time")
         for i in range(len(reqs)):
             check(results[i] == ref[i], f"{' '.join(args)}: request {i} differs from the CPU's:\n{results[i]}\nvs\n{ref[i]}")
     print(f"backends: {' '.join(args)}, {len(reqs)} requests served two at a time equal the CPU backend's answers", flush=True)

@@ -57,28 +57,47 @@ stage "AddressSanitizer + UBSan build"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOCKSTEP_SANITIZE=ON -DLOCKSTEP_NATIVE=OFF \
   -DLOCKSTEP_CUDA=OFF -DLOCKSTEP_CUDA_EMU=ON -DLOCKSTEP_VULKAN=OFF >/dev/null
 cmake --build build-asan --parallel "$jobs" --target lockstep_tests gguf_corpus_replay
-stage "AddressSanitizer + UBSan: core and CPU tests (portable AVX2 kernels)"
+stage "AddressSanitizer + UBSan tests: core and CPU, and the CUDA backend on the host emulator, side by side"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 build-asan/tests/gguf_corpus_replay tests/fuzz/corpus
-# The tests that run the 270M model are left to the Release run: under ASan they take
-# minutes and exercise no code the tiny-model tests do not.
-build-asan/tests/lockstep_tests --warn NoTests '~[model]' --order rand
-
-stage "The CUDA backend on the host emulator, under ASan + UBSan"
-# The op table (every kernel, bit for bit), the tiny-model and contract tests that cover the
-# launchers' batch shapes: several sequences per ubatch, ring wraps, MoE routing (topk,
-# mul_mat_id), Gemma 4's geometry. The slowest contract tests run on real GPUs only
-# (cuda_suite): emulated, each takes minutes under ASan; so do the families of issue 20, whose
-# new kernels (attention sinks, clamp, YaRN rope) the op table covers here. [ops]~[gpu]: the
-# op table once (the GPU suites' second pass with other seeds took a minute here).
-LOCKSTEP_TEST_BACKENDS=cuda LOCKSTEP_REQUIRE_DEVICE=cuda build-asan/tests/lockstep_tests --warn NoTests \
-  '[ops]~[gpu],[tiny]~[model],kv: every backend agrees with the reference on the tiny model,kv: several sequences of different lengths*,ring: attention over a wrapped cache*,qwen35moe: sequences decoded together*,qwen35: a prompt evaluated beside*,gemma4: one ubatch*'
-# The emulated device is sm_90, so the matmul tiles above ran on the (emulated) tensor
-# cores; the op table's matmul cases again with the dp4a tiles that devices before sm_80 use
-# (no other kernel reads LOCKSTEP_CUDA_NO_MMA).
-LOCKSTEP_OP_KINDS=mul_mat,mul_mat_id LOCKSTEP_CUDA_NO_MMA=1 LOCKSTEP_TEST_BACKENDS=cuda LOCKSTEP_REQUIRE_DEVICE=cuda \
-  build-asan/tests/lockstep_tests --warn NoTests \
-  'every op matches the reference on every backend'
+# The emulator runs a kernel's threads as fibers on one host thread, so its runs use one core
+# each: the three runs below go side by side (CI time), each into its own log, printed whole
+# when it ends; the stage fails if any of them fails.
+logs="$(mktemp -d)"; pids=(); names=()
+side() { local name=$1; shift; ( "$@" ) >"$logs/$name.log" 2>&1 & pids+=($!); names+=("$name"); }
+# Core and CPU tests (portable AVX2 kernels). The tests that run the 270M model are left to the
+# Release run: under ASan they take minutes and exercise no code the tiny-model tests do not.
+side "core and CPU" build-asan/tests/lockstep_tests --warn NoTests '~[model]' --order rand
+# The CUDA backend on the host emulator: the op table (every kernel, bit for bit), the
+# tiny-model and contract tests that cover the launchers' batch shapes: several sequences per
+# ubatch, ring wraps, MoE routing (topk, mul_mat_id), Gemma 4's geometry. The slowest contract
+# tests run on real GPUs only (cuda_suite): emulated, each takes minutes under ASan; so do the
+# families of issue 20, whose new kernels (attention sinks, clamp, YaRN rope) the op table
+# covers here. [ops]~[gpu]: the op table once (the GPU suites' second pass with other seeds
+# took a minute here). The emulated device is sm_90, so the matmul tiles ran on the (emulated)
+# tensor cores; then the op table's matmul cases again with the dp4a tiles that devices before
+# sm_80 use (no other kernel reads LOCKSTEP_CUDA_NO_MMA).
+emu() { env LOCKSTEP_TEST_BACKENDS=cuda LOCKSTEP_REQUIRE_DEVICE=cuda "$@"; }
+emu_op_table() {
+  emu build-asan/tests/lockstep_tests --warn NoTests '[ops]~[gpu]' &&
+    LOCKSTEP_OP_KINDS=mul_mat,mul_mat_id LOCKSTEP_CUDA_NO_MMA=1 emu build-asan/tests/lockstep_tests --warn NoTests \
+      'every op matches the reference on every backend'
+}
+side "emulated CUDA: op table" emu_op_table
+side "emulated CUDA: models" emu build-asan/tests/lockstep_tests --warn NoTests \
+  '[tiny]~[model],kv: every backend agrees with the reference on the tiny model,kv: several sequences of different lengths*,ring: attention over a wrapped cache*,qwen35moe: sequences decoded together*,qwen35: a prompt evaluated beside*,gemma4: one ubatch*'
+failed=()
+for k in "${!pids[@]}"; do
+  if wait "${pids[$k]}"; then rc=0; else rc=$?; fi
+  echo "--- ${names[$k]} (exit $rc)" >&2
+  cat "$logs/${names[$k]}.log" >&2
+  ((rc == 0)) || failed+=("${names[$k]}")
+done
+rm -rf "$logs"
+if ((${#failed[@]})); then
+  echo "lockstep: failed under the sanitizers: ${failed[*]}" >&2
+  exit 1
+fi
 stage ""
 echo "lockstep test stages (wall seconds):" >&2
 printf '  %s\n' "${stage_log[@]}" >&2
