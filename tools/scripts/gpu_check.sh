@@ -67,7 +67,7 @@ for s in "${steps[@]}"; do
     suites)
       step "cuda_suite" cuda_suite.log ctest --test-dir "$BUILD" -R '^cuda_suite$' --output-on-failure
       if has_vulkan_gpu; then
-        step "vulkan_suite" vulkan_suite.log ctest --test-dir "$BUILD" -R '^vulkan_suite$' --output-on-failure
+        step "vulkan_suite" vulkan_suite.log ctest --test-dir "$BUILD" -R '^vulkan_suite' --output-on-failure
       else
         summary+=("vulkan_suite: not run (no Vulkan GPU listed; see the device README for the loader)")
       fi
