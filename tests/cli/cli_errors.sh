@@ -29,6 +29,8 @@ expect 2 "--backend must be cpu, vulkan or cuda" -- run --backend tpu -p hi
 expect 2 "-ctk must be one of f32, f16, q8_0, q4_0"    -- run -ctk q5_k -p hi
 expect 2 "run needs a prompt"             -- run
 expect 2 "perplexity needs a text file"   -- perplexity
+expect 2 "--kl-divergence-base needs a value" -- perplexity -f "$src/tests/data/GPL-3.txt" --kl-divergence-base
+expect 1 "cannot write /nonexistent/dir/x.kld" -- perplexity -m "$src/tests/data/llama_tiny.gguf" -f "$src/tests/data/GPL-3.txt" -c 64 --chunks 1 --kl-divergence-base /nonexistent/dir/x.kld
 expect 1 "model file not found: /nonexistent.gguf" -- run -m /nonexistent.gguf -p hi
 # Each GGUF message names its problem (every message carries the path, so "gguf" alone
 # would match any of them).

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/gguf/gguf.h"
+#include "core/quant/quant.h"
 
 namespace ls::test {
 
@@ -85,4 +86,34 @@ inline void rewrite_gguf(const std::string& src, const std::string& out, const s
     w.write(out);
 }
 
+// Copies `src` to `out` with every matrix (a 2-D tensor whose rows fit `type`'s blocks: the
+// projections, the experts' slices aside, and the token embedding) dequantized and quantized
+// again to `type` by the reference quantizers (core/quant), row by row; norms, biases and
+// anything else as they are. Deterministic: the same source and type give the same bytes,
+// so a file another engine was run on can be written again where that engine is not.
+// Returns how many tensors it converted.
+inline int requantize_gguf(const std::string& src, const std::string& out, DType type) {
+    const DTypeTraits& tt = traits(type);
+    if (!can_quantize(type) || !is_weight_type(type))
+        throw std::runtime_error(std::string("requantize: lockstep does not write ") + dtype_name(type) + " weights");
+    int converted = 0;
+    rewrite_gguf(src, out, {}, {}, {}, [&](const GgufTensorInfo& t, GgufWriter& w) {
+        if (t.n_dims != 2 || t.ne[0] % tt.block != 0 || !can_dequantize(t.type) || !is_weight_type(t.type)) return false;
+        const int64_t K = t.ne[0], rows = t.ne[1];
+        const size_t in_row = size_t(K / traits(t.type).block) * traits(t.type).block_bytes;
+        const size_t out_row = size_t(K / tt.block) * tt.block_bytes;
+        std::vector<uint8_t> bytes(out_row * size_t(rows));
+        std::vector<float> row(static_cast<size_t>(K));
+        for (int64_t r = 0; r < rows; ++r) {
+            dequantize_row(t.type, t.data + size_t(r) * in_row, row.data(), K);
+            quantize_row(type, row.data(), bytes.data() + size_t(r) * out_row, K);
+        }
+        w.add_tensor(t.name, type, {K, rows}, std::move(bytes));
+        ++converted;
+        return true;
+    });
+    return converted;
+}
+
 }  // namespace ls::test
+

@@ -96,6 +96,7 @@ Options parse_args(int argc, char** argv) {
         else if (a == "--repeat-penalty") o.repeat_penalty = parse_number<float>(a, value());
         else if (a == "--seed") { o.seed = parse_number<uint64_t>(a, value()); o.seed_set = true; }
         else if (a == "--chunks") o.chunks = positive(parse_number<int64_t>(a, value()));
+        else if (a == "--kl-divergence-base" || a == "--save-all-logits") o.kld_base = value();
         else if (a == "-ctk" || a == "--cache-type-k") o.type_k = parse_cache_type(a, value());
         else if (a == "-ctv" || a == "--cache-type-v") o.type_v = parse_cache_type(a, value());
         else if (a == "--backend") {
@@ -193,7 +194,9 @@ std::string usage(const std::string& command) {
         return "usage: lockstep chat [-m FILE] [--system TEXT] [options]\n"
                "  interactive multi-turn chat with the model's chat template; /exit or EOF ends it\n" + common + sampling;
     if (command == "perplexity")
-        return "usage: lockstep perplexity [-m FILE] -f TEXTFILE [-c N] [--chunks N] [options]\n" + common;
+        return "usage: lockstep perplexity [-m FILE] -f TEXTFILE [-c N] [--chunks N] [--kl-divergence-base OUT] [options]\n"
+               "  --kl-divergence-base OUT  also write every scored token's log-probabilities to OUT in llama.cpp's\n"
+               "                            format (llama-perplexity --kl-divergence reads it; alias --save-all-logits)\n" + common;
     if (command == "bench")
         return "usage: lockstep bench [-m FILE] [-p 512,...] [-n 128,...] [-d 0,...] [-r REPS] [options]\n"
                "  -p LIST  prompt sizes (pp tests); -n LIST  generation lengths (tg tests); -r N  repetitions (5)\n"

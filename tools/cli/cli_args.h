@@ -30,6 +30,7 @@ struct Options {
     uint64_t seed = 0xC0FFEE;     // --seed
     bool seed_set = false;
     int64_t chunks = -1;          // --chunks (perplexity); -1: all
+    std::string kld_base;         // --kl-divergence-base / --save-all-logits (perplexity)
     DType type_k = DType::F16, type_v = DType::F16;
     std::string backend = "cpu";  // --backend
     int device = 0;               // --device

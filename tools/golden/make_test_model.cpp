@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/gguf/gguf.h"
+#include "tests/support/gguf_edit.h"
 #include "tests/support/tiny_gguf.h"
 
 namespace {
@@ -28,6 +30,9 @@ const char* kUsage =
     "  --seed N          random seed (default 1)\n"
     "  --vocab-for FILE  instead: copy FILE's model (any architecture) with the tiny vocabulary as\n"
     "                    its tokenizer, sized to its embedding rows (the tiny hybrids have none)\n"
+    "  --requantize FILE instead: copy FILE (any model) with every matrix whose rows fit the\n"
+    "                    --type's blocks (token embedding included) requantized to that type by the\n"
+    "                    reference quantizers; the same FILE and type always give the same bytes\n"
     "Matmul row lengths (embd, heads*head-dim, ff) must be multiples of the type's block size\n"
     "(32 for q4_0..q8_0, iq4_nl and mxfp4, 256 for the k-quants, iq4_xs and the tq types).\n";
 
@@ -53,7 +58,7 @@ uint64_t parse_u64(const std::string& flag, const std::string& v, uint64_t max) 
 
 int main(int argc, char** argv) {
     ls::TinyGemma3Spec spec;
-    std::string out, vocab_for;
+    std::string out, vocab_for, requantize;
     try {
         for (int i = 1; i < argc; ++i) {
             const std::string flag = argv[i];
@@ -70,6 +75,7 @@ int main(int argc, char** argv) {
                 if (v.empty()) throw UsageError("--out needs a file name");
                 out = v;
             } else if (flag == "--vocab-for") vocab_for = v;
+            else if (flag == "--requantize") requantize = v;
             else if (flag == "--layers") spec.n_layer = as_int();
             else if (flag == "--embd") spec.n_embd = as_int();
             else if (flag == "--heads") spec.n_head = as_int();
@@ -89,10 +95,21 @@ int main(int argc, char** argv) {
             } else throw UsageError("unknown flag '" + flag + "'");
         }
         if (out.empty()) throw UsageError("--out FILE is required");
-        ls::check_tiny_gemma3(spec);
+        if (requantize.empty() && vocab_for.empty()) ls::check_tiny_gemma3(spec);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "lockstep-make-test-model: %s\n\n%s", e.what(), kUsage);
         return 2;
+    }
+    if (!requantize.empty()) {
+        try {
+            const int n = ls::test::requantize_gguf(requantize, out, spec.wtype);
+            std::printf("wrote %s: %s with %d matrices requantized to %s\n", out.c_str(), requantize.c_str(), n,
+                        ls::dtype_name(spec.wtype));
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "lockstep-make-test-model: %s\n", e.what());
+            return 1;
+        }
+        return 0;
     }
     if (!vocab_for.empty()) {
         try {
