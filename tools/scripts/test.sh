@@ -61,10 +61,15 @@ stage "AddressSanitizer + UBSan tests: core and CPU, and the CUDA backend on the
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 build-asan/tests/gguf_corpus_replay tests/fuzz/corpus
 # The emulator runs a kernel's threads as fibers on one host thread, so its runs use one core
-# each: the three runs below go side by side (CI time), each into its own log, printed whole
-# when it ends; the stage fails if any of them fails.
+# each: the four runs below go side by side (CI time), each into its own log, printed whole
+# with its wall time when it ends; the stage fails if any of them fails.
 logs="$(mktemp -d)"; pids=(); names=()
-side() { local name=$1; shift; ( "$@" ) >"$logs/$name.log" 2>&1 & pids+=($!); names+=("$name"); }
+side() {
+  local name=$1; shift
+  ( t0=$SECONDS; if "$@"; then rc=0; else rc=$?; fi; echo "[$name: exit $rc after $((SECONDS - t0)) s]"; exit $rc ) \
+    >"$logs/$name.log" 2>&1 &
+  pids+=($!); names+=("$name")
+}
 # Core and CPU tests (portable AVX2 kernels). The tests that run the 270M model are left to the
 # Release run: under ASan they take minutes and exercise no code the tiny-model tests do not.
 side "core and CPU" build-asan/tests/lockstep_tests --warn NoTests '~[model]' --order rand
@@ -84,8 +89,9 @@ emu_op_table() {
       'every op matches the reference on every backend'
 }
 side "emulated CUDA: op table" emu_op_table
-side "emulated CUDA: models" emu build-asan/tests/lockstep_tests --warn NoTests \
-  '[tiny]~[model],kv: every backend agrees with the reference on the tiny model,kv: several sequences of different lengths*,ring: attention over a wrapped cache*,qwen35moe: sequences decoded together*,qwen35: a prompt evaluated beside*,gemma4: one ubatch*'
+side "emulated CUDA: tiny models" emu build-asan/tests/lockstep_tests --warn NoTests '[tiny]~[model]'
+side "emulated CUDA: contract tests" emu build-asan/tests/lockstep_tests --warn NoTests \
+  'kv: every backend agrees with the reference on the tiny model,kv: several sequences of different lengths*,ring: attention over a wrapped cache*,qwen35moe: sequences decoded together*,qwen35: a prompt evaluated beside*,gemma4: one ubatch*'
 failed=()
 for k in "${!pids[@]}"; do
   if wait "${pids[$k]}"; then rc=0; else rc=$?; fi
