@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Per-token log-probabilities of the default model, requantized to each weight type family
-(F16, BF16, legacy, K-quants) by lockstep's reference quantizers, against llama.cpp's on the
+(F16, BF16, legacy, K-quants, IQ4_NL / IQ4_XS, MXFP4) by lockstep's reference quantizers, against llama.cpp's on the
 very same files (tests/data/peer_logprobs/README.md says how llama.cpp's were made).
 
 The default model is a real one (perplexity ~15 on this text, far from the tiny random models'
@@ -93,11 +93,11 @@ def read_record(path):
 # 8-bit blocks (Q8_0 / Q8_1 / Q8_K) before their integer dot products, in their own summation
 # orders, and through 18 layers that rounding is chaotic (a last-bit change moves activations
 # across a quantization step: tests/data/gemma3_oracle.md), so some hundredths of a nat on
-# average are the floor, more the more degraded the model (Q2_K, Q3_K). BF16: llama.cpp rounds
-# the activations to bf16, lockstep keeps them float32. Each bound sits about 1.5x above
-# what was measured (README.md); a wrong codebook is far outside: lockstep's Q4_0 file
-# scored against llama.cpp's Q4_1 record gives a mean of 0.91 nats, +9.5% perplexity and 62%
-# top-1 agreement.
+# average are the floor, more the more degraded the model (Q2_K, Q3_K, MXFP4). BF16:
+# llama.cpp rounds the activations to bf16, lockstep keeps them float32. Each bound sits about
+# 1.5x above what was measured (README.md); a wrong codebook is far outside: lockstep's Q4_0
+# file scored against llama.cpp's Q4_1 record gives a mean of 0.91 nats, +9.5% perplexity and
+# 62% top-1 agreement.
 def compare(got, want, bounds):
     MEAN_ABS_NLL, MAX_ABS_NLL, PPL_REL, TOP1_MIN = bounds
     n = len(want["rows"])
