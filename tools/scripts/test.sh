@@ -61,7 +61,7 @@ stage "AddressSanitizer + UBSan tests: core and CPU, and the CUDA backend on the
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 build-asan/tests/gguf_corpus_replay tests/fuzz/corpus
 # The emulator runs a kernel's threads as fibers on one host thread, so its runs use one core
-# each: the four runs below go side by side (CI time), each into its own log, printed whole
+# each: the five runs below go side by side (CI time), each into its own log, printed whole
 # with its wall time when it ends; the stage fails if any of them fails.
 logs="$(mktemp -d)"; pids=(); names=()
 side() {
@@ -90,8 +90,10 @@ emu_op_table() {
 }
 side "emulated CUDA: op table" emu_op_table
 side "emulated CUDA: tiny models" emu build-asan/tests/lockstep_tests --warn NoTests '[tiny]~[model]'
-side "emulated CUDA: contract tests" emu build-asan/tests/lockstep_tests --warn NoTests \
-  'kv: every backend agrees with the reference on the tiny model,kv: several sequences of different lengths*,ring: attention over a wrapped cache*,qwen35moe: sequences decoded together*,qwen35: a prompt evaluated beside*,gemma4: one ubatch*'
+side "emulated CUDA: KV contract" emu build-asan/tests/lockstep_tests --warn NoTests \
+  'kv: every backend agrees with the reference on the tiny model,kv: several sequences of different lengths*,ring: attention over a wrapped cache*'
+side "emulated CUDA: hybrid and Gemma 4 contract" emu build-asan/tests/lockstep_tests --warn NoTests \
+  'qwen35moe: sequences decoded together*,qwen35: a prompt evaluated beside*,gemma4: one ubatch*'
 failed=()
 for k in "${!pids[@]}"; do
   if wait "${pids[$k]}"; then rc=0; else rc=$?; fi
