@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <ostream>
 
 #include "core/runtime/session.h"
 #include "tests/support/logits_util.h"
@@ -63,6 +64,12 @@ struct Agreement {
     double worst_gap_flipped = 0;  // the oracle's largest top-2 gap among flipped argmaxes
 };
 
+std::ostream& operator<<(std::ostream& o, const Agreement& a) {
+    return o << "top-32 logits max |diff| " << a.max_top_diff << " mean " << a.mean_top_diff << "; max |log-prob diff| "
+             << a.max_lp_diff << "; argmax flips " << a.argmax_mismatch << " (largest oracle gap flipped "
+             << a.worst_gap_flipped << "); PPL " << a.ppl << " vs " << a.ppl_gold;
+}
+
 // Compares logits [T x V] with a golden file: top-32 logits, log-probs of the text's next
 // tokens, argmax, perplexity.
 Agreement compare(const Golden& gold, const std::vector<float>& logits, int64_t V) {
@@ -117,9 +124,7 @@ TEST_CASE("Gemma 3 270M agrees with the float32 numpy oracle over 600 tokens", "
         INFO("backend " << be->name());
         const std::vector<float> logits = run_default_model(*be, gold.tokens);
         const Agreement a = compare(gold, logits, gold.n_vocab);
-        WARN(be->name() << " vs float32 oracle: top-32 logits max |diff| " << a.max_top_diff << " mean " << a.mean_top_diff
-                        << "; max |log-prob diff| " << a.max_lp_diff << "; argmax flips " << a.argmax_mismatch
-                        << " (largest oracle gap flipped " << a.worst_gap_flipped << "); PPL " << a.ppl << " vs " << a.ppl_gold);
+        WARN(be->name() << " vs float32 oracle: " << a);
         // The oracle multiplies in float32; lockstep quantizes activations to Q8_0/Q8_K
         // before its integer dot products (as llama.cpp's CPU backend does). That is the whole
         // difference: with float32 activations (an experiment) the max |diff| was 0.018.
@@ -151,9 +156,7 @@ TEST_CASE("Gemma 3 270M agrees with the float32 numpy oracle over 600 tokens", "
         // nearer to lockstep than the float32 file is (mean 0.19): the chaos, not the
         // activation rounding, sets the floor, so both files bound the same network.
         const Agreement q = compare(q8act, logits, q8act.n_vocab);
-        WARN(be->name() << " vs q8-activation oracle: top-32 logits max |diff| " << q.max_top_diff << " mean " << q.mean_top_diff
-                        << "; max |log-prob diff| " << q.max_lp_diff << "; argmax flips " << q.argmax_mismatch
-                        << " (largest oracle gap flipped " << q.worst_gap_flipped << "); PPL " << q.ppl << " vs " << q.ppl_gold);
+        WARN(be->name() << " vs q8-activation oracle: " << q);
         CHECK(q.mean_top_diff < 0.25);
         CHECK(q.max_top_diff < 2.6);
         CHECK(q.max_lp_diff < 1.0);

@@ -84,6 +84,11 @@ def counted_steps(srv, run):
     return d("steps_total"), max(r, -(-p // ubatch)) + d("generated_tokens_total") + e - d("spec_accepted_total") - r
 
 
+def check_as_alone(results, alone, what):
+    for i, r in enumerate(results):
+        check(r == alone[i], f"{what}: request {i} differs from alone:\n{r}\nvs\n{alone[i]}")
+
+
 def suite_concurrency(binary, model, args, max_tokens=16, ks=(1, 3, 4, 6, 8)):
     n = max(ks)
     with Server(binary, model, ["-np", "4"] + args) as srv:
@@ -110,8 +115,7 @@ def suite_concurrency(binary, model, args, max_tokens=16, ks=(1, 3, 4, 6, 8)):
                 return [(request_for(i, max_tokens)[0], results[i]) for i in range(k)]
 
             steps, one_at_a_time = counted_steps(srv, run)
-            for i in range(k):
-                check(results[i] == alone[i], f"K={k}: request {i} differs from alone:\n{results[i]}\nvs\n{alone[i]}")
+            check_as_alone(results, alone, f"K={k}")
             print(f"K={k}: {k} concurrent answers identical to each served alone ({steps} engine steps; "
                   f"one at a time, {one_at_a_time} or more)", flush=True)
         # The staggered requests above need not overlap (a tiny model ends a request before the
@@ -139,8 +143,7 @@ def suite_concurrency(binary, model, args, max_tokens=16, ks=(1, 3, 4, 6, 8)):
                 return [(request_for(i, max_tokens)[0], results[i]) for i in range(k)]
 
             steps, one_at_a_time = counted_steps(srv, run)
-            for i in range(k):
-                check(results[i] == alone[i], f"released together: request {i} differs from alone:\n{results[i]}\nvs\n{alone[i]}")
+            check_as_alone(results, alone, "released together")
             print(f"{k} requests released together (try {attempt}): {steps} engine steps; one at a time, "
                   f"{one_at_a_time} or more", flush=True)
             if steps < one_at_a_time:

@@ -64,19 +64,15 @@ inline std::string first_difference(const std::vector<float>& a, const std::vect
 // own (the CPU mul_mat quantizes each activation row and dots it block by block whatever the
 // tile; attention reads the same cache rows in the same order; set_rows quantizes each row
 // with the reference quantizer), so the logits must be bit-identical, not merely close.
-#define REQUIRE_BIT_IDENTICAL(a, b, n_vocab)                   \
-    do {                                                       \
+// ASSERT: REQUIRE (stop the test) or CHECK (go on).
+#define LS_BIT_IDENTICAL_(ASSERT, a, b, n_vocab)                               \
+    do {                                                                       \
         const std::string diff_ = ::ls::test::first_difference(a, b, n_vocab); \
-        INFO(diff_);                                           \
-        REQUIRE(diff_.empty());                                \
+        INFO(diff_);                                                           \
+        ASSERT(diff_.empty());                                                 \
     } while (0)
-
-#define CHECK_BIT_IDENTICAL(a, b, n_vocab)                     \
-    do {                                                       \
-        const std::string diff_ = ::ls::test::first_difference(a, b, n_vocab); \
-        INFO(diff_);                                           \
-        CHECK(diff_.empty());                                  \
-    } while (0)
+#define REQUIRE_BIT_IDENTICAL(a, b, n_vocab) LS_BIT_IDENTICAL_(REQUIRE, a, b, n_vocab)
+#define CHECK_BIT_IDENTICAL(a, b, n_vocab) LS_BIT_IDENTICAL_(CHECK, a, b, n_vocab)
 
 // The logits of the first run it is shown (the reference backend: all_backend_names() lists it
 // first), which every later run of the same prompt must equal bit for bit, whatever its backend
