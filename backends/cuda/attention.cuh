@@ -105,16 +105,28 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnArgs a) {
         __syncthreads();  // every thread has read the scores
         if (tid < nk) ps[tid] = det_exp(__fsub_rn(ps[tid], mb));
         __syncthreads();
-        // 3. l_b (every thread the same chain) and the thread's o_b[i], in key order.
+        // 3. l_b (every thread the same chain) and the thread's o_b[i], in key order. The
+        // values of kAhead keys are read before any is added (the same chain): each key's
+        // read no longer waits for the one before (40 us of a 270M decode step's 4.5 ms).
         float lb = 0;
         for (int r = 0; r < KOUT; ++r) ob[r] = 0;
-        for (int j = 0; j < nk; ++j) {
-            const float pk = ps[j];
-            lb = __fadd_rn(lb, pk);
-            const uint8_t* vrow = a.vc + ring_row(s, lo + j, a.R) * a.v_nb1;
-            for (int r = 0; r < KOUT; ++r) {
-                const int64_t i = tid + int64_t(r) * kAttnThreads;
-                if (i < Dv) ob[r] = __fadd_rn(ob[r], __fmul_rn(pk, cudaq::deq_elem(a.vt, vrow, hk * Dv + i)));
+        constexpr int kAhead = KOUT <= 2 ? 8 : 4;
+        for (int j0 = 0; j0 < nk; j0 += kAhead) {
+            float vv[kAhead][KOUT];
+            for (int u = 0; u < kAhead; ++u) {
+                const uint8_t* vrow = a.vc + ring_row(s, lo + (j0 + u < nk ? j0 + u : j0), a.R) * a.v_nb1;
+                for (int r = 0; r < KOUT; ++r) {
+                    const int64_t i = tid + int64_t(r) * kAttnThreads;
+                    vv[u][r] = i < Dv && j0 + u < nk ? cudaq::deq_elem(a.vt, vrow, hk * Dv + i) : 0.0f;
+                }
+            }
+            for (int u = 0; u < kAhead && j0 + u < nk; ++u) {
+                const float pk = ps[j0 + u];
+                lb = __fadd_rn(lb, pk);
+                for (int r = 0; r < KOUT; ++r) {
+                    const int64_t i = tid + int64_t(r) * kAttnThreads;
+                    if (i < Dv) ob[r] = __fadd_rn(ob[r], __fmul_rn(pk, vv[u][r]));
+                }
             }
         }
         if (a.partials) {

@@ -22,9 +22,19 @@ __device__ inline float warp_canon_tree(float v) {
 
 // canon_sum_of(n, term) by a warp: lane `lane` adds term(i) for i = lane, lane + 32, ... in
 // increasing i, then the tree. Every lane gets the sum. All 32 lanes must call it.
+// Eight terms are read before any is added (the same additions in the same order): a lane's
+// loads then overlap instead of each waiting for the previous one, which made a 4096-wide
+// rms_norm take 50 us on an H200.
 template <class Term> __device__ inline float warp_canon_sum(int64_t n, int lane, Term term) {
+    constexpr int kAhead = 8;
     float s = 0.0f;
-    for (int64_t i = lane; i < n; i += kCanonLanes) s = __fadd_rn(s, term(i));
+    int64_t i = lane;
+    for (; i + (kAhead - 1) * kCanonLanes < n; i += kAhead * kCanonLanes) {
+        float t[kAhead];
+        for (int u = 0; u < kAhead; ++u) t[u] = term(i + u * kCanonLanes);
+        for (int u = 0; u < kAhead; ++u) s = __fadd_rn(s, t[u]);
+    }
+    for (; i < n; i += kCanonLanes) s = __fadd_rn(s, term(i));
     return warp_canon_tree(s);
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backends/cuda/launch_context.h"
+#include "backends/cuda/step_profile.h"
 
 namespace ls {
 namespace cuda {
@@ -116,16 +117,17 @@ public:
         LS_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     }
     ~CudaBackend() override {
-        if (profile_) {
-            std::fprintf(stderr, "cuda backend: time per op (LOCKSTEP_PROFILE; each op synchronized)\n");
-            for (const auto& [name, e] : prof_)
-                std::fprintf(stderr, "  %-12s %10.3f ms  %8zu calls  %8.1f us/call\n", name.c_str(), e.first * 1e3, e.second,
-                             e.first * 1e6 / double(e.second ? e.second : 1));
+        try {
+            if (profile_) op_profile_.print(stderr);
+            if (verbose_) {
+                std::fprintf(stderr, "cuda backend: %zu graphs launched (%zu updated in place, %zu instantiated), %zu captures fell back%s\n",
+                             stats_.graphs, stats_.updates, stats_.instantiations, stats_.fallbacks,
+                             use_graphs_ ? "" : "; graphs off");
+                split_.print(stderr);
+            }
+        } catch (const std::exception& e) {  // destructors do not throw
+            std::fprintf(stderr, "lockstep: %s\n", e.what());
         }
-        if (std::getenv("LOCKSTEP_CUDA_VERBOSE"))
-            std::fprintf(stderr, "cuda backend: %zu graphs launched (%zu updated in place, %zu instantiated), %zu captures fell back%s\n",
-                         stats_.graphs, stats_.updates, stats_.instantiations, stats_.fallbacks,
-                         use_graphs_ ? "" : "; graphs off");
         cudaSetDevice(device_);
         if (stream_) cudaStreamSynchronize(stream_);
         if (workspace_) cudaFree(workspace_);
@@ -207,7 +209,11 @@ public:
         LS_CUDA_CHECK(cudaSetDevice(device_));
         // The previous graph's copies out of the pinned staging (and its reads of the arena)
         // must be done before reuse.
-        if (graph_done_) LS_CUDA_CHECK(cudaEventSynchronize(graph_done_));
+        if (graph_done_) {
+            const auto t0 = std::chrono::steady_clock::now();
+            LS_CUDA_CHECK(cudaEventSynchronize(graph_done_));
+            if (verbose_) split_.add_wait(seconds_since(t0));
+        }
         if (use_graphs_ && !profile_) {
             if (launch_as_graph(g)) {
                 record_done();
@@ -219,6 +225,7 @@ public:
             if (++graph_failures_ >= 3) use_graphs_ = false;  // this graph shape keeps needing that
         }
         launch_all(g);
+        if (profile_) op_profile_.end_graph(stream_);
         record_done();
     }
     void synchronize() override {
@@ -242,19 +249,15 @@ private:
         ctx.pinned = [&](size_t bytes) { return pinned(bytes); };
         ctx.arena = [&](size_t bytes) { return arena(bytes); };
         for (const Tensor* n : g.nodes()) {
-            const auto t0 = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+            if (profile_) op_profile_.begin(stream_);
             kLaunchers[static_cast<int>(n->op)](*n, ctx);
-            if (profile_) {  // LOCKSTEP_PROFILE: each op waited for and timed on its own
-                LS_CUDA_CHECK(cudaStreamSynchronize(stream_));
-                auto& e = prof_[op_name(n->op)];
-                e.first += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-                ++e.second;
-            }
+            if (profile_) op_profile_.end(stream_, *n);
         }
     }
     // Captures launch_all into a graph and launches it; false (nothing launched, errors
     // cleared) when the capture could not be completed.
     bool launch_as_graph(const Graph& g) {
+        const auto t_capture = std::chrono::steady_clock::now();
         LS_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
         bool captured = true;
         try {
@@ -264,6 +267,8 @@ private:
         }
         cudaGraph_t graph = nullptr;
         const cudaError_t e = cudaStreamEndCapture(stream_, &graph);
+        const auto t_update = std::chrono::steady_clock::now();
+        if (verbose_) split_.add_capture(std::chrono::duration<double>(t_update - t_capture).count());
         if (!captured || e != cudaSuccess || !graph) {
             if (graph) cudaGraphDestroy(graph);
             (void)cudaGetLastError();
@@ -302,7 +307,16 @@ private:
         }
         slot->used = ++exec_clock_;
         cudaGraphDestroy(graph);
+        const auto t_launch = std::chrono::steady_clock::now();
+        if (verbose_) {
+            split_.add_update(std::chrono::duration<double>(t_launch - t_update).count());
+            split_.gpu_begin(stream_);
+        }
         LS_CUDA_CHECK(cudaGraphLaunch(slot->exec, stream_));
+        if (verbose_) {
+            split_.gpu_end(stream_);
+            split_.add_launch(seconds_since(t_launch));
+        }
         ++stats_.graphs;
         graph_failures_ = 0;
         return true;
@@ -448,8 +462,15 @@ private:
     struct {
         size_t graphs = 0, updates = 0, instantiations = 0, fallbacks = 0;
     } stats_;  // printed with LOCKSTEP_CUDA_VERBOSE=1
+    static double seconds_since(std::chrono::steady_clock::time_point t0) {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    // LOCKSTEP_PROFILE: ops launched one by one between events (step_profile.h).
     bool profile_ = std::getenv("LOCKSTEP_PROFILE") != nullptr;
-    std::map<std::string, std::pair<double, size_t>> prof_;  // op -> seconds, calls
+    cuda::OpProfile op_profile_;
+    // LOCKSTEP_CUDA_VERBOSE: graph counts and the host/GPU split of a step.
+    bool verbose_ = std::getenv("LOCKSTEP_CUDA_VERBOSE") != nullptr;
+    cuda::StepSplit split_;
 };
 
 }  // namespace

@@ -164,7 +164,7 @@ template <DType W, class Map> __device__ inline void mma_tile(const Map& map, in
                     const auto& y = as[8 * c + 2 * t + q % 2][j];
                     cudaq::Isum is;
                     is.i = acc[4 * c + q];
-                    if constexpr (D::has_min) is.m = D::min_isum(x, y);
+                    if constexpr (D::has_min) is.m = cudaq::min_isum<W>(x, y);
                     D::step(x, y, is, sum[4 * c + q], msum[4 * c + q]);
                 }
         }

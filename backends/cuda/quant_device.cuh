@@ -327,10 +327,10 @@ LS_HD inline int quant_block_elems(DType t) {
 // any order), then the block's step of the float chain(s), which must run in block order.
 // The float weight types have no chain: their dot product is canon_dot (prod_f below).
 //
-// The integer part is defined once, by isum() below, from what each type tells about its
-// block: the weights of a sub-block of kSub elements as signed bytes four at a time
-// (value4), the sub-block's integer scale (sub_scale) and, for the types with mins, the
-// min term (min_isum). The tensor-core kernel of mul_mat computes the same sub-block dot
+// The integer part is defined once, by sub_isum() and isum() below, from what each type
+// tells about its block: the weights of a sub-block of kSub elements as signed bytes four at
+// a time (value4), the sub-block's integer scale (sub_scale) and, for the types with mins,
+// the sub-block's min term (min_sub). The tensor-core kernel of mul_mat computes the same sub-block dot
 // products with mma instructions and combines them the same way.
 
 struct Isum {
@@ -451,20 +451,16 @@ LS_HD inline uint32_t iq1_value4(uint32_t g, bool neg_delta) {
 // IQ2_XS, IQ2_S and IQ3_S: the scale of sub-block s, ls = 2 * (nibble s of scales) + 1.
 LS_HD inline int iq_nibble_scale(const uint8_t* scales, int s) { return 2 * ((scales[s / 2] >> (4 * (s % 2))) & 0x0F) + 1; }
 
-// Q4_K/Q5_K: the scale of sub-block s, and the min term over the 8 sub-blocks of 32.
+// Q4_K/Q5_K: the scale of sub-block s, and the min term of sub-block s (of 8, of 32 each).
 LS_HD inline int k4_scale(const uint8_t* scales, int s) {
     uint8_t sc, m;
     k4_scale_min(scales, s, sc, m);
     return sc;
 }
-LS_HD inline int k4_min_isum(const uint8_t* scales, const int16_t* bsums) {
-    int r = 0;
-    for (int s = 0; s < 8; ++s) {
-        uint8_t sc, m;
-        k4_scale_min(scales, s, sc, m);
-        r += m * (bsums[2 * s] + bsums[2 * s + 1]);
-    }
-    return r;
+LS_HD inline int k4_min_sub(const uint8_t* scales, const int16_t* bsums, int s) {
+    uint8_t sc, m;
+    k4_scale_min(scales, s, sc, m);
+    return m * (bsums[2 * s] + bsums[2 * s + 1]);
 }
 
 template <DType W> struct WDot;
@@ -542,11 +538,7 @@ template <> struct WDot<DType::Q2_K> {
         return (ld4(x.qs + 32 * (e / 128) + e % 32) >> (2 * ((e % 128) / 32))) & 0x03030303u;
     }
     LS_HD static int sub_scale(const WB& x, int s) { return q2k_scale(x.scales, s); }
-    LS_HD static int min_isum(const WB& x, const AB& y) {
-        int m = 0;
-        for (int s = 0; s < 16; ++s) m += q2k_min(x.scales, s) * y.bsums[s];
-        return m;
-    }
+    LS_HD static int min_sub(const WB& x, const AB& y, int s) { return q2k_min(x.scales, s) * y.bsums[s]; }
     LS_HD static void step(const WB& x, const AB& y, Isum s, float& sum, float& msum) {
         sum = sum + (y.d * h2f(x.d)) * static_cast<float>(s.i);
         msum = msum + (y.d * h2f(x.dmin)) * static_cast<float>(s.m);
@@ -578,7 +570,7 @@ template <> struct WDot<DType::Q4_K> {
         return (ld4(x.qs + 32 * (e / 64) + e % 32) >> (4 * ((e % 64) / 32))) & 0x0F0F0F0Fu;
     }
     LS_HD static int sub_scale(const WB& x, int s) { return k4_scale(x.scales, s); }
-    LS_HD static int min_isum(const WB& x, const AB& y) { return k4_min_isum(x.scales, y.bsums); }
+    LS_HD static int min_sub(const WB& x, const AB& y, int s) { return k4_min_sub(x.scales, y.bsums, s); }
     LS_HD static void step(const WB& x, const AB& y, Isum s, float& sum, float& msum) {
         sum = sum + (y.d * h2f(x.d)) * static_cast<float>(s.i);
         msum = msum + (y.d * h2f(x.dmin)) * static_cast<float>(s.m);
@@ -595,7 +587,7 @@ template <> struct WDot<DType::Q5_K> {
         return lo | (hi << 4);
     }
     LS_HD static int sub_scale(const WB& x, int s) { return k4_scale(x.scales, s); }
-    LS_HD static int min_isum(const WB& x, const AB& y) { return k4_min_isum(x.scales, y.bsums); }
+    LS_HD static int min_sub(const WB& x, const AB& y, int s) { return k4_min_sub(x.scales, y.bsums, s); }
     LS_HD static void step(const WB& x, const AB& y, Isum s, float& sum, float& msum) {
         sum = sum + (y.d * h2f(x.d)) * static_cast<float>(s.i);
         msum = msum + (y.d * h2f(x.dmin)) * static_cast<float>(s.m);
@@ -822,18 +814,37 @@ bool with_quant_weight(DType t, F&& f) {
 
 template <DType W> constexpr int kBlockElems = sizeof(typename WDot<W>::AB) == sizeof(BlockQ8_K) ? QK_K : QK;
 
-// The integer part of one block's dot product: sub-block by sub-block, the byte dot products
-// times the sub-block's scale, plus the min term.
-template <DType W> LS_HD inline Isum isum(const typename WDot<W>::WB& x, const typename WDot<W>::AB& y) {
+// Sub-blocks per block.
+template <DType W> constexpr int kSubsPerBlock = kBlockElems<W> / WDot<W>::kSub;
+
+// The integer part of sub-block s of a block's dot product: the byte dot products times the
+// sub-block's scale, and the sub-block's min term (types with mins).
+template <DType W> LS_HD inline Isum sub_isum(const typename WDot<W>::WB& x, const typename WDot<W>::AB& y, int s) {
     using D = WDot<W>;
+    int si = 0;
+    for (int e = s * D::kSub; e < (s + 1) * D::kSub; e += 4) si += dot4(D::value4(x, e), ld4(y.qs + e));
     Isum r;
-    for (int s = 0; s < kBlockElems<W> / D::kSub; ++s) {
-        int si = 0;
-        for (int e = s * D::kSub; e < (s + 1) * D::kSub; e += 4) si += dot4(D::value4(x, e), ld4(y.qs + e));
-        r.i += D::sub_scale(x, s) * si;
-    }
-    if constexpr (D::has_min) r.m = D::min_isum(x, y);
+    r.i = D::sub_scale(x, s) * si;
+    if constexpr (D::has_min) r.m = D::min_sub(x, y, s);
     return r;
+}
+
+// The integer part of one block's dot product: the sum of its sub-blocks' (exact, so any
+// order and grouping of the sub-blocks gives it: the decode kernel gives each its own lane).
+template <DType W> LS_HD inline Isum isum(const typename WDot<W>::WB& x, const typename WDot<W>::AB& y) {
+    Isum r;
+    for (int s = 0; s < kSubsPerBlock<W>; ++s) {
+        const Isum p = sub_isum<W>(x, y, s);
+        r.i += p.i;
+        r.m += p.m;
+    }
+    return r;
+}
+// The min term of a whole block (types with mins).
+template <DType W> LS_HD inline int min_isum(const typename WDot<W>::WB& x, const typename WDot<W>::AB& y) {
+    int m = 0;
+    for (int s = 0; s < kSubsPerBlock<W>; ++s) m += WDot<W>::min_sub(x, y, s);
+    return m;
 }
 
 // The denominator of a type's integer values (the grid i-quants' kDen), 1 for the others.

@@ -7,22 +7,33 @@
 
 namespace ls::cuda {
 
-// Weight row x . activation row y over nb blocks. Lane l computes the exact integer sums of
-// blocks l, l+32, ...; then every lane runs the float chain over the blocks in order with
-// those sums (identical values in every lane): exactly cudaq::row_dot, which
-// tests/backends/test_cuda_host.cpp holds bit-identical to vec_dot_ref. All 32 lanes must call it.
+// Weight row x . activation row y over nb blocks. The warp takes 32 / S blocks at a time
+// (S = sub-blocks per block: 1 for the 32-element types, 8 or 16 for the 256-element ones),
+// lane l the integer part of sub-block l % S of block l / S (cudaq::sub_isum): so the lanes
+// read neighbouring bytes, and a block's S lanes add their exact parts (xor shuffles within
+// the S-lane segment; integers, so the grouping does not matter). Then every lane runs the
+// float chain over those blocks in order with their sums (identical values in every lane):
+// exactly cudaq::row_dot, which tests/backends/test_cuda_host.cpp holds bit-identical to
+// vec_dot_ref. All 32 lanes must call it.
 template <DType W>
 __device__ inline float warp_row_dot(const typename cudaq::WDot<W>::WB* x, const typename cudaq::WDot<W>::AB* y, int64_t nb, int lane) {
     using D = cudaq::WDot<W>;
+    constexpr int S = cudaq::kSubsPerBlock<W>, kPer = 32 / S;
+    static_assert(S >= 1 && 32 % S == 0, "a block's sub-blocks must tile the warp");
+    const int sub = lane % S, jb = lane / S;
     float sum = 0, msum = 0;
-    for (int64_t b0 = 0; b0 < nb; b0 += 32) {
+    for (int64_t b0 = 0; b0 < nb; b0 += kPer) {
         cudaq::Isum mine;
-        if (b0 + lane < nb) mine = cudaq::isum<W>(x[b0 + lane], y[b0 + lane]);
-        const int cnt = int(nb - b0 < 32 ? nb - b0 : 32);
+        if (b0 + jb < nb) mine = cudaq::sub_isum<W>(x[b0 + jb], y[b0 + jb], sub);
+        for (int o = S / 2; o >= 1; o /= 2) {
+            mine.i += __shfl_xor_sync(0xffffffffu, mine.i, o);
+            if constexpr (D::has_min) mine.m += __shfl_xor_sync(0xffffffffu, mine.m, o);
+        }
+        const int cnt = int(nb - b0 < kPer ? nb - b0 : kPer);
         for (int j = 0; j < cnt; ++j) {
             cudaq::Isum s;
-            s.i = __shfl_sync(0xffffffffu, mine.i, j);
-            s.m = __shfl_sync(0xffffffffu, mine.m, j);
+            s.i = __shfl_sync(0xffffffffu, mine.i, j * S);
+            if constexpr (D::has_min) s.m = __shfl_sync(0xffffffffu, mine.m, j * S);
             D::step(x[b0 + j], y[b0 + j], s, sum, msum);
         }
     }

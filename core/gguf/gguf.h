@@ -137,6 +137,7 @@ private:
     std::vector<T> tensors_;
     uint32_t alignment_ = 32;
     void put(const std::string& key, GgufType type, GgufType elem, uint64_t count, std::vector<uint8_t> payload);
+    std::vector<uint8_t> header_bytes() const;
 };
 
 }  // namespace ls

@@ -122,7 +122,8 @@ void GgufWriter::add_tensor(const std::string& name, DType type, std::vector<int
     tensors_.push_back(T{name, type, std::move(ne), std::move(data)});
 }
 
-std::vector<uint8_t> GgufWriter::to_bytes() const {
+// Everything before the first tensor's data: magic, counts, metadata, tensor infos, padding.
+std::vector<uint8_t> GgufWriter::header_bytes() const {
     std::vector<uint8_t> out;
     append<uint32_t>(out, 0x46554747);  // "GGUF"
     append<uint32_t>(out, 3);
@@ -147,6 +148,11 @@ std::vector<uint8_t> GgufWriter::to_bytes() const {
         offset = (offset + t.data.size() + alignment_ - 1) / alignment_ * alignment_;
     }
     pad_to(out, alignment_);
+    return out;
+}
+
+std::vector<uint8_t> GgufWriter::to_bytes() const {
+    std::vector<uint8_t> out = header_bytes();
     for (const auto& t : tensors_) {
         out.insert(out.end(), t.data.begin(), t.data.end());
         pad_to(out, alignment_);
@@ -154,14 +160,24 @@ std::vector<uint8_t> GgufWriter::to_bytes() const {
     return out;
 }
 
+// Streamed tensor by tensor: a model of several GB is written without a second copy of it.
 void GgufWriter::write(const std::string& path) const {
-    const std::vector<uint8_t> bytes = to_bytes();
     std::FILE* f = std::fopen(path.c_str(), "wb");
     if (!f) throw GgufError("gguf writer: cannot create '" + path + "': " + std::strerror(errno));
-    const size_t n = std::fwrite(bytes.data(), 1, bytes.size(), f);
+    bool ok = true;
+    auto put = [&](const void* p, size_t n) {
+        if (ok && n && std::fwrite(p, 1, n, f) != n) ok = false;
+    };
+    const std::vector<uint8_t> header = header_bytes();
+    put(header.data(), header.size());
+    const std::vector<uint8_t> zeros(alignment_, 0);
+    for (const auto& t : tensors_) {
+        put(t.data.data(), t.data.size());
+        put(zeros.data(), (alignment_ - t.data.size() % alignment_) % alignment_);
+    }
     const int werr = errno;
-    if (std::fclose(f) != 0 || n != bytes.size())
-        throw GgufError("gguf writer: cannot write '" + path + "': " + std::strerror(n != bytes.size() ? werr : errno));
+    if (std::fclose(f) != 0 || !ok)
+        throw GgufError("gguf writer: cannot write '" + path + "': " + std::strerror(!ok ? werr : errno));
 }
 
 }  // namespace ls

@@ -503,6 +503,11 @@ std::vector<OpCase> op_cases() {
     add_attention(run({24, 40, 1, 8, 2, 64, 0.f, {}, {}}, 40, 60, 0), true);
     add_attention({0, 200, 1, 8, 1, 64, 0.f, {190}, {0}}, true);
     add_case(c, "clamp", ClampCase{});
+    // Hidden-state widths of real models for the norms (the CUDA kernel that stages a row in
+    // shared memory takes 512 to 8192; 9000 is past it), one as a strided view.
+    for (auto s : {std::array<int64_t, 3>{4096, 3, 1}, std::array<int64_t, 3>{8192, 1, 1}, std::array<int64_t, 3>{9000, 2, 1}})
+        add_case(c, "elementwise", ElementCase{ElementCase::RmsNorm, s[0], s[1], s[2]});
+    add_case(c, "elementwise", ElementCase{ElementCase::RmsNorm, 1536, 3, 1, 10}, true);
     return c;
 }
 

@@ -8,30 +8,10 @@
 
 #include "core/gguf/gguf.h"
 #include "core/quant/quant.h"
+#include "tests/support/split_rng.h"
 
 namespace ls {
 namespace {
-
-// splitmix64 and Box-Muller: std::normal_distribution differs between standard libraries,
-// and the same seed must give the same file everywhere.
-class Rng {
-public:
-    explicit Rng(uint64_t seed) : s_(seed) {}
-    uint64_t next() {
-        uint64_t z = (s_ += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        return z ^ (z >> 31);
-    }
-    double uniform() { return double(next() >> 11) * 0x1.0p-53; }  // [0, 1)
-    double normal() {
-        const double u1 = 1.0 - uniform(), u2 = uniform();  // u1 in (0, 1]
-        return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-    }
-
-private:
-    uint64_t s_;
-};
 
 bool is_matmul_type(DType t) { return is_weight_type(t); }
 
@@ -57,7 +37,9 @@ std::vector<uint8_t> norm_weight(Rng& rng, int64_t n) {
     return out;
 }
 
-void put_vocab(GgufWriter& w, int n_vocab) {
+}  // namespace
+
+void put_tiny_vocab(GgufWriter& w, int n_vocab) {
     using namespace tiny_vocab;
     std::vector<std::string> tokens = {"<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>"};
     std::vector<int32_t> types = {3, 3, 3, 2, 3, 3};  // TokenType: control, unknown
@@ -119,7 +101,6 @@ void put_vocab(GgufWriter& w, int n_vocab) {
     w.set_bool("tokenizer.ggml.add_space_prefix", true);
 }
 
-}  // namespace
 
 void check_tiny_gemma3(const TinyGemma3Spec& s) {
     auto bad = [](const std::string& what) { throw std::invalid_argument("tiny gemma3: " + what); };
@@ -167,7 +148,7 @@ std::vector<uint8_t> make_tiny_gemma3(const TinyGemma3Spec& s) {
     w.set_u32(a + "attention.sliding_window", uint32_t(s.window));
     w.set_f32(a + "attention.layer_norm_rms_epsilon", s.rms_eps);
     w.set_f32(a + "rope.freq_base", s.rope_base);
-    put_vocab(w, s.n_vocab);
+    put_tiny_vocab(w, s.n_vocab);
 
     Rng rng(s.seed);
     const int64_t E = s.n_embd, qd = int64_t(s.n_head) * s.head_dim, kvd = int64_t(s.n_head_kv) * s.head_dim;
@@ -259,7 +240,7 @@ void write_with_tiny_vocab(const std::string& in, const std::string& out) {
                 break;
         }
     }
-    put_vocab(w, n_vocab);
+    put_tiny_vocab(w, n_vocab);
     for (const GgufTensorInfo& t : f->tensors()) {
         std::vector<int64_t> ne(t.ne, t.ne + std::max(t.n_dims, 1));
         w.add_tensor(t.name, t.type, ne, std::vector<uint8_t>(t.data, t.data + t.nbytes));

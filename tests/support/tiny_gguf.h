@@ -38,6 +38,11 @@ void write_tiny_gemma3(const std::string& path, const TinyGemma3Spec& spec);
 // that have none (the hybrids), so text endpoints can drive them. Throws naming the problem.
 void write_with_tiny_vocab(const std::string& in, const std::string& out);
 
+class GgufWriter;
+// The tiny vocabulary's tokenizer keys, padded with unused pieces to n_vocab tokens (at
+// least 262): the byte tokens make every text encodable.
+void put_tiny_vocab(GgufWriter& w, int n_vocab);
+
 // Token ids of the tiny vocabulary.
 namespace tiny_vocab {
 constexpr int32_t kPad = 0, kEos = 1, kBos = 2, kUnk = 3, kStartOfTurn = 4, kEndOfTurn = 5;

@@ -1,14 +1,19 @@
 // lockstep-make-test-model: writes a tiny Gemma 3 GGUF with random weights (see
-// tests/support/tiny_gguf.h), for tests and for trying the engine without a real model.
+// tests/support/tiny_gguf.h), for tests and for trying the engine without a real model; or,
+// with --shape, a random-weight file of a real model's shapes and types, for speed runs
+// where the real file cannot travel (tests/support/shaped_gguf.h).
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "core/gguf/gguf.h"
 #include "tests/support/gguf_edit.h"
+#include "tests/support/shaped_gguf.h"
 #include "tests/support/tiny_gguf.h"
 
 namespace {
@@ -33,6 +38,11 @@ const char* kUsage =
     "  --requantize FILE instead: copy FILE (any model) with every matrix whose rows fit the\n"
     "                    --type's blocks (token embedding included) requantized to that type by the\n"
     "                    reference quantizers; the same FILE and type always give the same bytes\n"
+    "  --shape NAME      instead: random weights in a real model's shapes, with the types\n"
+    "                    llama.cpp's Q4_K_M gives each matrix (--seed applies; the other options\n"
+    "                    do not): gemma3-270m, gemma3-1b, llama3.2-1b, qwen3-8b\n"
+    "  --threads N       threads quantizing a --shape file (default: all cores; the bytes do\n"
+    "                    not depend on it)\n"
     "Matmul row lengths (embd, heads*head-dim, ff) must be multiples of the type's block size\n"
     "(32 for q4_0..q8_0, iq4_nl and mxfp4, 256 for the k-quants, iq4_xs and the tq types).\n";
 
@@ -58,7 +68,8 @@ uint64_t parse_u64(const std::string& flag, const std::string& v, uint64_t max) 
 
 int main(int argc, char** argv) {
     ls::TinyGemma3Spec spec;
-    std::string out, vocab_for, requantize;
+    std::string out, vocab_for, requantize, shape;
+    int threads = int(std::max(1u, std::thread::hardware_concurrency()));
     try {
         for (int i = 1; i < argc; ++i) {
             const std::string flag = argv[i];
@@ -76,6 +87,11 @@ int main(int argc, char** argv) {
                 out = v;
             } else if (flag == "--vocab-for") vocab_for = v;
             else if (flag == "--requantize") requantize = v;
+            else if (flag == "--shape") shape = v;
+            else if (flag == "--threads") {
+                threads = as_int();
+                if (threads < 1) throw UsageError("--threads must be at least 1");
+            }
             else if (flag == "--layers") spec.n_layer = as_int();
             else if (flag == "--embd") spec.n_embd = as_int();
             else if (flag == "--heads") spec.n_head = as_int();
@@ -95,10 +111,25 @@ int main(int argc, char** argv) {
             } else throw UsageError("unknown flag '" + flag + "'");
         }
         if (out.empty()) throw UsageError("--out FILE is required");
-        if (requantize.empty() && vocab_for.empty()) ls::check_tiny_gemma3(spec);
+        if (!shape.empty()) (void)ls::find_model_shape(shape);
+        if (requantize.empty() && vocab_for.empty() && shape.empty()) ls::check_tiny_gemma3(spec);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "lockstep-make-test-model: %s\n\n%s", e.what(), kUsage);
         return 2;
+    }
+    if (!shape.empty()) {
+        try {
+            const ls::ModelShape& m = ls::find_model_shape(shape);
+            const uint64_t bytes = ls::write_shaped_model(out, m, spec.seed, threads);
+            std::printf("wrote %s: %s-shaped %s, %d layers, embd %d, %d/%d heads of %d, ff %d, vocab %d, %.1f MiB of "
+                        "weights, seed %llu\n",
+                        out.c_str(), m.name.c_str(), m.arch.c_str(), m.n_layer, m.n_embd, m.n_head, m.n_head_kv,
+                        m.head_dim, m.n_ff, m.n_vocab, double(bytes) / 1048576.0, (unsigned long long)spec.seed);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "lockstep-make-test-model: %s\n", e.what());
+            return 1;
+        }
+        return 0;
     }
     if (!requantize.empty()) {
         try {

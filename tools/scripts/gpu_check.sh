@@ -1,21 +1,35 @@
 #!/usr/bin/env bash
 # The checks that need an NVIDIA GPU, in one command, for a machine that has one (CI has
 # none: there the CUDA backend runs on the host emulator instead). Run after
-# tools/scripts/setup.sh has built build/ with CUDA (nvcc on PATH):
+# tools/scripts/setup.sh has built build/ with CUDA (nvcc on PATH), or with LOCKSTEP_BUILD
+# naming a folder that holds lockstep, lockstep-make-test-model and tests/lockstep_tests
+# (binaries built elsewhere and carried over):
 #
-#   bash tools/scripts/gpu_check.sh [STEP...]      steps: suites model memcheck bench (default: all)
+#   bash tools/scripts/gpu_check.sh [STEP...]      (default: suites model memcheck bench)
 #
-#   suites    ctest's cuda_suite and vulkan_suite: op table bit for bit, KV contract tests,
-#             tiny-model tests (hybrid, MoE, Gemma 4)
+#   suites    the cuda_suite of tests/CMakeLists.txt (its tags read from there), and the
+#             same with Vulkan where a Vulkan GPU is listed: op table bit for bit, KV
+#             contract tests, tiny-model tests (hybrid, MoE, Gemma 4, the families)
 #   model     the default model on cpu, cuda and vulkan: perplexity and 64 greedy tokens
-#             agree ([model][gpu]); prompt lookup gives plain decoding's tokens ([model][spec])
+#             agree ([model][gpu]); prompt lookup gives plain decoding's tokens ([model][spec]);
+#             LOCKSTEP_MODEL names another file (a shapes file, where the default model
+#             cannot travel)
 #   memcheck  compute-sanitizer --tool memcheck over the CUDA op, KV and tiny-model tests
 #   bench     lockstep bench pp512 / tg128 on cuda and cpu, and cuda with speculation against
-#             plain decoding (--spec-vs-plain), with the GPU's name;
-#             LLAMA_BENCH=/path/to/llama-bench adds the peer on the same file (build only
-#             that target for this GPU's architecture, e.g. cmake -DGGML_CUDA=ON
-#             -DCMAKE_CUDA_ARCHITECTURES=90 then --target llama-bench: a full build for
-#             every architecture did not finish within a lease)
+#             plain decoding (--spec-vs-plain), with the GPU's name
+#   shapes    random-weight files of real models' shapes and Q4_K_M types, written here into
+#             $GPU_SHAPES (default /tmp/lockstep-shapes): gemma3-270m (the default model's),
+#             llama3.2-1b, gemma3-1b, qwen3-8b (lockstep-make-test-model --shape)
+#   profile   per shapes file: the host/GPU split of a step (LOCKSTEP_CUDA_VERBOSE: capture,
+#             graph update, launch, GPU time) and each kernel's GPU time by op and shapes
+#             (LOCKSTEP_PROFILE), for a prompt step, decode steps and decode at depth 4096
+#   compare   lockstep against llama.cpp's llama-bench on the shapes files, alternating
+#             (tools/scripts/gpu_compare.py): pp512, tg128, tg128 at depths 4096 and 16384;
+#             LLAMA_BENCH names a llama-bench built for this GPU's architecture with CUDA,
+#             LLAMA_BENCH_VK one built with Vulkan (lockstep's vulkan backend against it);
+#             without them, lockstep's figures alone
+#   serve     8 concurrent streams through lockstep serve --backend cuda against
+#             LLAMA_SERVER -ngl 99 (tools/scripts/server_bench.py) on the 1B shape
 #
 # Steps are separate so that each fits a time-limited session. Every log is kept in
 # $GPU_CHECK_OUT (default gpu_check/); the summary says which steps passed. Exits 77 where
@@ -24,13 +38,18 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 BUILD="${LOCKSTEP_BUILD:-build}"
 OUT="${GPU_CHECK_OUT:-gpu_check}"
+SHAPES="${GPU_SHAPES:-/tmp/lockstep-shapes}"
 LS="$BUILD/lockstep"
+MAKE_MODEL="$BUILD/lockstep-make-test-model"
 TESTS="$BUILD/tests/lockstep_tests"
+export LOCKSTEP_SOURCE_DIR="$PWD"
 
 steps=("$@")
 ((${#steps[@]})) || steps=(suites model memcheck bench)
 for s in "${steps[@]}"; do
-  case "$s" in suites|model|memcheck|bench) ;; *) echo "gpu_check: unknown step '$s' (suites model memcheck bench)" >&2; exit 2 ;; esac
+  case "$s" in suites|model|memcheck|bench|shapes|profile|compare|serve) ;;
+    *) echo "gpu_check: unknown step '$s' (suites model memcheck bench shapes profile compare serve)" >&2; exit 2 ;;
+  esac
 done
 for f in "$LS" "$TESTS"; do
   [ -x "$f" ] || { echo "gpu_check: $f is missing: build first (bash tools/scripts/setup.sh)" >&2; exit 1; }
@@ -62,12 +81,19 @@ step() {
 
 has_vulkan_gpu() { grep -E '^vulkan ' <<<"$devices" | grep -qv llvmpipe; }
 
+# The cuda_suite's tags, from its one definition in tests/CMakeLists.txt.
+suite_tags="$(sed -n 's/.*add_test(NAME cuda_suite COMMAND lockstep_tests --warn NoTests "\(.*\)").*/\1/p' tests/CMakeLists.txt)"
+[ -n "$suite_tags" ] || { echo "gpu_check: no cuda_suite in tests/CMakeLists.txt" >&2; exit 1; }
+shape_names=(gemma3-270m llama3.2-1b gemma3-1b qwen3-8b)
+shape_file() { echo "$SHAPES/$1.gguf"; }
+
 for s in "${steps[@]}"; do
   case "$s" in
     suites)
-      step "cuda_suite" cuda_suite.log ctest --test-dir "$BUILD" -R '^cuda_suite$' --output-on-failure
+      step "cuda_suite" cuda_suite.log env LOCKSTEP_TEST_BACKENDS=cuda LOCKSTEP_REQUIRE_DEVICE=cuda "$TESTS" --warn NoTests "$suite_tags"
       if has_vulkan_gpu; then
-        step "vulkan_suite" vulkan_suite.log ctest --test-dir "$BUILD" -R '^vulkan_suite' --output-on-failure
+        # The Vulkan parts of tests/CMakeLists.txt together are the cuda_suite less [oracle].
+        step "vulkan_suite" vulkan_suite.log env LOCKSTEP_TEST_BACKENDS=vulkan LOCKSTEP_REQUIRE_DEVICE=vulkan "$TESTS" --warn NoTests "${suite_tags/,\[oracle\]/}"
       else
         summary+=("vulkan_suite: not run (no Vulkan GPU listed; see the device README for the loader)")
       fi
@@ -93,9 +119,38 @@ for s in "${steps[@]}"; do
       step "bench cuda" bench_cuda.log "$LS" bench --backend cuda -p 512 -n 128 -r 3
       step "bench cuda, speculation" bench_cuda_spec.log "$LS" bench --backend cuda -p 0 -n 0 --spec-vs-plain 128 -r 3
       step "bench cpu" bench_cpu.log "$LS" bench --backend cpu -p 512 -n 128 -r 3
-      if [ -n "${LLAMA_BENCH:-}" ]; then
-        model="${LOCKSTEP_MODEL:-${LOCKSTEP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/lockstep}/gemma-3-270m-q4_k_m.gguf}"
-        step "peer llama-bench" bench_peer.log "$LLAMA_BENCH" -m "$model" -p 512 -n 128 -r 3 -ngl 99
+      ;;
+    shapes)
+      mkdir -p "$SHAPES"
+      for n in "${shape_names[@]}"; do
+        [ -s "$(shape_file "$n")" ] && continue
+        step "shape $n" "shape_$n.log" "$MAKE_MODEL" --shape "$n" --out "$(shape_file "$n")"
+      done
+      ;;
+    profile)
+      for n in "${shape_names[@]}"; do
+        f="$(shape_file "$n")"
+        [ -s "$f" ] || { summary+=("profile $n: no $f (run the shapes step first)"); failed=1; continue; }
+        step "split $n" "split_$n.log" env LOCKSTEP_CUDA_VERBOSE=1 "$LS" bench --backend cuda -m "$f" -p 512 -n 128 -r 2
+        step "profile $n" "profile_$n.log" env LOCKSTEP_PROFILE=1 "$LS" bench --backend cuda -m "$f" -p 512 -n 32 -r 1
+        step "profile $n @ d4096" "profile_${n}_d4096.log" env LOCKSTEP_PROFILE=1 "$LS" bench --backend cuda -m "$f" -p 0 -n 16 -d 4096 -r 1 -c 4608
+      done
+      ;;
+    compare)
+      models="$(shape_file gemma3-270m),$(shape_file llama3.2-1b),$(shape_file qwen3-8b)"
+      step "compare cuda" compare_cuda.log python3 tools/scripts/gpu_compare.py --lockstep "$LS" --backend cuda \
+        --peer "${LLAMA_BENCH:-}" --models "$models" --rounds "${GPU_COMPARE_ROUNDS:-2}" --log "$OUT/compare_cuda_runs.log" --out "$OUT/compare_cuda.md"
+      if has_vulkan_gpu; then
+        step "compare vulkan" compare_vulkan.log python3 tools/scripts/gpu_compare.py --lockstep "$LS" --backend vulkan \
+          --peer "${LLAMA_BENCH_VK:-}" --models "$models" --rounds "${GPU_COMPARE_ROUNDS:-2}" --log "$OUT/compare_vulkan_runs.log" --out "$OUT/compare_vulkan.md"
+      fi
+      ;;
+    serve)
+      if [ -n "${LLAMA_SERVER:-}" ]; then
+        step "serve 8 streams" serve.log python3 tools/scripts/server_bench.py --lockstep "$LS" --llama-server "$LLAMA_SERVER" \
+          --model "$(shape_file llama3.2-1b)" --backend cuda --gpu-layers 99 --only 8 --rounds 2 --tokens 128
+      else
+        summary+=("serve: not run (LLAMA_SERVER names no llama-server)")
       fi
       ;;
   esac

@@ -10,6 +10,9 @@ Per round and server:
     decode (-np 4).
 
 usage: server_bench.py --lockstep BIN --llama-server BIN --model GGUF [--rounds 2] [--tokens 64]
+                       [--backend cuda] [--gpu-layers 99] [--only 8]
+--backend is lockstep's backend and --gpu-layers llama-server's -ngl (a GPU comparison names
+both); --only 8 runs the 8-stream test alone.
 """
 import argparse
 import ctypes
@@ -130,16 +133,20 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--backend", default="cpu")
+    ap.add_argument("--gpu-layers", type=int, default=0)
+    ap.add_argument("--only", type=int, default=0, help="only the test of this many streams")
     a = ap.parse_args()
     ctx = 1024
 
     def launch(kind, np_):
         port = free_port()
         if kind == "lockstep":
-            cmd = [a.lockstep, "serve", "-m", a.model, "--port", str(port), "-np", str(np_), "-c", str(ctx), "-t", str(a.threads)]
+            cmd = [a.lockstep, "serve", "-m", a.model, "--port", str(port), "-np", str(np_), "-c", str(ctx), "-t", str(a.threads),
+                   "--backend", a.backend]
         else:  # llama-server's -c is the whole cache, shared by the slots
             cmd = [a.llama_server, "-m", a.model, "--port", str(port), "-np", str(np_), "-c", str(ctx * np_), "-t", str(a.threads),
-                   "-tb", str(a.threads), "--no-webui"]
+                   "-tb", str(a.threads), "--no-webui", "-ngl", str(a.gpu_layers)]
         p = Proc(cmd, port)
         stream(port, "warm up", 4)
         return p
@@ -148,6 +155,8 @@ def main():
              ("tg aggregate, 4 streams (-np 4)", 4, lambda port: aggregate(port, 4, a.tokens), "t/s"),
              ("tg aggregate, 8 streams (-np 8)", 8, lambda port: aggregate(port, 8, a.tokens), "t/s"),
              ("time to first token beside 3 decoding (-np 4)", 4, lambda port: ttft_under_load(port, a.tokens), "s")]
+    if a.only:
+        tests = [t for t in tests if t[0].startswith(f"tg aggregate, {a.only} stream")]
     rows = {name: {"lockstep": [], "llama-server": []} for name, *_ in tests}
     for rnd in range(a.rounds):
         for kind in ("lockstep", "llama-server") if rnd % 2 == 0 else ("llama-server", "lockstep"):

@@ -1,6 +1,8 @@
 // The emulated CUDA runtime of cuda_runtime.h (LOCKSTEP_CUDA_EMU builds only).
 #include "backends/cuda/emu/cuda_runtime.h"
 
+#include <chrono>
+
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -205,10 +207,18 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e) {
     return cudaSuccess;
 }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) {
-    *e = new int(0);
+    *e = new double(0);
     return cudaSuccess;
 }
-cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaEventCreate(cudaEvent_t* e) { return cudaEventCreateWithFlags(e, 0); }
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) {
+    *e = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    return cudaSuccess;
+}
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t stop) {
+    *ms = float(*stop - *start);
+    return cudaSuccess;
+}
 cudaError_t cudaEventSynchronize(cudaEvent_t) {
     ++g_counts.event_syncs;
     return cudaSuccess;

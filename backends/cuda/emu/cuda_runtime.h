@@ -57,7 +57,9 @@ struct GraphRec;
 using cudaStream_t = ls::emu::Stream*;
 using cudaGraph_t = ls::emu::GraphRec*;
 using cudaGraphExec_t = ls::emu::GraphRec*;
-using cudaEvent_t = int*;
+// An event holds the host time it was recorded at: emulated work runs when it is submitted,
+// so two events' difference is the time of the work submitted between them.
+using cudaEvent_t = double*;
 
 const char* cudaGetErrorName(cudaError_t e);
 const char* cudaGetErrorString(cudaError_t e);
@@ -91,6 +93,8 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s);
 cudaError_t cudaGraphDestroy(cudaGraph_t g);
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e);
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned flags);
+cudaError_t cudaEventCreate(cudaEvent_t* e);
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t stop);
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s);
 cudaError_t cudaEventSynchronize(cudaEvent_t e);
 cudaError_t cudaEventDestroy(cudaEvent_t e);

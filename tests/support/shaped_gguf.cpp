@@ -1,0 +1,157 @@
+#include "tests/support/shaped_gguf.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+#include <tuple>
+
+#include "core/gguf/gguf.h"
+#include "core/quant/quant.h"
+#include "tests/support/split_rng.h"
+#include "tests/support/tiny_gguf.h"
+
+namespace ls {
+
+const std::vector<ModelShape>& model_shapes() {
+    // The published configurations (config.json) of each model.
+    static const std::vector<ModelShape> shapes = {
+        {"gemma3-270m", "gemma3", 18, 640, 4, 1, 256, 2048, 262144, 512, 32768, 1e6f, true},
+        {"gemma3-1b", "gemma3", 26, 1152, 4, 1, 256, 6912, 262144, 512, 32768, 1e6f, true},
+        {"llama3.2-1b", "llama", 16, 2048, 32, 8, 64, 8192, 128256, 0, 131072, 500000.f, true},
+        {"qwen3-8b", "qwen3", 36, 4096, 32, 8, 128, 12288, 151936, 0, 40960, 1e6f, false},
+    };
+    return shapes;
+}
+
+const ModelShape& find_model_shape(const std::string& name) {
+    std::string known;
+    for (const ModelShape& s : model_shapes()) {
+        if (s.name == name) return s;
+        known += (known.empty() ? "" : ", ") + s.name;
+    }
+    throw std::invalid_argument("no model shape '" + name + "' (known: " + known + ")");
+}
+
+DType q4_k_m_type(const std::string& role, int layer, int n_layer, int64_t row_len, bool tied_output) {
+    // llama.cpp's use_more_bits: the first and last eighth of the layers, and every third between.
+    const bool more_bits = layer < n_layer / 8 || layer >= 7 * n_layer / 8 || (layer - n_layer / 8) % 3 == 2;
+    DType t = DType::Q4_K;
+    if (role == "output.weight" || (tied_output && role == "token_embd.weight")) t = DType::Q6_K;
+    else if ((role == "attn_v.weight" || role == "ffn_down.weight") && more_bits) t = DType::Q6_K;
+    if (row_len % 256 != 0) t = t == DType::Q6_K ? DType::Q8_0 : DType::Q5_0;
+    return t;
+}
+
+namespace {
+
+// (k, n) matrix of `type`: a pool of kPool rows drawn and quantized (on up to `threads`
+// threads, each row from its own seed), then every row a copy of a pool row picked by its
+// own draw. The reference quantizers take some 150 ns a weight for the k-quants (eight
+// minutes of one core for an 8B model); speed depends on the bytes, not on their variety.
+std::vector<uint8_t> random_matrix(DType type, int64_t k, int64_t n, uint64_t seed, int threads) {
+    constexpr int64_t kPool = 64;
+    const size_t rb = row_bytes(type, k);
+    const int64_t pool_rows = std::min(n, kPool);
+    std::vector<uint8_t> pool(rb * size_t(pool_rows));
+    const float a = float(std::sqrt(3.0 / double(k)));
+    auto draw = [&](int64_t r0, int64_t r1) {
+        std::vector<float> row(static_cast<size_t>(k));
+        for (int64_t r = r0; r < r1; ++r) {
+            Rng rng(seed * 0x100000001b3ull + uint64_t(r));
+            for (int64_t i = 0; i + 4 <= k; i += 4) {  // four 16-bit draws per call
+                const uint64_t z = rng.next();
+                for (int j = 0; j < 4; ++j) row[size_t(i + j)] = a * (float((z >> (16 * j)) & 0xffff) / 32767.5f - 1.0f);
+            }
+            for (int64_t i = k & ~int64_t(3); i < k; ++i) row[size_t(i)] = a * float(2.0 * rng.uniform() - 1.0);
+            quantize_row(type, row.data(), pool.data() + size_t(r) * rb, k);
+        }
+    };
+    const int64_t nt = std::max<int64_t>(1, std::min<int64_t>(threads, pool_rows / 4));
+    std::vector<std::thread> workers;
+    for (int64_t t = 1; t < nt; ++t) workers.emplace_back(draw, pool_rows * t / nt, pool_rows * (t + 1) / nt);
+    draw(0, pool_rows / nt);
+    for (auto& th : workers) th.join();
+    std::vector<uint8_t> out(rb * size_t(n));
+    Rng pick(~seed);
+    for (int64_t r = 0; r < n; ++r)
+        std::memcpy(out.data() + size_t(r) * rb, pool.data() + size_t(pick.next() % uint64_t(pool_rows)) * rb, rb);
+    return out;
+}
+
+std::vector<uint8_t> norm_weight(int64_t n, uint64_t seed) {
+    Rng rng(seed);
+    std::vector<uint8_t> out(size_t(n) * 4);
+    for (int64_t i = 0; i < n; ++i) {
+        const float x = 1.0f + 0.1f * float(2.0 * rng.uniform() - 1.0);
+        std::memcpy(out.data() + i * 4, &x, 4);
+    }
+    return out;
+}
+
+}  // namespace
+
+uint64_t write_shaped_model(const std::string& path, const ModelShape& s, uint64_t seed, int threads) {
+    GgufWriter w;
+    const std::string a = s.arch + ".";
+    w.set_string("general.architecture", s.arch);
+    w.set_string("general.name", s.name + "-shaped (random weights, Q4_K_M types)");
+    w.set_u32("general.alignment", 32);
+    w.set_u32(a + "context_length", uint32_t(s.ctx));
+    w.set_u32(a + "embedding_length", uint32_t(s.n_embd));
+    w.set_u32(a + "block_count", uint32_t(s.n_layer));
+    w.set_u32(a + "feed_forward_length", uint32_t(s.n_ff));
+    w.set_u32(a + "attention.head_count", uint32_t(s.n_head));
+    w.set_u32(a + "attention.head_count_kv", uint32_t(s.n_head_kv));
+    w.set_u32(a + "attention.key_length", uint32_t(s.head_dim));
+    w.set_u32(a + "attention.value_length", uint32_t(s.head_dim));
+    if (s.arch == "gemma3") w.set_u32(a + "attention.sliding_window", uint32_t(s.window));
+    if (s.arch != "gemma3") {
+        w.set_u32(a + "rope.dimension_count", uint32_t(s.head_dim));
+        w.set_u32(a + "vocab_size", uint32_t(s.n_vocab));
+    }
+    w.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
+    w.set_f32(a + "rope.freq_base", s.rope_base);
+    put_tiny_vocab(w, s.n_vocab);
+
+    uint64_t bytes = 0, tensor_seed = seed;
+    const int64_t E = s.n_embd, qd = int64_t(s.n_head) * s.head_dim, kvd = int64_t(s.n_head_kv) * s.head_dim;
+    auto matrix = [&](const std::string& name, const std::string& role, int layer, int64_t k, int64_t n) {
+        const DType t = q4_k_m_type(role, layer, s.n_layer, k, s.tied_output);
+        std::vector<uint8_t> d = random_matrix(t, k, n, ++tensor_seed, threads);
+        bytes += d.size();
+        w.add_tensor(name, t, {k, n}, std::move(d));
+    };
+    auto norm = [&](const std::string& name, int64_t n) { w.add_tensor(name, DType::F32, {n}, norm_weight(n, ++tensor_seed)); };
+
+    matrix("token_embd.weight", "token_embd.weight", 0, E, s.n_vocab);
+    norm("output_norm.weight", E);
+    if (!s.tied_output) matrix("output.weight", "output.weight", 0, E, s.n_vocab);
+    const bool gemma = s.arch == "gemma3", qk_norm = s.arch != "llama";
+    for (int il = 0; il < s.n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        norm(p + "attn_norm.weight", E);
+        for (auto [role, k, n] : {std::tuple<const char*, int64_t, int64_t>{"attn_q.weight", E, qd},
+                                  {"attn_k.weight", E, kvd},
+                                  {"attn_v.weight", E, kvd},
+                                  {"attn_output.weight", qd, E},
+                                  {"ffn_gate.weight", E, s.n_ff},
+                                  {"ffn_up.weight", E, s.n_ff},
+                                  {"ffn_down.weight", s.n_ff, E}})
+            matrix(p + role, role, il, k, n);
+        if (qk_norm) {
+            norm(p + "attn_q_norm.weight", s.head_dim);
+            norm(p + "attn_k_norm.weight", s.head_dim);
+        }
+        norm(p + "ffn_norm.weight", E);
+        if (gemma) {
+            norm(p + "post_attention_norm.weight", E);
+            norm(p + "post_ffw_norm.weight", E);
+        }
+    }
+    w.write(path);
+    return bytes;
+}
+
+}  // namespace ls

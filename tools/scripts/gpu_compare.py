@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""lockstep bench against llama.cpp's llama-bench on the same GPU and the same GGUF files, in
+one run, the two alternating model by model and round by round (ratios are taken within a
+round, so a drifting clock or a neighbour's load hits both sides alike). Stdlib only.
+
+Per model and round: pp512 and tg128 from an empty context, and tg128 after 4096 and 16384
+tokens already in the context (llama-bench's -d; llama.cpp with -fa 1, as its fast path).
+
+usage: gpu_compare.py --lockstep BIN --backend cuda|vulkan --peer LLAMA_BENCH --models A.gguf,B.gguf
+                      [--rounds 2] [--reps 2] [--depths 4096,16384] [--out table.md]
+Without --peer, lockstep alone (the table then has no ratio column).
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+
+def table_rows(text):
+    """{test: t/s} from a llama-bench-style markdown table (lockstep bench prints the same)."""
+    rows, cols = {}, None
+    for line in text.splitlines():
+        if not line.startswith("|"):
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if "test" in cells and "t/s" in cells:
+            cols = (cells.index("test"), cells.index("t/s"))
+            continue
+        if cols and len(cells) > max(cols) and not cells[0].startswith("-"):
+            try:
+                rows[cells[cols[0]]] = float(cells[cols[1]].split("±")[0])
+            except ValueError:
+                pass
+    return rows
+
+
+def run(cmd, env, log):
+    t0 = time.time()
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    log.write(f"$ {' '.join(cmd)}  ({time.time() - t0:.1f} s, exit {p.returncode})\n{p.stdout}\n")
+    log.flush()
+    if p.returncode != 0:
+        tail = "\n".join(p.stdout.splitlines()[-15:])
+        raise RuntimeError(f"{cmd[0]} failed (exit {p.returncode}):\n{tail}")
+    return table_rows(p.stdout)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lockstep", required=True)
+    ap.add_argument("--backend", default="cuda", choices=["cuda", "vulkan", "cpu"])
+    ap.add_argument("--peer", default="", help="llama-bench built for this GPU (CUDA or Vulkan to match --backend)")
+    ap.add_argument("--models", required=True)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--depths", default="4096,16384")
+    ap.add_argument("--log", default="gpu_compare.log")
+    ap.add_argument("--out", default="")
+    a = ap.parse_args()
+    depths = [int(d) for d in a.depths.split(",") if d]
+    ctx = str(max(depths + [0]) + 512 + 128 + 256)
+    env = dict(os.environ)
+    models = [m for m in a.models.split(",") if m]
+    engines = ["lockstep"] + (["llama.cpp"] if a.peer else [])
+
+    def cmds(engine, model):
+        if engine == "lockstep":
+            base = [a.lockstep, "bench", "-m", model, "--backend", a.backend, "-r", str(a.reps), "-c", ctx]
+            deep = base + ["-p", "0", "-n", "128", "-d", ",".join(map(str, depths))]
+        else:
+            base = [a.peer, "-m", model, "-ngl", "99", "-fa", "1", "-r", str(a.reps)]
+            deep = base + ["-p", "0", "-n", "128", "-d", ",".join(map(str, depths))]
+        return [base + ["-p", "512", "-n", "128"]] + ([deep] if depths else [])
+
+    tests = ["pp512", "tg128"] + [f"tg128 @ d{d}" for d in depths]
+    got = {}  # (model, test, engine) -> [t/s per round]
+    with open(a.log, "a") as log:
+        for rnd in range(a.rounds):
+            for model in models:
+                order = engines if rnd % 2 == 0 else engines[::-1]
+                for engine in order:
+                    rows = {}
+                    for cmd in cmds(engine, model):
+                        rows.update(run(cmd, env, log))
+                    for t in tests:
+                        if t in rows:
+                            got.setdefault((model, t, engine), []).append(rows[t])
+                    print(f"round {rnd + 1} {os.path.basename(model)} {engine}: " +
+                          ", ".join(f"{t} {rows[t]:.1f}" for t in tests if t in rows), flush=True)
+
+    head = f"| model | test | lockstep {a.backend} t/s |"
+    sep = "|---|---|---:|"
+    if a.peer:
+        head += f" llama.cpp {a.backend} t/s | ratio (per round) |"
+        sep += "---:|---|"
+    lines = [head, sep]
+    for model in models:
+        for t in tests:
+            ls_v = got.get((model, t, "lockstep"), [])
+            if not ls_v:
+                continue
+            row = f"| {os.path.basename(model)} | {t} | {statistics.median(ls_v):.1f} |"
+            if a.peer:
+                pe = got.get((model, t, "llama.cpp"), [])
+                ratios = [x / y for x, y in zip(ls_v, pe) if y > 0]
+                row += f" {statistics.median(pe):.1f} |" if pe else " - |"
+                row += (f" **{statistics.median(ratios):.2f}x** ({', '.join(f'{r:.2f}' for r in ratios)}) |" if ratios else " - |")
+            lines.append(row)
+    text = "\n".join(lines)
+    print("\n" + text)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
