@@ -12,9 +12,14 @@ namespace ls::cuda {
 // lane l the integer part of sub-block l % S of block l / S (cudaq::sub_isum): so the lanes
 // read neighbouring bytes, and a block's S lanes add their exact parts (xor shuffles within
 // the S-lane segment; integers, so the grouping does not matter). Then every lane runs the
-// float chain over those blocks in order with their sums (identical values in every lane):
-// exactly cudaq::row_dot, which tests/backends/test_cuda_host.cpp holds bit-identical to
+// float chain over those blocks in order (identical values in every lane), the blocks' terms
+// computed beforehand by their own lanes where a step is one add per chain: exactly
+// cudaq::row_dot, which tests/backends/test_cuda_host.cpp holds bit-identical to
 // vec_dot_ref. All 32 lanes must call it.
+// Whether a type's step adds one term to each chain (every type but Q4_1 and Q5_1, whose
+// step adds two terms to the same chain, in turn).
+template <DType W> constexpr bool kStepIsOneAdd = W != DType::Q4_1 && W != DType::Q5_1;
+
 template <DType W>
 __device__ inline float warp_row_dot(const typename cudaq::WDot<W>::WB* x, const typename cudaq::WDot<W>::AB* y, int64_t nb, int lane) {
     using D = cudaq::WDot<W>;
@@ -30,11 +35,23 @@ __device__ inline float warp_row_dot(const typename cudaq::WDot<W>::WB* x, const
             if constexpr (D::has_min) mine.m += __shfl_xor_sync(0xffffffffu, mine.m, o);
         }
         const int cnt = int(nb - b0 < kPer ? nb - b0 : kPer);
-        for (int j = 0; j < cnt; ++j) {
-            cudaq::Isum s;
-            s.i = __shfl_sync(0xffffffffu, mine.i, j * S);
-            if constexpr (D::has_min) s.m = __shfl_sync(0xffffffffu, mine.m, j * S);
-            D::step(x[b0 + j], y[b0 + j], s, sum, msum);
+        if constexpr (kStepIsOneAdd<W>) {
+            // Each block's term(s), (d_w * d_a) * float(isum), by its own lanes at once: the
+            // step run on zero sums gives 0 + term, the term itself (a -0 turns +0, which
+            // adds the same: a chain that starts at +0 never holds -0). The chain is adds.
+            float t = 0, tm = 0;
+            if (b0 + jb < nb) D::step(x[b0 + jb], y[b0 + jb], mine, t, tm);
+            for (int j = 0; j < cnt; ++j) {
+                sum = __fadd_rn(sum, __shfl_sync(0xffffffffu, t, j * S));
+                if constexpr (D::has_min) msum = __fadd_rn(msum, __shfl_sync(0xffffffffu, tm, j * S));
+            }
+        } else {
+            for (int j = 0; j < cnt; ++j) {
+                cudaq::Isum s;
+                s.i = __shfl_sync(0xffffffffu, mine.i, j * S);
+                if constexpr (D::has_min) s.m = __shfl_sync(0xffffffffu, mine.m, j * S);
+                D::step(x[b0 + j], y[b0 + j], s, sum, msum);
+            }
         }
     }
     return cudaq::finish<W>(sum, msum);
