@@ -15,15 +15,18 @@
 #             LOCKSTEP_MODEL names another file (a shapes file, where the default model
 #             cannot travel)
 #   memcheck  compute-sanitizer --tool memcheck over the CUDA op, KV and tiny-model tests
+#             (MEMCHECK_TAGS: other Catch tags, for a shorter lease)
 #   bench     lockstep bench pp512 / tg128 on cuda and cpu, and cuda with speculation against
 #             plain decoding (--spec-vs-plain), with the GPU's name
 #   shapes    random-weight files of real models' shapes and Q4_K_M types, written here into
 #             $GPU_SHAPES (default /tmp/lockstep-shapes): gemma3-270m (the default model's),
 #             llama3.2-1b, gemma3-1b, qwen3-8b (lockstep-make-test-model --shape)
-#   profile   per shapes file: the host/GPU split of a step (LOCKSTEP_CUDA_VERBOSE: capture,
+#   profile   per shapes file (GPU_PROFILE_SHAPES names fewer): the host/GPU split of a step
+#             (LOCKSTEP_CUDA_VERBOSE: capture,
 #             graph update, launch, GPU time) and each kernel's GPU time by op and shapes
 #             (LOCKSTEP_PROFILE), for a prompt step, decode steps and decode at depth 4096
-#   compare   lockstep against llama.cpp's llama-bench on the shapes files, alternating
+#   compare   lockstep against llama.cpp's llama-bench on the shapes files (GPU_COMPARE_MODELS:
+#             shape names, each optionally @D1:D2 for its own depths), alternating
 #             (tools/scripts/gpu_compare.py): pp512, tg128, tg128 at depths 4096 and 16384;
 #             LLAMA_BENCH names a llama-bench built for this GPU's architecture with CUDA,
 #             LLAMA_BENCH_VK one built with Vulkan (lockstep's vulkan backend against it);
@@ -79,7 +82,8 @@ step() {
   summary+=("$name: $verdict, $((SECONDS - t0)) s, log $log")
 }
 
-has_vulkan_gpu() { grep -E '^vulkan ' <<<"$devices" | grep -qv llvmpipe; }
+# GPU_CHECK_VULKAN=0 leaves the Vulkan suite and comparison out (a shorter lease).
+has_vulkan_gpu() { [ "${GPU_CHECK_VULKAN:-1}" != 0 ] && grep -E '^vulkan ' <<<"$devices" | grep -qv llvmpipe; }
 
 # The cuda_suite's tags, from its one definition in tests/CMakeLists.txt.
 suite_tags="$(sed -n 's/.*add_test(NAME cuda_suite COMMAND lockstep_tests --warn NoTests "\(.*\)").*/\1/p' tests/CMakeLists.txt)"
@@ -109,7 +113,8 @@ for s in "${steps[@]}"; do
         # cudaGraphExecUpdate by design, and the backend instantiates it anew (cuda_backend.cpp);
         # memcheck would count each such refusal as an error.
         step "compute-sanitizer memcheck" memcheck.log compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 \
-          env LOCKSTEP_TEST_BACKENDS=cuda LOCKSTEP_REQUIRE_DEVICE=cuda "$TESTS" --warn NoTests '[ops],[kv]~[model],[tiny]~[model],[families],[hybrid],[gemma4],[spec]~[model]~[server]'
+          env LOCKSTEP_TEST_BACKENDS=cuda LOCKSTEP_REQUIRE_DEVICE=cuda "$TESTS" --warn NoTests \
+          "${MEMCHECK_TAGS:-[ops],[kv]~[model],[tiny]~[model],[families],[hybrid],[gemma4],[spec]~[model]~[server]}"
       else
         summary+=("compute-sanitizer memcheck: not run (compute-sanitizer not on PATH)")
         failed=1
@@ -128,7 +133,7 @@ for s in "${steps[@]}"; do
       done
       ;;
     profile)
-      for n in "${shape_names[@]}"; do
+      for n in ${GPU_PROFILE_SHAPES:-${shape_names[@]}}; do
         f="$(shape_file "$n")"
         [ -s "$f" ] || { summary+=("profile $n: no $f (run the shapes step first)"); failed=1; continue; }
         step "split $n" "split_$n.log" env LOCKSTEP_CUDA_VERBOSE=1 "$LS" bench --backend cuda -m "$f" -p 512 -n 128 -r 2
@@ -137,7 +142,11 @@ for s in "${steps[@]}"; do
       done
       ;;
     compare)
-      models="$(shape_file gemma3-270m),$(shape_file llama3.2-1b),$(shape_file qwen3-8b)"
+      # GPU_COMPARE_MODELS: shape names, each optionally @D1:D2 (its depths; default 4096 and 16384).
+      models=""
+      for m in ${GPU_COMPARE_MODELS:-gemma3-270m llama3.2-1b qwen3-8b}; do
+        models+="${models:+,}$(shape_file "${m%%@*}")${m#"${m%%@*}"}"
+      done
       step "compare cuda" compare_cuda.log python3 tools/scripts/gpu_compare.py --lockstep "$LS" --backend cuda \
         --peer "${LLAMA_BENCH:-}" --models "$models" --rounds "${GPU_COMPARE_ROUNDS:-2}" --log "$OUT/compare_cuda_runs.log" --out "$OUT/compare_cuda.md"
       if has_vulkan_gpu; then

@@ -6,8 +6,9 @@ round, so a drifting clock or a neighbour's load hits both sides alike). Stdlib 
 Per model and round: pp512 and tg128 from an empty context, and tg128 after 4096 and 16384
 tokens already in the context (llama-bench's -d; llama.cpp with -fa 1, as its fast path).
 
-usage: gpu_compare.py --lockstep BIN --backend cuda|vulkan --peer LLAMA_BENCH --models A.gguf,B.gguf
+usage: gpu_compare.py --lockstep BIN --backend cuda|vulkan --peer LLAMA_BENCH --models A.gguf,B.gguf@4096
                       [--rounds 2] [--reps 2] [--depths 4096,16384] [--out table.md]
+A model written FILE@D1:D2 is run at those depths instead of --depths (FILE@ at none).
 Without --peer, lockstep alone (the table then has no ratio column).
 """
 import argparse
@@ -59,13 +60,18 @@ def main():
     ap.add_argument("--log", default="gpu_compare.log")
     ap.add_argument("--out", default="")
     a = ap.parse_args()
-    depths = [int(d) for d in a.depths.split(",") if d]
-    ctx = str(max(depths + [0]) + 512 + 128 + 256)
+    default_depths = [int(d) for d in a.depths.split(",") if d]
     env = dict(os.environ)
-    models = [m for m in a.models.split(",") if m]
+    models, depths_of = [], {}
+    for spec in (m for m in a.models.split(",") if m):
+        path, at, ds = spec.partition("@")
+        models.append(path)
+        depths_of[path] = [int(d) for d in ds.split(":") if d] if at else default_depths
     engines = ["lockstep"] + (["llama.cpp"] if a.peer else [])
 
     def cmds(engine, model):
+        depths = depths_of[model]
+        ctx = str(max(depths + [0]) + 512 + 128 + 256)
         if engine == "lockstep":
             base = [a.lockstep, "bench", "-m", model, "--backend", a.backend, "-r", str(a.reps), "-c", ctx]
             deep = base + ["-p", "0", "-n", "128", "-d", ",".join(map(str, depths))]
@@ -74,7 +80,8 @@ def main():
             deep = base + ["-p", "0", "-n", "128", "-d", ",".join(map(str, depths))]
         return [base + ["-p", "512", "-n", "128"]] + ([deep] if depths else [])
 
-    tests = ["pp512", "tg128"] + [f"tg128 @ d{d}" for d in depths]
+    all_depths = sorted({d for m in models for d in depths_of[m]})
+    tests = ["pp512", "tg128"] + [f"tg128 @ d{d}" for d in all_depths]
     got = {}  # (model, test, engine) -> [t/s per round]
     with open(a.log, "a") as log:
         for rnd in range(a.rounds):
