@@ -15,9 +15,8 @@ namespace {
 
 constexpr size_t kMaxScratchFloats = size_t(64) << 20;  // 256 MiB of partials per launch at most
 // Split-K when fewer (head, query) pairs than this: enough CUDA blocks to fill a large GPU
-// (132 SMs on an H100 and H200, up to 16 blocks of 128 threads each) come from splitting the
-// keys. (512 left a 16k-token decode step with 16 key blocks in turn per CUDA block.)
-constexpr int64_t kSplitTarget = 2048;
+// (132 SMs on an H100, several blocks each) come from splitting the keys.
+constexpr int64_t kSplitTarget = 512;
 
 }  // namespace
 

@@ -90,29 +90,13 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnArgs a) {
         const int64_t hi = pt < b * kAttnBlock + kAttnBlock - 1 ? pt : b * kAttnBlock + kAttnBlock - 1;
         const int nk = int(hi - lo + 1);
         __syncthreads();  // qs is written; the previous block's p_k have been read
-        // 1. scores, a warp per key, kKeys keys of a warp at once (keys j, j + kAttnWarps, ...):
-        // lane l adds the terms i = l, l + 32, ... of each in increasing i (warp_canon_sum's
-        // partial l), the keys' reads overlapping, then each key's tree.
-        constexpr int kKeys = 4;
-        for (int j0 = warp; j0 < nk; j0 += kKeys * kAttnWarps) {
-            const uint8_t* krow[kKeys];
-            float acc[kKeys];
-            for (int u = 0; u < kKeys; ++u) {
-                const int j = j0 + u * kAttnWarps < nk ? j0 + u * kAttnWarps : j0;
-                krow[u] = a.kc + ring_row(s, lo + j, a.R) * a.k_nb1;
-                acc[u] = 0.0f;
-            }
-            for (int64_t i = lane; i < Dk; i += kCanonLanes) {
-                float t[kKeys];
-                for (int u = 0; u < kKeys; ++u) t[u] = __fmul_rn(qs[i], cudaq::deq_elem(a.kt, krow[u], hk * Dk + i));
-                for (int u = 0; u < kKeys; ++u) acc[u] = __fadd_rn(acc[u], t[u]);
-            }
-            for (int u = 0; u < kKeys; ++u) {
-                const float d = warp_canon_tree(acc[u]);
-                float x = __fmul_rn(d, a.scale);
-                if (a.softcap > 0) x = __fmul_rn(a.softcap, det_tanh(canon_div(x, a.softcap)));
-                if (lane == 0 && j0 + u * kAttnWarps < nk) ps[j0 + u * kAttnWarps] = x;
-            }
+        // 1. scores, a warp per key.
+        for (int j = warp; j < nk; j += kAttnWarps) {
+            const uint8_t* krow = a.kc + ring_row(s, lo + j, a.R) * a.k_nb1;
+            const float d = warp_canon_sum(Dk, lane, [&](int64_t i) { return __fmul_rn(qs[i], cudaq::deq_elem(a.kt, krow, hk * Dk + i)); });
+            float x = __fmul_rn(d, a.scale);
+            if (a.softcap > 0) x = __fmul_rn(a.softcap, det_tanh(canon_div(x, a.softcap)));
+            if (lane == 0) ps[j] = x;
         }
         __syncthreads();
         // 2. m_b (every thread, in key order as the reference), then p_k.
@@ -121,28 +105,16 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnArgs a) {
         __syncthreads();  // every thread has read the scores
         if (tid < nk) ps[tid] = det_exp(__fsub_rn(ps[tid], mb));
         __syncthreads();
-        // 3. l_b (every thread the same chain) and the thread's o_b[i], in key order. The
-        // values of kAhead keys are read before any is added (the same chain): each key's
-        // read no longer waits for the one before (40 us of a 270M decode step's 4.5 ms).
+        // 3. l_b (every thread the same chain) and the thread's o_b[i], in key order.
         float lb = 0;
         for (int r = 0; r < KOUT; ++r) ob[r] = 0;
-        constexpr int kAhead = KOUT <= 2 ? 8 : 4;
-        for (int j0 = 0; j0 < nk; j0 += kAhead) {
-            float vv[kAhead][KOUT];
-            for (int u = 0; u < kAhead; ++u) {
-                const uint8_t* vrow = a.vc + ring_row(s, lo + (j0 + u < nk ? j0 + u : j0), a.R) * a.v_nb1;
-                for (int r = 0; r < KOUT; ++r) {
-                    const int64_t i = tid + int64_t(r) * kAttnThreads;
-                    vv[u][r] = i < Dv && j0 + u < nk ? cudaq::deq_elem(a.vt, vrow, hk * Dv + i) : 0.0f;
-                }
-            }
-            for (int u = 0; u < kAhead && j0 + u < nk; ++u) {
-                const float pk = ps[j0 + u];
-                lb = __fadd_rn(lb, pk);
-                for (int r = 0; r < KOUT; ++r) {
-                    const int64_t i = tid + int64_t(r) * kAttnThreads;
-                    if (i < Dv) ob[r] = __fadd_rn(ob[r], __fmul_rn(pk, vv[u][r]));
-                }
+        for (int j = 0; j < nk; ++j) {
+            const float pk = ps[j];
+            lb = __fadd_rn(lb, pk);
+            const uint8_t* vrow = a.vc + ring_row(s, lo + j, a.R) * a.v_nb1;
+            for (int r = 0; r < KOUT; ++r) {
+                const int64_t i = tid + int64_t(r) * kAttnThreads;
+                if (i < Dv) ob[r] = __fadd_rn(ob[r], __fmul_rn(pk, cudaq::deq_elem(a.vt, vrow, hk * Dv + i)));
             }
         }
         if (a.partials) {
@@ -181,27 +153,13 @@ __global__ void __launch_bounds__(kAttnThreads) attention_fold_kernel(AttnArgs a
         const int64_t i = tid + int64_t(r) * kAttnThreads;
         o[r] = i < Dv ? first[2 + i] : 0.0f;
     }
-    // The next partial is read while this one folds: the reads no longer wait in turn.
-    float mb = 0, lb = 0;
-    if (nb > 1) {
-        const float* row = attn_partial(a, h, y, 1);
-        mb = row[0], lb = row[1];
+    for (int64_t jb = 1; jb < nb; ++jb) {
+        const float* row = attn_partial(a, h, y, jb);
         for (int r = 0; r < KOUT; ++r) {
             const int64_t i = tid + int64_t(r) * kAttnThreads;
             ob[r] = i < Dv ? row[2 + i] : 0.0f;
         }
-    }
-    for (int64_t jb = 1; jb < nb; ++jb) {
-        float nmb = 0, nlb = 0, nob[KOUT];
-        const float* next = attn_partial(a, h, y, jb + 1 < nb ? jb + 1 : jb);
-        nmb = next[0], nlb = next[1];
-        for (int r = 0; r < KOUT; ++r) {
-            const int64_t i = tid + int64_t(r) * kAttnThreads;
-            nob[r] = i < Dv ? next[2 + i] : 0.0f;
-        }
-        attn_fold(m, l, o, mb, lb, ob, KOUT);
-        mb = nmb, lb = nlb;
-        for (int r = 0; r < KOUT; ++r) ob[r] = nob[r];
+        attn_fold(m, l, o, row[0], row[1], ob, KOUT);
     }
     if (a.sinks) attn_fold_sink(m, l, o, a.sinks[h], KOUT);
     float* po = attn_out(a, h, t);

@@ -124,7 +124,6 @@ template <DType W, class Map> __device__ inline void mma_tile(const Map& map, in
     constexpr int KB = tile_kb<W>(), S = D::kSub, NS = cudaq::kBlockElems<W> / S;
     alignas(4) __shared__ typename D::WB ws[kMmaN][KB];  // aligned as in dp4a_tile
     __shared__ typename D::AB as[kMmaM][KB];
-    [[maybe_unused]] __shared__ int am[kMmaM][KB][D::has_min ? NS : 1];  // min_a of each staged activation block
     const int tid = threadIdx.x, lane = tid % 32, g = lane / 4, t = lane % 4;
     const int rw[2] = {(tid / 32) * 16 + g, (tid / 32) * 16 + g + 8};  // this lane's weight rows in the tile
     // Output o = 4c + q: weight row rw[q / 2], activation row 8c + 2t + q % 2 (the mma's d[q]).
@@ -140,14 +139,6 @@ template <DType W, class Map> __device__ inline void mma_tile(const Map& map, in
         stage_blocks(ws, [&](int r) { return wp[r]; }, b0, kb, tid, 32 * kMmaWarps);
         stage_blocks(as, [&](int m) { return ap[m]; }, b0, kb, tid, 32 * kMmaWarps);
         __syncthreads();
-        if constexpr (D::has_min) {
-            // The min term of (weight row, activation row) is sum_s min_w(x, s) * min_a(y, s):
-            // each activation row's min_a once per stage here, each lane's two weight rows'
-            // min_w once per block below, instead of the whole min term per output.
-            for (int i = tid; i < kMmaM * KB * NS; i += 32 * kMmaWarps)
-                am[i / (KB * NS)][(i / NS) % KB][i % NS] = D::min_a(as[i / (KB * NS)][(i / NS) % KB], i % NS);
-            __syncthreads();
-        }
         for (int j = 0; j < kb; ++j) {
             int acc[4 * kMmaCT];
             for (int o = 0; o < 4 * kMmaCT; ++o) acc[o] = 0;
@@ -167,18 +158,13 @@ template <DType W, class Map> __device__ inline void mma_tile(const Map& map, in
                     for (int q = 0; q < 4; ++q) acc[4 * c + q] += sc[q / 2] * d[q];
                 }
             }
-            [[maybe_unused]] int mw[2][D::has_min ? NS : 1];
-            if constexpr (D::has_min)
-                for (int s = 0; s < NS; ++s) mw[0][s] = D::min_w(ws[rw[0]][j], s), mw[1][s] = D::min_w(ws[rw[1]][j], s);
             for (int c = 0; c < kMmaCT; ++c)
                 for (int q = 0; q < 4; ++q) {
-                    const int m = 8 * c + 2 * t + q % 2;
                     const auto& x = ws[rw[q / 2]][j];
-                    const auto& y = as[m][j];
+                    const auto& y = as[8 * c + 2 * t + q % 2][j];
                     cudaq::Isum is;
                     is.i = acc[4 * c + q];
-                    if constexpr (D::has_min)
-                        for (int s = 0; s < NS; ++s) is.m += mw[q / 2][s] * am[m][j][s];
+                    if constexpr (D::has_min) is.m = cudaq::min_isum<W>(x, y);
                     D::step(x, y, is, sum[4 * c + q], msum[4 * c + q]);
                 }
         }

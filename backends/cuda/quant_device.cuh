@@ -451,16 +451,16 @@ LS_HD inline uint32_t iq1_value4(uint32_t g, bool neg_delta) {
 // IQ2_XS, IQ2_S and IQ3_S: the scale of sub-block s, ls = 2 * (nibble s of scales) + 1.
 LS_HD inline int iq_nibble_scale(const uint8_t* scales, int s) { return 2 * ((scales[s / 2] >> (4 * (s % 2))) & 0x0F) + 1; }
 
-// Q4_K/Q5_K: the scale and the min of sub-block s (of 8, of 32 each).
+// Q4_K/Q5_K: the scale of sub-block s, and the min term of sub-block s (of 8, of 32 each).
 LS_HD inline int k4_scale(const uint8_t* scales, int s) {
     uint8_t sc, m;
     k4_scale_min(scales, s, sc, m);
     return sc;
 }
-LS_HD inline int k4_min(const uint8_t* scales, int s) {
+LS_HD inline int k4_min_sub(const uint8_t* scales, const int16_t* bsums, int s) {
     uint8_t sc, m;
     k4_scale_min(scales, s, sc, m);
-    return m;
+    return m * (bsums[2 * s] + bsums[2 * s + 1]);
 }
 
 template <DType W> struct WDot;
@@ -538,10 +538,7 @@ template <> struct WDot<DType::Q2_K> {
         return (ld4(x.qs + 32 * (e / 128) + e % 32) >> (2 * ((e % 128) / 32))) & 0x03030303u;
     }
     LS_HD static int sub_scale(const WB& x, int s) { return q2k_scale(x.scales, s); }
-    // The min term of sub-block s: the weights' integer min times the activations' sum.
-    LS_HD static int min_w(const WB& x, int s) { return q2k_min(x.scales, s); }
-    LS_HD static int min_a(const AB& y, int s) { return y.bsums[s]; }
-    LS_HD static int min_sub(const WB& x, const AB& y, int s) { return min_w(x, s) * min_a(y, s); }
+    LS_HD static int min_sub(const WB& x, const AB& y, int s) { return q2k_min(x.scales, s) * y.bsums[s]; }
     LS_HD static void step(const WB& x, const AB& y, Isum s, float& sum, float& msum) {
         sum = sum + (y.d * h2f(x.d)) * static_cast<float>(s.i);
         msum = msum + (y.d * h2f(x.dmin)) * static_cast<float>(s.m);
@@ -573,9 +570,7 @@ template <> struct WDot<DType::Q4_K> {
         return (ld4(x.qs + 32 * (e / 64) + e % 32) >> (4 * ((e % 64) / 32))) & 0x0F0F0F0Fu;
     }
     LS_HD static int sub_scale(const WB& x, int s) { return k4_scale(x.scales, s); }
-    LS_HD static int min_w(const WB& x, int s) { return k4_min(x.scales, s); }
-    LS_HD static int min_a(const AB& y, int s) { return y.bsums[2 * s] + y.bsums[2 * s + 1]; }
-    LS_HD static int min_sub(const WB& x, const AB& y, int s) { return min_w(x, s) * min_a(y, s); }
+    LS_HD static int min_sub(const WB& x, const AB& y, int s) { return k4_min_sub(x.scales, y.bsums, s); }
     LS_HD static void step(const WB& x, const AB& y, Isum s, float& sum, float& msum) {
         sum = sum + (y.d * h2f(x.d)) * static_cast<float>(s.i);
         msum = msum + (y.d * h2f(x.dmin)) * static_cast<float>(s.m);
@@ -592,9 +587,7 @@ template <> struct WDot<DType::Q5_K> {
         return lo | (hi << 4);
     }
     LS_HD static int sub_scale(const WB& x, int s) { return k4_scale(x.scales, s); }
-    LS_HD static int min_w(const WB& x, int s) { return k4_min(x.scales, s); }
-    LS_HD static int min_a(const AB& y, int s) { return y.bsums[2 * s] + y.bsums[2 * s + 1]; }
-    LS_HD static int min_sub(const WB& x, const AB& y, int s) { return min_w(x, s) * min_a(y, s); }
+    LS_HD static int min_sub(const WB& x, const AB& y, int s) { return k4_min_sub(x.scales, y.bsums, s); }
     LS_HD static void step(const WB& x, const AB& y, Isum s, float& sum, float& msum) {
         sum = sum + (y.d * h2f(x.d)) * static_cast<float>(s.i);
         msum = msum + (y.d * h2f(x.dmin)) * static_cast<float>(s.m);
@@ -846,6 +839,12 @@ template <DType W> LS_HD inline Isum isum(const typename WDot<W>::WB& x, const t
         r.m += p.m;
     }
     return r;
+}
+// The min term of a whole block (types with mins).
+template <DType W> LS_HD inline int min_isum(const typename WDot<W>::WB& x, const typename WDot<W>::AB& y) {
+    int m = 0;
+    for (int s = 0; s < kSubsPerBlock<W>; ++s) m += WDot<W>::min_sub(x, y, s);
+    return m;
 }
 
 // The denominator of a type's integer values (the grid i-quants' kDen), 1 for the others.
