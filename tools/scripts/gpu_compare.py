@@ -37,9 +37,18 @@ def table_rows(text):
     return rows
 
 
-def run(cmd, env, log):
+def run(cmd, env, log, limit):
+    """The command's rows; none (logged) when it ran past `limit` seconds: a lease is short, and
+    one slow point (lockstep's deep prompt fills, 415 s on an H200 once) must not take it all."""
     t0 = time.time()
-    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=limit)
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        log.write(f"$ {' '.join(cmd)}  (stopped after {limit} s)\n{out}\n")
+        log.flush()
+        print(f"  {os.path.basename(cmd[0])}: stopped after {limit} s", flush=True)
+        return table_rows(out)
     log.write(f"$ {' '.join(cmd)}  ({time.time() - t0:.1f} s, exit {p.returncode})\n{p.stdout}\n")
     log.flush()
     if p.returncode != 0:
@@ -58,6 +67,7 @@ def main():
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--depths", default="4096,16384")
     ap.add_argument("--log", default="gpu_compare.log")
+    ap.add_argument("--limit", type=int, default=90, help="seconds one bench command may run (its rows are then missing)")
     ap.add_argument("--out", default="")
     a = ap.parse_args()
     default_depths = [int(d) for d in a.depths.split(",") if d]
@@ -90,7 +100,7 @@ def main():
                 for engine in order:
                     rows = {}
                     for cmd in cmds(engine, model):
-                        rows.update(run(cmd, env, log))
+                        rows.update(run(cmd, env, log, a.limit))
                     for t in tests:
                         if t in rows:
                             got.setdefault((model, t, engine), []).append(rows[t])
