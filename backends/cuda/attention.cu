@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "backends/cuda/support_predicates.h"
 #include "core/rules/attention_rule.h"
 #include "core/ir/op_params.h"
+#include "core/quant/dtype.h"
 
 namespace ls::cuda {
 namespace {
@@ -17,6 +19,19 @@ constexpr size_t kMaxScratchFloats = size_t(64) << 20;  // 256 MiB of partials p
 // Split-K when fewer (head, query) pairs than this: enough CUDA blocks to fill a large GPU
 // (132 SMs on an H100, several blocks each) come from splitting the keys.
 constexpr int64_t kSplitTarget = 512;
+
+// LOCKSTEP_CUDA_ATTN_TILES=1: prompt attention over one sequence in query tiles
+// (attention_tile_kernel), opt-in until a GPU has timed it against the per-query kernel;
+// =force: also where the keys would be split (decode, small cases), so that the op table and
+// the tiny models run the tile kernel on every geometry they have.
+int tiles_mode() {  // 0 off, 1 prompts, 2 forced
+    static const int mode = [] {
+        const char* e = std::getenv("LOCKSTEP_CUDA_ATTN_TILES");
+        if (!e || !*e || std::string(e) == "0") return 0;
+        return std::string(e) == "force" ? 2 : 1;
+    }();
+    return mode;
+}
 
 }  // namespace
 
@@ -49,6 +64,29 @@ void attention(const Tensor& dst, Ctx& ctx) {
         splits = std::min(nb_max, (kSplitTarget + H * T - 1) / (H * T));
         per = (nb_max + splits - 1) / splits;
         splits = (nb_max + per - 1) / per;
+    }
+    // Query tiles: a prompt (no split) of one sequence, heads of whole cache blocks that fit.
+    const bool one_seq = std::all_of(seq, seq + T, [&](int32_t x) { return x == seq[0]; });
+    const int64_t kb = Dk % block_size(k.type) == 0 ? int64_t(row_bytes(k.type, Dk)) : 0;
+    const int64_t vb = Dv % block_size(v.type) == 0 ? int64_t(row_bytes(v.type, Dv)) : 0;
+    if (tiles_mode() > 0 && (!split || tiles_mode() == 2) && one_seq && Dk <= kTileMaxHead && Dv <= kTileMaxHead && kb > 0 && vb > 0 &&
+        kAttnBlock * kb <= kTileRowsBytes && kAttnBlock * vb <= kTileRowsBytes) {
+        const int64_t tq = std::min<int64_t>(T, int64_t(65535) * kTileQ);
+        for (int64_t t0 = 0; t0 < T; t0 += tq) {
+            const int64_t nt = std::min(tq, T - t0);
+            const AttnArgs a{reinterpret_cast<const float*>(dptr(q)), shape_of(q), dptr(k), k.type, int64_t(k.nb[1]), dptr(v), v.type,
+                             int64_t(v.nb[1]), reinterpret_cast<const int32_t*>(dptr(*dst.src[3])),
+                             reinterpret_cast<const int32_t*>(dptr(*dst.src[4])), t0, p.window, R, group, p.scale, p.softcap, Dv,
+                             dptr(dst), shape_of(dst), nb_max, nullptr, nb_max,
+                             dst.src[5] ? reinterpret_cast<const float*>(dptr(*dst.src[5])) : nullptr};
+            const dim3 grid(unsigned(H), unsigned((nt + kTileQ - 1) / kTileQ));
+            if (Dv <= kAttnThreads)
+                LS_LAUNCH(attention_tile_kernel<1>, grid, kAttnThreads, ctx.stream)(a, nt, kb, vb);
+            else
+                LS_LAUNCH(attention_tile_kernel<2>, grid, kAttnThreads, ctx.stream)(a, nt, kb, vb);
+            LS_CUDA_CHECK_LAUNCH("attention_tile_kernel");
+        }
+        return;
     }
     // Queries per launch: the grid's y, and the partials within the scratch cap.
     const int64_t per_query = split ? H * nb_max * (Dv + 2) : 1;

@@ -169,6 +169,124 @@ __global__ void __launch_bounds__(kAttnThreads) attention_fold_kernel(AttnArgs a
     }
 }
 
+// ---- prompt attention in query tiles (LOCKSTEP_CUDA_ATTN_TILES=1 until a GPU has timed it)
+// A CUDA block takes kTileQ queries of one sequence and one head, and walks the key blocks
+// any of them sees: each key block's rows (the head's slice, in the cache's own type) are
+// copied into shared memory once for the tile, not once per query. Per query the arithmetic
+// is attention_kernel's: scores a warp each (warp_canon_sum), m_b, p_k, then l_b and o_b
+// chains in key order over that query's visible keys of the block, folded in block order.
+constexpr int kTileQ = 8;
+constexpr int64_t kTileMaxHead = 256;             // Dk and Dv (KOUT at most 2)
+constexpr int64_t kTileRowsBytes = 32 * 1024;     // a key block's K (then V) head slices
+
+// Grid: (head h, tile y); the tile's queries are the launch's t0 + y * kTileQ + i, i < kTileQ,
+// below t0 + n_q. kb / vb: bytes of one head's slice of a K / V row (whole blocks).
+template <int KOUT>
+__global__ void __launch_bounds__(kAttnThreads) attention_tile_kernel(AttnArgs a, int64_t n_q, int64_t kb, int64_t vb) {
+    __shared__ float qs[kTileQ][kTileMaxHead];
+    __shared__ float ps[kTileQ][kAttnBlock];
+    __shared__ float mbs[kTileQ];
+    __shared__ int64_t qpos[kTileQ], qk0[kTileQ];
+    alignas(16) __shared__ uint16_t rows[kTileRowsBytes / 2];
+    const int64_t h = blockIdx.x, y0 = int64_t(blockIdx.y) * kTileQ, Dk = a.sq.ne[0], Dv = a.Dv, hk = h / a.group;
+    const int nq = int(n_q - y0 < kTileQ ? n_q - y0 : kTileQ);
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int64_t s = a.seq[a.t0 + y0];  // one sequence (the launcher checks)
+    if (tid < kTileQ) {
+        const int64_t p = tid < nq ? a.pos[a.t0 + y0 + tid] : -1;
+        qpos[tid] = p;
+        qk0[tid] = tid < nq ? attn_first_key(p, a.W) : 0;
+    }
+    for (int64_t e = tid; e < int64_t(nq) * Dk; e += kAttnThreads) {
+        const int64_t qi = e / Dk, i = e % Dk;
+        qs[qi][i] = reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(a.q) + h * a.sq.nb[1] + (a.t0 + y0 + qi) * a.sq.nb[2])[i];
+    }
+    __syncthreads();
+    int64_t kmin = qk0[0], pmax = qpos[0];
+    for (int qi = 1; qi < nq; ++qi) {
+        kmin = qk0[qi] < kmin ? qk0[qi] : kmin;
+        pmax = qpos[qi] > pmax ? qpos[qi] : pmax;
+    }
+    float m[kTileQ], l[kTileQ], o[kTileQ][KOUT], ob[KOUT];
+    for (int qi = 0; qi < kTileQ; ++qi) {
+        m[qi] = 0, l[qi] = 0;
+        for (int r = 0; r < KOUT; ++r) o[qi][r] = 0;
+    }
+    const uint8_t* krows = reinterpret_cast<const uint8_t*>(rows);
+    // Copies the head slices (bytes `hb` from offset hk * hb) of keys lo..lo+n-1 into rows.
+    auto stage = [&](const uint8_t* cache, int64_t nb1, int64_t hb, int64_t lo, int n) {
+        const int64_t words = hb / 2;
+        for (int64_t w = tid; w < int64_t(n) * words; w += kAttnThreads) {
+            const int64_t j = w / words, o16 = w % words;
+            rows[j * words + o16] = reinterpret_cast<const uint16_t*>(cache + ring_row(s, lo + j, a.R) * nb1 + hk * hb)[o16];
+        }
+    };
+    for (int64_t b = attn_block_of(kmin); b <= attn_block_of(pmax); ++b) {
+        const int64_t lo = kmin > b * kAttnBlock ? kmin : b * kAttnBlock;
+        const int64_t hi = pmax < b * kAttnBlock + kAttnBlock - 1 ? pmax : b * kAttnBlock + kAttnBlock - 1;
+        const int n = int(hi - lo + 1);
+        __syncthreads();  // the previous block's values have been read
+        stage(a.kc, a.k_nb1, kb, lo, n);
+        __syncthreads();
+        // 1. the scores of every (query, visible key) pair, a warp each.
+        for (int pr = warp; pr < nq * n; pr += kAttnWarps) {
+            const int qi = pr / n, j = pr % n;
+            const int64_t k = lo + j;
+            if (k < qk0[qi] || k > qpos[qi]) continue;  // the whole warp
+            const uint8_t* krow = krows + j * kb;
+            const float d = warp_canon_sum(Dk, lane, [&](int64_t i) { return __fmul_rn(qs[qi][i], cudaq::deq_elem(a.kt, krow, i)); });
+            float x = __fmul_rn(d, a.scale);
+            if (a.softcap > 0) x = __fmul_rn(a.softcap, det_tanh(canon_div(x, a.softcap)));
+            if (lane == 0) ps[qi][j] = x;
+        }
+        __syncthreads();
+        // 2. m_b per query in key order, then its p_k.
+        if (tid < nq) {
+            float mb = -INFINITY;
+            for (int j = 0; j < n; ++j)
+                if (lo + j >= qk0[tid] && lo + j <= qpos[tid]) mb = fmaxf(mb, ps[tid][j]);
+            mbs[tid] = mb;
+        }
+        __syncthreads();
+        for (int pr = tid; pr < nq * n; pr += kAttnThreads) {
+            const int qi = pr / n, j = pr % n;
+            if (lo + j >= qk0[qi] && lo + j <= qpos[qi]) ps[qi][j] = det_exp(__fsub_rn(ps[qi][j], mbs[qi]));
+        }
+        stage(a.vc, a.v_nb1, vb, lo, n);  // the keys' rows are no longer read
+        __syncthreads();
+        // 3. per query with keys in this block: l_b and o_b in key order, then the fold.
+        for (int qi = 0; qi < nq; ++qi) {
+            const int64_t vlo = qk0[qi] > lo ? qk0[qi] : lo, vhi = qpos[qi] < hi ? qpos[qi] : hi;
+            if (vlo > vhi) continue;
+            float lb = 0;
+            for (int r = 0; r < KOUT; ++r) ob[r] = 0;
+            for (int64_t k = vlo; k <= vhi; ++k) {
+                const float pk = ps[qi][k - lo];
+                lb = __fadd_rn(lb, pk);
+                const uint8_t* vrow = krows + (k - lo) * vb;
+                for (int r = 0; r < KOUT; ++r) {
+                    const int64_t i = tid + int64_t(r) * kAttnThreads;
+                    if (i < Dv) ob[r] = __fadd_rn(ob[r], __fmul_rn(pk, cudaq::deq_elem(a.vt, vrow, i)));
+                }
+            }
+            if (b == attn_block_of(qk0[qi])) {
+                m[qi] = mbs[qi], l[qi] = lb;
+                for (int r = 0; r < KOUT; ++r) o[qi][r] = ob[r];
+            } else {
+                attn_fold(m[qi], l[qi], o[qi], mbs[qi], lb, ob, KOUT);
+            }
+        }
+    }
+    for (int qi = 0; qi < nq; ++qi) {
+        if (a.sinks) attn_fold_sink(m[qi], l[qi], o[qi], a.sinks[h], KOUT);
+        float* po = attn_out(a, h, a.t0 + y0 + qi);
+        for (int r = 0; r < KOUT; ++r) {
+            const int64_t i = tid + int64_t(r) * kAttnThreads;
+            if (i < Dv) po[i] = canon_div(o[qi][r], l[qi]);
+        }
+    }
+}
+
 // Calls f(std::integral_constant<int, KOUT>{}) with the KOUT the kernels take for value
 // heads of Dv; false when Dv exceeds kAttnMaxHead.
 template <class F> bool with_attn_outputs(int64_t Dv, F&& f) {

@@ -81,11 +81,14 @@ side "core and CPU" build-asan/tests/lockstep_tests --warn NoTests '~[model]' --
 # covers here. [ops]~[gpu]: the op table once (the GPU suites' second pass with other seeds
 # took a minute here). The emulated device is sm_90, so the matmul tiles ran on the (emulated)
 # tensor cores; then the op table's matmul cases again with the dp4a tiles that devices before
-# sm_80 use (no other kernel reads LOCKSTEP_CUDA_NO_MMA).
+# sm_80 use (no other kernel reads LOCKSTEP_CUDA_NO_MMA); and the attention cases through the
+# opt-in query-tile kernel, forced onto every geometry it takes (LOCKSTEP_CUDA_ATTN_TILES=force).
 emu() { env LOCKSTEP_TEST_BACKENDS=cuda LOCKSTEP_REQUIRE_DEVICE=cuda "$@"; }
 emu_op_table() {
   emu build-asan/tests/lockstep_tests --warn NoTests '[ops]~[gpu]' &&
     LOCKSTEP_OP_KINDS=mul_mat,mul_mat_id LOCKSTEP_CUDA_NO_MMA=1 emu build-asan/tests/lockstep_tests --warn NoTests \
+      'every op matches the reference on every backend' &&
+    LOCKSTEP_OP_KINDS=attention LOCKSTEP_CUDA_ATTN_TILES=force emu build-asan/tests/lockstep_tests --warn NoTests \
       'every op matches the reference on every backend'
 }
 side "emulated CUDA: op table" emu_op_table
