@@ -65,21 +65,30 @@ void attention(const Tensor& dst, Ctx& ctx) {
         per = (nb_max + splits - 1) / splits;
         splits = (nb_max + per - 1) / per;
     }
+    // The launch's view of the node for queries t0.. (per: key blocks per split).
+    auto args = [&](int64_t t0, int64_t per_split, float* partials) {
+        return AttnArgs{reinterpret_cast<const float*>(dptr(q)), shape_of(q), dptr(k), k.type, int64_t(k.nb[1]), dptr(v), v.type,
+                        int64_t(v.nb[1]), reinterpret_cast<const int32_t*>(dptr(*dst.src[3])),
+                        reinterpret_cast<const int32_t*>(dptr(*dst.src[4])), t0, p.window, R, group, p.scale, p.softcap, Dv,
+                        dptr(dst), shape_of(dst), per_split, partials, nb_max,
+                        dst.src[5] ? reinterpret_cast<const float*>(dptr(*dst.src[5])) : nullptr};
+    };
     // Query tiles: a prompt (no split) of one sequence, heads of whole cache blocks that fit.
-    const bool one_seq = std::all_of(seq, seq + T, [&](int32_t x) { return x == seq[0]; });
+    // kb / vb: bytes of a head's slice of a K / V row (0 where the head splits a cache block).
     const int64_t kb = Dk % block_size(k.type) == 0 ? int64_t(row_bytes(k.type, Dk)) : 0;
     const int64_t vb = Dv % block_size(v.type) == 0 ? int64_t(row_bytes(v.type, Dv)) : 0;
-    if (tiles_mode() > 0 && (!split || tiles_mode() == 2) && one_seq && Dk <= kTileMaxHead && Dv <= kTileMaxHead && kb > 0 && vb > 0 &&
-        kAttnBlock * kb <= kTileRowsBytes && kAttnBlock * vb <= kTileRowsBytes) {
+    auto tiles_fit = [&] {
+        return Dk <= kTileMaxHead && Dv <= kTileMaxHead && kb > 0 && vb > 0 && kAttnBlock * kb <= kTileRowsBytes &&
+               kAttnBlock * vb <= kTileRowsBytes && std::all_of(seq, seq + T, [&](int32_t x) { return x == seq[0]; });
+    };
+    if (tiles_mode() > 0 && (!split || tiles_mode() == 2) && tiles_fit()) {
         const int64_t tq = std::min<int64_t>(T, int64_t(65535) * kTileQ);
         for (int64_t t0 = 0; t0 < T; t0 += tq) {
             const int64_t nt = std::min(tq, T - t0);
-            const AttnArgs a{reinterpret_cast<const float*>(dptr(q)), shape_of(q), dptr(k), k.type, int64_t(k.nb[1]), dptr(v), v.type,
-                             int64_t(v.nb[1]), reinterpret_cast<const int32_t*>(dptr(*dst.src[3])),
-                             reinterpret_cast<const int32_t*>(dptr(*dst.src[4])), t0, p.window, R, group, p.scale, p.softcap, Dv,
-                             dptr(dst), shape_of(dst), nb_max, nullptr, nb_max,
-                             dst.src[5] ? reinterpret_cast<const float*>(dptr(*dst.src[5])) : nullptr};
+            const AttnArgs a = args(t0, nb_max, nullptr);
             const dim3 grid(unsigned(H), unsigned((nt + kTileQ - 1) / kTileQ));
+            // Dv <= kTileMaxHead: one or two outputs per thread (with_attn_outputs would also
+            // build the 4- and 8-output forms, never launched here).
             if (Dv <= kAttnThreads)
                 LS_LAUNCH(attention_tile_kernel<1>, grid, kAttnThreads, ctx.stream)(a, nt, kb, vb);
             else
@@ -94,11 +103,7 @@ void attention(const Tensor& dst, Ctx& ctx) {
     float* partials = split ? static_cast<float*>(ctx.temp(size_t(tq * per_query) * sizeof(float))) : nullptr;
     for (int64_t t0 = 0; t0 < T; t0 += tq) {
         const int64_t nt = std::min(tq, T - t0);
-        const AttnArgs a{reinterpret_cast<const float*>(dptr(q)), shape_of(q), dptr(k), k.type, int64_t(k.nb[1]), dptr(v), v.type,
-                         int64_t(v.nb[1]), reinterpret_cast<const int32_t*>(dptr(*dst.src[3])),
-                         reinterpret_cast<const int32_t*>(dptr(*dst.src[4])), t0, p.window, R, group, p.scale, p.softcap, Dv,
-                         dptr(dst), shape_of(dst), per, partials, nb_max,
-                         dst.src[5] ? reinterpret_cast<const float*>(dptr(*dst.src[5])) : nullptr};
+        const AttnArgs a = args(t0, per, partials);
         with_attn_outputs(Dv, [&](auto ko) {
             using KO = decltype(ko);  // KO::value outputs per thread
             LS_LAUNCH(attention_kernel<KO::value>, dim3(unsigned(H), unsigned(nt), unsigned(splits)), kAttnThreads, ctx.stream)(a);

@@ -95,17 +95,8 @@ std::vector<uint8_t> norm_weight(int64_t n, uint64_t seed) {
 uint64_t write_shaped_model(const std::string& path, const ModelShape& s, uint64_t seed, int threads) {
     GgufWriter w;
     const std::string a = s.arch + ".";
-    w.set_string("general.architecture", s.arch);
-    w.set_string("general.name", s.name + "-shaped (random weights, Q4_K_M types)");
-    w.set_u32("general.alignment", 32);
-    w.set_u32(a + "context_length", uint32_t(s.ctx));
-    w.set_u32(a + "embedding_length", uint32_t(s.n_embd));
-    w.set_u32(a + "block_count", uint32_t(s.n_layer));
-    w.set_u32(a + "feed_forward_length", uint32_t(s.n_ff));
-    w.set_u32(a + "attention.head_count", uint32_t(s.n_head));
-    w.set_u32(a + "attention.head_count_kv", uint32_t(s.n_head_kv));
-    w.set_u32(a + "attention.key_length", uint32_t(s.head_dim));
-    w.set_u32(a + "attention.value_length", uint32_t(s.head_dim));
+    put_arch_keys(w, {s.arch, s.name + "-shaped (random weights, Q4_K_M types)", s.ctx, s.n_embd, s.n_layer, s.n_ff, s.n_head,
+                      s.n_head_kv, s.head_dim});
     if (s.arch == "gemma3") w.set_u32(a + "attention.sliding_window", uint32_t(s.window));
     if (s.arch != "gemma3") {
         w.set_u32(a + "rope.dimension_count", uint32_t(s.head_dim));

@@ -102,6 +102,21 @@ void put_tiny_vocab(GgufWriter& w, int n_vocab) {
 }
 
 
+void put_arch_keys(GgufWriter& w, const ArchKeys& k) {
+    const std::string a = k.arch + ".";
+    w.set_string("general.architecture", k.arch);
+    w.set_string("general.name", k.name);
+    w.set_u32("general.alignment", 32);
+    w.set_u32(a + "context_length", uint32_t(k.ctx));
+    w.set_u32(a + "embedding_length", uint32_t(k.n_embd));
+    w.set_u32(a + "block_count", uint32_t(k.n_layer));
+    w.set_u32(a + "feed_forward_length", uint32_t(k.n_ff));
+    w.set_u32(a + "attention.head_count", uint32_t(k.n_head));
+    w.set_u32(a + "attention.head_count_kv", uint32_t(k.n_head_kv));
+    w.set_u32(a + "attention.key_length", uint32_t(k.head_dim));
+    w.set_u32(a + "attention.value_length", uint32_t(k.head_dim));
+}
+
 void check_tiny_gemma3(const TinyGemma3Spec& s) {
     auto bad = [](const std::string& what) { throw std::invalid_argument("tiny gemma3: " + what); };
     auto positive = [&](const char* name, int v) {
@@ -134,17 +149,7 @@ std::vector<uint8_t> make_tiny_gemma3(const TinyGemma3Spec& s) {
     check_tiny_gemma3(s);
     GgufWriter w;
     const std::string a = "gemma3.";
-    w.set_string("general.architecture", "gemma3");
-    w.set_string("general.name", "tiny-gemma3 (random weights)");
-    w.set_u32("general.alignment", 32);
-    w.set_u32(a + "context_length", uint32_t(s.ctx));
-    w.set_u32(a + "embedding_length", uint32_t(s.n_embd));
-    w.set_u32(a + "block_count", uint32_t(s.n_layer));
-    w.set_u32(a + "feed_forward_length", uint32_t(s.n_ff));
-    w.set_u32(a + "attention.head_count", uint32_t(s.n_head));
-    w.set_u32(a + "attention.head_count_kv", uint32_t(s.n_head_kv));
-    w.set_u32(a + "attention.key_length", uint32_t(s.head_dim));
-    w.set_u32(a + "attention.value_length", uint32_t(s.head_dim));
+    put_arch_keys(w, {"gemma3", "tiny-gemma3 (random weights)", s.ctx, s.n_embd, s.n_layer, s.n_ff, s.n_head, s.n_head_kv, s.head_dim});
     w.set_u32(a + "attention.sliding_window", uint32_t(s.window));
     w.set_f32(a + "attention.layer_norm_rms_epsilon", s.rms_eps);
     w.set_f32(a + "rope.freq_base", s.rope_base);
