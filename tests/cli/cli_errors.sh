@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Every misuse of the CLI ends with a message naming the problem and a non-zero exit,
-# never a crash. Usage: cli_errors.sh LOCKSTEP_BINARY SOURCE_DIR
+# never a crash. Usage: cli_errors.sh LOCKSTEP_BINARY SOURCE_DIR [MAKE_TEST_MODEL_BINARY]
 set -u
-bin="$1"; src="$2"
+bin="$1"; src="$2"; make_model="${3:-}"
 tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
 fails=0; passes=0
 
@@ -74,6 +74,14 @@ expect 2 "-d values must be >= 0, got -1" -- bench -d -1
 # before the model is read. Machines with a GPU run the CUDA suite instead.
 if ! nvidia-smi -L >/dev/null 2>&1; then
   expect 1 "no usable NVIDIA GPU|has no cuda backend" -- run --backend cuda -m "$tmp/text.gguf" -p hi
+fi
+
+# lockstep-make-test-model --shape: a wrong shape, a bad thread count, an unwritable path.
+if [ -n "$make_model" ]; then
+  bin="$make_model"
+  expect 2 "no model shape 'gemma9' \(known: gemma3-270m" -- --shape gemma9 --out "$tmp/s.gguf"
+  expect 2 "--threads must be at least 1"  -- --shape gemma3-270m --threads 0 --out "$tmp/s.gguf"
+  expect 1 "cannot create '/nonexistent/s.gguf'" -- --shape gemma3-270m --out /nonexistent/s.gguf
 fi
 
 echo "cli errors: $passes passed, $fails failed"
