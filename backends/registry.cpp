@@ -1,5 +1,6 @@
 #include "backends/registry.h"
 
+#include <cctype>
 #include <stdexcept>
 #include <thread>
 
@@ -76,6 +77,70 @@ std::string backend_requirements(const std::string& name) {
 #endif
     (void)name;
     return "";
+}
+
+std::string device_names() {
+    std::string s = "cpu";
+    for (const DeviceInfo& d : list_devices())
+        if (d.backend != "cpu") s += ", " + d.backend + std::to_string(d.index);
+    return s;
+}
+
+NamedDevice parse_device_name(const std::string& raw) {
+    std::string n;
+    for (char c : raw) n += char(std::tolower(static_cast<unsigned char>(c)));
+    NamedDevice d;
+    if (n == "cpu") {
+        d.backend = "cpu";
+        return d;
+    }
+    size_t i = 0;
+    while (i < n.size() && std::isalpha(static_cast<unsigned char>(n[i]))) ++i;
+    d.backend = n.substr(0, i);
+    const std::string digits = n.substr(i);
+    bool ok = (d.backend == "cuda" || d.backend == "vulkan") && !digits.empty() && digits.size() <= 4 &&
+              digits.find_first_not_of("0123456789") == std::string::npos;
+    if (ok) d.index = std::stoi(digits);
+    if (!ok || !backend_built(d.backend) || d.index >= backend_device_count(d.backend))
+        throw std::runtime_error("no device '" + raw + "'" +
+                                 (ok && !backend_built(d.backend) ? " (this build of lockstep has no " + d.backend + " backend)" : "") +
+                                 "; this machine has: " + device_names() + " (lockstep devices lists them)");
+    return d;
+}
+
+size_t device_memory_free(const NamedDevice& d) {
+    if (d.backend == "cpu") return 0;
+    for (const DeviceInfo& i : list_devices())
+        if (i.backend == d.backend && i.index == d.index) return i.memory_free;
+    return 0;
+}
+
+OpenedDevices open_devices(const std::vector<std::string>& names, const std::string& backend, int index, int threads, bool with_cpu) {
+    OpenedDevices d;
+    auto open = [&](const NamedDevice& n) {
+        d.backends.push_back(create_backend({n.backend, n.index, threads}));
+        d.desc.push_back({n.name(), device_memory_free(n), n.backend == "cpu"});
+    };
+    if (names.empty()) {
+        if (backend == "reference" || backend == "cpu" || !with_cpu) {
+            d.backends.push_back(create_backend({backend, index, threads}));
+            d.desc.push_back({backend == "cpu" || backend == "reference" ? backend : backend + std::to_string(index),
+                              backend == "cpu" || backend == "reference" ? 0 : device_memory_free({backend, index}),
+                              backend == "cpu" || backend == "reference"});
+            return d;
+        }
+        open({"cpu", 0});
+        open({backend, index});
+        return d;
+    }
+    std::vector<NamedDevice> gpus;
+    for (const std::string& n : names) {
+        NamedDevice nd = parse_device_name(n);
+        if (nd.backend != "cpu") gpus.push_back(nd);
+    }
+    open({"cpu", 0});
+    for (const NamedDevice& g : gpus) open(g);
+    return d;
 }
 
 std::unique_ptr<Backend> create_backend(const BackendOptions& o) {

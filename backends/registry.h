@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/ir/backend.h"
+#include "core/sched/placement.h"
 
 namespace ls {
 
@@ -31,6 +32,32 @@ struct RefusedDevice {
 std::vector<RefusedDevice> refused_devices();
 // What a backend needs of a device, in words ("" where it has no device requirements).
 std::string backend_requirements(const std::string& name);
+
+// Devices by the names placement flags use (--device cuda0,cuda1, -ot ...=vulkan0): "cpu",
+// or a backend's name and its device index ("cuda0", "vulkan1"; case-insensitive, so
+// llama.cpp's "CUDA0" works too).
+struct NamedDevice {
+    std::string backend;  // cpu | cuda | vulkan
+    int index = 0;
+    std::string name() const { return backend == "cpu" ? backend : backend + std::to_string(index); }
+};
+// Parses one name; throws naming the devices this machine has when it names none of them.
+NamedDevice parse_device_name(const std::string& name);
+// The names of every device this machine has, "cpu, vulkan0" (what an error lists).
+std::string device_names();
+// A device's free memory in bytes (0: unknown, or the host).
+size_t device_memory_free(const NamedDevice& d);
+
+// The devices a command places a model on, each with how plans name it.
+struct OpenedDevices {
+    std::vector<std::unique_ptr<Backend>> backends;
+    std::vector<PlacementDevice> desc;  // parallel to backends
+};
+// `names` (--device cuda0,cuda1): the CPU first, then each named GPU device (a name given
+// twice opens the device twice: two backends, as two devices). No names: `backend`'s device
+// `index` alone, or, with `with_cpu` (placement flags given) and a GPU backend, the CPU and it.
+// Throws naming an unknown device.
+OpenedDevices open_devices(const std::vector<std::string>& names, const std::string& backend, int index, int threads, bool with_cpu);
 
 // Whether this build includes the backend (cpu and reference always do).
 bool backend_built(const std::string& name);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <stdexcept>
+#include <string>
 #include <unordered_map>
 
 namespace ls {
@@ -28,6 +29,35 @@ Tensor* Graph::input(DType type, std::initializer_list<int64_t> ne, const void* 
     input_data_.emplace_back(p, p + t->nbytes());
     inputs_.push_back(t);
     return t;
+}
+
+Tensor* Graph::clone(const Tensor& t) {
+    arena_.push_back(t);
+    return &arena_.back();
+}
+
+Tensor* Graph::input_like(const Tensor& t, const std::string& name) {
+    Tensor& c = arena_.emplace_back();
+    c.type = t.type;
+    for (int i = 0; i < kMaxDims; ++i) c.ne[i] = t.ne[i];
+    set_contiguous_strides(c);
+    c.kind = TensorKind::Input;
+    c.name = name;
+    input_data_.emplace_back();
+    inputs_.push_back(&c);
+    return &c;
+}
+
+void Graph::set_input_data(const Tensor* input, std::vector<uint8_t> bytes) {
+    for (size_t i = 0; i < inputs_.size(); ++i)
+        if (inputs_[i] == input) {
+            if (bytes.size() != input->nbytes())
+                throw std::logic_error("set_input_data: " + std::to_string(bytes.size()) + " bytes for input '" + input->name +
+                                       "' of " + std::to_string(input->nbytes()));
+            input_data_[i] = std::move(bytes);
+            return;
+        }
+    throw std::logic_error("set_input_data: '" + input->name + "' is not an input of this graph");
 }
 
 Tensor* Graph::add_node(Tensor* t) {

@@ -4,6 +4,7 @@
 #include <deque>
 #include <initializer_list>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/ir/tensor.h"
@@ -20,6 +21,13 @@ public:
     Tensor* new_tensor(DType type, std::initializer_list<int64_t> ne, const char* name = "");
     // An input filled from host memory before compute; the bytes are copied now.
     Tensor* input(DType type, std::initializer_list<int64_t> ne, const void* host_data, const char* name);
+    // A copy of t owned by this graph (not yet a node): the scheduler's pieces copy the nodes
+    // of a larger graph this way and then point their sources at their own tensors.
+    Tensor* clone(const Tensor& t);
+    // An input shaped like t (contiguous), whose bytes are given later by set_input_data.
+    Tensor* input_like(const Tensor& t, const std::string& name);
+    // Replaces the bytes an input is filled from (size must match the tensor's).
+    void set_input_data(const Tensor* input, std::vector<uint8_t> bytes);
     // Appends t as a node (called by the op builders).
     Tensor* add_node(Tensor* t);
     // Marks a tensor whose value the caller reads after compute (kept alive to the end).

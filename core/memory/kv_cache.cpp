@@ -9,8 +9,27 @@
 
 namespace ls {
 
+int64_t kv_ring_rows(const KvLayerSpec& L, const KvCacheConfig& cfg) {
+    if (L.k_row == 0 && L.v_row == 0) return 0;
+    // The +B headroom: a ubatch stores all its rows before its first query reads, and
+    // that query still needs W-1 older keys.
+    return L.window > 0 ? std::min<int64_t>(cfg.n_ctx, L.window + cfg.n_ubatch) : cfg.n_ctx;
+}
+
+size_t kv_layer_bytes(const KvLayerSpec& L, const KvCacheConfig& cfg) {
+    const int64_t R = kv_ring_rows(L, cfg);
+    if (R == 0) return 0;
+    auto al = [](size_t n) { return (n + 255) / 256 * 256; };
+    return al(row_bytes(cfg.type_k, L.k_row) * size_t(R * cfg.n_seq)) + al(row_bytes(cfg.type_v, L.v_row) * size_t(R * cfg.n_seq));
+}
+
 KvCache::KvCache(Backend& be, const std::vector<KvLayerSpec>& layers, const KvCacheConfig& cfg)
-    : be_(be), cfg_(cfg), specs_(layers), len_(cfg.n_seq, 0) {
+    : KvCache(std::vector<Backend*>(layers.size(), &be), layers, cfg) {}
+
+KvCache::KvCache(const std::vector<Backend*>& layer_backends, const std::vector<KvLayerSpec>& layers, const KvCacheConfig& cfg)
+    : be_(layer_backends), cfg_(cfg), specs_(layers), len_(cfg.n_seq, 0) {
+    if (be_.size() != layers.size())
+        throw std::invalid_argument("kv cache: " + std::to_string(be_.size()) + " backends for " + std::to_string(layers.size()) + " layers");
     if (cfg.n_ctx <= 0) throw std::invalid_argument("kv cache: the context size must be at least 1, got " + std::to_string(cfg.n_ctx));
     if (cfg.n_seq <= 0) throw std::invalid_argument("kv cache: the number of sequences must be at least 1, got " + std::to_string(cfg.n_seq));
     if (cfg.n_ubatch <= 0) throw std::invalid_argument("kv cache: the ubatch size must be at least 1, got " + std::to_string(cfg.n_ubatch));
@@ -23,13 +42,24 @@ KvCache::KvCache(Backend& be, const std::vector<KvLayerSpec>& layers, const KvCa
         if (type != DType::F32 && type != DType::F16 && type != DType::Q8_0 && type != DType::Q4_0)
             throw std::invalid_argument(std::string("kv cache: ") + what + " cache type " + dtype_name(type) +
                                         " is not supported (use f32, f16, q8_0 or q4_0)");
-    size_t total = 0;
+    // Offsets run per backend: each backend's layers share one buffer.
+    std::vector<Backend*> owners;
+    std::vector<size_t> totals;
+    auto slot_of = [&](Backend* b) {
+        for (size_t i = 0; i < owners.size(); ++i)
+            if (owners[i] == b) return i;
+        owners.push_back(b);
+        totals.push_back(0);
+        return owners.size() - 1;
+    };
+    std::vector<size_t> layer_slot(layers.size(), 0);
     k_.resize(layers.size());
     v_.resize(layers.size());
     for (size_t il = 0; il < layers.size(); ++il) {
         const KvLayerSpec& L = layers[il];
         if (L.k_row == 0 && L.v_row == 0) {  // a layer without attention (hybrid models): no rows
             rows_.push_back(0);
+            layer_slot[il] = slot_of(be_[il]);
             for (Tensor* t : {&k_[il], &v_[il]}) {
                 t->ne[0] = t->ne[1] = 0;
                 set_contiguous_strides(*t);
@@ -45,10 +75,10 @@ KvCache::KvCache(Backend& be, const std::vector<KvLayerSpec>& layers, const KvCa
                                             " stores blocks of " + std::to_string(block_size(type)) + " values, but layer " +
                                             std::to_string(il) + " has " + what + " rows of " + std::to_string(row) +
                                             " (choose f16 or f32 for this model)");
-        // The +B headroom: a ubatch stores all its rows before its first query reads, and
-        // that query still needs W-1 older keys.
-        int64_t R = L.window > 0 ? std::min<int64_t>(cfg.n_ctx, L.window + cfg.n_ubatch) : cfg.n_ctx;
+        const int64_t R = kv_ring_rows(L, cfg);
         rows_.push_back(R);
+        const size_t slot = layer_slot[il] = slot_of(be_[il]);
+        size_t& total = totals[slot];
         for (auto [t, type, row] : {std::tuple{&k_[il], cfg.type_k, L.k_row}, std::tuple{&v_[il], cfg.type_v, L.v_row}}) {
             t->type = type;
             t->ne[0] = row;
@@ -60,13 +90,20 @@ KvCache::KvCache(Backend& be, const std::vector<KvLayerSpec>& layers, const KvCa
             total += (t->nbytes() + 255) / 256 * 256;
         }
     }
-    buffer_ = be.alloc(total);
-    for (size_t il = 0; il < layers.size(); ++il) k_[il].buffer = v_[il].buffer = buffer_.get();
+    for (size_t i = 0; i < owners.size(); ++i) buffers_.push_back(owners[i]->alloc(std::max<size_t>(totals[i], 256)));
+    for (size_t il = 0; il < layers.size(); ++il)
+        k_[il].buffer = v_[il].buffer = buffers_[layer_slot[il]].get();
     clear();
 }
 
+size_t KvCache::bytes() const {
+    size_t n = 0;
+    for (const auto& b : buffers_) n += b->size;
+    return n;
+}
+
 void KvCache::clear() {
-    be_.fill(*buffer_, 0, buffer_->size, 0);
+    for (auto& b : buffers_) b->backend->fill(*b, 0, b->size, 0);
     std::fill(len_.begin(), len_.end(), 0);
 }
 
@@ -108,7 +145,7 @@ bool KvCache::seq_cp(int src, int dst, int64_t p1) {
     for (size_t il = 0; il < specs_.size(); ++il)
         for (Tensor* t : {&k_[il], &v_[il]}) {
             const size_t slot_bytes = size_t(rows_[il]) * t->nb[1];
-            be_.copy(*buffer_, t->offset + size_t(dst) * slot_bytes, t->offset + size_t(src) * slot_bytes, slot_bytes);
+            if (slot_bytes) be_[il]->copy(*t->buffer, t->offset + size_t(dst) * slot_bytes, t->offset + size_t(src) * slot_bytes, slot_bytes);
         }
     len_[size_t(dst)] = p1;
     return true;

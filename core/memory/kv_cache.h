@@ -22,9 +22,16 @@ struct KvCacheConfig {
     DType type_v = DType::F16;
 };
 
+// The ring rows of a layer (SEMANTICS.md section 1), and the bytes its K and V take.
+int64_t kv_ring_rows(const KvLayerSpec& L, const KvCacheConfig& cfg);
+size_t kv_layer_bytes(const KvLayerSpec& L, const KvCacheConfig& cfg);
+
 class KvCache {
 public:
     KvCache(Backend& be, const std::vector<KvLayerSpec>& layers, const KvCacheConfig& cfg);
+    // Each layer's rows on its own backend (a model placed over several devices keeps a
+    // layer's cache beside its weights): one buffer per distinct backend.
+    KvCache(const std::vector<Backend*>& layer_backends, const std::vector<KvLayerSpec>& layers, const KvCacheConfig& cfg);
     int64_t ring_rows(int il) const { return rows_[il]; }
     int32_t window(int il) const { return specs_[il].window; }
     Tensor* k(int il) { return &k_[il]; }
@@ -32,7 +39,7 @@ public:
     const Tensor* k(int il) const { return &k_[il]; }
     const Tensor* v(int il) const { return &v_[il]; }
     const KvCacheConfig& config() const { return cfg_; }
-    size_t bytes() const { return buffer_ ? buffer_->size : 0; }
+    size_t bytes() const;
 
     // Length (next position) of each sequence slot.
     int64_t seq_len(int s) const { return len_.at(s); }
@@ -53,12 +60,12 @@ public:
     void seq_keep(int s);
 
 private:
-    Backend& be_;
+    std::vector<Backend*> be_;  // per layer
     KvCacheConfig cfg_;
     std::vector<KvLayerSpec> specs_;
     std::vector<int64_t> rows_;
     std::vector<Tensor> k_, v_;
-    std::unique_ptr<Buffer> buffer_;
+    std::vector<std::unique_ptr<Buffer>> buffers_;  // one per distinct backend
     std::vector<int64_t> len_;
 
     void check_slot(int s, const char* what) const;

@@ -17,6 +17,10 @@ struct RecurrentLayerSpec {
 class RecurrentMemory {
 public:
     RecurrentMemory(Backend& be, const std::vector<RecurrentLayerSpec>& layers, int32_t n_seq);
+    // Each layer's state on its own backend (beside its weights): one buffer per backend.
+    RecurrentMemory(const std::vector<Backend*>& layer_backends, const std::vector<RecurrentLayerSpec>& layers, int32_t n_seq);
+    // The bytes a layer's state and its checkpoints take for n_seq slots.
+    static size_t layer_bytes(const RecurrentLayerSpec& L, int32_t n_seq);
     // F32 [conv_row, n_seq] and [state_row, n_seq]; null for layers that are not recurrent.
     Tensor* conv(int il) { return conv_[size_t(il)].ne[0] ? &conv_[size_t(il)] : nullptr; }
     Tensor* state(int il) { return state_[size_t(il)].ne[0] ? &state_[size_t(il)] : nullptr; }
@@ -33,12 +37,13 @@ public:
     void restore_checkpoint(int slot, int bank = 0);
 
 private:
-    Backend& be_;
+    std::vector<Backend*> be_;  // per layer
     int32_t n_seq_;
     std::vector<Tensor> conv_, state_;
-    std::vector<size_t> conv_ckpt_, state_ckpt_;  // offsets of each layer's checkpoint columns, bank 0 (bank b: + b * ckpt_bank_)
-    size_t ckpt_bank_ = 0;                        // bytes of one bank
-    std::unique_ptr<Buffer> buffer_;
+    std::vector<size_t> conv_ckpt_, state_ckpt_;  // offsets of each layer's checkpoint columns, bank 0 (bank b: + b * its buffer's bank bytes)
+    std::vector<size_t> slot_;                    // per layer: its buffer in buffers_
+    std::vector<size_t> ckpt_bank_;               // per buffer: bytes of one bank
+    std::vector<std::unique_ptr<Buffer>> buffers_;  // one per distinct backend
 };
 
 }  // namespace ls

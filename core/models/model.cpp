@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
+#include <set>
 
 #include "core/ir/ops.h"
 
@@ -24,26 +26,126 @@ uint64_t mem_available() {
 }
 }  // namespace
 
+ModelDevice single_device(Backend& be) {
+    ModelDevice d;
+    d.backend = &be;
+    d.desc.name = be.name();
+    d.desc.host = be.name() == "cpu" || be.name() == "reference";
+    return d;
+}
+
 void Model::attach(std::unique_ptr<GgufFile> file, Backend& be, WeightMemory mem) {
+    LoadOptions o;
+    o.mem = mem;
+    attach(std::move(file), {single_device(be)}, o);
+}
+
+void Model::attach(std::unique_ptr<GgufFile> file, const std::vector<ModelDevice>& devices, const LoadOptions& o) {
+    if (devices.empty()) throw std::invalid_argument("model: no device to load onto");
+    for (const ModelDevice& d : devices)
+        if (!d.backend) throw std::invalid_argument("model: device '" + d.desc.name + "' has no backend");
     file_ = std::move(file);
-    be_ = &be;
-    // One buffer over the whole file: mapped in place, or copied (see WeightMemory).
-    const size_t size = file_->size();
-    if (mem == WeightMemory::Auto) mem = size <= mem_available() / 2 ? WeightMemory::Copy : WeightMemory::Map;
-    if (mem == WeightMemory::Map) {
-        weights_buffer_ = be.wrap_host(file_->base(), size);
-    } else {
-        // In slices, each released from the mapping once copied: the mapping and the copy
-        // are never both resident, so the process peaks near one copy of the weights, not two.
-        constexpr size_t kSlice = size_t(16) << 20;
-        weights_buffer_ = be.alloc(size);
-        for (size_t at = 0; at < size; at += kSlice) {
-            const size_t n = std::min(kSlice, size - at);
-            be.upload(*weights_buffer_, at, file_->base() + at, n);
-            file_->release(at, n);
-        }
-    }
+    devices_ = devices;
+    // 1. Bind every weight (shapes and types checked; no bytes read yet: weight() records
+    //    the file offset and leaves the buffer empty).
     load_arch();
+
+    // 2. The plan: each tensor's device, refused here if it does not fit.
+    PlacementInput in;
+    for (const Tensor& t : weights_) in.tensors.emplace_back(t.name, t.nbytes());
+    in.n_layer = hp_.n_layer;
+    if (o.state.n_ctx > 0) {
+        KvCacheConfig kc = o.state;
+        kc.n_ubatch = std::min(std::max<int64_t>(kc.n_ubatch, 1), kc.n_ctx);
+        const auto kv = kv_layout();
+        const auto rl = recurrent_layout();
+        in.layer_state_bytes.assign(size_t(hp_.n_layer), 0);
+        for (size_t il = 0; il < kv.size() && il < in.layer_state_bytes.size(); ++il) in.layer_state_bytes[il] += kv_layer_bytes(kv[il], kc);
+        for (size_t il = 0; il < rl.size() && il < in.layer_state_bytes.size(); ++il)
+            in.layer_state_bytes[il] += RecurrentMemory::layer_bytes(rl[il], kc.n_seq);
+        // A compute buffer: a ubatch's widest activations, a few times over, and the logits.
+        in.compute_bytes = size_t(kc.n_ubatch) * 4 * size_t(8 * std::max(hp_.n_embd, hp_.n_ff)) + size_t(hp_.n_vocab) * 4 * 16 + (size_t(32) << 20);
+    }
+    std::vector<PlacementDevice> descs;
+    for (const ModelDevice& d : devices) descs.push_back(d.desc);
+    plan_ = plan_placement(descs, o.placement, in);
+
+    // Tied embeddings on two devices: the output head gets its own copy of token_embd.
+    std::vector<int> dev;  // per entry of weights_
+    for (const Tensor& t : weights_) dev.push_back(plan_.device_of(t.name));
+    if (output_ && output_ == tok_embd_ && plan_.device_of(tok_embd_->name) != plan_.output_device) {
+        output_ = &weights_.emplace_back(*tok_embd_);
+        dev.push_back(plan_.output_device);
+    }
+
+    // 3. Each device's tensors into its memory. The host maps the file in place or copies
+    //    (Auto copies when its share takes at most half of the memory available); a copied
+    //    tensor's pages of the mapping are released once every device has it, so the process
+    //    never holds the mapping and the copies of much at once.
+    WeightMemory mem = o.mem;
+    std::vector<int> used = plan_.used_devices();
+    size_t host_bytes = 0;
+    for (int d : used)
+        if (devices[size_t(d)].desc.host) host_bytes += plan_.weight_bytes[size_t(d)];
+    if (mem == WeightMemory::Auto) mem = host_bytes <= mem_available() / 2 ? WeightMemory::Copy : WeightMemory::Map;
+    std::vector<Buffer*> buffer_of(devices.size(), nullptr);
+    std::vector<bool> mapped(devices.size(), false);
+    // One copy per (tensor, device), however often the architecture bound it.
+    std::map<std::pair<std::string, int>, size_t> first;  // -> index in weights_ of its first binding
+    std::vector<size_t> at(weights_.size(), 0);
+    for (int d : used) {
+        Backend& be = *devices[size_t(d)].backend;
+        if (devices[size_t(d)].desc.host && mem == WeightMemory::Map) {
+            weight_buffers_.push_back(be.wrap_host(file_->base(), file_->size()));
+            mapped[size_t(d)] = true;
+        } else {
+            size_t total = 0;
+            for (size_t i = 0; i < weights_.size(); ++i)
+                if (dev[i] == d && first.emplace(std::pair{weights_[i].name, d}, i).second)
+                    at[i] = total, total += (weights_[i].nbytes() + 255) / 256 * 256;
+            weight_buffers_.push_back(be.alloc(std::max<size_t>(total, 256)));
+        }
+        buffer_of[size_t(d)] = weight_buffers_.back().get();
+    }
+    std::map<std::string, size_t> last;  // name -> last entry, after which its pages may go
+    std::set<std::string> in_place;      // names a mapped device reads from the mapping
+    for (size_t i = 0; i < weights_.size(); ++i) {
+        last[weights_[i].name] = i;
+        if (mapped[size_t(dev[i])]) in_place.insert(weights_[i].name);
+    }
+    for (size_t i = 0; i < weights_.size(); ++i) {
+        Tensor& t = weights_[i];
+        const size_t file_off = t.offset, n = t.nbytes();
+        const int d = dev[i];
+        t.buffer = buffer_of[size_t(d)];
+        if (!mapped[size_t(d)]) {
+            const size_t f = first.at({t.name, d});
+            if (f == i) devices[size_t(d)].backend->upload(*t.buffer, at[i], file_->base() + file_off, n);
+            t.offset = at[f];
+        }
+        if (last[t.name] == i && !in_place.count(t.name)) file_->release(file_off, n);
+    }
+    // The pages that straddle two tensors, and the header's: nothing reads them in place now.
+    if (in_place.empty()) file_->release(0, file_->size());
+    for (int d : used) backends_.push_back(devices[size_t(d)].backend);
+    // The scheduler's first backend runs nodes that read only graph inputs: the input's.
+    if (auto it = std::find(backends_.begin(), backends_.end(), devices[size_t(plan_.input_device)].backend); it != backends_.end())
+        std::rotate(backends_.begin(), it, it + 1);
+}
+
+std::vector<const Tensor*> Model::shared_weights() const {
+    std::vector<const Tensor*> v;
+    if (backends_.size() < 2) return v;
+    for (const Tensor& t : weights_)
+        if (t.name.rfind("blk.", 0) != 0 && &t != tok_embd_ && &t != output_ && &t != output_norm_ && t.nbytes() <= (size_t(1) << 20))
+            v.push_back(&t);
+    return v;
+}
+
+std::vector<Backend*> Model::layer_backends() const {
+    std::vector<Backend*> v;
+    for (int d : plan_.layer_device) v.push_back(devices_[size_t(d)].backend);
+    return v;
 }
 
 std::vector<KvLayerSpec> Model::kv_layout() const {
@@ -75,7 +177,7 @@ Tensor* Model::weight(const std::string& name, std::initializer_list<int64_t> ne
     }
     set_contiguous_strides(t);
     t.kind = TensorKind::Persistent;
-    t.buffer = weights_buffer_.get();
+    t.buffer = nullptr;  // bound by attach() once the placement is planned
     t.offset = static_cast<size_t>(info->data - file_->base());
     t.name = name;
     return &t;

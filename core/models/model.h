@@ -10,6 +10,7 @@
 #include "core/gguf/gguf.h"
 #include "core/memory/kv_cache.h"
 #include "core/memory/recurrent_memory.h"
+#include "core/sched/placement.h"
 
 namespace ls {
 
@@ -65,6 +66,14 @@ struct AttnWeights {
 };
 enum class Biases { None, Optional, Required };
 
+// A device the model's weights may be placed on: its backend and how plans name it.
+struct ModelDevice {
+    Backend* backend = nullptr;
+    PlacementDevice desc;
+};
+// A backend as the one device of a model (the CPU and the reference backend are the host).
+ModelDevice single_device(Backend& be);
+
 class Model {
 public:
     // How a host backend (CPU) holds the weights: mapped from the file in place, or copied
@@ -78,6 +87,29 @@ public:
     // fault. The model registry (core/models/registry.h, load_model) picks the architecture's
     // class and calls this once.
     void attach(std::unique_ptr<GgufFile> file, Backend& be, WeightMemory mem);
+
+    // Over several devices (issue 31): the architecture binds every weight first (checking
+    // shapes and types, reading no bytes), then plan_placement decides each tensor's device
+    // from `placement` (refusing a plan that does not fit before anything is copied), then
+    // each device gets its tensors: the host maps them in place or copies them (WeightMemory),
+    // other devices copy. `state` sizes the KV cache for the fit check (n_ctx 0: not counted).
+    struct LoadOptions {
+        WeightMemory mem = WeightMemory::Auto;
+        PlacementFlags placement;
+        KvCacheConfig state;
+    };
+    void attach(std::unique_ptr<GgufFile> file, const std::vector<ModelDevice>& devices, const LoadOptions& o);
+
+    const PlacementPlan& placement() const { return plan_; }
+    // The backends holding any of the model, the one with the token embedding first.
+    const std::vector<Backend*>& backends() const { return backends_; }
+    // Small weights outside the layers that layers read (rope frequency tables): each device
+    // gets a copy (Scheduler's `shared`) rather than each node that reads one going to it.
+    std::vector<const Tensor*> shared_weights() const;
+    // Where the output head runs.
+    Backend* output_backend() const { return devices_.at(size_t(plan_.output_device)).backend; }
+    // Where layer il's weights, KV rows and recurrent state live.
+    std::vector<Backend*> layer_backends() const;
 
     const Hparams& hparams() const { return hp_; }
     const GgufFile& gguf() const { return *file_; }
@@ -120,8 +152,10 @@ protected:
     Tensor* output_ = nullptr;       // (n_embd, n_vocab): tok_embd_ unless the file has its own
 
     std::unique_ptr<GgufFile> file_;
-    Backend* be_ = nullptr;
-    std::unique_ptr<Buffer> weights_buffer_;
+    std::vector<ModelDevice> devices_;
+    std::vector<Backend*> backends_;
+    PlacementPlan plan_;
+    std::vector<std::unique_ptr<Buffer>> weight_buffers_;  // per device used
     std::deque<Tensor> weights_;
     Hparams hp_;
 };

@@ -45,12 +45,18 @@ std::string supported_architectures() {
 }
 
 std::unique_ptr<Model> load_model(const std::string& path, Backend& be, Model::WeightMemory mem) {
+    Model::LoadOptions o;
+    o.mem = mem;
+    return load_model(path, {single_device(be)}, o);
+}
+
+std::unique_ptr<Model> load_model(const std::string& path, const std::vector<ModelDevice>& devices, const Model::LoadOptions& o) {
     auto file = GgufFile::open(path);
     const std::string arch = file->get_string("general.architecture");
     for (const Family& f : kFamilies)
         if (arch == f.arch) {
             std::unique_ptr<Model> m = f.make();
-            m->attach(std::move(file), be, mem);
+            m->attach(std::move(file), devices, o);
             return m;
         }
     throw std::runtime_error(path + ": architecture '" + arch + "' is not supported (supported: " + supported_architectures() + ")");

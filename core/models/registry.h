@@ -13,6 +13,9 @@ namespace ls {
 std::unique_ptr<Model> load_model(const std::string& path, Backend& be,
                                   Model::WeightMemory mem = Model::WeightMemory::Auto);
 
+// The same over several devices, placed as `o` says (Model::attach).
+std::unique_ptr<Model> load_model(const std::string& path, const std::vector<ModelDevice>& devices, const Model::LoadOptions& o);
+
 // The architectures the registry knows, comma-separated ("gemma3, gemma4, ...").
 std::string supported_architectures();
 

@@ -6,7 +6,7 @@
 
 namespace ls {
 
-Session::Session(const Model& m, Backend& be, const SessionParams& p) : m_(m), be_(be), p_(p) {
+Session::Session(const Model& m, Backend& be, const SessionParams& p) : m_(m), be_(be), p_(p), sched_(m.backends(), m.shared_weights()) {
     if (p_.n_ctx < 1) throw std::invalid_argument("context size must be at least 1, got " + std::to_string(p_.n_ctx));
     if (p_.n_batch < 1) throw std::invalid_argument("batch size must be at least 1, got " + std::to_string(p_.n_batch));
     if (p_.n_ubatch < 1) throw std::invalid_argument("ubatch size must be at least 1, got " + std::to_string(p_.n_ubatch));
@@ -14,8 +14,8 @@ Session::Session(const Model& m, Backend& be, const SessionParams& p) : m_(m), b
     if (m.hparams().n_ctx_train > 0 && p_.n_ctx > m.hparams().n_ctx_train) p_.n_ctx = m.hparams().n_ctx_train;
     p_.n_ubatch = std::min({p_.n_ubatch, p_.n_batch, p_.n_ctx});
     KvCacheConfig kc{p_.n_ctx, p_.n_seq, p_.n_ubatch, p_.type_k, p_.type_v};
-    kv_ = std::make_unique<KvCache>(be, m.kv_layout(), kc);
-    if (const auto rl = m.recurrent_layout(); !rl.empty()) rs_ = std::make_unique<RecurrentMemory>(be, rl, p_.n_seq);
+    kv_ = std::make_unique<KvCache>(m.layer_backends(), m.kv_layout(), kc);
+    if (const auto rl = m.recurrent_layout(); !rl.empty()) rs_ = std::make_unique<RecurrentMemory>(m.layer_backends(), rl, p_.n_seq);
     cached_.resize(size_t(p_.n_seq));
     for (auto& c : ckpt_pos_) c.assign(size_t(p_.n_seq), -1);
 }
@@ -60,7 +60,7 @@ std::vector<float> Session::decode(const Batch& b) {
             if (b.logits[size_t(i)]) ub.out_idx.push_back(int32_t(i - i0));
         Graph g;
         Tensor* logits = m_.build_graph(g, ub, *kv_, rs_.get());
-        run_graph(be_, g, scratch_);
+        sched_.run(g);
         for (int64_t i = i0; i < i1; ++i) {
             const int s = b.seq[size_t(i)];
             kv_->set_seq_len(s, kv_->seq_len(s) + 1);
@@ -69,7 +69,7 @@ std::vector<float> Session::decode(const Batch& b) {
         if (logits) {
             const size_t at = out.size();
             out.resize(at + size_t(logits->nelements()));
-            read_tensor(be_, *logits, out.data() + at);
+            read_output(*logits, out.data() + at);
         }
     }
     return out;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/models/model.h"
+#include "core/sched/scheduler.h"
 
 namespace ls {
 
@@ -33,8 +34,11 @@ struct Batch {
 class Session {
 public:
     // Throws std::invalid_argument naming the bad value (a context or ubatch below 1, a
-    // cache type the model's rows cannot be stored in, ...).
+    // cache type the model's rows cannot be stored in, ...). Each layer's KV rows and state
+    // live where the model placed the layer (Model::layer_backends); graphs run over the
+    // model's backends (Scheduler). `be` is the model's backend when it has one.
     Session(const Model& m, Backend& be, const SessionParams& p);
+    explicit Session(const Model& m, const SessionParams& p) : Session(m, *m.backends().at(0), p) {}
 
     // Evaluates a batch: each sequence's tokens must continue it, at positions seq_len(s),
     // seq_len(s)+1, ... in batch order. Everything is checked before anything is evaluated;
@@ -84,6 +88,8 @@ public:
     const SessionParams& params() const { return p_; }
     const Model& model() const { return m_; }
     Backend& backend() { return be_; }
+    // The pieces and bytes moved by the last graph run (more than one piece: a split model).
+    const Scheduler::Stats& last_run() const { return sched_.last_run(); }
     int64_t n_vocab() const { return m_.hparams().n_vocab; }
 
 private:
@@ -95,7 +101,7 @@ private:
     // A recurrent state holds no positions, so seq_rm cannot drop the tail of a sequence: it
     // succeeds only when it removes nothing or everything (SEMANTICS.md section 2).
     std::unique_ptr<RecurrentMemory> rs_;
-    std::unique_ptr<Buffer> scratch_;
+    Scheduler sched_;
     std::vector<std::vector<int32_t>> cached_;  // per sequence: the tokens its KV rows hold
     // Per checkpoint bank (0: checkpoint(), 1: checkpoint_step()), per sequence: the length
     // at which its recurrent state was saved, or -1.

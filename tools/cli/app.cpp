@@ -1,5 +1,7 @@
 #include "tools/cli/app.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
@@ -18,16 +20,38 @@ App open_app(const Options& o) {
                                      "; run tools/scripts/fetch_model.sh, or pass -m FILE");
         throw std::runtime_error("model file not found: " + a.model_path);
     }
-    a.backend = create_backend({o.backend, o.device, o.threads});
-    const auto mem = o.mmap < 0 ? Model::WeightMemory::Auto : o.mmap ? Model::WeightMemory::Map : Model::WeightMemory::Copy;
-    a.model = load_model(a.model_path, *a.backend, mem);
+    if (o.backend == "reference" && (o.placement.any() || !o.devices.empty()))
+        throw std::runtime_error("--backend reference runs alone: no --device list or placement flags");
+    OpenedDevices opened = open_devices(o.devices, o.backend, o.device, o.threads, o.placement.any());
+    bool gpu = false;
+    for (const PlacementDevice& d : opened.desc) gpu = gpu || !d.host;
+    if (!gpu && o.placement.n_gpu_layers != PlacementFlags::kAll)
+        std::fprintf(stderr, "lockstep: no GPU device is open (--backend cuda|vulkan or --device cuda0): -ngl has nothing to offload to\n");
+    std::vector<ModelDevice> mds;
+    for (size_t i = 0; i < opened.backends.size(); ++i) mds.push_back({opened.backends[i].get(), opened.desc[i]});
+    a.devices = std::move(opened.backends);
+    Model::LoadOptions lo;
+    lo.mem = o.mmap < 0 ? Model::WeightMemory::Auto : o.mmap ? Model::WeightMemory::Map : Model::WeightMemory::Copy;
+    lo.placement = o.placement;
+    lo.state = {o.n_ctx, std::max(1, o.n_parallel), o.n_ubatch, o.type_k, o.type_v};
+    a.model = load_model(a.model_path, mds, lo);
+    a.backend = a.model->backends().at(0);
+    if (a.model->backends().size() > 1 || o.placement.any())
+        std::fprintf(stderr, "lockstep: placement: %s\n", a.model->placement().describe().c_str());
     a.tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_gguf(a.model->gguf()));
     if (!o.draft_model.empty()) {
         if (!std::filesystem::exists(o.draft_model)) throw std::runtime_error("draft model file not found: " + o.draft_model);
-        a.draft_model = load_model(o.draft_model, *a.backend, mem);
+        // The draft is small: on the device of the target's output head, where its guesses are checked.
+        a.draft_model = load_model(o.draft_model, *a.model->output_backend(), lo.mem);
         check_draft_vocabulary(*a.model, *a.draft_model);
     }
     return a;
+}
+
+std::string App::device_label() const {
+    std::string s;
+    for (int d : model->placement().used_devices()) s += (s.empty() ? "" : "+") + model->placement().devices[size_t(d)].name;
+    return s;
 }
 
 SessionParams App::session_params(const Options& o) const {

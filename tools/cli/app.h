@@ -13,7 +13,10 @@ namespace ls::cli {
 
 struct App {
     std::string model_path;
-    std::unique_ptr<Backend> backend;
+    std::vector<std::unique_ptr<Backend>> devices;  // every device opened (open_devices)
+    Backend* backend = nullptr;                     // the model's first: its token embedding's
+    // "cpu", "cuda0", "cpu+cuda0" (a split model): what bench and the load line print.
+    std::string device_label() const;
     std::unique_ptr<Model> model;
     std::unique_ptr<Tokenizer> tokenizer;
     std::unique_ptr<Model> draft_model;      // -md: on the same backend, vocabulary checked at load

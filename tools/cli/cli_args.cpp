@@ -1,5 +1,6 @@
 #include "tools/cli/cli_args.h"
 
+#include <algorithm>
 #include <charconv>
 #include <set>
 #include <sstream>
@@ -104,7 +105,67 @@ Options parse_args(int argc, char** argv) {
             if (o.backend != "cpu" && o.backend != "vulkan" && o.backend != "cuda" && o.backend != "reference")
                 throw UsageError("--backend must be cpu, vulkan or cuda; got '" + o.backend + "'");
         }
-        else if (a == "--device") o.device = int(parse_number<int64_t>(a, value()));
+        else if (a == "--device" || a == "-dev") {
+            // An index into --backend's devices, or a list of device names (llama.cpp's form).
+            const std::string v = value();
+            if (!v.empty() && v.find_first_not_of("0123456789") == std::string::npos) {
+                o.device = int(parse_number<int64_t>(a, v));
+            } else {
+                o.devices.clear();
+                std::stringstream ss(v);
+                std::string item;
+                while (std::getline(ss, item, ',')) {
+                    if (item.empty()) throw UsageError(a + " expects device names separated by commas (cuda0,cuda1), got '" + v + "'");
+                    if (item != "none") o.devices.push_back(item);
+                }
+                if (o.devices.empty()) o.devices.push_back("cpu");  // --device none: the CPU alone
+            }
+        }
+        else if (a == "-ngl" || a == "--n-gpu-layers" || a == "--gpu-layers") {
+            const std::string v = value();
+            if (v == "all") o.placement.n_gpu_layers = PlacementFlags::kAll;
+            else if (v == "auto") o.placement.n_gpu_layers = PlacementFlags::kAuto;
+            else {
+                const int64_t n = parse_number<int64_t>(a, v);
+                if (n < 0) throw UsageError(a + " must be a count of layers >= 0, 'all' or 'auto'; got '" + v + "'");
+                o.placement.n_gpu_layers = int(std::min<int64_t>(n, 1 << 20));
+            }
+        }
+        else if (a == "-sm" || a == "--split-mode") {
+            const std::string v = value();
+            if (v == "none") o.placement.split_layers = false;
+            else if (v == "layer") o.placement.split_layers = true;
+            else if (v == "row" || v == "tensor")
+                throw UsageError(a + " " + v + " is not supported yet (layer or none): the README's 'Tensor parallelism' note says why");
+            else throw UsageError(a + " must be none or layer, got '" + v + "'");
+        }
+        else if (a == "-ts" || a == "--tensor-split") {
+            // "3,1" or llama.cpp's "3/1".
+            std::string v = value();
+            for (char& c : v)
+                if (c == '/') c = ',';
+            std::stringstream ss(v);
+            std::string item;
+            o.placement.tensor_split.clear();
+            while (std::getline(ss, item, ',')) {
+                const double x = parse_number<double>(a, item);
+                if (!(x >= 0)) throw UsageError(a + " shares must be >= 0, got '" + item + "'");
+                o.placement.tensor_split.push_back(x);
+            }
+            if (o.placement.tensor_split.empty()) throw UsageError(a + " expects shares such as 3,1");
+        }
+        else if (a == "-ot" || a == "--override-tensor") {
+            std::stringstream ss(value());
+            std::string item;
+            while (std::getline(ss, item, ',')) {
+                const size_t eq = item.rfind('=');
+                if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
+                    throw UsageError(a + " expects PATTERN=DEVICE (e.g. 'ffn_.*_exps=cpu'), got '" + item + "'");
+                o.placement.overrides.emplace_back(item.substr(0, eq), item.substr(eq + 1));
+            }
+        }
+        else if (a == "-cmoe" || a == "--cpu-moe") o.placement.cpu_moe = true;
+        else if (a == "-ncmoe" || a == "--n-cpu-moe") o.placement.n_cpu_moe = int(std::min<int64_t>(parse_number<int64_t>(a, value()), 1 << 20));
         else if (a == "--mmap") o.mmap = 1;
         else if (a == "--no-mmap") o.mmap = 0;
         else if (a == "-r" || a == "--repetitions") o.reps = int(positive(parse_number<int64_t>(a, value())));
@@ -150,6 +211,7 @@ Options parse_args(int argc, char** argv) {
         else if ((a == "--timeout" || a == "-to") && serve) o.timeout_s = int(positive(parse_number<int64_t>(a, value())));
         else throw UsageError("unknown option '" + a + "' for '" + o.command + "'");
     }
+    if (o.placement.n_cpu_moe < 0) throw UsageError("--n-cpu-moe must be >= 0, got " + std::to_string(o.placement.n_cpu_moe));
     if (o.temp < 0) throw UsageError("--temp must be >= 0");
     if (o.top_p <= 0 || o.top_p > 1) throw UsageError("--top-p must be in (0, 1]");
     if (o.min_p < 0 || o.min_p > 1) throw UsageError("--min-p must be in [0, 1]");
@@ -174,6 +236,16 @@ std::string usage(const std::string& command) {
         "  -ctv, --cache-type-v T  V cache type (default f16)\n"
         "  --backend NAME          cpu | vulkan | cuda (default cpu)\n"
         "  --device N              device index for GPU backends (default 0)\n"
+        "  --device LIST           devices by name, e.g. cuda0,cuda1 or vulkan0 (lockstep devices lists them)\n"
+        "  -ngl, --n-gpu-layers N  layers on the GPU devices, counted from the last (the output head\n"
+        "                          counts as one); the rest on the CPU; all (default) or auto (as many\n"
+        "                          as fit the free memory beside the KV cache)\n"
+        "  -sm, --split-mode M     layer (default: layers spread over the GPU devices) or none (the first)\n"
+        "  -ts, --tensor-split S   shares of the layers per GPU device, e.g. 3,1 (default: by free memory)\n"
+        "  -ot, --override-tensor PATTERN=DEVICE  tensors whose name matches the regex go to DEVICE\n"
+        "                          (e.g. 'ffn_.*_exps=cpu'); the first matching pattern wins\n"
+        "  --cpu-moe, --n-cpu-moe N  every layer's MoE experts (or those of layers 0..N-1) in host memory\n"
+        "                          every placement gives the same logits, bit for bit, as one device\n"
         "  --mmap, --no-mmap       CPU: use the file's mapping in place, or copy the weights into\n"
         "                          huge-page memory (faster decode); default: copy if the file\n"
         "                          takes at most half of the available memory\n";
@@ -230,7 +302,9 @@ std::string usage(const std::string& command) {
                "  --draft-max N, --draft-min N  as for run\n"
                "  each step evaluates at most -ub tokens: one token of every generating slot, then prompt\n"
                "  chunks, oldest request first\n" + common;
-    if (command == "info") return "usage: lockstep info [-m FILE]\n";
+    if (command == "info")
+        return "usage: lockstep info [-m FILE] [--device LIST] [-ngl N] [placement options]\n"
+               "  model metadata, tensor types and, with placement options, the plan: layers and bytes per device\n" + common;
     if (command == "devices") return "usage: lockstep devices\n  every device of every backend in this build (what --backend B --device N picks)\n";
     return "usage: lockstep COMMAND [options]\n"
            "commands:\n"

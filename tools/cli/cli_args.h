@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/quant/dtype.h"
+#include "core/sched/placement.h"
 
 namespace ls::cli {
 
@@ -33,7 +34,11 @@ struct Options {
     std::string kld_base;         // --kl-divergence-base / --save-all-logits (perplexity)
     DType type_k = DType::F16, type_v = DType::F16;
     std::string backend = "cpu";  // --backend
-    int device = 0;               // --device
+    int device = 0;               // --device N: --backend's device
+    // Placement over several devices (issue 31), llama.cpp's flags: --device cuda0,cuda1
+    // (names), -ngl, --split-mode, --tensor-split, -ot, --cpu-moe, --n-cpu-moe.
+    std::vector<std::string> devices;
+    PlacementFlags placement;
     int mmap = -1;                // --mmap (1) / --no-mmap (0); -1: copy if it fits in half the free memory
     // bench: -p and -n take comma-separated lists; -r repetitions
     std::vector<int64_t> bench_pp{512}, bench_tg{128};

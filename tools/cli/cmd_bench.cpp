@@ -70,7 +70,7 @@ int cmd_bench(const Options& o) {
     std::printf("| model | size | backend | threads | test | t/s |\n| --- | ---: | --- | ---: | ---: | ---: |\n");
     auto row = [&](const std::string& test, const Result& r) {
         std::printf("| %s | %.2f GiB | %s | %d | %s | %.2f ± %.2f |\n", app.model->gguf().get_string("general.name", app.model->hparams().arch).c_str(),
-                    gib, app.backend->name().c_str(), o.threads > 0 ? o.threads : -1, test.c_str(), r.mean, r.sd);
+                    gib, app.device_label().c_str(), o.threads > 0 ? o.threads : -1, test.c_str(), r.mean, r.sd);
         std::fflush(stdout);
     };
     // One warm-up run, then o.reps timed runs of `run` on n fresh random tokens, each after

@@ -42,6 +42,7 @@ int cmd_info(const Options& o) {
     double kv = 0;
     for (const auto& l : app.model->kv_layout()) kv += double(l.k_row + l.v_row) * 2;
     std::printf("kv cache:    %.2f MiB per 1000 positions (f16, before the sliding-window rings cap it)\n", kv * 1000 / 1048576.0);
+    std::printf("placement:   %s\n", app.model->placement().describe().c_str());
     std::printf("tokenizer:   %s, %d tokens, bos %d, eos %d, eot %d\n", f.get_string("tokenizer.ggml.model", "?").c_str(),
                 app.tokenizer->n_vocab(), app.tokenizer->bos(), app.tokenizer->eos(), app.tokenizer->eot());
     return 0;

@@ -17,6 +17,8 @@ int cmd_serve(const Options& o) {
     c.device = o.device;
     c.threads = o.threads;
     c.mmap = o.mmap;
+    c.devices = o.devices;
+    c.placement = o.placement;
     App defaults;  // its parameter mappings only: the server loads the model itself, after it listens
     c.session = defaults.session_params(o);
     c.session.n_seq = o.n_parallel;

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/runtime/sampling.h"
 #include "core/runtime/session.h"
@@ -14,6 +15,8 @@ struct ServeConfig {
     std::string backend = "cpu";
     int device = 0, threads = 0;
     int mmap = -1;              // -1 auto, 0 copy, 1 map (as the CLI's --mmap / --no-mmap)
+    std::vector<std::string> devices;  // --device cuda0,cuda1 (empty: backend's device)
+    PlacementFlags placement;          // -ngl, --split-mode, --tensor-split, -ot, --cpu-moe
     SessionParams session;      // n_ctx is each slot's context; n_seq the slots
     SamplerParams sampling;     // what a request leaves out
     SpecParams spec;            // prompt lookup in slots while few are busy (mode off or lookup)

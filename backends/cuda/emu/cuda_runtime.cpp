@@ -24,8 +24,21 @@ namespace {
 cudaError_t g_last = cudaSuccess;  // what cudaGetLastError returns (then clears)
 constexpr size_t kDeviceBytes = size_t(16) << 30;
 std::mutex g_mu;
-std::map<void*, size_t> g_allocs;  // device allocations: bytes in use
-size_t g_used = 0;
+std::map<void*, std::pair<int, size_t>> g_allocs;  // device allocations: device, bytes
+constexpr int kMaxDevices = 8;
+size_t g_used[kMaxDevices] = {};
+thread_local int t_device = 0;  // cudaSetDevice's, per host thread as in CUDA
+// Devices the emulator shows: LOCKSTEP_CUDA_EMU_DEVICES (1..8, default 1), so that placements
+// over two CUDA devices run where there is no GPU (each device has its own memory count; the
+// bytes all live in host memory).
+int device_count() {
+    static const int n = [] {
+        const char* e = std::getenv("LOCKSTEP_CUDA_EMU_DEVICES");
+        const int v = e ? std::atoi(e) : 1;
+        return v >= 1 && v <= kMaxDevices ? v : 1;
+    }();
+    return n;
+}
 
 ApiCounts g_counts;
 
@@ -87,12 +100,16 @@ cudaError_t cudaGetLastError() {
     return e;
 }
 cudaError_t cudaGetDeviceCount(int* n) {
-    *n = 1;
+    *n = device_count();
     return cudaSuccess;
 }
-cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : fail(cudaErrorInvalidDevice); }
+cudaError_t cudaSetDevice(int device) {
+    if (device < 0 || device >= device_count()) return fail(cudaErrorInvalidDevice);
+    t_device = device;
+    return cudaSuccess;
+}
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
-    if (device != 0) return fail(cudaErrorInvalidDevice);
+    if (device < 0 || device >= device_count()) return fail(cudaErrorInvalidDevice);
     std::memset(prop, 0, sizeof *prop);
     std::strcpy(prop->name, "lockstep CUDA emulator (host)");
     prop->totalGlobalMem = kDeviceBytes;
@@ -103,18 +120,18 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
 }
 cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
     std::lock_guard<std::mutex> lk(g_mu);
-    *free_bytes = kDeviceBytes - g_used;
+    *free_bytes = kDeviceBytes - g_used[t_device];
     *total_bytes = kDeviceBytes;
     return cudaSuccess;
 }
 cudaError_t cudaMalloc(void** p, size_t n) {
     std::lock_guard<std::mutex> lk(g_mu);
     ++g_counts.mallocs;
-    if (n > kDeviceBytes - g_used) return fail(cudaErrorMemoryAllocation);
+    if (n > kDeviceBytes - g_used[t_device]) return fail(cudaErrorMemoryAllocation);
     *p = std::aligned_alloc(256, (n + 255) / 256 * 256);
     if (!*p) return fail(cudaErrorMemoryAllocation);
-    g_allocs[*p] = n;
-    g_used += n;
+    g_allocs[*p] = {t_device, n};
+    g_used[t_device] += n;
     return cudaSuccess;
 }
 cudaError_t cudaFree(void* p) {
@@ -123,7 +140,7 @@ cudaError_t cudaFree(void* p) {
     ++g_counts.frees;
     auto it = g_allocs.find(p);
     if (it == g_allocs.end()) return fail(cudaErrorInvalidValue);
-    g_used -= it->second;
+    g_used[it->second.first] -= it->second.second;
     g_allocs.erase(it);
     std::free(p);
     return cudaSuccess;

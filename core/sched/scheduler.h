@@ -1,0 +1,57 @@
+// Runs one graph over several backends (SEMANTICS.md section 5). Each node runs on the device
+// that holds the weight or cache it reads, else where the node before it ran;
+// the node list is cut into runs of one device ("pieces"), each run as a graph of its own,
+// and every tensor that crosses a cut is copied to the next device through host memory.
+// Every backend computes every op to the same bits, so a cut moves data and never changes a
+// result: logits are byte-identical under any placement.
+#pragma once
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "core/ir/backend.h"
+
+namespace ls {
+
+class Scheduler {
+public:
+    // The backends nodes may run on; backends[0] runs nodes that read nothing placed (graph
+    // inputs only). One backend: run() is run_graph, with no copy.
+    // `shared`: small read-only weights that layers on every device read (rope frequency
+    // tables): they do not decide where a node runs, and each backend that needs one gets its
+    // own copy once, kept for the scheduler's life.
+    explicit Scheduler(std::vector<Backend*> backends, std::vector<const Tensor*> shared = {});
+
+    // Runs g. Afterwards each output of g is readable where it was computed
+    // (read_output, or read_tensor on its buffer's backend).
+    void run(Graph& g);
+
+    struct Stats {
+        size_t pieces = 0;       // graphs run
+        size_t bytes_moved = 0;  // bytes copied across cuts (each copy counted once per reader)
+    };
+    const Stats& last_run() const { return last_; }
+    const std::vector<Backend*>& backends() const { return backends_; }
+
+private:
+    std::vector<Backend*> backends_;
+    // Compute buffers: one per backend, shared by its pieces (each piece's crossing tensors
+    // are copied out right after it runs); a piece holding a graph output that a later piece
+    // of the same backend would overwrite gets its own (key: its index + 1).
+    std::map<std::pair<Backend*, size_t>, std::unique_ptr<Buffer>> scratch_;
+    Stats last_;
+    std::vector<const Tensor*> shared_;
+    struct Replica {
+        std::unique_ptr<Buffer> buffer;
+        Tensor t;
+    };
+    std::map<std::pair<const Tensor*, Backend*>, Replica> replicas_;
+    Tensor* replica(const Tensor* w, Backend* be);
+    bool verbose_;  // LOCKSTEP_SCHED_VERBOSE: each run's pieces on stderr
+};
+
+// Copies an output tensor's bytes to host memory from whichever backend holds it.
+void read_output(const Tensor& t, void* dst);
+
+}  // namespace ls
