@@ -110,8 +110,9 @@ NamedDevice parse_device_name(const std::string& raw) {
 
 size_t device_memory_free(const NamedDevice& d) {
     if (d.backend == "cpu") return 0;
+    // A driver without a memory budget (lavapipe) reports no free figure: then all of it.
     for (const DeviceInfo& i : list_devices())
-        if (i.backend == d.backend && i.index == d.index) return i.memory_free;
+        if (i.backend == d.backend && i.index == d.index) return i.memory_free ? i.memory_free : i.memory_total;
     return 0;
 }
 

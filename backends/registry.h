@@ -45,7 +45,8 @@ struct NamedDevice {
 NamedDevice parse_device_name(const std::string& name);
 // The names of every device this machine has, "cpu, vulkan0" (what an error lists).
 std::string device_names();
-// A device's free memory in bytes (0: unknown, or the host).
+// A device's free memory in bytes (its total where the driver reports no free figure; 0:
+// unknown, or the host).
 size_t device_memory_free(const NamedDevice& d);
 
 // The devices a command places a model on, each with how plans name it.

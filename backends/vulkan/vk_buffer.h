@@ -12,7 +12,10 @@ struct VkBuf final : Buffer {
     std::shared_ptr<Context> ctx;
     Chunk* chunk = nullptr;
     size_t off = 0;
-    ~VkBuf() override { ctx->release(chunk, off, size); }
+    // No chunk: the allocation itself failed (out of device memory), and nothing is held.
+    ~VkBuf() override {
+        if (chunk) ctx->release(chunk, off, size);
+    }
 };
 
 }  // namespace ls::vk

@@ -56,6 +56,7 @@ void Model::attach(std::unique_ptr<GgufFile> file, const std::vector<ModelDevice
     in.n_layer = hp_.n_layer;
     if (o.state.n_ctx > 0) {
         KvCacheConfig kc = o.state;
+        if (hp_.n_ctx_train > 0) kc.n_ctx = std::min(kc.n_ctx, hp_.n_ctx_train);  // as Session clamps it
         kc.n_ubatch = std::min(std::max<int64_t>(kc.n_ubatch, 1), kc.n_ctx);
         const auto kv = kv_layout();
         const auto rl = recurrent_layout();
@@ -133,12 +134,12 @@ void Model::attach(std::unique_ptr<GgufFile> file, const std::vector<ModelDevice
         std::rotate(backends_.begin(), it, it + 1);
 }
 
-std::vector<const Tensor*> Model::shared_weights() const {
-    std::vector<const Tensor*> v;
+std::vector<std::pair<const Tensor*, const void*>> Model::shared_weights() const {
+    std::vector<std::pair<const Tensor*, const void*>> v;
     if (backends_.size() < 2) return v;
     for (const Tensor& t : weights_)
         if (t.name.rfind("blk.", 0) != 0 && &t != tok_embd_ && &t != output_ && &t != output_norm_ && t.nbytes() <= (size_t(1) << 20))
-            v.push_back(&t);
+            v.emplace_back(&t, file_->find_tensor(t.name)->data);
     return v;
 }
 

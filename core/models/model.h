@@ -105,7 +105,8 @@ public:
     const std::vector<Backend*>& backends() const { return backends_; }
     // Small weights outside the layers that layers read (rope frequency tables): each device
     // gets a copy (Scheduler's `shared`) rather than each node that reads one going to it.
-    std::vector<const Tensor*> shared_weights() const;
+    // Each with its bytes in the mapped file.
+    std::vector<std::pair<const Tensor*, const void*>> shared_weights() const;
     // Where the output head runs.
     Backend* output_backend() const { return devices_.at(size_t(plan_.output_device)).backend; }
     // Where layer il's weights, KV rows and recurrent state live.

@@ -1,12 +1,39 @@
 #include "core/runtime/session.h"
 
 #include <algorithm>
+#include <cstring>
+
+#include "core/sched/remote_backend.h"
 #include <stdexcept>
 #include <string>
 
 namespace ls {
 
-Session::Session(const Model& m, Backend& be, const SessionParams& p) : m_(m), be_(be), p_(p), sched_(m.backends(), m.shared_weights()) {
+namespace {
+// What rank 0's sessions announce (Session::announce), each a list of int64: the command, then
+// its arguments.
+enum Cmd : int64_t { kOpen = 1, kDecode, kSeqRm, kSeqCp, kSeqKeep, kReset, kCheckpoint, kClose, kQuit };
+
+// The link of a model placed over ranks (one of its devices is another rank's), else null.
+Transport* link_for(const Model& m) {
+    for (Backend* b : m.backends())
+        if (remote_rank(b) >= 0) {
+            if (!process_transport()) throw std::logic_error("session: the model is placed over ranks, but this process has no link to them");
+            return process_transport();
+        }
+    return nullptr;
+}
+}  // namespace
+
+void Session::announce(std::vector<int64_t> cmd) {
+    if (!lead_) return;
+    std::vector<uint8_t> bytes(cmd.size() * sizeof(int64_t));
+    std::memcpy(bytes.data(), cmd.data(), bytes.size());
+    lead_->broadcast(bytes);
+}
+
+Session::Session(const Model& m, Backend& be, const SessionParams& p)
+    : m_(m), be_(be), p_(p), sched_(m.backends(), m.shared_weights(), link_for(m)) {
     if (p_.n_ctx < 1) throw std::invalid_argument("context size must be at least 1, got " + std::to_string(p_.n_ctx));
     if (p_.n_batch < 1) throw std::invalid_argument("batch size must be at least 1, got " + std::to_string(p_.n_batch));
     if (p_.n_ubatch < 1) throw std::invalid_argument("ubatch size must be at least 1, got " + std::to_string(p_.n_ubatch));
@@ -18,6 +45,83 @@ Session::Session(const Model& m, Backend& be, const SessionParams& p) : m_(m), b
     if (const auto rl = m.recurrent_layout(); !rl.empty()) rs_ = std::make_unique<RecurrentMemory>(m.layer_backends(), rl, p_.n_seq);
     cached_.resize(size_t(p_.n_seq));
     for (auto& c : ckpt_pos_) c.assign(size_t(p_.n_seq), -1);
+    if (Transport* t = link_for(m); t && t->rank() == 0) {
+        lead_ = t;
+        announce({kOpen, p.n_ctx, p.n_batch, p.n_ubatch, p.n_seq, int64_t(p.type_k), int64_t(p.type_v)});
+    }
+}
+
+Session::~Session() {
+    try {
+        announce({kClose});
+    } catch (...) {
+        // The job is ending with an error already (a rank lost): nothing more to tell.
+    }
+}
+
+void Session::release_ranks(Transport& link) {
+    std::vector<uint8_t> bytes(sizeof(int64_t));
+    const int64_t q = kQuit;
+    std::memcpy(bytes.data(), &q, sizeof q);
+    link.broadcast(bytes);
+}
+
+void Session::follow_rank0(const Model& m, Transport& link) {
+    std::unique_ptr<Session> s;
+    for (;;) {
+        std::vector<uint8_t> bytes;
+        link.broadcast(bytes);
+        std::vector<int64_t> c(bytes.size() / sizeof(int64_t));
+        std::memcpy(c.data(), bytes.data(), c.size() * sizeof(int64_t));
+        if (c.empty()) throw std::runtime_error("rank " + std::to_string(link.rank()) + ": empty command from rank 0");
+        auto need = [&](size_t n) {
+            if (c.size() < n) throw std::runtime_error("rank " + std::to_string(link.rank()) + ": truncated command from rank 0");
+        };
+        auto session = [&]() -> Session& {
+            if (!s) throw std::runtime_error("rank " + std::to_string(link.rank()) + ": a command for a session rank 0 never opened");
+            return *s;
+        };
+        switch (c[0]) {
+            case kQuit: return;
+            case kOpen: {
+                need(7);
+                if (s) throw std::runtime_error("rank " + std::to_string(link.rank()) + ": rank 0 opened a second session (one per job under mpirun)");
+                SessionParams p;
+                p.n_ctx = c[1], p.n_batch = c[2], p.n_ubatch = c[3], p.n_seq = int32_t(c[4]);
+                p.type_k = DType(c[5]), p.type_v = DType(c[6]);
+                s = std::make_unique<Session>(m, p);
+                break;
+            }
+            case kClose: s.reset(); break;
+            // A call that throws on rank 0 (a bad index, a full context) throws here too before
+            // it changes anything: rank 0 reports it, and the sessions stay in step.
+            case kDecode: try {
+                need(2);
+                const size_t n = size_t(c[1]);
+                need(2 + 4 * n);
+                Batch b;
+                for (size_t i = 0; i < n; ++i)
+                    b.add(int32_t(c[2 + i]), int32_t(c[2 + 2 * n + i]), int32_t(c[2 + n + i]), c[2 + 3 * n + i] != 0);
+                session().decode(b);
+                break;
+            } catch (const std::invalid_argument&) { break; } catch (const std::out_of_range&) { break; } catch (const std::length_error&) { break; }
+            case kSeqRm: case kSeqCp: case kSeqKeep: case kReset: case kCheckpoint: {
+                need(c[0] == kSeqCp ? 4 : c[0] == kSeqRm || c[0] == kCheckpoint ? 3 : c[0] == kSeqKeep ? 2 : 1);
+                Session& t = session();
+                try {
+                    if (c[0] == kSeqRm) t.seq_rm(int(c[1]), c[2]);
+                    else if (c[0] == kSeqCp) t.seq_cp(int(c[1]), int(c[2]), c[3]);
+                    else if (c[0] == kSeqKeep) t.seq_keep(int(c[1]));
+                    else if (c[0] == kReset) t.reset();
+                    else t.save_checkpoint(int(c[1]), int(c[2]));
+                } catch (const std::out_of_range&) {
+                    // rank 0 threw the same before changing anything
+                }
+                break;
+            }
+            default: throw std::runtime_error("rank " + std::to_string(link.rank()) + ": unknown command " + std::to_string(c[0]) + " from rank 0");
+        }
+    }
 }
 
 void Session::check_batch(const Batch& b) const {
@@ -47,6 +151,12 @@ void Session::check_batch(const Batch& b) const {
 
 std::vector<float> Session::decode(const Batch& b) {
     check_batch(b);
+    if (lead_) {
+        std::vector<int64_t> c{kDecode, int64_t(b.size())};
+        for (const auto* v : {&b.tokens, &b.pos, &b.seq}) c.insert(c.end(), v->begin(), v->end());
+        c.insert(c.end(), b.logits.begin(), b.logits.end());
+        announce(std::move(c));
+    }
     const int64_t n = int64_t(b.size()), n_vocab = m_.hparams().n_vocab;
     std::vector<float> out;
     out.reserve(size_t(std::count(b.logits.begin(), b.logits.end(), uint8_t(1))) * size_t(n_vocab));
@@ -66,7 +176,7 @@ std::vector<float> Session::decode(const Batch& b) {
             kv_->set_seq_len(s, kv_->seq_len(s) + 1);
             cached_[size_t(s)].push_back(b.tokens[size_t(i)]);
         }
-        if (logits) {
+        if (logits && sched_.outputs_here()) {
             const size_t at = out.size();
             out.resize(at + size_t(logits->nelements()));
             read_output(*logits, out.data() + at);
@@ -89,6 +199,7 @@ std::vector<float> Session::eval(const std::vector<int32_t>& tokens, int64_t fir
 }
 
 bool Session::seq_rm(int s, int64_t p0) {
+    announce({kSeqRm, s, p0});
     // Dropping everything is exact for the recurrent state too: a run at position 0 starts
     // from zeros (its reset flag), whatever the slot holds. Any other point inside the
     // sequence needs the state there: its checkpoint, if it was taken at exactly p0.
@@ -110,6 +221,7 @@ bool Session::checkpoint(int s) { return save_checkpoint(s, 0); }
 bool Session::checkpoint_step(int s) { return save_checkpoint(s, 1); }
 
 bool Session::save_checkpoint(int s, int bank) {
+    announce({kCheckpoint, s, bank});
     if (s < 0 || s >= p_.n_seq)
         throw std::out_of_range("checkpoint: sequence " + std::to_string(s) + " outside [0, " + std::to_string(p_.n_seq) + ")");
     if (!rs_) return false;
@@ -119,6 +231,7 @@ bool Session::save_checkpoint(int s, int bank) {
 }
 
 bool Session::seq_cp(int src, int dst, int64_t p1) {
+    announce({kSeqCp, src, dst, p1});
     if (rs_) {
         // The state of src describes all of its tokens: only a whole copy is possible.
         if (p1 >= 0 && src >= 0 && src < p_.n_seq && p1 < kv_->seq_len(src)) return false;
@@ -133,6 +246,7 @@ bool Session::seq_cp(int src, int dst, int64_t p1) {
 }
 
 void Session::seq_keep(int s) {
+    announce({kSeqKeep, s});
     kv_->seq_keep(s);
     for (int i = 0; i < p_.n_seq; ++i)
         if (i != s) {
@@ -142,6 +256,7 @@ void Session::seq_keep(int s) {
 }
 
 void Session::reset() {
+    announce({kReset});
     kv_->clear();
     if (rs_) rs_->clear();
     for (auto& c : cached_) c.clear();

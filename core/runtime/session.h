@@ -39,6 +39,17 @@ public:
     // model's backends (Scheduler). `be` is the model's backend when it has one.
     Session(const Model& m, Backend& be, const SessionParams& p);
     explicit Session(const Model& m, const SessionParams& p) : Session(m, *m.backends().at(0), p) {}
+    // Under mpirun (a model placed over ranks, process_transport()): rank 0's session sends
+    // every call that changes state (decode, the sequence edits) to the other ranks first, so
+    // that their sessions over their stages follow it call for call; they run follow_rank0.
+    ~Session();
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
+    // Ranks other than 0: mirror rank 0's sessions over model `m` until rank 0 ends the job
+    // (release_ranks). Returns then.
+    static void follow_rank0(const Model& m, Transport& link);
+    // Rank 0, at the end of the job: the other ranks return from follow_rank0.
+    static void release_ranks(Transport& link);
 
     // Evaluates a batch: each sequence's tokens must continue it, at positions seq_len(s),
     // seq_len(s)+1, ... in batch order. Everything is checked before anything is evaluated;
@@ -109,6 +120,8 @@ private:
     bool save_checkpoint(int s, int bank);
 
     void check_batch(const Batch& b) const;
+    Transport* lead_ = nullptr;  // rank 0 of several: where state-changing calls are announced
+    void announce(std::vector<int64_t> cmd);
 };
 
 }  // namespace ls

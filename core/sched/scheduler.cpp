@@ -7,6 +7,9 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/ir/host_buffer.h"
+#include "core/sched/remote_backend.h"
+
 namespace ls {
 
 namespace {
@@ -18,32 +21,57 @@ const Tensor* storage_base(const Tensor* t) {
 // One run of consecutive nodes on one device, as a graph of its own.
 struct Piece {
     Backend* be = nullptr;
+    int rank = -1;                     // the rank that runs it (-1: this one)
     std::vector<const Tensor*> nodes;  // of the whole graph
     std::unique_ptr<Graph> g = std::make_unique<Graph>();
     std::unordered_map<const Tensor*, Tensor*> local;  // whole graph's tensor -> this piece's
     // Roots made on another device (or persistent there) that this piece reads: the whole
-    // graph's tensor, and the input standing for it here.
-    std::vector<std::pair<const Tensor*, Tensor*>> imports;
+    // graph's tensor, the input standing for it here, and the message tag it crosses under.
+    struct Import {
+        const Tensor* src;
+        Tensor* in;
+        int tag;
+    };
+    std::vector<Import> imports;
     bool holds_output = false;
 };
+
+// Outputs received from another rank live in host memory.
+class ReceivedOutputs : public HostBackend {
+public:
+    std::string name() const override { return "host"; }
+    void compute(const Graph&) override { throw std::logic_error("received outputs are not computed here"); }
+};
+
+// Message tags: one per crossing of a run (the same numbering on every rank), within the range
+// every MPI guarantees.
+int tag_of(size_t id) { return int(id % 32000) + 1; }
 }  // namespace
 
-Scheduler::Scheduler(std::vector<Backend*> backends, std::vector<const Tensor*> shared)
-    : backends_(std::move(backends)), shared_(std::move(shared)), verbose_(std::getenv("LOCKSTEP_SCHED_VERBOSE") != nullptr) {
+Scheduler::Scheduler(std::vector<Backend*> backends, std::vector<SharedWeight> shared, Transport* link)
+    : backends_(std::move(backends)), shared_(std::move(shared)), link_(link),
+      verbose_(std::getenv("LOCKSTEP_SCHED_VERBOSE") != nullptr) {
     if (backends_.empty()) throw std::invalid_argument("scheduler: no backend");
-    for (Backend* b : backends_)
+    for (Backend* b : backends_) {
         if (!b) throw std::invalid_argument("scheduler: null backend");
+        if (remote_rank(b) >= 0 && !link_) throw std::invalid_argument("scheduler: another rank's device, but no link to it");
+    }
 }
 
-Tensor* Scheduler::replica(const Tensor* w, Backend* be) {
-    auto [it, fresh] = replicas_.try_emplace({w, be});
+const Scheduler::SharedWeight* Scheduler::shared(const Tensor* t) const {
+    for (const SharedWeight& w : shared_)
+        if (w.first == t) return &w;
+    return nullptr;
+}
+
+Tensor* Scheduler::replica(const SharedWeight& w, Backend* be) {
+    auto [it, fresh] = replicas_.try_emplace({w.first, be});
     Replica& r = it->second;
     if (fresh) {
-        std::vector<uint8_t> bytes(w->nbytes());
-        read_tensor(*w->buffer->backend, *w, bytes.data());
-        r.buffer = be->alloc(std::max<size_t>(bytes.size(), 1));
-        be->upload(*r.buffer, 0, bytes.data(), bytes.size());
-        r.t = *w;
+        const size_t n = w.first->nbytes();
+        r.buffer = be->alloc(std::max<size_t>(n, 1));
+        be->upload(*r.buffer, 0, w.second, n);
+        r.t = *w.first;
         r.t.buffer = r.buffer.get();
         r.t.offset = 0;
     }
@@ -57,6 +85,7 @@ void read_output(const Tensor& t, void* dst) {
 
 void Scheduler::run(Graph& g) {
     last_ = {};
+    received_.clear();
     if (backends_.size() == 1) {
         run_graph(*backends_[0], g, scratch_[{backends_[0], 0}]);
         last_.pieces = 1;
@@ -79,23 +108,25 @@ void Scheduler::run(Graph& g) {
         for (const Tensor* s : n->src) {
             if (!s) continue;
             const Tensor* b = storage_base(s);
-            if (b->kind == TensorKind::Persistent && b->buffer && std::find(shared_.begin(), shared_.end(), b) == shared_.end()) {
+            if (b->kind == TensorKind::Persistent && b->buffer && !shared(b)) {
                 dev = known(b->buffer->backend);
                 break;
             }
         }
         if (!dev) dev = pieces.empty() ? backends_[0] : pieces.back().be;
-        if (pieces.empty() || pieces.back().be != dev) pieces.emplace_back().be = dev;
+        if (pieces.empty() || pieces.back().be != dev) {
+            pieces.emplace_back().be = dev;
+            pieces.back().rank = remote_rank(dev);
+        }
         pieces.back().nodes.push_back(n);
         piece_of[n] = pieces.size() - 1;
     }
-    if (pieces.size() <= 1) {
+    if (pieces.size() <= 1 && (pieces.empty() || pieces[0].rank < 0)) {
         Backend* be = pieces.empty() ? backends_[0] : pieces[0].be;
         run_graph(*be, g, scratch_[{be, 0}]);
         last_.pieces = 1;
         return;
     }
-
     if (verbose_) {
         std::fprintf(stderr, "lockstep sched: %zu pieces:", pieces.size());
         for (const Piece& P : pieces)
@@ -103,12 +134,20 @@ void Scheduler::run(Graph& g) {
                          P.nodes[0]->name.c_str());
         std::fprintf(stderr, "\n");
     }
+
     // 2. Each piece's graph: its nodes copied, their operands resolved to this piece's own
     //    tensors (graph inputs copied with their bytes, other pieces' results as inputs
-    //    filled when they are made, views rebuilt over whichever base they resolve to).
+    //    filled when they are made, views rebuilt over whichever base they resolve to). Every
+    //    rank builds every piece, so all number the crossings alike.
     std::unordered_map<const Tensor*, size_t> input_index;
     for (size_t i = 0; i < g.inputs().size(); ++i) input_index[g.inputs()[i]] = i;
-    std::unordered_map<const Tensor*, std::vector<std::pair<size_t, Tensor*>>> readers;  // root -> (piece, its input)
+    struct Reader {
+        size_t piece;
+        Tensor* in;
+        int tag;
+    };
+    std::unordered_map<const Tensor*, std::vector<Reader>> readers;  // root -> where it is read
+    size_t crossings = 0;
     for (size_t pi = 0; pi < pieces.size(); ++pi) {
         Piece& P = pieces[pi];
         auto resolve = [&](auto& self, const Tensor* s) -> Tensor* {
@@ -122,11 +161,14 @@ void Scheduler::run(Graph& g) {
                 r->buffer = nullptr;
             } else if (s->kind == TensorKind::Persistent) {
                 if (!s->buffer || s->buffer->backend == P.be) return const_cast<Tensor*>(s);
-                if (std::find(shared_.begin(), shared_.end(), s) != shared_.end()) {
-                    r = replica(s, P.be);
+                if (const SharedWeight* w = shared(s)) {
+                    r = P.rank < 0 ? replica(*w, P.be) : const_cast<Tensor*>(s);
                 } else {
+                    if (P.rank >= 0 || remote_rank(s->buffer->backend) >= 0)
+                        throw std::logic_error("scheduler: '" + s->name + "' on " + s->buffer->backend->name() + " is read by a piece on " +
+                                               P.be->name() + ": ranks exchange computed rows only");
                     r = P.g->input_like(*s, s->name);  // a weight placed elsewhere: copied in before the piece runs
-                    P.imports.emplace_back(s, r);
+                    P.imports.push_back({s, r, 0});
                 }
             } else if (auto in = input_index.find(s); in != input_index.end()) {
                 r = P.g->input_like(*s, s->name);
@@ -136,8 +178,9 @@ void Scheduler::run(Graph& g) {
                 if (made == piece_of.end() || made->second >= pi)
                     throw std::logic_error("scheduler: '" + s->name + "' is read before it is computed");
                 r = P.g->input_like(*s, s->name);
-                P.imports.emplace_back(s, r);
-                readers[s].emplace_back(pi, r);
+                const int tag = tag_of(crossings++);
+                P.imports.push_back({s, r, tag});
+                readers[s].push_back({pi, r, tag});
                 pieces[made->second].g->mark_output(pieces[made->second].local.at(s));  // kept until copied out
             }
             P.local[s] = r;
@@ -153,24 +196,34 @@ void Scheduler::run(Graph& g) {
             P.g->add_node(c);
         }
     }
+    std::vector<std::pair<Tensor*, int>> outputs;  // the graph's outputs made in pieces, and their tags
     for (Tensor* o : g.outputs())
         if (auto it = piece_of.find(o); it != piece_of.end()) {
             Piece& P = pieces[it->second];
             P.g->mark_output(P.local.at(o));
             P.holds_output = true;
+            outputs.emplace_back(o, tag_of(crossings++));
         }
 
-    // 3. Run the pieces in order. A piece's results that later pieces read are copied out as
-    //    soon as it has run, so pieces of one backend can share its compute buffer.
+    // 3. Run this rank's pieces in order. A piece's results that later pieces read are copied
+    //    out as soon as it has run (so pieces of one backend can share its compute buffer), or
+    //    sent to the rank that reads them; rows from other ranks are received just before.
+    const int me = link_ ? link_->rank() : 0;
     for (size_t pi = 0; pi < pieces.size(); ++pi) {
         Piece& P = pieces[pi];
-        for (auto& [src, in] : P.imports)
-            if (src->kind == TensorKind::Persistent) {
-                std::vector<uint8_t> bytes(src->nbytes());
-                read_tensor(*src->buffer->backend, *src, bytes.data());
-                last_.bytes_moved += bytes.size();
-                P.g->set_input_data(in, std::move(bytes));
+        if (P.rank >= 0) continue;
+        for (const Piece::Import& im : P.imports) {
+            std::vector<uint8_t> bytes(im.src->nbytes());
+            if (im.src->kind == TensorKind::Persistent) {
+                read_tensor(*im.src->buffer->backend, *im.src, bytes.data());
+            } else if (const int from = pieces[piece_of.at(im.src)].rank; from >= 0) {
+                link_->recv(from, im.tag, bytes.data(), bytes.size());
+            } else {
+                continue;  // filled when its piece ran
             }
+            last_.bytes_moved += bytes.size();
+            P.g->set_input_data(im.in, std::move(bytes));
+        }
         bool later_same = false;
         for (size_t q = pi + 1; q < pieces.size() && !later_same; ++q) later_same = pieces[q].be == P.be;
         run_graph(*P.be, *P.g, scratch_[{P.be, P.holds_output && later_same ? pi + 1 : 0}]);
@@ -179,19 +232,34 @@ void Scheduler::run(Graph& g) {
             if (rd == readers.end()) continue;
             std::vector<uint8_t> bytes(n->nbytes());
             read_tensor(*P.be, *P.local.at(n), bytes.data());
-            for (auto& [q, in] : rd->second) {
+            for (const Reader& r : rd->second) {
                 last_.bytes_moved += bytes.size();
-                pieces[q].g->set_input_data(in, bytes);
+                if (pieces[r.piece].rank >= 0) link_->send(pieces[r.piece].rank, r.tag, bytes.data(), bytes.size());
+                else pieces[r.piece].g->set_input_data(r.in, bytes);
             }
         }
     }
-    // The whole graph's outputs point at where they were computed.
-    for (Tensor* o : g.outputs())
-        if (auto it = piece_of.find(o); it != piece_of.end()) {
-            const Tensor* c = pieces[it->second].local.at(o);
+    // The whole graph's outputs: where they were computed, or, on rank 0, received from the
+    // rank that computed them.
+    for (auto& [o, tag] : outputs) {
+        const Piece& P = pieces[piece_of.at(o)];
+        if (P.rank < 0 && me == 0) {
+            const Tensor* c = P.local.at(o);
             o->buffer = c->buffer;
             o->offset = c->offset;
+        } else if (P.rank < 0) {
+            std::vector<uint8_t> bytes(o->nbytes());
+            read_tensor(*P.be, *P.local.at(o), bytes.data());
+            link_->send(0, tag, bytes.data(), bytes.size());
+        } else if (me == 0) {
+            if (!host_) host_ = std::make_unique<ReceivedOutputs>();
+            received_.push_back(host_->alloc(std::max<size_t>(o->nbytes(), 1)));
+            link_->recv(P.rank, tag, received_.back()->host, o->nbytes());
+            o->buffer = received_.back().get();
+            o->offset = 0;
         }
+    }
+    if (link_) link_->flush();
     last_.pieces = pieces.size();
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/ir/backend.h"
+#include "core/sched/transport.h"
 
 namespace ls {
 
@@ -19,9 +20,17 @@ public:
     // The backends nodes may run on; backends[0] runs nodes that read nothing placed (graph
     // inputs only). One backend: run() is run_graph, with no copy.
     // `shared`: small read-only weights that layers on every device read (rope frequency
-    // tables): they do not decide where a node runs, and each backend that needs one gets its
-    // own copy once, kept for the scheduler's life.
-    explicit Scheduler(std::vector<Backend*> backends, std::vector<const Tensor*> shared = {});
+    // tables), each with its bytes in host memory (the mapped file): they do not decide where a
+    // node runs, and each backend that needs one gets its own copy once, kept for the
+    // scheduler's life.
+    // Backends that are RemoteBackends stand for other ranks' devices (pipeline stages): their
+    // pieces run there, and what crosses between ranks goes over `link` (rank 0 receives the
+    // graph's outputs).
+    using SharedWeight = std::pair<const Tensor*, const void*>;
+    explicit Scheduler(std::vector<Backend*> backends, std::vector<SharedWeight> shared = {}, Transport* link = nullptr);
+
+    // Whether run() leaves the graph's outputs readable here (false on ranks other than 0).
+    bool outputs_here() const { return !link_ || link_->rank() == 0; }
 
     // Runs g. Afterwards each output of g is readable where it was computed
     // (read_output, or read_tensor on its buffer's backend).
@@ -41,13 +50,17 @@ private:
     // of the same backend would overwrite gets its own (key: its index + 1).
     std::map<std::pair<Backend*, size_t>, std::unique_ptr<Buffer>> scratch_;
     Stats last_;
-    std::vector<const Tensor*> shared_;
+    std::vector<SharedWeight> shared_;
+    Transport* link_ = nullptr;
+    std::unique_ptr<Backend> host_;           // holds outputs received from another rank
+    std::vector<std::unique_ptr<Buffer>> received_;
     struct Replica {
         std::unique_ptr<Buffer> buffer;
         Tensor t;
     };
     std::map<std::pair<const Tensor*, Backend*>, Replica> replicas_;
-    Tensor* replica(const Tensor* w, Backend* be);
+    Tensor* replica(const SharedWeight& w, Backend* be);
+    const SharedWeight* shared(const Tensor* t) const;
     bool verbose_;  // LOCKSTEP_SCHED_VERBOSE: each run's pieces on stderr
 };
 

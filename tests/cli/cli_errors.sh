@@ -76,6 +76,30 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
   expect 1 "no usable NVIDIA GPU|has no cuda backend" -- run --backend cuda -m "$tmp/text.gguf" -p hi
 fi
 
+# Placement (issue 31): bad flags, unknown devices, patterns matching nothing, splits that do
+# not add up, plans that do not fit: each refused before the model loads.
+expect 2 "-ngl expects an integer, got 'many'" -- run -ngl many -p hi
+expect 2 "-ngl must be a count of layers >= 0, 'all' or 'auto'" -- run -ngl -3 -p hi
+expect 2 "--split-mode row is not supported" -- run --split-mode row -p hi
+expect 2 "--split-mode must be none or layer, got 'diagonal'" -- run --split-mode diagonal -p hi
+expect 2 "-ts expects a number, got 'x'" -- run -ts 1,x -p hi
+expect 2 "-ot expects PATTERN=DEVICE" -- run -ot noequals -p hi
+expect 2 "--n-cpu-moe expects an integer" -- run --n-cpu-moe lots -p hi
+expect 1 "no device 'tpu0'; this machine has: cpu" -- run -m "$tiny" --device tpu0 -p hi
+expect 1 "no device 'cuda7'" -- run -m "$tiny" --device cuda7 -p hi
+expect 1 "-ot 'nomatch=cpu' matches no tensor of this model" -- run -m "$tiny" -ot 'nomatch=cpu' -p hi
+expect 1 "-ot 'ffn_\(=cpu': 'ffn_\(' is not a regular expression" -- run -m "$tiny" -ot 'ffn_(=cpu' -p hi
+expect 1 "-ot 'ffn=vulkan3': no device 'vulkan3' \(open: cpu\)" -- run -m "$tiny" -ot 'ffn=vulkan3' -p hi
+expect 1 "--cpu-moe/--n-cpu-moe: this model has no expert tensors" -- run -m "$tiny" --cpu-moe -p hi
+expect 1 "--tensor-split needs GPU devices" -- run -m "$tiny" -ts 1,1 -p hi
+expect 1 "--backend reference runs alone" -- run -m "$tiny" --backend reference -ngl 1 -p hi
+if "$bin" devices 2>/dev/null | grep -q '^vulkan '; then
+  expect 1 "--tensor-split gives 3 shares for 1 GPU device" -- run -m "$tiny" --device vulkan0 -ts 1,1,1 -p hi
+  # 64 slots of the default model's full 32768-token context: gigabytes of KV cache.
+  expect 1 "the placement does not fit vulkan0: it needs [0-9.]+ GiB \([0-9.]+ MiB weights, [0-9.]+ GiB KV/state, [0-9.]+ MiB compute\) and [0-9.]+ (GiB|MiB) is free" \
+    -- serve --port 0 --device vulkan0 -np 64 -c 32768
+fi
+
 # lockstep-make-test-model --shape: a wrong shape, a bad thread count, an unwritable path.
 if [ -n "$make_model" ]; then
   bin="$make_model"

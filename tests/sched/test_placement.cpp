@@ -122,7 +122,7 @@ TEST_CASE("placement: --tensor-split and --split-mode spread the layers over GPU
     }
 }
 
-TEST_CASE("placement: -ot, --cpu-moe and --n-cpu-moe move tensors; bad ones are refused", "[placement]") {
+TEST_CASE("placement: -ot, --cpu-moe and --n-cpu-moe move tensors, and bad ones are refused", "[placement]") {
     const auto in = fake_model(3, true);
     PlacementFlags f;
     SECTION("--cpu-moe: every layer's routed experts on the CPU, the router stays") {
@@ -166,7 +166,7 @@ TEST_CASE("placement: -ot, --cpu-moe and --n-cpu-moe move tensors; bad ones are 
     }
 }
 
-TEST_CASE("placement: a plan that does not fit is refused naming the device; -ngl auto fits", "[placement]") {
+TEST_CASE("placement: a plan that does not fit is refused naming the device, and -ngl auto fits", "[placement]") {
     auto in = fake_model(4, false);
     in.compute_bytes = 7;
     // Per layer 30 weight bytes + 5 state; output 110 (norm + tied copy); compute 7.

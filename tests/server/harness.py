@@ -15,7 +15,9 @@ import traceback
 
 
 class Server:
-    def __init__(self, binary, model, args=(), api_key=None, log=None, ready_timeout=600):
+    def __init__(self, binary, model, args=(), api_key=None, log=None, ready_timeout=600, see_loading=True):
+        """see_loading: check that GET /health answers 503 while the model loads (the server
+        blocks on the full pipe first); a launcher such as mpirun reads the output itself."""
         cmd = [binary, "serve"] + ([] if model == "default" else ["-m", model]) + ["--port", "0"] + list(args)
         if api_key:
             cmd += ["--api-key", api_key]
@@ -40,6 +42,7 @@ class Server:
             raise
         finally:
             os.close(wfd)
+        self.see_loading = see_loading
         try:
             self._wait_ready(ready_timeout)
         except BaseException:
@@ -88,7 +91,7 @@ class Server:
         status, _ = self.get("/health", timeout=30)
         self.saw_loading = status == 503
         self._drain()
-        if not self.saw_loading:
+        if not self.saw_loading and self.see_loading:
             raise RuntimeError(f"GET /health answered {status}, not 503, before the model was loaded:\n{self.text_log()}")
         while True:
             status, _ = self.get("/health", timeout=30)
@@ -230,7 +233,41 @@ def fill_pipe(fd):
 
 
 def listening_port(pid):
-    """The IPv4 TCP port process pid listens on, from /proc; None while it listens on none."""
+    """The IPv4 TCP port the lockstep process pid (or, when pid is a launcher such as mpirun, the
+    lockstep process below it) listens on, from /proc; None while it listens on none."""
+    for p in [pid] + descendants(pid):
+        try:
+            with open(f"/proc/{p}/comm") as f:
+                if f.read().strip() != "lockstep":
+                    continue
+        except OSError:
+            continue
+        port = _listening_port(p)
+        if port is not None:
+            return port
+    return None
+
+
+def descendants(pid):
+    """Every process below pid, from /proc (parents first)."""
+    children = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(d))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(0), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def _listening_port(pid):
     inodes = set()
     try:
         for fd in os.listdir(f"/proc/{pid}/fd"):

@@ -8,7 +8,11 @@ usage: test_server.py SUITE BINARY MODEL [serve args...]
   cancel       a client that hangs up mid-stream frees its slot; the other streams are unchanged
   errors       bad requests get their status and an OpenAI-style JSON error; the server stays healthy
   openai       the official `openai` Python client drives both endpoints, streamed and not
-  backends     the same requests on a second backend (--backend X in the args) give the CPU's answers
+  backends     the same requests on a second backend (--backend X in the args) or a split model
+               (--device LIST -ngl N ...) give the CPU's answers
+  chat_split   the six-turn chat on a split model (placement flags in the args) gives the CPU's replies
+  mpi_chat     the six-turn chat served by `mpirun -np N` (--mpi-np N in the args: pipeline stages)
+               gives one process's replies; SIGTERM to the job ends it cleanly (exit 0)
 """
 import json
 import os
@@ -172,10 +176,10 @@ def suite_concurrency(binary, model, args, max_tokens=16, ks=(1, 3, 4, 6, 8)):
         return alone
 
 
-def suite_chat(binary, model, args):
+def suite_chat(binary, model, args, see_loading=True):
     turns = ["Hi! Who are you?", "Tell me a fact about cats.", "And one about dogs?",
              "Which is bigger, a cat or a dog?", "Say something about birds.", "Thank you, goodbye."]
-    with Server(binary, model, ["-np", "1"] + args) as srv:
+    with Server(binary, model, ["-np", "1"] + args, see_loading=see_loading) as srv:
         msgs, replies, prev_prompt = [], [], 0
         for k, u in enumerate(turns):
             msgs.append({"role": "user", "content": u})
@@ -197,6 +201,66 @@ def suite_chat(binary, model, args):
             check(resp["usage"]["prompt_tokens_details"]["cached_tokens"] <= 1, "the fresh evaluation reused the chat")
             check(resp["choices"][0]["message"]["content"] == reply, f"turn {k + 1} differs from its fresh evaluation")
     print("chat: six turns reuse the cached prefix and equal fresh evaluation", flush=True)
+    return [r for _, r in replies]
+
+
+def suite_chat_split(binary, model, args):
+    """The six-turn chat (prefix reuse, prompt-lookup speculation) on one device and split."""
+    skip_without_device(binary, args)
+    one = suite_chat(binary, model, [])
+    split = suite_chat(binary, model, args)
+    for k, (a, b) in enumerate(zip(one, split)):
+        check(a == b, f"{' '.join(args)}: turn {k + 1} differs from one device's reply:\n{b!r}\nvs\n{a!r}")
+    print(f"chat_split: {' '.join(args)}: six turns equal one device's replies", flush=True)
+
+
+def suite_mpi_chat(binary, model, args):
+    """The six-turn chat through pipeline stages over Open MPI on this machine."""
+    i = args.index("--mpi-np")
+    n, rest = args[i + 1], args[:i] + args[i + 2:]
+    os.environ.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_btl="self,vader")
+    # The launcher as the harness's binary: mpirun in the background; SIGTERM goes to rank 0
+    # only (which ends the job in order: the other ranks leave when it says), then mpirun's code.
+    wrapper = f"/tmp/lockstep-mpi-{os.getpid()}.sh"
+    with open(wrapper, "w") as f:
+        f.write(f"""#!/bin/bash
+mpirun --oversubscribe -np {n} {binary} "$@" &
+job=$!
+stop() {{
+  for p in $(pgrep -f "^{binary} serve"); do
+    grep -qz '^OMPI_COMM_WORLD_RANK=0$' /proc/$p/environ 2>/dev/null && kill -TERM $p
+  done
+}}
+trap stop TERM INT
+while kill -0 $job 2>/dev/null; do wait $job; rc=$?; done
+exit $rc
+""")
+    os.chmod(wrapper, 0o755)
+    try:
+        one = suite_chat(binary, model, rest)
+        staged = suite_chat(wrapper, model, rest, see_loading=False)
+    finally:
+        os.unlink(wrapper)
+    for k, (a, b) in enumerate(zip(one, staged)):
+        check(a == b, f"mpirun -np {n}: turn {k + 1} differs from one process's reply:\n{b!r}\nvs\n{a!r}")
+    print(f"mpi_chat: mpirun -np {n}: six turns equal one process's replies", flush=True)
+
+
+def skip_without_device(binary, args):
+    """Exits 77 (skipped) when the GPU backend the args name (--backend X, or --device's first
+    GPU name) has no device here."""
+    if "--backend" in args:
+        backend = args[args.index("--backend") + 1]
+    else:
+        names = [n for n in args[args.index("--device") + 1].split(",") if n.lower() != "cpu"]
+        backend = re.sub(r"[0-9]+$", "", names[0].lower())
+    devices = subprocess.run([binary, "devices"], capture_output=True, text=True).stdout
+    # Device rows are "BACKEND INDEX NAME ..."; "BACKEND needs: ..." and "BACKEND: built, but no
+    # usable device" lines are not devices.
+    if not any(line.split()[:1] == [backend] and line.split()[1:2] and line.split()[1].isdigit()
+               for line in devices.splitlines()):
+        print(f"SKIP: no {backend} device on this machine ('lockstep devices' lists none)", flush=True)
+        sys.exit(77)
 
 
 def suite_cancel(binary, model, args):
@@ -454,15 +518,9 @@ def suite_openai(binary, model, args):
 
 
 def suite_backends(binary, model, args):
-    """args hold --backend X: the answers must equal the CPU backend's, request for request."""
-    backend = args[args.index("--backend") + 1]
-    devices = subprocess.run([binary, "devices"], capture_output=True, text=True).stdout
-    # Device rows are "BACKEND INDEX NAME ..."; "BACKEND needs: ..." and "BACKEND: built, but no
-    # usable device" lines are not devices.
-    if not any(line.split()[:1] == [backend] and line.split()[1:2] and line.split()[1].isdigit()
-               for line in devices.splitlines()):
-        print(f"SKIP: no {backend} device on this machine ('lockstep devices' lists none)", flush=True)
-        sys.exit(77)
+    """args hold --backend X or placement flags: the answers must equal the CPU backend's,
+    request for request."""
+    skip_without_device(binary, args)
     reqs = [request_for(i, 8) for i in range(4)]
     with Server(binary, model, ["-np", "2"]) as cpu:
         ref = [generate(cpu, r, chat, False) for r, chat in reqs]
@@ -485,4 +543,5 @@ if __name__ == "__main__":
         sys.exit(2)
     suite, binary, model, extra = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
     {"concurrency": suite_concurrency, "chat": suite_chat, "cancel": suite_cancel, "errors": suite_errors,
-     "openai": suite_openai, "backends": suite_backends}[suite](binary, model, extra)
+     "openai": suite_openai, "backends": suite_backends,
+     "chat_split": suite_chat_split, "mpi_chat": suite_mpi_chat}[suite](binary, model, extra)

@@ -8,8 +8,45 @@
 #include "backends/registry.h"
 #include "core/runtime/default_model.h"
 #include "core/models/registry.h"
+#include "core/sched/remote_backend.h"
+#include "tools/cli/mpi_job.h"
 
 namespace ls::cli {
+
+namespace {
+// Under mpirun: this rank's stage on its own device (--backend, --device), the other ranks'
+// as RemoteBackends; layers split over the ranks (--tensor-split: shares per rank), the token
+// embedding on rank 0, the output head on the last.
+App open_stage(const Options& o, App& a, Transport& link) {
+    check_same_job(link, a.model_path);
+    PlacementFlags f;
+    f.tensor_split = o.placement.tensor_split;
+    if (!o.devices.empty() || o.placement.n_gpu_layers != PlacementFlags::kAll || !o.placement.overrides.empty() ||
+        o.placement.cpu_moe || o.placement.n_cpu_moe > 0 || !o.placement.split_layers)
+        throw std::runtime_error("under mpirun each rank runs its stage on one device (--backend, --device N) and "
+                                 "--split-mode layer splits the layers over the ranks (--tensor-split: shares per rank); "
+                                 "--device lists, -ngl, -ot and --cpu-moe are for one process");
+    if (!o.draft_model.empty()) throw std::runtime_error("under mpirun there is no draft model (-md): --spec lookup or off");
+    std::vector<ModelDevice> mds;
+    for (int r = 0; r < link.size(); ++r) {
+        if (r == link.rank()) a.devices.push_back(create_backend({o.backend, o.device, o.threads}));
+        else a.devices.push_back(std::make_unique<RemoteBackend>(r));
+        mds.push_back({a.devices.back().get(), {rank_device_name(r), 0, false}});
+    }
+    Model::LoadOptions lo;
+    lo.mem = Model::WeightMemory::Copy;  // each rank holds its own stage's share
+    lo.placement = f;
+    lo.state = {o.n_ctx, std::max(1, o.n_parallel), o.n_ubatch, o.type_k, o.type_v};
+    a.model = load_model(a.model_path, mds, lo);
+    a.backend = a.model->backends().at(0);
+    const PlacementPlan& p = a.model->placement();
+    if (link.rank() == 0) std::fprintf(stderr, "lockstep: placement over %d ranks: %s\n", link.size(), p.describe().c_str());
+    std::fprintf(stderr, "lockstep: rank %d on %s: %s of weights on %s; %s resident\n", link.rank(), link.host().c_str(),
+                 format_bytes(p.weight_bytes[size_t(link.rank())]).c_str(), o.backend.c_str(), format_bytes(resident_bytes()).c_str());
+    a.tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_gguf(a.model->gguf()));
+    return std::move(a);
+}
+}  // namespace
 
 App open_app(const Options& o) {
     App a;
@@ -20,6 +57,7 @@ App open_app(const Options& o) {
                                      "; run tools/scripts/fetch_model.sh, or pass -m FILE");
         throw std::runtime_error("model file not found: " + a.model_path);
     }
+    if (Transport* link = process_transport()) return open_stage(o, a, *link);
     if (o.backend == "reference" && (o.placement.any() || !o.devices.empty()))
         throw std::runtime_error("--backend reference runs alone: no --device list or placement flags");
     OpenedDevices opened = open_devices(o.devices, o.backend, o.device, o.threads, o.placement.any());

@@ -19,6 +19,12 @@ int cmd_serve(const Options& o) {
     c.mmap = o.mmap;
     c.devices = o.devices;
     c.placement = o.placement;
+    if (process_transport())  // under mpirun: rank 0's stage, loaded as every rank loads its own
+        c.load = [o](std::vector<std::unique_ptr<Backend>>& devices, std::unique_ptr<Model>& model) {
+            App a = open_app(o);
+            devices = std::move(a.devices);
+            model = std::move(a.model);
+        };
     App defaults;  // its parameter mappings only: the server loads the model itself, after it listens
     c.session = defaults.session_params(o);
     c.session.n_seq = o.n_parallel;

@@ -315,16 +315,20 @@ int serve(const ServeConfig& c) {
         const auto t0 = std::chrono::steady_clock::now();
         std::fprintf(stderr, "lockstep serve: loading %s (%.0f MiB) on %s...\n", c.model_path.c_str(),
                      double(std::filesystem::file_size(c.model_path)) / (1 << 20), c.backend.c_str());
-        OpenedDevices opened = open_devices(c.devices, c.backend, c.device, c.threads, c.placement.any());
-        std::vector<ModelDevice> mds;
-        for (size_t i = 0; i < opened.backends.size(); ++i) mds.push_back({opened.backends[i].get(), opened.desc[i]});
-        st.devices = std::move(opened.backends);
-        Model::LoadOptions lo;
-        lo.mem = c.mmap < 0 ? Model::WeightMemory::Auto : c.mmap ? Model::WeightMemory::Map : Model::WeightMemory::Copy;
-        lo.placement = c.placement;
-        lo.state = {c.session.n_ctx, c.session.n_seq, c.session.n_ubatch, c.session.type_k, c.session.type_v};
-        st.model = load_model(c.model_path, mds, lo);
-        if (st.model->backends().size() > 1 || c.placement.any())
+        if (c.load) {
+            c.load(st.devices, st.model);
+        } else {
+            OpenedDevices opened = open_devices(c.devices, c.backend, c.device, c.threads, c.placement.any());
+            std::vector<ModelDevice> mds;
+            for (size_t i = 0; i < opened.backends.size(); ++i) mds.push_back({opened.backends[i].get(), opened.desc[i]});
+            st.devices = std::move(opened.backends);
+            Model::LoadOptions lo;
+            lo.mem = c.mmap < 0 ? Model::WeightMemory::Auto : c.mmap ? Model::WeightMemory::Map : Model::WeightMemory::Copy;
+            lo.placement = c.placement;
+            lo.state = {c.session.n_ctx, c.session.n_seq, c.session.n_ubatch, c.session.type_k, c.session.type_v};
+            st.model = load_model(c.model_path, mds, lo);
+        }
+        if (!c.load && (st.model->backends().size() > 1 || c.placement.any()))
             std::fprintf(stderr, "lockstep serve: placement: %s\n", st.model->placement().describe().c_str());
         st.tok = std::make_unique<Tokenizer>(Tokenizer::from_gguf(st.model->gguf()));
         st.session = std::make_unique<Session>(*st.model, c.session);

@@ -1,6 +1,8 @@
 // `lockstep serve`: an OpenAI-compatible HTTP server over one Session with -np slots.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,9 @@ struct ServeConfig {
     int mmap = -1;              // -1 auto, 0 copy, 1 map (as the CLI's --mmap / --no-mmap)
     std::vector<std::string> devices;  // --device cuda0,cuda1 (empty: backend's device)
     PlacementFlags placement;          // -ngl, --split-mode, --tensor-split, -ot, --cpu-moe
+    // Loads the model in place of the above (the CLI's, under mpirun: this rank's stage):
+    // fills the devices and the model.
+    std::function<void(std::vector<std::unique_ptr<Backend>>&, std::unique_ptr<Model>&)> load;
     SessionParams session;      // n_ctx is each slot's context; n_seq the slots
     SamplerParams sampling;     // what a request leaves out
     SpecParams spec;            // prompt lookup in slots while few are busy (mode off or lookup)
