@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what lockstep needs (Debian packages), fetches the default model, and builds
-# the CLI in Release into build/. Safe to run again: it skips what is already done.
+# the CLI (only) in Release into build/. Safe to run again: it skips what is already done.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -23,5 +23,6 @@ bash tools/scripts/fetch_model.sh >/dev/null
 
 BUILD="${LOCKSTEP_BUILD:-build}"
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release ${LOCKSTEP_CMAKE_ARGS:-} >/dev/null
-cmake --build "$BUILD" --parallel "$(nproc)"
+# The CLI only: what the first README command runs (tools/scripts/test.sh builds the rest).
+cmake --build "$BUILD" --parallel "$(nproc)" --target lockstep
 echo "lockstep: built $BUILD/lockstep" >&2

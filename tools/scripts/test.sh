@@ -17,6 +17,7 @@ stage() {
 stage "setup and Release build"
 bash tools/scripts/setup.sh
 jobs="$(nproc)"
+cmake --build build --parallel "$jobs"  # setup.sh built the CLI; now the tests and tools
 # The official openai Python client (PyPI), for the server test that drives lockstep serve with
 # it; kept in the cache folder beside the default model. A failed install fails the run: that
 # test would otherwise be skipped, and an expected test that did not run is a failure here.
@@ -92,11 +93,15 @@ emu_op_table() {
       'every op matches the reference on every backend'
 }
 side "emulated CUDA: op table" emu_op_table
-side "emulated CUDA: tiny models" emu build-asan/tests/lockstep_tests --warn NoTests '[tiny]~[model]'
+side "emulated CUDA: tiny models" emu build-asan/tests/lockstep_tests --warn NoTests '[tiny]~[model]~[placement]'
 side "emulated CUDA: KV contract" emu build-asan/tests/lockstep_tests --warn NoTests \
   'kv: every backend agrees with the reference on the tiny model,kv: several sequences of different lengths*,ring: attention over a wrapped cache*'
 side "emulated CUDA: hybrid and Gemma 4 contract" emu build-asan/tests/lockstep_tests --warn NoTests \
   'qwen35moe: sequences decoded together*,qwen35: a prompt evaluated beside*,gemma4: one ubatch*'
+# Models split over the CPU and two emulated CUDA devices (issue 31): the scheduler's copies
+# into and out of the CUDA backend's memory, and each device's own KV rows and state.
+side "emulated CUDA: split models" env LOCKSTEP_CUDA_EMU_DEVICES=2 LOCKSTEP_TEST_BACKENDS=cuda LOCKSTEP_REQUIRE_DEVICE=cuda \
+  build-asan/tests/lockstep_tests --warn NoTests '[placement]'
 failed=()
 for k in "${!pids[@]}"; do
   if wait "${pids[$k]}"; then rc=0; else rc=$?; fi
