@@ -16,6 +16,20 @@ struct BackendOptions {
     bool cpu_single_sequence_scan = false;  // cpu: delta_scan's single-sequence twin (bench only)
 };
 
+// The registry: one row per backend family (backends/families/, one file each; a family this
+// build leaves out has a row that says so), every function below a walk over the rows.
+struct RefusedDevice;
+struct BackendFamily {
+    const char* name;                              // what --backend takes
+    bool built;                                    // compiled into this build
+    bool listed;                                   // its devices appear in list_devices() (not the reference)
+    std::vector<DeviceInfo> (*devices)();          // the devices it can run on here; never throws
+    std::vector<RefusedDevice> (*refused)();       // devices its driver reports that it cannot use (null: none)
+    const char* (*requirements)() noexcept;        // what it needs of a device, in words (null: nothing)
+    std::unique_ptr<Backend> (*make)(const BackendOptions&);  // throws naming the reason
+};
+const std::vector<const BackendFamily*>& backend_families();
+
 // Throws std::runtime_error with a clear message for an unknown name, a backend this build
 // lacks, or a device index out of range.
 std::unique_ptr<Backend> create_backend(const BackendOptions& o);

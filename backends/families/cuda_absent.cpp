@@ -1,0 +1,10 @@
+#include "backends/families/absent.h"
+
+namespace ls {
+
+namespace {
+constexpr char kName[] = "cuda";
+}
+const BackendFamily kCudaFamily{kName, false, true, &absent::no_devices, nullptr, nullptr, &absent::make<kName>};
+
+}  // namespace ls
