@@ -59,5 +59,33 @@ elif ! cmp -s "$tmp/ppl.1" "$tmp/ppl.3"; then
 else
   passes=$((passes + 1))
 fi
+# A served completion: rank 0 (the first host) answers HTTP inside its namespace; the reply
+# equals a one-process server's. SIGTERM to rank 0 ends the job in order (exit 0).
+port=$((20000 + tag % 20000))
+body='{"prompt": "Once upon a time", "max_tokens": 24, "temperature": 0}'
+"$bin" serve -m "$m" --port "$port" -c 256 >"$tmp/srv.1.log" 2>&1 &
+one=$!
+mpi "$bin" serve -m "$m" --port "$port" -c 256 >"$tmp/srv.3.log" 2>&1 &
+job=$!
+ask() {  # ask WHERE: the completion's text from the server in the root namespace or on host 2
+  for _ in $(seq 200); do
+    out="$($1 curl -s -m 30 "http://127.0.0.1:$port/v1/completions" -d "$body" 2>/dev/null)" && [ -n "$out" ] && { echo "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["choices"][0]["text"])'; return; }
+    sleep 0.1
+  done
+}
+want="$(ask "")"
+got="$(ask "ip netns exec ls$tag-2")"
+kill -TERM "$one" 2>/dev/null; wait "$one"
+for p in $(pgrep -f "$bin serve -m $m" || true); do
+  grep -qz '^OMPI_COMM_WORLD_RANK=0$' "/proc/$p/environ" 2>/dev/null && kill -TERM "$p"
+done
+if ! wait "$job"; then
+  fail "serve on three hosts did not end in order after SIGTERM to rank 0" "$tmp/srv.3.log"
+elif [ -z "$want" ] || [ "$want" != "$got" ]; then
+  fail "serve on three hosts answered '$got', one process '$want'" "$tmp/srv.3.log"
+else
+  passes=$((passes + 1))
+fi
+
 echo "mpi hosts: $passes passed, $fails failed (hosts ${hosts[*]})"
 [ "$fails" -eq 0 ]
