@@ -119,6 +119,12 @@ OpenedDevices open_devices(const std::vector<std::string>& names, const std::str
     }
     open({"cpu", 0});
     for (const NamedDevice& g : gpus) open(g);
+    // A device opened twice is one memory: each opening plans with its share of what is free.
+    for (size_t i = 1; i < d.desc.size(); ++i) {
+        size_t same = 0;
+        for (size_t j = 1; j < d.desc.size(); ++j) same += d.desc[j].name == d.desc[i].name;
+        d.desc[i].memory_free /= same;
+    }
     return d;
 }
 

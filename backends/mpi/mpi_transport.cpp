@@ -57,6 +57,7 @@ public:
         for (Pending& q : pending_) MPI_Wait(&q.req, MPI_STATUS_IGNORE);
         pending_.clear();
     }
+    [[noreturn]] void abort(const std::string& why) override { abort_mpi_job(why); }
     void broadcast(std::vector<uint8_t>& bytes) override {
         unsigned long long n = bytes.size();
         MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);

@@ -53,6 +53,15 @@ Tensor* get_rows(Graph& g, Tensor* src, Tensor* idx) {
     return node(g, OpId::GET_ROWS, DType::F32, ne, {src, idx});
 }
 
+const Tensor* written_in_place(const Tensor& n) {
+    switch (n.op) {
+        case OpId::SET_ROWS: return n.src[2];
+        case OpId::CONV1D_SCAN: return n.src[2];
+        case OpId::DELTA_SCAN: return n.src[3];
+        default: return nullptr;
+    }
+}
+
 Tensor* set_rows(Graph& g, Tensor* dst, Tensor* src, Tensor* idx) {
     expect_type("set_rows", src, DType::F32, "src");
     if (!is_index(idx) || idx->ne[1] != 1) fail("set_rows", "idx must be a 1-d I32/I64 tensor");

@@ -41,6 +41,10 @@ Tensor* softcap(Graph& g, Tensor* x, float cap);
 // min <= max, neither NaN; -INFINITY / INFINITY bound one side only.
 Tensor* clamp(Graph& g, Tensor* x, float min, float max);
 
+// The operand a node writes in place (set_rows' destination, the scans' state), or null: the
+// scheduler runs such a node where that operand lives.
+const Tensor* written_in_place(const Tensor& n);
+
 // Causal depthwise conv1d over the runs of a ubatch, SEMANTICS.md section 2.
 // x F32 [C, T] (ubatch order); w F32 [K, C]; state F32 [(K-1)*C, n_slots], persistent: per slot
 // the last K-1 inputs, oldest first, read at a run's start (zeros when its reset flag is set)

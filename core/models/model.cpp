@@ -64,8 +64,10 @@ void Model::attach(std::unique_ptr<GgufFile> file, const std::vector<ModelDevice
         for (size_t il = 0; il < kv.size() && il < in.layer_state_bytes.size(); ++il) in.layer_state_bytes[il] += kv_layer_bytes(kv[il], kc);
         for (size_t il = 0; il < rl.size() && il < in.layer_state_bytes.size(); ++il)
             in.layer_state_bytes[il] += RecurrentMemory::layer_bytes(rl[il], kc.n_seq);
-        // A compute buffer: a ubatch's widest activations, a few times over, and the logits.
-        in.compute_bytes = size_t(kc.n_ubatch) * 4 * size_t(8 * std::max(hp_.n_embd, hp_.n_ff)) + size_t(hp_.n_vocab) * 4 * 16 + (size_t(32) << 20);
+        // A compute buffer: a ubatch's widest activations, a few times over; and on the output
+        // head's device the logits of every row of a ubatch (perplexity asks for all of them).
+        in.compute_bytes = size_t(kc.n_ubatch) * 4 * size_t(8 * std::max(hp_.n_embd, hp_.n_ff)) + (size_t(32) << 20);
+        in.logits_bytes = size_t(kc.n_ubatch) * size_t(hp_.n_vocab) * 4;
     }
     std::vector<PlacementDevice> descs;
     for (const ModelDevice& d : devices) descs.push_back(d.desc);

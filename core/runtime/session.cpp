@@ -93,9 +93,9 @@ void Session::follow_rank0(const Model& m, Transport& link) {
                 break;
             }
             case kClose: s.reset(); break;
-            // A call that throws on rank 0 (a bad index, a full context) throws here too before
-            // it changes anything: rank 0 reports it, and the sessions stay in step.
-            case kDecode: try {
+            // Rank 0 announces a batch only once it checked it, and an edit only once it made
+            // it: any call that throws here means the ranks diverged, and ends the job.
+            case kDecode: {
                 need(2);
                 const size_t n = size_t(c[1]);
                 need(2 + 4 * n);
@@ -104,19 +104,15 @@ void Session::follow_rank0(const Model& m, Transport& link) {
                     b.add(int32_t(c[2 + i]), int32_t(c[2 + 2 * n + i]), int32_t(c[2 + n + i]), c[2 + 3 * n + i] != 0);
                 session().decode(b);
                 break;
-            } catch (const std::invalid_argument&) { break; } catch (const std::out_of_range&) { break; } catch (const std::length_error&) { break; }
+            }
             case kSeqRm: case kSeqCp: case kSeqKeep: case kReset: case kCheckpoint: {
                 need(c[0] == kSeqCp ? 4 : c[0] == kSeqRm || c[0] == kCheckpoint ? 3 : c[0] == kSeqKeep ? 2 : 1);
                 Session& t = session();
-                try {
-                    if (c[0] == kSeqRm) t.seq_rm(int(c[1]), c[2]);
-                    else if (c[0] == kSeqCp) t.seq_cp(int(c[1]), int(c[2]), c[3]);
-                    else if (c[0] == kSeqKeep) t.seq_keep(int(c[1]));
-                    else if (c[0] == kReset) t.reset();
-                    else t.save_checkpoint(int(c[1]), int(c[2]));
-                } catch (const std::out_of_range&) {
-                    // rank 0 threw the same before changing anything
-                }
+                if (c[0] == kSeqRm) t.seq_rm(int(c[1]), c[2]);
+                else if (c[0] == kSeqCp) t.seq_cp(int(c[1]), int(c[2]), c[3]);
+                else if (c[0] == kSeqKeep) t.seq_keep(int(c[1]));
+                else if (c[0] == kReset) t.reset();
+                else t.save_checkpoint(int(c[1]), int(c[2]));
                 break;
             }
             default: throw std::runtime_error("rank " + std::to_string(link.rank()) + ": unknown command " + std::to_string(c[0]) + " from rank 0");
@@ -160,6 +156,10 @@ std::vector<float> Session::decode(const Batch& b) {
     const int64_t n = int64_t(b.size()), n_vocab = m_.hparams().n_vocab;
     std::vector<float> out;
     out.reserve(size_t(std::count(b.logits.begin(), b.logits.end(), uint8_t(1))) * size_t(n_vocab));
+    // Under mpirun, the other ranks run this batch with us from here: a failure now (a device out
+    // of memory) would leave them waiting for rows, so it ends the job.
+    Transport* link = link_for(m_);
+    try {
     for (int64_t i0 = 0; i0 < n; i0 += p_.n_ubatch) {
         const int64_t i1 = std::min(n, i0 + p_.n_ubatch);
         Ubatch ub;
@@ -182,6 +182,10 @@ std::vector<float> Session::decode(const Batch& b) {
             read_output(*logits, out.data() + at);
         }
     }
+    } catch (const std::exception& e) {
+        if (link) link->abort("lockstep: rank " + std::to_string(link->rank()) + " on " + link->host() + ": " + e.what());
+        throw;
+    }
     return out;
 }
 
@@ -199,7 +203,12 @@ std::vector<float> Session::eval(const std::vector<int32_t>& tokens, int64_t fir
 }
 
 bool Session::seq_rm(int s, int64_t p0) {
-    announce({kSeqRm, s, p0});
+    const bool ok = seq_rm_here(s, p0);
+    announce({kSeqRm, s, p0});  // after: a call that throws here changes nothing anywhere
+    return ok;
+}
+
+bool Session::seq_rm_here(int s, int64_t p0) {
     // Dropping everything is exact for the recurrent state too: a run at position 0 starts
     // from zeros (its reset flag), whatever the slot holds. Any other point inside the
     // sequence needs the state there: its checkpoint, if it was taken at exactly p0.
@@ -221,7 +230,12 @@ bool Session::checkpoint(int s) { return save_checkpoint(s, 0); }
 bool Session::checkpoint_step(int s) { return save_checkpoint(s, 1); }
 
 bool Session::save_checkpoint(int s, int bank) {
+    const bool ok = save_checkpoint_here(s, bank);
     announce({kCheckpoint, s, bank});
+    return ok;
+}
+
+bool Session::save_checkpoint_here(int s, int bank) {
     if (s < 0 || s >= p_.n_seq)
         throw std::out_of_range("checkpoint: sequence " + std::to_string(s) + " outside [0, " + std::to_string(p_.n_seq) + ")");
     if (!rs_) return false;
@@ -231,7 +245,12 @@ bool Session::save_checkpoint(int s, int bank) {
 }
 
 bool Session::seq_cp(int src, int dst, int64_t p1) {
+    const bool ok = seq_cp_here(src, dst, p1);
     announce({kSeqCp, src, dst, p1});
+    return ok;
+}
+
+bool Session::seq_cp_here(int src, int dst, int64_t p1) {
     if (rs_) {
         // The state of src describes all of its tokens: only a whole copy is possible.
         if (p1 >= 0 && src >= 0 && src < p_.n_seq && p1 < kv_->seq_len(src)) return false;
@@ -246,7 +265,11 @@ bool Session::seq_cp(int src, int dst, int64_t p1) {
 }
 
 void Session::seq_keep(int s) {
+    seq_keep_here(s);
     announce({kSeqKeep, s});
+}
+
+void Session::seq_keep_here(int s) {
     kv_->seq_keep(s);
     for (int i = 0; i < p_.n_seq; ++i)
         if (i != s) {
@@ -256,7 +279,11 @@ void Session::seq_keep(int s) {
 }
 
 void Session::reset() {
+    reset_here();
     announce({kReset});
+}
+
+void Session::reset_here() {
     kv_->clear();
     if (rs_) rs_->clear();
     for (auto& c : cached_) c.clear();

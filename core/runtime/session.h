@@ -122,6 +122,12 @@ private:
     void check_batch(const Batch& b) const;
     Transport* lead_ = nullptr;  // rank 0 of several: where state-changing calls are announced
     void announce(std::vector<int64_t> cmd);
+    // The edits themselves; the public calls add the announcement.
+    bool seq_rm_here(int s, int64_t p0);
+    bool seq_cp_here(int src, int dst, int64_t p1);
+    void seq_keep_here(int s);
+    void reset_here();
+    bool save_checkpoint_here(int s, int bank);
 };
 
 }  // namespace ls

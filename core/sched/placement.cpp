@@ -216,18 +216,22 @@ PlacementPlan plan_placement(const std::vector<PlacementDevice>& devices, const 
     auto runs_layers = [](const PlacementPlan& p, int d) {
         return p.output_device == d || std::find(p.layer_device.begin(), p.layer_device.end(), d) != p.layer_device.end();
     };
+    auto compute = [&](const PlacementPlan& p, int d) -> size_t {
+        return (runs_layers(p, d) ? in.compute_bytes : 0) + (p.output_device == d ? in.logits_bytes : 0);
+    };
     auto misfit = [&](const PlacementPlan& p) -> int {
         for (int d = 0; d < int(devices.size()); ++d) {
             const PlacementDevice& D = devices[size_t(d)];
             if (D.host || D.memory_free == 0) continue;
-            const size_t need = p.weight_bytes[size_t(d)] + p.state_bytes[size_t(d)] + (runs_layers(p, d) ? in.compute_bytes : 0);
+            const size_t need = p.weight_bytes[size_t(d)] + p.state_bytes[size_t(d)] + compute(p, d);
             if (need > D.memory_free) return d;
         }
         return -1;
     };
     PlacementPlan p;
     if (f.n_gpu_layers == PlacementFlags::kAuto) {
-        for (int64_t ngl = L + 1; ngl >= 0; --ngl) {
+        // Without the CPU, all or nothing: the layers have nowhere else to go.
+        for (int64_t ngl = L + 1; ngl >= (host < 0 ? L + 1 : 0); --ngl) {
             p = plan_with(int(ngl));
             if (ngl == L + 1) check_overrides();
             if (misfit(p) < 0) return p;
@@ -238,7 +242,7 @@ PlacementPlan plan_placement(const std::vector<PlacementDevice>& devices, const 
     }
     if (const int d = misfit(p); d >= 0) {
         const PlacementDevice& D = devices[size_t(d)];
-        const size_t c = runs_layers(p, d) ? in.compute_bytes : 0;
+        const size_t c = compute(p, d);
         throw std::invalid_argument("the placement does not fit " + D.name + ": it needs " +
                                     format_bytes(p.weight_bytes[size_t(d)] + p.state_bytes[size_t(d)] + c) + " (" +
                                     format_bytes(p.weight_bytes[size_t(d)]) + " weights, " + format_bytes(p.state_bytes[size_t(d)]) +

@@ -39,6 +39,7 @@ struct PlacementInput {
     int64_t n_layer = 0;
     std::vector<size_t> layer_state_bytes;  // per layer: KV rows and recurrent state (empty: not counted)
     size_t compute_bytes = 0;               // a compute buffer's estimate, counted on each device that runs layers
+    size_t logits_bytes = 0;                // a ubatch's logits, counted on the output head's device
 };
 
 struct PlacementPlan {

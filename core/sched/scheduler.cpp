@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "core/ir/host_buffer.h"
+#include "core/ir/ops.h"
 #include "core/sched/remote_backend.h"
 
 namespace ls {
@@ -33,7 +34,7 @@ struct Piece {
         int tag;
     };
     std::vector<Import> imports;
-    bool holds_output = false;
+    size_t holds_output = 0;  // 1, 2, ...: the pieces holding graph outputs, in order (0: none)
 };
 
 // Outputs received from another rank live in host memory.
@@ -105,7 +106,14 @@ void Scheduler::run(Graph& g) {
     };
     for (const Tensor* n : nodes) {
         Backend* dev = nullptr;
+        // A node that writes a cache or a state in place runs where it lives (a copy would take
+        // the write); otherwise the first weight or cache it reads decides.
+        if (const Tensor* w = ops::written_in_place(*n)) {
+            const Tensor* b = storage_base(w);
+            if (b->kind == TensorKind::Persistent && b->buffer) dev = known(b->buffer->backend);
+        }
         for (const Tensor* s : n->src) {
+            if (dev) break;
             if (!s) continue;
             const Tensor* b = storage_base(s);
             if (b->kind == TensorKind::Persistent && b->buffer && !shared(b)) {
@@ -121,7 +129,17 @@ void Scheduler::run(Graph& g) {
         pieces.back().nodes.push_back(n);
         piece_of[n] = pieces.size() - 1;
     }
-    if (pieces.size() <= 1 && (pieces.empty() || pieces[0].rank < 0)) {
+    // One local piece whose every placed operand is on its backend: the graph as it is.
+    auto all_here = [&](Backend* be) {
+        for (const Tensor* n : nodes)
+            for (const Tensor* s : n->src)
+                if (s) {
+                    const Tensor* b = storage_base(s);
+                    if (b->kind == TensorKind::Persistent && b->buffer && b->buffer->backend != be) return false;
+                }
+        return true;
+    };
+    if (pieces.empty() || (pieces.size() == 1 && pieces[0].rank < 0 && all_here(pieces[0].be))) {
         Backend* be = pieces.empty() ? backends_[0] : pieces[0].be;
         run_graph(*be, g, scratch_[{be, 0}]);
         last_.pieces = 1;
@@ -147,7 +165,7 @@ void Scheduler::run(Graph& g) {
         int tag;
     };
     std::unordered_map<const Tensor*, std::vector<Reader>> readers;  // root -> where it is read
-    size_t crossings = 0;
+    size_t crossings = 0, output_pieces = 0;
     for (size_t pi = 0; pi < pieces.size(); ++pi) {
         Piece& P = pieces[pi];
         auto resolve = [&](auto& self, const Tensor* s) -> Tensor* {
@@ -167,6 +185,9 @@ void Scheduler::run(Graph& g) {
                     if (P.rank >= 0 || remote_rank(s->buffer->backend) >= 0)
                         throw std::logic_error("scheduler: '" + s->name + "' on " + s->buffer->backend->name() + " is read by a piece on " +
                                                P.be->name() + ": ranks exchange computed rows only");
+                    for (const Tensor* n : P.nodes)
+                        if (const Tensor* w = ops::written_in_place(*n); w && storage_base(w) == s)
+                            throw std::logic_error("scheduler: '" + s->name + "' is written in place by a piece on another device");
                     r = P.g->input_like(*s, s->name);  // a weight placed elsewhere: copied in before the piece runs
                     P.imports.push_back({s, r, 0});
                 }
@@ -201,7 +222,7 @@ void Scheduler::run(Graph& g) {
         if (auto it = piece_of.find(o); it != piece_of.end()) {
             Piece& P = pieces[it->second];
             P.g->mark_output(P.local.at(o));
-            P.holds_output = true;
+            if (!P.holds_output) P.holds_output = ++output_pieces;
             outputs.emplace_back(o, tag_of(crossings++));
         }
 
@@ -226,7 +247,9 @@ void Scheduler::run(Graph& g) {
         }
         bool later_same = false;
         for (size_t q = pi + 1; q < pieces.size() && !later_same; ++q) later_same = pieces[q].be == P.be;
-        run_graph(*P.be, *P.g, scratch_[{P.be, P.holds_output && later_same ? pi + 1 : 0}]);
+        // A piece holding an output keeps its own compute buffer when a later piece of its backend
+        // would overwrite the shared one (keyed by its ordinal, so the set stays small).
+        run_graph(*P.be, *P.g, scratch_[{P.be, later_same ? P.holds_output : 0}]);
         for (const Tensor* n : P.nodes) {
             auto rd = readers.find(n);
             if (rd == readers.end()) continue;

@@ -25,6 +25,9 @@ public:
     virtual void flush() = 0;
     // Rank 0's bytes (any length) to every rank; every rank calls it, in the same order.
     virtual void broadcast(std::vector<uint8_t>& bytes) = 0;
+    // Ends the whole job at once after printing `why` (a rank that cannot go on must not leave
+    // the others waiting for rows it will never send).
+    [[noreturn]] virtual void abort(const std::string& why) = 0;
 };
 
 // The transport of this process when it runs as one rank of several; null otherwise.

@@ -110,5 +110,14 @@ else
   passes=$((passes + 1))
 fi
 
+# Shares that leave a rank without a layer are refused at load, naming the rank.
+if mpi 2 "$bin" run -m "$src/tests/data/gemma4_tiny.gguf" -p hi -n 4 -ts 1,0 >"$tmp/ts.out" 2>"$tmp/ts.err"; then
+  fail "-ts 1,0: a job with an idle rank ran" "$tmp/ts.err"
+elif ! grep -q "rank 1 would hold no layer" "$tmp/ts.err"; then
+  fail "-ts 1,0: no message naming the idle rank" "$tmp/ts.err"
+else
+  passes=$((passes + 1))
+fi
+
 echo "mpi: $passes passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -93,7 +93,7 @@ struct Placement {
     PlacementFlags f;
 };
 
-std::vector<Placement> placements(int64_t n_layer, bool moe) {
+std::vector<Placement> placements(const std::string& name, int64_t n_layer, bool moe) {
     std::vector<Placement> v;
     auto ngl = [](int n, bool split = false) {
         PlacementFlags f;
@@ -119,6 +119,21 @@ std::vector<Placement> placements(int64_t n_layer, bool moe) {
         f.overrides = {{"ffn_(up|gate)_exps", "cpu"}, {"blk\\.0\\.ffn_down", "dev2"}};
         v.push_back({"-ot ffn_(up|gate)_exps=cpu, -ot blk.0.ffn_down=dev2", f});
     }
+    // A weight away from the node that reads it, on a model otherwise on the CPU alone: the
+    // sinks are attention's second weight (the cache decides), so the graph is one piece that
+    // still must not read another device's memory.
+    if (name == "gptoss") {
+        PlacementFlags f = ngl(0);
+        f.overrides = {{"attn_sinks", "dev1"}};
+        v.push_back({"-ngl 0, -ot attn_sinks=dev1", f});
+    }
+    // The conv weights on another device than their layer: the scan writes its state in place,
+    // so it runs where the state lives, the weights copied to it.
+    if (name == "qwen35") {
+        PlacementFlags f = ngl(PlacementFlags::kAll);
+        f.overrides = {{"ssm_conv1d", "cpu"}};
+        v.push_back({"-ot ssm_conv1d=cpu", f});
+    }
     return v;
 }
 
@@ -138,7 +153,7 @@ TEST_CASE("placement: every split of a tiny model gives one device's logits, byt
         if (few && (name == "gemma4" || name == "gptoss")) continue;
         Devices d = open_three(other);
         const auto n_layer = load_model(model_file(name), *cpu)->hparams().n_layer;
-        for (const Placement& pl : placements(n_layer, moe)) {
+        for (const Placement& pl : placements(name, n_layer, moe)) {
             if (few && pl.what != "-ngl half" && pl.what != "layers over two devices" && pl.what != "--cpu-moe") continue;
             INFO(name << " on cpu + 2 x " << other << ", " << pl.what);
             Model::LoadOptions o;

@@ -18,7 +18,6 @@ namespace {
 // as RemoteBackends; layers split over the ranks (--tensor-split: shares per rank), the token
 // embedding on rank 0, the output head on the last.
 App open_stage(const Options& o, App& a, Transport& link) {
-    check_same_job(link, a.model_path);
     PlacementFlags f;
     f.tensor_split = o.placement.tensor_split;
     if (!o.devices.empty() || o.placement.n_gpu_layers != PlacementFlags::kAll || !o.placement.overrides.empty() ||
@@ -38,8 +37,12 @@ App open_stage(const Options& o, App& a, Transport& link) {
     lo.placement = f;
     lo.state = {o.n_ctx, std::max(1, o.n_parallel), o.n_ubatch, o.type_k, o.type_v};
     a.model = load_model(a.model_path, mds, lo);
-    a.backend = a.model->backends().at(0);
     const PlacementPlan& p = a.model->placement();
+    for (int r = 0; r < link.size(); ++r)
+        if (p.weight_bytes[size_t(r)] == 0)
+            throw std::runtime_error("rank " + std::to_string(r) + " would hold no layer (" + p.describe() +
+                                     "): give every rank a share (--tensor-split) or use fewer ranks");
+    a.backend = a.model->backends().at(0);
     if (link.rank() == 0) std::fprintf(stderr, "lockstep: placement over %d ranks: %s\n", link.size(), p.describe().c_str());
     std::fprintf(stderr, "lockstep: rank %d on %s: %s of weights on %s; %s resident\n", link.rank(), link.host().c_str(),
                  format_bytes(p.weight_bytes[size_t(link.rank())]).c_str(), o.backend.c_str(), format_bytes(resident_bytes()).c_str());

@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "backends/mpi/mpi_transport.h"
+#include "core/runtime/default_model.h"
 #include "tools/cli/app.h"
 #include "tools/cli/mpi_job.h"
 
@@ -43,6 +44,8 @@ int main(int argc, char** argv) {
             if (link->rank() == 0) std::fprintf(stderr, "lockstep %s: not a command for mpirun (run, chat, perplexity and serve are)\n", o.command.c_str());
             return 2;
         }
+        // Every rank, before anything else: the same lockstep and the same model file.
+        check_same_job(*link, o.model.empty() ? ls::default_model_path() : o.model);
         // mpirun passes SIGTERM and SIGINT to every rank: rank 0 ends the job in order (a server
         // finishes its requests), and the others leave when it tells them, not before.
         if (link->rank() != 0) {

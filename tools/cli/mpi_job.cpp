@@ -60,6 +60,9 @@ void check_same_job(Transport& link, const std::string& model_path) {
     std::memcpy(mine.data() + 8, &file_h, 8);
     std::vector<uint8_t> lead = mine;
     link.broadcast(lead);
+    if (lead.size() != 16)
+        abort_mpi_job("lockstep: rank " + std::to_string(link.rank()) + " on " + link.host() +
+                      ": rank 0 sent no start-up check (are all ranks running the same lockstep?)");
     uint64_t lead_h = 0, lead_file = 0;
     std::memcpy(&lead_h, lead.data(), 8);
     std::memcpy(&lead_file, lead.data() + 8, 8);
