@@ -386,3 +386,27 @@ def check(cond, msg):
     if not cond:
         print("FAIL:", msg, flush=True)
         sys.exit(1)
+
+
+def mpi_wrapper(binary, n):
+    """A script that runs `mpirun -np n binary ARGS` (pipeline stages on this machine) and that
+    the harness can start and stop as it does lockstep: SIGTERM goes to rank 0 alone, which ends
+    the job in order; the script exits with mpirun's code. The caller removes it."""
+    os.environ.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_btl="self,vader",
+                      OMPI_MCA_mpi_yield_when_idle="1")
+    path = f"/tmp/lockstep-mpi-{os.getpid()}-{time.monotonic_ns()}.sh"
+    with open(path, "w") as f:
+        f.write(f"""#!/bin/bash
+mpirun --oversubscribe -np {n} {binary} "$@" &
+job=$!
+stop() {{
+  for p in $(pgrep -f "^{binary} serve"); do
+    grep -qz '^OMPI_COMM_WORLD_RANK=0$' /proc/$p/environ 2>/dev/null && kill -TERM $p
+  done
+}}
+trap stop TERM INT
+while kill -0 $job 2>/dev/null; do wait $job; rc=$?; done
+exit $rc
+""")
+    os.chmod(path, 0o755)
+    return path

@@ -5,15 +5,17 @@ and throughput; exits 1 on any error or mismatch. It stops by itself: a fixed re
 count, and a timeout on every request.
 
 usage: load_test.py BINARY MODEL [--requests N] [--concurrency C] [--distinct D]
-                    [--max-tokens T] [-- serve args...]
+                    [--max-tokens T] [--mpi-np N] [-- serve args...]
+  --mpi-np N: the server as N pipeline stages under mpirun on this machine
 """
 import argparse
+import os
 import concurrent.futures as cf
 import statistics
 import sys
 import time
 
-from harness import Server, generate
+from harness import Server, generate, mpi_wrapper
 
 
 def main():
@@ -29,7 +31,9 @@ def main():
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--distinct", type=int, default=20)
     ap.add_argument("--max-tokens", type=int, default=8)
+    ap.add_argument("--mpi-np", type=int, default=0)
     a = ap.parse_args(argv)
+    binary = mpi_wrapper(a.binary, a.mpi_np) if a.mpi_np else a.binary
 
     words = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike".split()
     prompts = [f"Request {i}: " + " ".join(words[(i * 7 + k) % len(words)] for k in range(3 + i % 9)) for i in range(a.distinct)]
@@ -43,7 +47,7 @@ def main():
             body["prompt"] = prompts[i % a.distinct]
         return body, chat
 
-    with Server(a.binary, a.model, serve_args) as srv:
+    with Server(binary, a.model, serve_args, see_loading=not a.mpi_np) as srv:
         ref = [generate(srv, *req(i), stream=False) for i in range(a.distinct)]
 
         def one(n):
@@ -70,12 +74,14 @@ def main():
     gen = sum(r[3] for r in results)
     p = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))]
     print(f"load: {a.requests} requests at concurrency {a.concurrency} ({a.distinct} distinct prompts, {a.max_tokens} tokens, "
-          f"server {' '.join(serve_args) or 'defaults'}) in {wall:.1f} s: {len(bad)} errors or mismatches; "
+          f"server {' '.join(serve_args) or 'defaults'}{f', mpirun -np {a.mpi_np}' if a.mpi_np else ''}) in {wall:.1f} s: {len(bad)} errors or mismatches; "
           f"latency p50 {p(0.50) * 1000:.0f} ms, p99 {p(0.99) * 1000:.0f} ms, mean {statistics.mean(lat) * 1000:.0f} ms; "
           f"{a.requests / wall:.1f} requests/s, {gen / wall:.1f} generated tokens/s; "
           f"{int(m['lockstep_prompt_tokens_reused_total'])} prompt tokens reused", flush=True)
     for r in bad[:5]:
         print("  request", r[0], r[2])
+    if a.mpi_np:
+        os.unlink(binary)
     sys.exit(1 if bad else 0)
 
 

@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 
-from harness import Server, Workers, check, gen_path, generate, normalise_stream, wait_for
+from harness import Server, Workers, check, gen_path, generate, mpi_wrapper, normalise_stream, wait_for
 
 PROMPTS = [
     "The history of the printing press",
@@ -218,24 +218,7 @@ def suite_mpi_chat(binary, model, args):
     """The six-turn chat through pipeline stages over Open MPI on this machine."""
     i = args.index("--mpi-np")
     n, rest = args[i + 1], args[:i] + args[i + 2:]
-    os.environ.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_btl="self,vader")
-    # The launcher as the harness's binary: mpirun in the background; SIGTERM goes to rank 0
-    # only (which ends the job in order: the other ranks leave when it says), then mpirun's code.
-    wrapper = f"/tmp/lockstep-mpi-{os.getpid()}.sh"
-    with open(wrapper, "w") as f:
-        f.write(f"""#!/bin/bash
-mpirun --oversubscribe -np {n} {binary} "$@" &
-job=$!
-stop() {{
-  for p in $(pgrep -f "^{binary} serve"); do
-    grep -qz '^OMPI_COMM_WORLD_RANK=0$' /proc/$p/environ 2>/dev/null && kill -TERM $p
-  done
-}}
-trap stop TERM INT
-while kill -0 $job 2>/dev/null; do wait $job; rc=$?; done
-exit $rc
-""")
-    os.chmod(wrapper, 0o755)
+    wrapper = mpi_wrapper(binary, n)
     try:
         one = suite_chat(binary, model, rest)
         staged = suite_chat(wrapper, model, rest, see_loading=False)

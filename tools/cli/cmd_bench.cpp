@@ -8,6 +8,7 @@
 #include "backends/registry.h"
 #include "core/ir/ops.h"
 #include "core/runtime/generate.h"
+#include "core/sched/transport.h"
 #include "tools/cli/app.h"
 
 namespace ls::cli {
@@ -49,6 +50,11 @@ Result stats(const std::vector<double>& v) {
 // prompt evaluated before the clock starts, each run) and the row reads "tgN @ dD".
 // Random tokens; one warm-up run each.
 int cmd_bench(const Options& o) {
+    // Under mpirun the ranks follow one session at a time: the tests that hold several, or time
+    // single ops, are for one process.
+    if (process_transport() && (!o.bench_tg_seqs.empty() || o.bench_spec_vs_plain > 0 || o.bench_scan_vs_single > 0))
+        throw UsageError("under mpirun bench times -p, -n, -d and --prefill-vs-single; --tg-seqs, --spec-vs-plain and "
+                         "--scan-vs-single are for one process");
     App app = open_app(o);
     SessionParams sp = app.session_params(o);
     int64_t need = 1, depth_max = 0;

@@ -11,7 +11,7 @@
 namespace {
 // The commands a job that mpirun started can run: rank 0 runs it, the others follow.
 bool runs_under_mpirun(const std::string& command) {
-    return command == "run" || command == "chat" || command == "perplexity" || command == "serve";
+    return command == "run" || command == "chat" || command == "perplexity" || command == "serve" || command == "bench";
 }
 }  // namespace
 
@@ -41,7 +41,8 @@ int main(int argc, char** argv) {
         ls::set_process_transport(link.get());
         const std::string where = "lockstep " + o.command + ": rank " + std::to_string(link->rank()) + " on " + link->host();
         if (!runs_under_mpirun(o.command)) {
-            if (link->rank() == 0) std::fprintf(stderr, "lockstep %s: not a command for mpirun (run, chat, perplexity and serve are)\n", o.command.c_str());
+            if (link->rank() == 0)
+                std::fprintf(stderr, "lockstep %s: not a command for mpirun (run, chat, perplexity, bench and serve are)\n", o.command.c_str());
             return 2;
         }
         // Every rank, before anything else: the same lockstep and the same model file.
@@ -58,6 +59,7 @@ int main(int argc, char** argv) {
             if (o.command == "run") rc = cmd_run(o);
             else if (o.command == "chat") rc = cmd_chat(o);
             else if (o.command == "perplexity") rc = cmd_perplexity(o);
+            else if (o.command == "bench") rc = cmd_bench(o);
             else rc = cmd_serve(o);
         } catch (const std::exception& e) {
             ls::abort_mpi_job(where + ": error: " + e.what());
