@@ -31,6 +31,7 @@ ModelDevice single_device(Backend& be) {
     d.backend = &be;
     d.desc.name = be.name();
     d.desc.host = be.name() == "cpu" || be.name() == "reference";
+    d.maps_file = d.desc.host;
     return d;
 }
 
@@ -89,7 +90,7 @@ void Model::attach(std::unique_ptr<GgufFile> file, const std::vector<ModelDevice
     std::vector<int> used = plan_.used_devices();
     size_t host_bytes = 0;
     for (int d : used)
-        if (devices[size_t(d)].desc.host) host_bytes += plan_.weight_bytes[size_t(d)];
+        if (devices[size_t(d)].maps_file) host_bytes += plan_.weight_bytes[size_t(d)];
     if (mem == WeightMemory::Auto) mem = host_bytes <= mem_available() / 2 ? WeightMemory::Copy : WeightMemory::Map;
     std::vector<Buffer*> buffer_of(devices.size(), nullptr);
     std::vector<bool> mapped(devices.size(), false);
@@ -98,7 +99,7 @@ void Model::attach(std::unique_ptr<GgufFile> file, const std::vector<ModelDevice
     std::vector<size_t> at(weights_.size(), 0);
     for (int d : used) {
         Backend& be = *devices[size_t(d)].backend;
-        if (devices[size_t(d)].desc.host && mem == WeightMemory::Map) {
+        if (devices[size_t(d)].maps_file && mem == WeightMemory::Map) {
             weight_buffers_.push_back(be.wrap_host(file_->base(), file_->size()));
             mapped[size_t(d)] = true;
         } else {

@@ -39,7 +39,7 @@ struct Devices {
 Devices open_three(const std::string& other) {
     Devices d;
     d.owned.push_back(make_backend("cpu"));
-    d.md.push_back({d.owned.back().get(), {"cpu", 0, true}});
+    d.md.push_back({d.owned.back().get(), {"cpu", 0, true}, true});
     const int n = other == "cpu" ? 1 : backend_device_count(other);
     for (int i = 0; i < 2; ++i) {
         BackendOptions o;

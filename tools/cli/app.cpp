@@ -30,10 +30,11 @@ App open_stage(const Options& o, App& a, Transport& link) {
     for (int r = 0; r < link.size(); ++r) {
         if (r == link.rank()) a.devices.push_back(create_backend({o.backend, o.device, o.threads}));
         else a.devices.push_back(std::make_unique<RemoteBackend>(r));
-        mds.push_back({a.devices.back().get(), {rank_device_name(r), 0, false}});
+        mds.push_back({a.devices.back().get(), {rank_device_name(r), 0, false}, r == link.rank() && o.backend == "cpu"});
     }
     Model::LoadOptions lo;
-    lo.mem = Model::WeightMemory::Copy;  // each rank holds its own stage's share
+    // A CPU stage maps its share in place or copies it, as one process would (--mmap, --no-mmap).
+    lo.mem = o.mmap < 0 ? Model::WeightMemory::Auto : o.mmap ? Model::WeightMemory::Map : Model::WeightMemory::Copy;
     lo.placement = f;
     lo.state = {o.n_ctx, std::max(1, o.n_parallel), o.n_ubatch, o.type_k, o.type_v};
     a.model = load_model(a.model_path, mds, lo);
@@ -69,7 +70,8 @@ App open_app(const Options& o) {
     if (!gpu && o.placement.n_gpu_layers != PlacementFlags::kAll)
         std::fprintf(stderr, "lockstep: no GPU device is open (--backend cuda|vulkan or --device cuda0): -ngl has nothing to offload to\n");
     std::vector<ModelDevice> mds;
-    for (size_t i = 0; i < opened.backends.size(); ++i) mds.push_back({opened.backends[i].get(), opened.desc[i]});
+    for (size_t i = 0; i < opened.backends.size(); ++i)
+        mds.push_back({opened.backends[i].get(), opened.desc[i], opened.desc[i].host});
     a.devices = std::move(opened.backends);
     Model::LoadOptions lo;
     lo.mem = o.mmap < 0 ? Model::WeightMemory::Auto : o.mmap ? Model::WeightMemory::Map : Model::WeightMemory::Copy;

@@ -34,6 +34,10 @@
 #             without them, lockstep's figures alone
 #   serve     8 concurrent streams through lockstep serve --backend cuda against
 #             LLAMA_SERVER -ngl 99 (tools/scripts/server_bench.py) on the 1B shape
+#   ngl       a model bigger than the default split between the CPU and the GPU (issue 31): the
+#             qwen3-8b shape (GPU_NGL_SHAPE) at -ngl 0, half and all (--device cuda0), pp512 and
+#             tg128, alternating with llama-bench -ngl at the same splits where LLAMA_BENCH names
+#             one; then the placement tests on cuda (every split bit for bit)
 #
 # Steps are separate so that each fits a time-limited session. Every log is kept in
 # $GPU_CHECK_OUT (default gpu_check/); the summary says which steps passed. Exits 77 where
@@ -51,8 +55,8 @@ export LOCKSTEP_SOURCE_DIR="$PWD"
 steps=("$@")
 ((${#steps[@]})) || steps=(suites model memcheck bench)
 for s in "${steps[@]}"; do
-  case "$s" in suites|model|memcheck|bench|shapes|profile|compare|serve) ;;
-    *) echo "gpu_check: unknown step '$s' (suites model memcheck bench shapes profile compare serve)" >&2; exit 2 ;;
+  case "$s" in suites|model|memcheck|bench|shapes|profile|compare|serve|ngl) ;;
+    *) echo "gpu_check: unknown step '$s' (suites model memcheck bench shapes profile compare serve ngl)" >&2; exit 2 ;;
   esac
 done
 for f in "$LS" "$TESTS"; do
@@ -168,6 +172,23 @@ for s in "${steps[@]}"; do
       else
         summary+=("serve: not run (LLAMA_SERVER names no llama-server)")
       fi
+      ;;
+    ngl)
+      f="$(shape_file "${GPU_NGL_SHAPE:-qwen3-8b}")"
+      if [ ! -s "$f" ]; then
+        summary+=("ngl: no $f (run the shapes step first)"); failed=1
+      else
+        n_layer="$("$LS" info -m "$f" 2>/dev/null | sed -nE 's/^arch: +[^:]+: ([0-9]+) layers.*/\1/p')"
+        for round in 1 2; do
+          for ngl in 0 $((n_layer / 2)) all; do
+            step "ngl $ngl, round $round" "ngl_${ngl}_$round.log" "$LS" bench --device cuda0 -ngl "$ngl" -m "$f" -p 512 -n 128 -r 2
+            if [ -n "${LLAMA_BENCH:-}" ]; then
+              step "llama-bench ngl $ngl, round $round" "ngl_peer_${ngl}_$round.log" "$LLAMA_BENCH" -m "$f" -ngl "${ngl/all/99}" -p 512 -n 128 -r 2 -fa 1
+            fi
+          done
+        done
+      fi
+      step "placement tests on cuda" placement_cuda.log env LOCKSTEP_TEST_BACKENDS=cuda LOCKSTEP_REQUIRE_DEVICE=cuda "$TESTS" --warn NoTests '[placement]'
       ;;
   esac
 done
