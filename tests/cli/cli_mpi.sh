@@ -110,6 +110,19 @@ else
   passes=$((passes + 1))
 fi
 
+# A rank that cannot load its stage (here: a CUDA device this machine lacks) ends the job at
+# start, naming the rank, its host and the cause.
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  if mpi 1 "$bin" run -m "$src/tests/data/gemma4_tiny.gguf" -p hi -n 4 : -np 1 "$bin" run -m "$src/tests/data/gemma4_tiny.gguf" -p hi -n 4 --backend cuda \
+       >"$tmp/load.out" 2>"$tmp/load.err"; then
+    fail "load: a job whose rank 1 has no device ran" "$tmp/load.err"
+  elif ! grep -qE "rank 1 on [^:]+: .*(no usable NVIDIA GPU|has no cuda backend)" "$tmp/load.err"; then
+    fail "load: no message naming rank 1 and why it could not load" "$tmp/load.err"
+  else
+    passes=$((passes + 1))
+  fi
+fi
+
 # Shares that leave a rank without a layer are refused at load, naming the rank.
 if mpi 2 "$bin" run -m "$src/tests/data/gemma4_tiny.gguf" -p hi -n 4 -ts 1,0 >"$tmp/ts.out" 2>"$tmp/ts.err"; then
   fail "-ts 1,0: a job with an idle rank ran" "$tmp/ts.err"
