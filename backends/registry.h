@@ -67,6 +67,12 @@ size_t device_memory_free(const NamedDevice& d);
 struct OpenedDevices {
     std::vector<std::unique_ptr<Backend>> backends;
     std::vector<PlacementDevice> desc;  // parallel to backends
+    // As load_model takes them (the CPU may map its share of the file in place).
+    std::vector<ModelDevice> model_devices() const {
+        std::vector<ModelDevice> v;
+        for (size_t i = 0; i < backends.size(); ++i) v.push_back({backends[i].get(), desc[i], desc[i].host});
+        return v;
+    }
 };
 // `names` (--device cuda0,cuda1): the CPU first, then each named GPU device (a name given
 // twice opens the device twice: two backends, as two devices). No names: `backend`'s device

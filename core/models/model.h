@@ -66,15 +66,6 @@ struct AttnWeights {
 };
 enum class Biases { None, Optional, Required };
 
-// A device the model's weights may be placed on: its backend and how plans name it.
-struct ModelDevice {
-    Backend* backend = nullptr;
-    PlacementDevice desc;
-    // Computes on host memory, so it may use its share of the weights in place from the file's
-    // mapping (WeightMemory): the CPU, also as one rank's stage under mpirun (where the plan does
-    // not treat it as "the CPU" of -ngl).
-    bool maps_file = false;
-};
 // A backend as the one device of a model (the CPU and the reference backend are the host).
 ModelDevice single_device(Backend& be);
 

@@ -34,6 +34,18 @@ struct PlacementDevice {
     bool host = false;       // the CPU: what -ngl's remaining layers, --cpu-moe and "-ot ...=cpu" use
 };
 
+class Backend;
+
+// A device the model's weights may be placed on: its backend and how plans name it.
+struct ModelDevice {
+    Backend* backend = nullptr;
+    PlacementDevice desc;
+    // Computes on host memory, so it may use its share of the weights in place from the file's
+    // mapping (WeightMemory): the CPU, also as one rank's stage under mpirun (where the plan does
+    // not treat it as "the CPU" of -ngl).
+    bool maps_file = false;
+};
+
 struct PlacementInput {
     std::vector<std::pair<std::string, size_t>> tensors;  // every weight the model binds: name, bytes
     int64_t n_layer = 0;

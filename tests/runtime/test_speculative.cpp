@@ -31,14 +31,7 @@ int64_t n_gen(const Session& s, size_t prompt, const std::string& backend) {
 // The tiny models, by name: "swa" (Gemma 3, window 8), "gemma4", "qwen35" (hybrid; given the
 // tiny vocabulary, as it has no tokenizer).
 std::string model_path(const std::string& name) {
-    if (name == "swa") {
-        TinyGemma3Spec s;
-        s.n_layer = 7;  // six windowed layers and one global
-        s.window = 8;
-        s.ctx = 2048;
-        s.seed = 11;
-        return tiny_model_path("spec_swa", s);
-    }
+    if (name == "swa") return tiny_swa_path();
     if (name == "qwen35") {
         static const std::string p = [] {
             const std::string out = temp_path("spec_qwen35_vocab.gguf");

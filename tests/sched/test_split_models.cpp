@@ -20,14 +20,7 @@ using namespace ls::test;
 namespace {
 
 std::string model_file(const std::string& name) {
-    if (name == "swa") {
-        TinyGemma3Spec s;
-        s.n_layer = 7;  // six windowed layers and one global
-        s.window = 8;
-        s.ctx = 2048;
-        s.seed = 11;
-        return tiny_model_path("split_swa", s);
-    }
+    if (name == "swa") return tiny_swa_path();
     return test_data(name + "_tiny.gguf");
 }
 

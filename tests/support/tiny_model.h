@@ -33,6 +33,19 @@ inline const std::string& tiny_model_path(const std::string& name, const TinyGem
     return it->second;
 }
 
+// The tiny Gemma 3 with six windowed layers (window 8) and one global, trained context 2048:
+// rings of W + B rows wrap within a few tokens (speculation and placement tests share it).
+inline const std::string& tiny_swa_path() {
+    static const std::string p = [] {
+        TinyGemma3Spec s;
+        s.n_layer = 7;
+        s.window = 8;
+        s.ctx = 2048;
+        s.seed = 11;
+        return tiny_model_path("swa7", s);
+    }();
+    return p;
+}
 
 // A backend and a model loaded on it (the model's weights live in the backend's buffers).
 struct LoadedModel {

@@ -69,9 +69,7 @@ App open_app(const Options& o) {
     for (const PlacementDevice& d : opened.desc) gpu = gpu || !d.host;
     if (!gpu && o.placement.n_gpu_layers != PlacementFlags::kAll)
         std::fprintf(stderr, "lockstep: no GPU device is open (--backend cuda|vulkan or --device cuda0): -ngl has nothing to offload to\n");
-    std::vector<ModelDevice> mds;
-    for (size_t i = 0; i < opened.backends.size(); ++i)
-        mds.push_back({opened.backends[i].get(), opened.desc[i], opened.desc[i].host});
+    const std::vector<ModelDevice> mds = opened.model_devices();
     a.devices = std::move(opened.backends);
     Model::LoadOptions lo;
     lo.mem = o.mmap < 0 ? Model::WeightMemory::Auto : o.mmap ? Model::WeightMemory::Map : Model::WeightMemory::Copy;

@@ -319,9 +319,7 @@ int serve(const ServeConfig& c) {
             c.load(st.devices, st.model);
         } else {
             OpenedDevices opened = open_devices(c.devices, c.backend, c.device, c.threads, c.placement.any());
-            std::vector<ModelDevice> mds;
-            for (size_t i = 0; i < opened.backends.size(); ++i)
-                mds.push_back({opened.backends[i].get(), opened.desc[i], opened.desc[i].host});
+            const std::vector<ModelDevice> mds = opened.model_devices();
             st.devices = std::move(opened.backends);
             Model::LoadOptions lo;
             lo.mem = c.mmap < 0 ? Model::WeightMemory::Auto : c.mmap ? Model::WeightMemory::Map : Model::WeightMemory::Copy;
