@@ -160,6 +160,18 @@ std::vector<float> Session::decode(const Batch& b) {
     // of memory) would leave them waiting for rows, so it ends the job.
     Transport* link = link_for(m_);
     try {
+    // Each ubatch's logits, read once they are here: at once from a device of this process; from
+    // another rank (pipeline stages) after the next ubatch has been started, so that this rank
+    // works on it while the later stages finish the one before.
+    std::vector<std::unique_ptr<Graph>> graphs;  // alive until their logits are read
+    std::vector<std::pair<Tensor*, size_t>> unread;  // logits, and where they go in `out`
+    auto read_arrived = [&] {
+        std::vector<std::pair<Tensor*, size_t>> later;
+        for (auto& [t, at] : unread)
+            if (t->buffer) read_output(*t, out.data() + at);
+            else later.emplace_back(t, at);
+        unread = std::move(later);
+    };
     for (int64_t i0 = 0; i0 < n; i0 += p_.n_ubatch) {
         const int64_t i1 = std::min(n, i0 + p_.n_ubatch);
         Ubatch ub;
@@ -168,7 +180,7 @@ std::vector<float> Session::decode(const Batch& b) {
         ub.seq.assign(b.seq.begin() + i0, b.seq.begin() + i1);
         for (int64_t i = i0; i < i1; ++i)
             if (b.logits[size_t(i)]) ub.out_idx.push_back(int32_t(i - i0));
-        Graph g;
+        Graph& g = *graphs.emplace_back(std::make_unique<Graph>());
         Tensor* logits = m_.build_graph(g, ub, *kv_, rs_.get());
         sched_.run(g);
         for (int64_t i = i0; i < i1; ++i) {
@@ -177,10 +189,17 @@ std::vector<float> Session::decode(const Batch& b) {
             cached_[size_t(s)].push_back(b.tokens[size_t(i)]);
         }
         if (logits && sched_.outputs_here()) {
-            const size_t at = out.size();
-            out.resize(at + size_t(logits->nelements()));
-            read_output(*logits, out.data() + at);
+            unread.emplace_back(logits, out.size());
+            out.resize(out.size() + size_t(logits->nelements()));
         }
+        if (sched_.outputs_here()) {
+            sched_.collect(1);  // the ubatches before this one
+            read_arrived();
+        }
+    }
+    if (sched_.outputs_here()) {
+        sched_.collect(0);
+        read_arrived();
     }
     } catch (const std::exception& e) {
         if (link) link->abort("lockstep: rank " + std::to_string(link->rank()) + " on " + link->host() + ": " + e.what());

@@ -45,8 +45,9 @@ public:
 };
 
 // Message tags: one per crossing of a run (the same numbering on every rank), within the range
-// every MPI guarantees.
-int tag_of(size_t id) { return int(id % 32000) + 1; }
+// every MPI guarantees; runs alternate between two ranges, so that the outputs of a run still
+// pending while the next run exchanges its rows never match them.
+int tag_of(size_t run, size_t id) { return int(run % 2) * 16000 + int(id % 16000) + 1; }
 }  // namespace
 
 Scheduler::Scheduler(std::vector<Backend*> backends, std::vector<SharedWeight> shared, Transport* link)
@@ -79,6 +80,22 @@ Tensor* Scheduler::replica(const SharedWeight& w, Backend* be) {
     return &r.t;
 }
 
+void Scheduler::collect(size_t keep_runs) {
+    received_.clear();
+    std::vector<Pending> later;
+    for (Pending& p : pending_) {
+        if (p.run + keep_runs >= runs_) {
+            later.push_back(std::move(p));
+            continue;
+        }
+        link_->recv(p.from, p.tag, p.buffer->host, p.out->nbytes());
+        p.out->buffer = p.buffer.get();
+        p.out->offset = 0;
+        received_.push_back(std::move(p.buffer));
+    }
+    pending_ = std::move(later);
+}
+
 void read_output(const Tensor& t, void* dst) {
     if (!t.buffer || !t.buffer->backend) throw std::logic_error("read_output: tensor '" + t.name + "' has no buffer");
     read_tensor(*t.buffer->backend, t, dst);
@@ -86,7 +103,10 @@ void read_output(const Tensor& t, void* dst) {
 
 void Scheduler::run(Graph& g) {
     last_ = {};
-    received_.clear();
+    // Every rank counts every run, whichever path it takes below (a graph all on rank 0 is one
+    // piece there and none here), so that their tags agree.
+    const size_t run = runs_;
+    if (link_) ++runs_;
     if (backends_.size() == 1) {
         run_graph(*backends_[0], g, scratch_[{backends_[0], 0}]);
         last_.pieces = 1;
@@ -199,7 +219,7 @@ void Scheduler::run(Graph& g) {
                 if (made == piece_of.end() || made->second >= pi)
                     throw std::logic_error("scheduler: '" + s->name + "' is read before it is computed");
                 r = P.g->input_like(*s, s->name);
-                const int tag = tag_of(crossings++);
+                const int tag = tag_of(run, crossings++);
                 P.imports.push_back({s, r, tag});
                 readers[s].push_back({pi, r, tag});
                 pieces[made->second].g->mark_output(pieces[made->second].local.at(s));  // kept until copied out
@@ -223,7 +243,7 @@ void Scheduler::run(Graph& g) {
             Piece& P = pieces[it->second];
             P.g->mark_output(P.local.at(o));
             if (!P.holds_output) P.holds_output = ++output_pieces;
-            outputs.emplace_back(o, tag_of(crossings++));
+            outputs.emplace_back(o, tag_of(run, crossings++));
         }
 
     // 3. Run this rank's pieces in order. A piece's results that later pieces read are copied
@@ -276,10 +296,8 @@ void Scheduler::run(Graph& g) {
             link_->send(0, tag, bytes.data(), bytes.size());
         } else if (me == 0) {
             if (!host_) host_ = std::make_unique<ReceivedOutputs>();
-            received_.push_back(host_->alloc(std::max<size_t>(o->nbytes(), 1)));
-            link_->recv(P.rank, tag, received_.back()->host, o->nbytes());
-            o->buffer = received_.back().get();
-            o->offset = 0;
+            pending_.push_back({o, P.rank, tag, run, host_->alloc(std::max<size_t>(o->nbytes(), 1))});
+            o->buffer = nullptr;  // readable at collect()
         }
     }
     if (link_) link_->flush();

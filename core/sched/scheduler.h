@@ -34,7 +34,14 @@ public:
 
     // Runs g. Afterwards each output of g is readable where it was computed
     // (read_output, or read_tensor on its buffer's backend).
+    // Pipeline stages: rank 0 receives outputs another rank computed only at collect() (run()
+    // leaves them pending), so that it can start the next ubatch's stage first and the ranks
+    // work at the same time; read an output after collect(). Outputs of one run stay pending
+    // across at most one more run.
     void run(Graph& g);
+    // Receives the pending outputs of every run but the last `keep_runs` ones; they stay
+    // readable until the next collect().
+    void collect(size_t keep_runs = 0);
 
     struct Stats {
         size_t pieces = 0;       // graphs run
@@ -53,7 +60,15 @@ private:
     std::vector<SharedWeight> shared_;
     Transport* link_ = nullptr;
     std::unique_ptr<Backend> host_;           // holds outputs received from another rank
-    std::vector<std::unique_ptr<Buffer>> received_;
+    struct Pending {
+        Tensor* out;
+        int from, tag;
+        size_t run;
+        std::unique_ptr<Buffer> buffer;
+    };
+    std::vector<std::unique_ptr<Buffer>> received_;  // outputs the last collect() received
+    std::vector<Pending> pending_;  // outputs of the last runs that rank 0 receives at collect()
+    size_t runs_ = 0;               // graphs run with other ranks: message tags alternate by it
     struct Replica {
         std::unique_ptr<Buffer> buffer;
         Tensor t;
