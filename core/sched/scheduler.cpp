@@ -282,8 +282,12 @@ void Scheduler::run(Graph& g) {
             }
         }
     }
+    // Every row this run sent has arrived before the outputs go: a rank never waits on its own
+    // output send (rank 0 receives it only after starting the next run, and a rank that waited
+    // for that here would never start the next run's receives).
+    if (link_) link_->flush();
     // The whole graph's outputs: where they were computed, or, on rank 0, received from the
-    // rank that computed them.
+    // rank that computed them at collect().
     for (auto& [o, tag] : outputs) {
         const Piece& P = pieces[piece_of.at(o)];
         if (P.rank < 0 && me == 0) {
@@ -300,7 +304,6 @@ void Scheduler::run(Graph& g) {
             o->buffer = nullptr;  // readable at collect()
         }
     }
-    if (link_) link_->flush();
     last_.pieces = pieces.size();
 }
 

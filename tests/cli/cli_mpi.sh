@@ -52,6 +52,18 @@ else
   passes=$((passes + 1))
 fi
 
+# The default model, whose logits rows (1 MiB each) go by MPI's rendezvous protocol: a stage
+# that waited for its own output send before starting the next ubatch would deadlock here.
+"$bin" perplexity -f "$src/tests/data/GPL-3.txt" -c 128 -ub 32 --chunks 2 -t 1 --kl-divergence-base "$tmp/dppl.1" >"$tmp/dppl.1.out" 2>&1 \
+  || fail "default model perplexity: one process exited non-zero" "$tmp/dppl.1.out"
+if ! mpi 2 "$bin" perplexity -f "$src/tests/data/GPL-3.txt" -c 128 -ub 32 --chunks 2 -t 1 --kl-divergence-base "$tmp/dppl.2" >"$tmp/dppl.2.out" 2>&1; then
+  fail "default model perplexity: mpirun -np 2 exited non-zero (or hung)" "$tmp/dppl.2.out"
+elif ! cmp -s "$tmp/dppl.1" "$tmp/dppl.2"; then
+  fail "default model perplexity: mpirun -np 2 log-probabilities differ from one process's" "$tmp/dppl.2.out"
+else
+  passes=$((passes + 1))
+fi
+
 # chat: three turns, each later one reusing the cached conversation, on two ranks.
 printf 'hi there\nthe answer\nagain\n' | "$bin" chat -m "$src/tests/data/gemma4_tiny.gguf" -n 8 --temp 0 -c 128 -ub 4 >"$tmp/chat.1" 2>/dev/null
 printf 'hi there\nthe answer\nagain\n' | mpi 2 "$bin" chat -m "$src/tests/data/gemma4_tiny.gguf" -n 8 --temp 0 -c 128 -ub 4 >"$tmp/chat.2" 2>"$tmp/chat.2.err" \
