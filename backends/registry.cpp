@@ -86,25 +86,28 @@ NamedDevice parse_device_name(const std::string& raw) {
     return d;
 }
 
-size_t device_memory_free(const NamedDevice& d) {
+size_t device_memory_free(const NamedDevice& d, const std::vector<DeviceInfo>& devices) {
     if (d.backend == "cpu") return 0;
     // A driver without a memory budget (lavapipe) reports no free figure: then all of it.
-    for (const DeviceInfo& i : list_devices())
+    for (const DeviceInfo& i : devices)
         if (i.backend == d.backend && i.index == d.index) return i.memory_free ? i.memory_free : i.memory_total;
     return 0;
 }
 
+size_t device_memory_free(const NamedDevice& d) { return device_memory_free(d, list_devices()); }
+
 OpenedDevices open_devices(const std::vector<std::string>& names, const std::string& backend, int index, int threads, bool with_cpu) {
     OpenedDevices d;
+    const std::vector<DeviceInfo> listed = list_devices();  // once: a driver query each time
     auto open = [&](const NamedDevice& n) {
         d.backends.push_back(create_backend({n.backend, n.index, threads}));
-        d.desc.push_back({n.name(), device_memory_free(n), n.backend == "cpu"});
+        d.desc.push_back({n.name(), device_memory_free(n, listed), n.backend == "cpu"});
     };
     if (names.empty()) {
         if (backend == "reference" || backend == "cpu" || !with_cpu) {
             d.backends.push_back(create_backend({backend, index, threads}));
             d.desc.push_back({backend == "cpu" || backend == "reference" ? backend : backend + std::to_string(index),
-                              backend == "cpu" || backend == "reference" ? 0 : device_memory_free({backend, index}),
+                              backend == "cpu" || backend == "reference" ? 0 : device_memory_free({backend, index}, listed),
                               backend == "cpu" || backend == "reference"});
             return d;
         }

@@ -62,6 +62,7 @@ std::string device_names();
 // A device's free memory in bytes (its total where the driver reports no free figure; 0:
 // unknown, or the host).
 size_t device_memory_free(const NamedDevice& d);
+size_t device_memory_free(const NamedDevice& d, const std::vector<DeviceInfo>& devices);  // from a listing at hand
 
 // The devices a command places a model on, each with how plans name it.
 struct OpenedDevices {

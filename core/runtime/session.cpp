@@ -33,7 +33,7 @@ void Session::announce(std::vector<int64_t> cmd) {
 }
 
 Session::Session(const Model& m, Backend& be, const SessionParams& p)
-    : m_(m), be_(be), p_(p), sched_(m.backends(), m.shared_weights(), link_for(m)) {
+    : m_(m), be_(be), p_(p), sched_(m.backends(), m.shared_weights(), link_for(m)), link_(link_for(m)) {
     if (p_.n_ctx < 1) throw std::invalid_argument("context size must be at least 1, got " + std::to_string(p_.n_ctx));
     if (p_.n_batch < 1) throw std::invalid_argument("batch size must be at least 1, got " + std::to_string(p_.n_batch));
     if (p_.n_ubatch < 1) throw std::invalid_argument("ubatch size must be at least 1, got " + std::to_string(p_.n_ubatch));
@@ -45,8 +45,8 @@ Session::Session(const Model& m, Backend& be, const SessionParams& p)
     if (const auto rl = m.recurrent_layout(); !rl.empty()) rs_ = std::make_unique<RecurrentMemory>(m.layer_backends(), rl, p_.n_seq);
     cached_.resize(size_t(p_.n_seq));
     for (auto& c : ckpt_pos_) c.assign(size_t(p_.n_seq), -1);
-    if (Transport* t = link_for(m); t && t->rank() == 0) {
-        lead_ = t;
+    if (link_ && link_->rank() == 0) {
+        lead_ = link_;
         announce({kOpen, p.n_ctx, p.n_batch, p.n_ubatch, p.n_seq, int64_t(p.type_k), int64_t(p.type_v)});
     }
 }
@@ -158,7 +158,7 @@ std::vector<float> Session::decode(const Batch& b) {
     out.reserve(size_t(std::count(b.logits.begin(), b.logits.end(), uint8_t(1))) * size_t(n_vocab));
     // Under mpirun, the other ranks run this batch with us from here: a failure now (a device out
     // of memory) would leave them waiting for rows, so it ends the job.
-    Transport* link = link_for(m_);
+    Transport* link = link_;
     try {
     // Each ubatch's logits, read once they are here: at once from a device of this process; from
     // another rank (pipeline stages) after the next ubatch has been started, so that this rank

@@ -120,6 +120,7 @@ private:
     bool save_checkpoint(int s, int bank);
 
     void check_batch(const Batch& b) const;
+    Transport* link_ = nullptr;  // the other ranks' link (a model placed over ranks), else null
     Transport* lead_ = nullptr;  // rank 0 of several: where state-changing calls are announced
     void announce(std::vector<int64_t> cmd);
     // The edits themselves; the public calls add the announcement.

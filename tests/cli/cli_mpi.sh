@@ -20,6 +20,13 @@ same() {
   elif ! grep -q "$5" "$4"; then fail "$1: no '$5' in its messages" "$4"
   else passes=$((passes + 1)); fi
 }
+# refused WHAT PATTERN -- MPIRUN_ARGS...: the job fails, and its messages match PATTERN (ERE).
+refused() {
+  local what=$1 pattern=$2; shift 3
+  if mpi "$@" >"$tmp/refused.out" 2>"$tmp/refused.err"; then fail "$what: the job ran" "$tmp/refused.err"
+  elif ! grep -qE -- "$pattern" "$tmp/refused.err"; then fail "$what: no message matching '$pattern'" "$tmp/refused.err"
+  else passes=$((passes + 1)); fi
+}
 
 # The tiny models: Gemma 3 with windows of 8 (rings wrap), Gemma 4 (a layer reads another's
 # cache across the cut), the hybrid qwen35 (recurrent state per stage), qwen3moe and gpt-oss.
@@ -112,36 +119,18 @@ else
 fi
 
 # A rank with another model file is refused at start, naming it.
-if mpi 1 "$bin" run -m "$src/tests/data/gemma4_tiny.gguf" -p hi -n 4 : -np 1 "$bin" run -m "$src/tests/data/llama_tiny.gguf" -p hi -n 4 \
-     >"$tmp/mis.out" 2>"$tmp/mis.err"; then
-  fail "mismatch: a job with two model files ran" "$tmp/mis.err"
-elif ! grep -q "rank 1 on .*: its model file .*llama_tiny.gguf differs from rank 0's" "$tmp/mis.err"; then
-  fail "mismatch: no message naming rank 1 and its file" "$tmp/mis.err"
-else
-  passes=$((passes + 1))
-fi
+refused "mismatch" "rank 1 on .*: its model file .*llama_tiny.gguf differs from rank 0's" -- \
+  1 "$bin" run -m "$src/tests/data/gemma4_tiny.gguf" -p hi -n 4 : -np 1 "$bin" run -m "$src/tests/data/llama_tiny.gguf" -p hi -n 4
 
 # A rank that cannot load its stage (here: a CUDA device this machine lacks) ends the job at
 # start, naming the rank, its host and the cause.
 if ! nvidia-smi -L >/dev/null 2>&1; then
-  if mpi 1 "$bin" run -m "$src/tests/data/gemma4_tiny.gguf" -p hi -n 4 : -np 1 "$bin" run -m "$src/tests/data/gemma4_tiny.gguf" -p hi -n 4 --backend cuda \
-       >"$tmp/load.out" 2>"$tmp/load.err"; then
-    fail "load: a job whose rank 1 has no device ran" "$tmp/load.err"
-  elif ! grep -qE "rank 1 on [^:]+: .*(no usable NVIDIA GPU|has no cuda backend)" "$tmp/load.err"; then
-    fail "load: no message naming rank 1 and why it could not load" "$tmp/load.err"
-  else
-    passes=$((passes + 1))
-  fi
+  refused "load" "rank 1 on [^:]+: .*(no usable NVIDIA GPU|has no cuda backend)" -- \
+    1 "$bin" run -m "$src/tests/data/gemma4_tiny.gguf" -p hi -n 4 : -np 1 "$bin" run -m "$src/tests/data/gemma4_tiny.gguf" -p hi -n 4 --backend cuda
 fi
 
 # Shares that leave a rank without a layer are refused at load, naming the rank.
-if mpi 2 "$bin" run -m "$src/tests/data/gemma4_tiny.gguf" -p hi -n 4 -ts 1,0 >"$tmp/ts.out" 2>"$tmp/ts.err"; then
-  fail "-ts 1,0: a job with an idle rank ran" "$tmp/ts.err"
-elif ! grep -q "rank 1 would hold no layer" "$tmp/ts.err"; then
-  fail "-ts 1,0: no message naming the idle rank" "$tmp/ts.err"
-else
-  passes=$((passes + 1))
-fi
+refused "-ts 1,0" "rank 1 would hold no layer" -- 2 "$bin" run -m "$src/tests/data/gemma4_tiny.gguf" -p hi -n 4 -ts 1,0
 
 echo "mpi: $passes passed, $fails failed"
 [ "$fails" -eq 0 ]

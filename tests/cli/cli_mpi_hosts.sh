@@ -69,7 +69,10 @@ mpi "$bin" serve -m "$m" --port "$port" -c 256 >"$tmp/srv.3.log" 2>&1 &
 job=$!
 ask() {  # ask WHERE: the completion's text from the server in the root namespace or on host 2
   for _ in $(seq 200); do
-    out="$($1 curl -s -m 30 "http://127.0.0.1:$port/v1/completions" -d "$body" 2>/dev/null)" && [ -n "$out" ] && { echo "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["choices"][0]["text"])'; return; }
+    # Until it answers with a completion (503 while the model loads).
+    out="$($1 curl -s -m 30 "http://127.0.0.1:$port/v1/completions" -d "$body" 2>/dev/null)" &&
+      text="$(echo "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["choices"][0]["text"])' 2>/dev/null)" &&
+      { echo "$text"; return; }
     sleep 0.1
   done
 }

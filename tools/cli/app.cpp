@@ -17,7 +17,7 @@ namespace {
 // Under mpirun: this rank's stage on its own device (--backend, --device), the other ranks'
 // as RemoteBackends; layers split over the ranks (--tensor-split: shares per rank), the token
 // embedding on rank 0, the output head on the last.
-App open_stage(const Options& o, App& a, Transport& link) {
+void open_stage(const Options& o, App& a, Transport& link) {
     PlacementFlags f;
     f.tensor_split = o.placement.tensor_split;
     if (!o.devices.empty() || o.placement.n_gpu_layers != PlacementFlags::kAll || !o.placement.overrides.empty() ||
@@ -48,7 +48,6 @@ App open_stage(const Options& o, App& a, Transport& link) {
     std::fprintf(stderr, "lockstep: rank %d on %s: %s of weights on %s; %s resident\n", link.rank(), link.host().c_str(),
                  format_bytes(p.weight_bytes[size_t(link.rank())]).c_str(), o.backend.c_str(), format_bytes(resident_bytes()).c_str());
     a.tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_gguf(a.model->gguf()));
-    return std::move(a);
 }
 }  // namespace
 
@@ -61,7 +60,10 @@ App open_app(const Options& o) {
                                      "; run tools/scripts/fetch_model.sh, or pass -m FILE");
         throw std::runtime_error("model file not found: " + a.model_path);
     }
-    if (Transport* link = process_transport()) return open_stage(o, a, *link);
+    if (Transport* link = process_transport()) {
+        open_stage(o, a, *link);
+        return a;
+    }
     if (o.backend == "reference" && (o.placement.any() || !o.devices.empty()))
         throw std::runtime_error("--backend reference runs alone: no --device list or placement flags");
     OpenedDevices opened = open_devices(o.devices, o.backend, o.device, o.threads, o.placement.any());
