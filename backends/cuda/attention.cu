@@ -1,5 +1,7 @@
 #include <algorithm>
+#include <climits>
 #include <cstdlib>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -20,17 +22,76 @@ constexpr size_t kMaxScratchFloats = size_t(64) << 20;  // 256 MiB of partials p
 // (132 SMs on an H100, several blocks each) come from splitting the keys.
 constexpr int64_t kSplitTarget = 512;
 
-// LOCKSTEP_CUDA_ATTN_TILES=1: prompt attention over one sequence in query tiles
-// (attention_tile_kernel), opt-in until a GPU has timed it against the per-query kernel;
-// =force: also where the keys would be split (decode, small cases), so that the op table and
-// the tiny models run the tile kernel on every geometry they have.
-int tiles_mode() {  // 0 off, 1 prompts, 2 forced
-    static const int mode = [] {
+// Split the keys of a node with fewer tiles than this (decode: a tile or a few per KV head),
+// aiming at about kTileSplitTarget CUDA blocks. The choice depends on the heads and the number
+// of queries only, so that a decode step's graph keeps its kernels as the context grows and
+// only the grid changes (cudaGraphExecUpdate).
+constexpr int64_t kTileSplitBelow = 128, kTileSplitTarget = 1024;
+
+// LOCKSTEP_CUDA_ATTN_TILES=0: the per-query kernels on every geometry (the tile kernels'
+// fallback, kept tested on every op-table case, and the other side of an A/B on a GPU).
+bool tiles_off() {
+    static const bool off = [] {
         const char* e = std::getenv("LOCKSTEP_CUDA_ATTN_TILES");
-        if (!e || !*e || std::string(e) == "0") return 0;
-        return std::string(e) == "force" ? 2 : 1;
+        return e && std::string(e) == "0";
     }();
-    return mode;
+    return off;
+}
+
+// Calls f(std::integral_constant<int, N>{}) with N the power of two 1..8 that n rounds up to.
+template <class F> void with_pow2(int64_t n, F&& f) {
+    if (n <= 1) f(std::integral_constant<int, 1>{});
+    else if (n <= 2) f(std::integral_constant<int, 2>{});
+    else if (n <= 4) f(std::integral_constant<int, 4>{});
+    else f(std::integral_constant<int, 8>{});
+}
+
+// The tile kernels over the node (plan_tiles said they fit).
+void attention_tiles(const TileGeom& g, const std::function<AttnArgs(int64_t, int64_t, float*)>& args, const int32_t* pos, int64_t H, int64_t T, int64_t Dv, int32_t W, bool f16, Ctx& ctx) {
+    const int64_t hx = H / g.gq, tiles = hx * ((T + g.tq - 1) / g.tq);
+    const bool split = tiles < kTileSplitBelow;
+    int64_t nbu = 1, nb_max = 1;  // key blocks of the widest tile, and of the widest query
+    for (int64_t t0 = 0; t0 < T; t0 += g.tq) {
+        int64_t bmin = INT64_MAX, bmax = 0;
+        for (int64_t t = t0; t < std::min<int64_t>(T, t0 + g.tq); ++t) {
+            const int64_t bf = attn_block_of(attn_first_key(pos[t], W)), bl = attn_block_of(pos[t]);
+            bmin = std::min(bmin, bf), bmax = std::max(bmax, bl);
+            nb_max = std::max(nb_max, bl - bf + 1);
+        }
+        nbu = std::max(nbu, bmax - bmin + 1);
+    }
+    int64_t per = nbu, splits = 1;
+    if (split) {
+        splits = std::min(nbu, (kTileSplitTarget + tiles - 1) / tiles);
+        per = (nbu + splits - 1) / splits;
+        splits = (nbu + per - 1) / per;
+    }
+    // Queries per launch: whole tiles, at most 65535 of them, partials within the scratch cap.
+    const int64_t per_query = split ? H * nb_max * (Dv + 2) : 1;
+    int64_t tq = std::min<int64_t>({T, int64_t(65535) * g.tq, std::max<int64_t>(1, int64_t(kMaxScratchFloats) / per_query)});
+    if (tq >= g.tq) tq -= tq % g.tq;
+    else tq = g.tq;  // one tile's queries fit any scratch the cap allows
+    float* partials = split ? static_cast<float*>(ctx.temp(size_t(std::min(tq, T) * per_query) * sizeof(float))) : nullptr;
+    for (int64_t t0 = 0; t0 < T; t0 += tq) {
+        const int64_t nt = std::min(tq, T - t0);
+        AttnArgs a = args(t0, per, partials);
+        a.nb_max = nb_max;
+        const TileArgs ta{nt, g.gq, g.tq, g.kb, g.vb, g.ks, g.vs, g.kw, g.vw};
+        const dim3 grid(unsigned(hx), unsigned((nt + g.tq - 1) / g.tq), unsigned(splits));
+        with_pow2(g.pairs, [&](auto pc) {
+            constexpr int P = decltype(pc)::value;
+            if (f16) LS_LAUNCH((attention_tile_kernel<P, true>), grid, kTileThreads, ctx.stream)(a, ta);
+            else LS_LAUNCH((attention_tile_kernel<P, false>), grid, kTileThreads, ctx.stream)(a, ta);
+            LS_CUDA_CHECK_LAUNCH("attention_tile_kernel");
+        });
+        if (split) {
+            with_pow2((Dv + kTileThreads - 1) / kTileThreads, [&](auto ko) {
+                constexpr int KOUT = decltype(ko)::value;
+                LS_LAUNCH(attention_fold_chunks_kernel<KOUT>, dim3(unsigned(H), unsigned(nt)), kTileThreads, ctx.stream)(a, kFoldChunk);
+                LS_CUDA_CHECK_LAUNCH("attention_fold_chunks_kernel");
+            });
+        }
+    }
 }
 
 }  // namespace
@@ -55,16 +116,6 @@ void attention(const Tensor& dst, Ctx& ctx) {
         check_attention_query(seq[t], pos[t], p.window, R, n_seq);
         nb_max = std::max(nb_max, attn_block_of(pos[t]) - attn_block_of(attn_first_key(pos[t], p.window)) + 1);
     }
-    // Few (head, query) pairs: split-K, partials and the fold kernel, even where one split
-    // covers every key block, so that a decode step's graph keeps its shape (kernels) as the
-    // context grows and only the grid changes (cudaGraphExecUpdate).
-    const bool split = H * T < kSplitTarget;
-    int64_t per = nb_max, splits = 1;
-    if (split) {
-        splits = std::min(nb_max, (kSplitTarget + H * T - 1) / (H * T));
-        per = (nb_max + splits - 1) / splits;
-        splits = (nb_max + per - 1) / per;
-    }
     // The launch's view of the node for queries t0.. (per: key blocks per split).
     auto args = [&](int64_t t0, int64_t per_split, float* partials) {
         return AttnArgs{reinterpret_cast<const float*>(dptr(q)), shape_of(q), dptr(k), k.type, int64_t(k.nb[1]), dptr(v), v.type,
@@ -73,29 +124,20 @@ void attention(const Tensor& dst, Ctx& ctx) {
                         dptr(dst), shape_of(dst), per_split, partials, nb_max,
                         dst.src[5] ? reinterpret_cast<const float*>(dptr(*dst.src[5])) : nullptr};
     };
-    // Query tiles: a prompt (no split) of one sequence, heads of whole cache blocks that fit.
-    // kb / vb: bytes of a head's slice of a K / V row (0 where the head splits a cache block).
-    const int64_t kb = Dk % block_size(k.type) == 0 ? int64_t(row_bytes(k.type, Dk)) : 0;
-    const int64_t vb = Dv % block_size(v.type) == 0 ? int64_t(row_bytes(v.type, Dv)) : 0;
-    auto tiles_fit = [&] {
-        return Dk <= kTileMaxHead && Dv <= kTileMaxHead && kb > 0 && vb > 0 && kAttnBlock * kb <= kTileRowsBytes &&
-               kAttnBlock * vb <= kTileRowsBytes && std::all_of(seq, seq + T, [&](int32_t x) { return x == seq[0]; });
-    };
-    if (tiles_mode() > 0 && (!split || tiles_mode() == 2) && tiles_fit()) {
-        const int64_t tq = std::min<int64_t>(T, int64_t(65535) * kTileQ);
-        for (int64_t t0 = 0; t0 < T; t0 += tq) {
-            const int64_t nt = std::min(tq, T - t0);
-            const AttnArgs a = args(t0, nb_max, nullptr);
-            const dim3 grid(unsigned(H), unsigned((nt + kTileQ - 1) / kTileQ));
-            // Dv <= kTileMaxHead: one or two outputs per thread (with_attn_outputs would also
-            // build the 4- and 8-output forms, never launched here).
-            if (Dv <= kAttnThreads)
-                LS_LAUNCH(attention_tile_kernel<1>, grid, kAttnThreads, ctx.stream)(a, nt, kb, vb);
-            else
-                LS_LAUNCH(attention_tile_kernel<2>, grid, kAttnThreads, ctx.stream)(a, nt, kb, vb);
-            LS_CUDA_CHECK_LAUNCH("attention_tile_kernel");
-        }
+    const bool one_seq = std::all_of(seq, seq + T, [&](int32_t x) { return x == seq[0]; });
+    const TileGeom g = tiles_off() ? TileGeom{} : plan_tiles(Dk, Dv, group, k.type, int64_t(k.nb[1]), v.type, int64_t(v.nb[1]), one_seq);
+    if (g.ok) {
+        attention_tiles(g, args, pos, H, T, Dv, p.window, k.type == DType::F16 && v.type == DType::F16, ctx);
         return;
+    }
+    // The per-query kernels. Few (head, query) pairs: split-K, partials and the fold kernel,
+    // even where one split covers every key block (the graph keeps its shape).
+    const bool split = H * T < kSplitTarget;
+    int64_t per = nb_max, splits = 1;
+    if (split) {
+        splits = std::min(nb_max, (kSplitTarget + H * T - 1) / (H * T));
+        per = (nb_max + splits - 1) / splits;
+        splits = (nb_max + per - 1) / per;
     }
     // Queries per launch: the grid's y, and the partials within the scratch cap.
     const int64_t per_query = split ? H * nb_max * (Dv + 2) : 1;

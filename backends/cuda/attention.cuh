@@ -16,6 +16,7 @@
 // its partials to a scratch buffer, and attention_fold_kernel folds them in block order,
 // the very fold a single CUDA block runs in its registers. The split never changes a bit.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
@@ -66,7 +67,7 @@ __device__ inline float* attn_out(const AttnArgs& a, int64_t h, int64_t t) {
     return reinterpret_cast<float*>(a.out + h * a.so.nb[1] + t * a.so.nb[2]);
 }
 __device__ inline float* attn_partial(const AttnArgs& a, int64_t h, int64_t y, int64_t jb) {
-    return a.partials + ((y * int64_t(gridDim.x) + h) * a.nb_max + jb) * (a.Dv + 2);
+    return a.partials + ((y * a.sq.ne[1] + h) * a.nb_max + jb) * (a.Dv + 2);
 }
 
 // KOUT outputs per thread: the smallest of 1, 2, 4, 8 with KOUT * kAttnThreads >= Dv.
@@ -169,121 +170,354 @@ __global__ void __launch_bounds__(kAttnThreads) attention_fold_kernel(AttnArgs a
     }
 }
 
-// ---- prompt attention in query tiles (LOCKSTEP_CUDA_ATTN_TILES=1 until a GPU has timed it)
-// A CUDA block takes kTileQ queries of one sequence and one head, and walks the key blocks
-// any of them sees: each key block's rows (the head's slice, in the cache's own type) are
-// copied into shared memory once for the tile, not once per query. Per query the arithmetic
-// is attention_kernel's: scores a warp each (warp_canon_sum), m_b, p_k, then l_b and o_b
-// chains in key order over that query's visible keys of the block, folded in block order.
-constexpr int kTileQ = 8;
-constexpr int64_t kTileMaxHead = 256;             // Dk and Dv (KOUT at most 2)
-constexpr int64_t kTileRowsBytes = 32 * 1024;     // a key block's K (then V) head slices
+// ---- attention in tiles: the kernels used wherever a key block's head slices fit
+// A tile is `rows` (head, query) pairs that read the same keys: gq heads of one KV group
+// (grouped-query attention) times tq queries of one sequence. A CUDA block stages each key
+// block's K rows, then its V rows, once for the whole tile (coalesced 16-, 4- or 2-byte
+// copies into shared memory, rows padded to an odd number of words so that threads reading
+// one element of different rows hit different banks), then:
+//  1. every (row, key) score by one thread: canon_dot's 32 lane partials and its fixed tree
+//     computed in registers (the same additions warp_canon_sum makes across a warp);
+//  2. m_b per row, p_k per (row, key);
+//  3. l_b per row and o_b[i] per (row, output i) by one thread each, in key order;
+// then, unsplit, the fold into the row's state in block order; split (decode: few tiles over
+// a long context), each key block's partial goes to the scratch buffer and
+// attention_fold_chunks_kernel folds them. Each (row, key block) partial is the reference's,
+// whichever tile or split computed it.
+constexpr int kTileThreads = 256;
+constexpr int kTileRowsMax = 16;
+constexpr int kTilePairsMax = 8;                   // (row, output) pairs a thread owns at most
+constexpr int64_t kTileRowFloats = 2048;           // rows * Dk and rows * Dv at most
+constexpr int64_t kTileStageBytes = kAttnBlock * 516;  // a key block of 256-wide f16 head slices
 
-// Grid: (head h, tile y); the tile's queries are the launch's t0 + y * kTileQ + i, i < kTileQ,
-// below t0 + n_q. kb / vb: bytes of one head's slice of a K / V row (whole blocks).
-template <int KOUT>
-__global__ void __launch_bounds__(kAttnThreads) attention_tile_kernel(AttnArgs a, int64_t n_q, int64_t kb, int64_t vb) {
-    __shared__ float qs[kTileQ][kTileMaxHead];
-    __shared__ float ps[kTileQ][kAttnBlock];
-    __shared__ float mbs[kTileQ];
-    __shared__ int64_t qpos[kTileQ], qk0[kTileQ];
-    alignas(16) __shared__ uint16_t rows[kTileRowsBytes / 2];
-    const int64_t h = blockIdx.x, y0 = int64_t(blockIdx.y) * kTileQ, Dk = a.sq.ne[0], Dv = a.Dv, hk = h / a.group;
-    const int nq = int(n_q - y0 < kTileQ ? n_q - y0 : kTileQ);
-    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-    const int64_t s = a.seq[a.t0 + y0];  // one sequence (the launcher checks)
-    if (tid < kTileQ) {
-        const int64_t p = tid < nq ? a.pos[a.t0 + y0 + tid] : -1;
-        qpos[tid] = p;
-        qk0[tid] = tid < nq ? attn_first_key(p, a.W) : 0;
+// The tile geometry of one attention node, chosen on the host (attention.cu, and the tests
+// that launch the kernels on the emulator). ok is false where a key block's slices do not fit
+// (wide heads, f32 caches of heads over 128) or a head splits a cache block: the per-query
+// kernels above take those.
+struct TileGeom {
+    bool ok = false;
+    int gq = 1, tq = 1, rows = 1, pairs = 1;  // pairs: per thread, a power of two
+    int64_t kb = 0, vb = 0, ks = 0, vs = 0;   // slice bytes and padded stride of K and V rows
+    int kw = 2, vw = 2;                       // copy unit (bytes) of K and V rows
+};
+inline int64_t tile_stride(int64_t bytes) {  // an odd number of 4-byte words
+    const int64_t w = (bytes + 3) / 4;
+    return 4 * (w | 1);
+}
+inline int tile_copy_unit(int64_t bytes, int64_t nb1) { return bytes % 16 == 0 && nb1 % 16 == 0 ? 16 : bytes % 4 == 0 && nb1 % 4 == 0 ? 4 : 2; }
+// one_seq: every query of the launch is of one sequence (then a tile takes several queries).
+inline TileGeom plan_tiles(int64_t Dk, int64_t Dv, int64_t group, DType kt, int64_t k_nb1, DType vt, int64_t v_nb1, bool one_seq) {
+    TileGeom g;
+    auto known = [](DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::Q8_0 || t == DType::Q4_0; };
+    if (!known(kt) || !known(vt) || Dk % block_size(kt) || Dv % block_size(vt)) return g;  // tile_elem's types
+    g.kb = int64_t(row_bytes(kt, Dk)), g.vb = int64_t(row_bytes(vt, Dv));
+    g.ks = tile_stride(g.kb), g.vs = tile_stride(g.vb);
+    const int64_t widest = Dk > Dv ? Dk : Dv;
+    const int64_t rmax = std::min<int64_t>(kTileRowsMax, kTileRowFloats / widest);
+    if (rmax < 1 || kAttnBlock * g.ks > kTileStageBytes || kAttnBlock * g.vs > kTileStageBytes) return g;
+    g.gq = 1;
+    for (int64_t d = 1; d <= rmax; ++d)
+        if (group % d == 0) g.gq = int(d);
+    g.tq = one_seq ? int(rmax / g.gq) : 1;
+    g.rows = g.gq * g.tq;
+    const int64_t need = (g.rows * Dv + kTileThreads - 1) / kTileThreads;
+    g.pairs = 1;
+    while (g.pairs < need) g.pairs *= 2;
+    g.kw = tile_copy_unit(g.kb, k_nb1), g.vw = tile_copy_unit(g.vb, v_nb1);
+    g.ok = g.pairs <= kTilePairsMax;
+    return g;
+}
+
+// The launch's tile arguments: grid (H / gq head groups, query tiles, splits).
+struct TileArgs {
+    int64_t n_q;  // the launch's queries
+    int gq, tq;
+    int64_t kb, vb, ks, vs;
+    int kw, vw;
+};
+
+// Element i of a staged head slice: F16 read directly; the other cache types (cache_type in
+// support_predicates.h) through deq_elem with the type a constant, so that each case is only
+// its own few instructions (deq_elem's switch over every weight type, inlined into the
+// unrolled score loop, made the kernels megabytes).
+template <bool F16> __device__ inline float tile_elem(DType t, const uint8_t* row, int64_t i) {
+    if constexpr (F16) {
+        return cudaq::h2f(cudaq::ldh(row + 2 * i));
+    } else {
+        switch (t) {
+            case DType::F32: return cudaq::deq_elem(DType::F32, row, i);
+            case DType::BF16: return cudaq::deq_elem(DType::BF16, row, i);
+            case DType::Q8_0: return cudaq::deq_elem(DType::Q8_0, row, i);
+            case DType::Q4_0: return cudaq::deq_elem(DType::Q4_0, row, i);
+            default: return cudaq::deq_elem(DType::F16, row, i);
+        }
     }
-    for (int64_t e = tid; e < int64_t(nq) * Dk; e += kAttnThreads) {
-        const int64_t qi = e / Dk, i = e % Dk;
-        qs[qi][i] = reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(a.q) + h * a.sq.nb[1] + (a.t0 + y0 + qi) * a.sq.nb[2])[i];
+}
+
+// canon_dot(q, k) * scale (soft-capped when asked) by one thread: lane partial l adds the
+// terms i = l, l + 32, ... from +0, then the tree p[l] += p[l + w], w = 16..1 (warp_canon_tree).
+template <bool F16> __device__ inline float tile_score(const float* q, DType kt, const uint8_t* krow, int64_t Dk, float scale, float softcap) {
+    float p[kCanonLanes];
+LS_UNROLL
+    for (int l = 0; l < kCanonLanes; ++l) p[l] = 0.0f;
+    for (int64_t c = 0; c < Dk; c += kCanonLanes) {
+LS_UNROLL
+        for (int l = 0; l < kCanonLanes; ++l)
+            if (c + l < Dk) p[l] = __fadd_rn(p[l], __fmul_rn(q[c + l], tile_elem<F16>(kt, krow, c + l)));
+    }
+LS_UNROLL
+    for (int w = kCanonLanes / 2; w >= 1; w /= 2)
+LS_UNROLL
+        for (int l = 0; l < w; ++l) p[l] = __fadd_rn(p[l], p[l + w]);
+    float x = __fmul_rn(p[0], scale);
+    if (softcap > 0) x = __fmul_rn(softcap, det_tanh(canon_div(x, softcap)));
+    return x;
+}
+
+// Copies the head-hk slices (hb bytes at hk * hb, in units of u bytes) of the cache rows of
+// keys lo..lo+n-1 of sequence slot s into dst, rows `stride` bytes apart.
+struct alignas(16) TileU4 {
+    uint32_t x, y, z, w;
+};
+__device__ inline void tile_stage(uint8_t* dst, const uint8_t* cache, int64_t nb1, int64_t hb, int64_t stride, int u, int64_t s,
+                                  int64_t hk, int64_t lo, int n, int64_t R) {
+    const int units = int(hb / u);
+    for (int w = int(threadIdx.x); w < n * units; w += kTileThreads) {
+        const int j = w / units, c = w % units;
+        const uint8_t* src = cache + ring_row(s, lo + j, R) * nb1 + hk * hb + c * u;
+        uint8_t* d = dst + j * stride + c * u;
+        if (u == 16) {
+            const TileU4 v = *reinterpret_cast<const TileU4*>(src);
+            uint32_t* d4 = reinterpret_cast<uint32_t*>(d);
+            d4[0] = v.x, d4[1] = v.y, d4[2] = v.z, d4[3] = v.w;
+        } else if (u == 4) {
+            *reinterpret_cast<uint32_t*>(d) = *reinterpret_cast<const uint32_t*>(src);
+        } else {
+            *reinterpret_cast<uint16_t*>(d) = *reinterpret_cast<const uint16_t*>(src);
+        }
+    }
+}
+
+// Grid: (head group x, query tile y, split z). Tile row r is head x * gq + r % gq and launch
+// query y * tq + r / gq. P: (row, output) pairs per thread; F16: both caches are F16.
+template <int P, bool F16>
+__global__ void __launch_bounds__(kTileThreads) attention_tile_kernel(AttnArgs a, TileArgs g) {
+    __shared__ float qs[kTileRowFloats];
+    __shared__ float ps[kTileRowsMax][kAttnBlock];
+    __shared__ float mbs[kTileRowsMax], fa[kTileRowsMax], fc[kTileRowsMax], ms[kTileRowsMax], ls[kTileRowsMax];
+    __shared__ int64_t rpos[kTileRowsMax], rk0[kTileRowsMax];
+    alignas(16) __shared__ uint8_t stage[kTileStageBytes];
+    const int tid = threadIdx.x;
+    const int64_t Dk = a.sq.ne[0], Dv = a.Dv;
+    const int64_t h0 = int64_t(blockIdx.x) * g.gq, hk = h0 / a.group, y0 = int64_t(blockIdx.y) * g.tq;
+    const int nqt = int(g.n_q - y0 < g.tq ? g.n_q - y0 : g.tq), nr = g.gq * nqt;
+    const int64_t s = a.seq[a.t0 + y0];  // one sequence per tile (plan_tiles)
+    if (tid < nr) {
+        const int64_t p = a.pos[a.t0 + y0 + tid / g.gq];
+        rpos[tid] = p, rk0[tid] = attn_first_key(p, a.W);
+    }
+    for (int64_t e = tid; e < int64_t(nr) * Dk; e += kTileThreads) {
+        const int64_t r = e / Dk, i = e % Dk;
+        const uint8_t* qrow = reinterpret_cast<const uint8_t*>(a.q) + (h0 + r % g.gq) * a.sq.nb[1] + (a.t0 + y0 + r / g.gq) * a.sq.nb[2];
+        qs[e] = reinterpret_cast<const float*>(qrow)[i];
     }
     __syncthreads();
-    int64_t kmin = qk0[0], pmax = qpos[0];
-    for (int qi = 1; qi < nq; ++qi) {
-        kmin = qk0[qi] < kmin ? qk0[qi] : kmin;
-        pmax = qpos[qi] > pmax ? qpos[qi] : pmax;
+    int64_t kmin = rk0[0], pmax = rpos[0];
+    for (int r = 1; r < nr; ++r) {
+        kmin = rk0[r] < kmin ? rk0[r] : kmin;
+        pmax = rpos[r] > pmax ? rpos[r] : pmax;
     }
-    float m[kTileQ], l[kTileQ], o[kTileQ][KOUT], ob[KOUT];
-    for (int qi = 0; qi < kTileQ; ++qi) {
-        m[qi] = 0, l[qi] = 0;
-        for (int r = 0; r < KOUT; ++r) o[qi][r] = 0;
+    const int64_t b_last = attn_block_of(pmax), b0 = attn_block_of(kmin) + int64_t(blockIdx.z) * a.blocks_per_split;
+    const int64_t b1 = b0 + a.blocks_per_split - 1 < b_last ? b0 + a.blocks_per_split - 1 : b_last;
+    if (b0 > b_last) return;  // the whole block: this tile has fewer key blocks
+    float o[P], ob[P];
+    int pr[P], pi[P];  // the thread's pairs: row, output (pr -1: none)
+LS_UNROLL
+    for (int u = 0; u < P; ++u) {
+        const int e = tid + u * kTileThreads;
+        o[u] = 0;
+        pr[u] = e < nr * int(Dv) ? e / int(Dv) : -1, pi[u] = e % int(Dv);
     }
-    const uint8_t* krows = reinterpret_cast<const uint8_t*>(rows);
-    // Copies the head slices (bytes `hb` from offset hk * hb) of keys lo..lo+n-1 into rows.
-    auto stage = [&](const uint8_t* cache, int64_t nb1, int64_t hb, int64_t lo, int n) {
-        const int64_t words = hb / 2;
-        for (int64_t w = tid; w < int64_t(n) * words; w += kAttnThreads) {
-            const int64_t j = w / words, o16 = w % words;
-            rows[j * words + o16] = reinterpret_cast<const uint16_t*>(cache + ring_row(s, lo + j, a.R) * nb1 + hk * hb)[o16];
-        }
-    };
-    for (int64_t b = attn_block_of(kmin); b <= attn_block_of(pmax); ++b) {
+    for (int64_t b = b0; b <= b1; ++b) {
         const int64_t lo = kmin > b * kAttnBlock ? kmin : b * kAttnBlock;
         const int64_t hi = pmax < b * kAttnBlock + kAttnBlock - 1 ? pmax : b * kAttnBlock + kAttnBlock - 1;
         const int n = int(hi - lo + 1);
         __syncthreads();  // the previous block's values have been read
-        stage(a.kc, a.k_nb1, kb, lo, n);
+        tile_stage(stage, a.kc, a.k_nb1, g.kb, g.ks, g.kw, s, hk, lo, n, a.R);
         __syncthreads();
-        // 1. the scores of every (query, visible key) pair, a warp each.
-        for (int pr = warp; pr < nq * n; pr += kAttnWarps) {
-            const int qi = pr / n, j = pr % n;
-            const int64_t k = lo + j;
-            if (k < qk0[qi] || k > qpos[qi]) continue;  // the whole warp
-            const uint8_t* krow = krows + j * kb;
-            const float d = warp_canon_sum(Dk, lane, [&](int64_t i) { return __fmul_rn(qs[qi][i], cudaq::deq_elem(a.kt, krow, i)); });
-            float x = __fmul_rn(d, a.scale);
-            if (a.softcap > 0) x = __fmul_rn(a.softcap, det_tanh(canon_div(x, a.softcap)));
-            if (lane == 0) ps[qi][j] = x;
+        // 1. scores of the visible (row, key) pairs.
+        for (int e = tid; e < nr * kAttnBlock; e += kTileThreads) {
+            const int r = e / kAttnBlock, j = e % kAttnBlock;
+            if (j >= n || lo + j < rk0[r] || lo + j > rpos[r]) continue;
+            ps[r][j] = tile_score<F16>(qs + r * Dk, a.kt, stage + j * g.ks, Dk, a.scale, a.softcap);
         }
         __syncthreads();
-        // 2. m_b per query in key order, then its p_k.
-        if (tid < nq) {
+        // 2. m_b per row in key order, then p_k.
+        if (tid < nr) {
+            const int64_t vlo = rk0[tid] > lo ? rk0[tid] : lo, vhi = rpos[tid] < hi ? rpos[tid] : hi;
             float mb = -INFINITY;
-            for (int j = 0; j < n; ++j)
-                if (lo + j >= qk0[tid] && lo + j <= qpos[tid]) mb = fmaxf(mb, ps[tid][j]);
+            for (int64_t k = vlo; k <= vhi; ++k) mb = fmaxf(mb, ps[tid][k - lo]);
             mbs[tid] = mb;
         }
-        __syncthreads();
-        for (int pr = tid; pr < nq * n; pr += kAttnThreads) {
-            const int qi = pr / n, j = pr % n;
-            if (lo + j >= qk0[qi] && lo + j <= qpos[qi]) ps[qi][j] = det_exp(__fsub_rn(ps[qi][j], mbs[qi]));
+        __syncthreads();  // the scores are read; the stage takes the values
+        for (int e = tid; e < nr * kAttnBlock; e += kTileThreads) {
+            const int r = e / kAttnBlock, j = e % kAttnBlock;
+            if (j < n && lo + j >= rk0[r] && lo + j <= rpos[r]) ps[r][j] = det_exp(__fsub_rn(ps[r][j], mbs[r]));
         }
-        stage(a.vc, a.v_nb1, vb, lo, n);  // the keys' rows are no longer read
+        tile_stage(stage, a.vc, a.v_nb1, g.vb, g.vs, g.vw, s, hk, lo, n, a.R);
         __syncthreads();
-        // 3. per query with keys in this block: l_b and o_b in key order, then the fold.
-        for (int qi = 0; qi < nq; ++qi) {
-            const int64_t vlo = qk0[qi] > lo ? qk0[qi] : lo, vhi = qpos[qi] < hi ? qpos[qi] : hi;
-            if (vlo > vhi) continue;
-            float lb = 0;
-            for (int r = 0; r < KOUT; ++r) ob[r] = 0;
-            for (int64_t k = vlo; k <= vhi; ++k) {
-                const float pk = ps[qi][k - lo];
-                lb = __fadd_rn(lb, pk);
-                const uint8_t* vrow = krows + (k - lo) * vb;
-                for (int r = 0; r < KOUT; ++r) {
-                    const int64_t i = tid + int64_t(r) * kAttnThreads;
-                    if (i < Dv) ob[r] = __fadd_rn(ob[r], __fmul_rn(pk, cudaq::deq_elem(a.vt, vrow, i)));
+        // 3. l_b per row, then the row's fold factors (or its partial's head).
+        if (tid < nr) {
+            const int64_t vlo = rk0[tid] > lo ? rk0[tid] : lo, vhi = rpos[tid] < hi ? rpos[tid] : hi;
+            if (vlo <= vhi) {
+                float lb = 0;
+                for (int64_t k = vlo; k <= vhi; ++k) lb = __fadd_rn(lb, ps[tid][k - lo]);
+                const float mb = mbs[tid];
+                if (a.partials) {
+                    float* row = attn_partial(a, h0 + tid % g.gq, y0 + tid / g.gq, b - attn_block_of(rk0[tid]));
+                    row[0] = mb, row[1] = lb;
+                } else if (b == attn_block_of(rk0[tid])) {
+                    ms[tid] = mb, ls[tid] = lb;
+                } else {
+                    const float m = ms[tid], mn = detp::fmax(m, mb);
+                    const float fa_ = det_exp(m - mn), fc_ = det_exp(mb - mn);
+                    ls[tid] = ls[tid] * fa_ + lb * fc_;
+                    ms[tid] = mn, fa[tid] = fa_, fc[tid] = fc_;
                 }
             }
-            if (b == attn_block_of(qk0[qi])) {
-                m[qi] = mbs[qi], l[qi] = lb;
-                for (int r = 0; r < KOUT; ++r) o[qi][r] = ob[r];
-            } else {
-                attn_fold(m[qi], l[qi], o[qi], mbs[qi], lb, ob, KOUT);
+        }
+        // ... and o_b per (row, output) in key order.
+LS_UNROLL
+        for (int u = 0; u < P; ++u) {
+            ob[u] = 0;
+            const int r = pr[u], i = pi[u];
+            if (r < 0) continue;
+            const int64_t vlo = rk0[r] > lo ? rk0[r] : lo, vhi = rpos[r] < hi ? rpos[r] : hi;
+            float acc = 0;
+            // Eight products are formed before they are added (the same chain), so that their
+            // loads overlap.
+            int64_t k = vlo;
+            for (; k + 7 <= vhi; k += 8) {
+                float t[8];
+LS_UNROLL
+                for (int d = 0; d < 8; ++d) t[d] = __fmul_rn(ps[r][k + d - lo], tile_elem<F16>(a.vt, stage + (k + d - lo) * g.vs, i));
+LS_UNROLL
+                for (int d = 0; d < 8; ++d) acc = __fadd_rn(acc, t[d]);
             }
+            for (; k <= vhi; ++k) acc = __fadd_rn(acc, __fmul_rn(ps[r][k - lo], tile_elem<F16>(a.vt, stage + (k - lo) * g.vs, i)));
+            ob[u] = acc;
+        }
+        if (a.partials) {
+LS_UNROLL
+            for (int u = 0; u < P; ++u) {
+                const int r = pr[u];
+                if (r < 0) continue;
+                const int64_t vlo = rk0[r] > lo ? rk0[r] : lo, vhi = rpos[r] < hi ? rpos[r] : hi;
+                if (vlo <= vhi) attn_partial(a, h0 + r % g.gq, y0 + r / g.gq, b - attn_block_of(rk0[r]))[2 + pi[u]] = ob[u];
+            }
+            continue;
+        }
+        __syncthreads();  // the rows' fold factors
+LS_UNROLL
+        for (int u = 0; u < P; ++u) {
+            const int r = pr[u];
+            if (r < 0) continue;
+            const int64_t vlo = rk0[r] > lo ? rk0[r] : lo, vhi = rpos[r] < hi ? rpos[r] : hi;
+            if (vlo > vhi) continue;
+            o[u] = b == attn_block_of(rk0[r]) ? ob[u] : o[u] * fa[r] + ob[u] * fc[r];
         }
     }
-    for (int qi = 0; qi < nq; ++qi) {
-        if (a.sinks) attn_fold_sink(m[qi], l[qi], o[qi], a.sinks[h], KOUT);
-        float* po = attn_out(a, h, a.t0 + y0 + qi);
-        for (int r = 0; r < KOUT; ++r) {
-            const int64_t i = tid + int64_t(r) * kAttnThreads;
-            if (i < Dv) po[i] = canon_div(o[qi][r], l[qi]);
+    if (a.partials) return;
+    __syncthreads();
+    if (tid < nr && a.sinks) {  // attn_fold_sink's arithmetic, its factor for the outputs
+        const float sk = a.sinks[h0 + tid % g.gq], m = ms[tid], mn = detp::fmax(m, sk);
+        const float fa_ = det_exp(m - mn), fc_ = det_exp(sk - mn);
+        ls[tid] = ls[tid] * fa_ + fc_;
+        fa[tid] = fa_;
+    }
+    __syncthreads();
+LS_UNROLL
+    for (int u = 0; u < P; ++u) {
+        const int r = pr[u];
+        if (r < 0) continue;
+        const float ov = a.sinks ? o[u] * fa[r] : o[u];
+        attn_out(a, h0 + r % g.gq, a.t0 + y0 + r / g.gq)[pi[u]] = canon_div(ov, ls[r]);
+    }
+}
+
+// After a split attention_tile_kernel: the partials of (head h, launch query y) folded in
+// block order, 256 key blocks at a time. attn_fold's running maximum is a chain of maxima, so
+// one thread runs it ahead; the factors a = det_exp(m - m'), c = det_exp(m_b - m') of every
+// block are then computed at once, and the l and o chains (l * a + l_b * c, as attn_fold
+// computes them) are the only sequential work left. Grid: (head, query).
+constexpr int kFoldChunk = kTileThreads;
+// chunk: key blocks per round, at most kFoldChunk (the tests take fewer, to cross rounds).
+template <int KOUT>
+__global__ void __launch_bounds__(kTileThreads) attention_fold_chunks_kernel(AttnArgs a, int chunk) {
+    __shared__ float mbs[kFoldChunk], lbs[kFoldChunk], mprev[kFoldChunk], mnew[kFoldChunk], fa[kFoldChunk], fc[kFoldChunk];
+    __shared__ float m_run, l_run;
+    const int64_t h = blockIdx.x, y = blockIdx.y, t = a.t0 + y, Dv = a.Dv;
+    const int64_t pt = a.pos[t], nb = attn_block_of(pt) - attn_block_of(attn_first_key(pt, a.W)) + 1;
+    const int tid = threadIdx.x;
+    float o[KOUT];
+LS_UNROLL
+    for (int r = 0; r < KOUT; ++r) o[r] = 0;
+    for (int64_t c0 = 0; c0 < nb; c0 += chunk) {
+        const int n = int(nb - c0 < chunk ? nb - c0 : chunk);
+        if (tid < n) {
+            const float* row = attn_partial(a, h, y, c0 + tid);
+            mbs[tid] = row[0], lbs[tid] = row[1];
         }
+        __syncthreads();
+        if (tid == 0) {  // the running maximum, before and after each block
+            float m = c0 == 0 ? mbs[0] : m_run;
+            for (int j = c0 == 0 ? 1 : 0; j < n; ++j) {
+                mprev[j] = m;
+                m = detp::fmax(m, mbs[j]);
+                mnew[j] = m;
+            }
+            m_run = m;
+        }
+        __syncthreads();
+        if (tid < n && c0 + tid > 0) fa[tid] = det_exp(mprev[tid] - mnew[tid]), fc[tid] = det_exp(mbs[tid] - mnew[tid]);
+        __syncthreads();
+        if (tid == 0) {
+            float l = c0 == 0 ? lbs[0] : l_run;
+            for (int j = c0 == 0 ? 1 : 0; j < n; ++j) l = l * fa[j] + lbs[j] * fc[j];
+            l_run = l;
+        }
+LS_UNROLL
+        for (int r = 0; r < KOUT; ++r) {
+            const int64_t i = tid + int64_t(r) * kTileThreads;
+            if (i >= Dv) continue;
+            float acc = o[r];
+            int j = 0;
+            if (c0 == 0) acc = attn_partial(a, h, y, 0)[2 + i], j = 1;
+            // Sixteen partials are read before they are folded (the same chain): the loads overlap.
+            for (; j + 15 < n; j += 16) {
+                float v[16];
+LS_UNROLL
+                for (int d = 0; d < 16; ++d) v[d] = attn_partial(a, h, y, c0 + j + d)[2 + i];
+LS_UNROLL
+                for (int d = 0; d < 16; ++d) acc = acc * fa[j + d] + v[d] * fc[j + d];
+            }
+            for (; j < n; ++j) acc = acc * fa[j] + attn_partial(a, h, y, c0 + j)[2 + i] * fc[j];
+            o[r] = acc;
+        }
+        __syncthreads();  // the chunk's arrays are read
+    }
+    if (tid == 0 && a.sinks) {
+        const float sk = a.sinks[h], m = m_run, mn = detp::fmax(m, sk);
+        const float fa_ = det_exp(m - mn), fc_ = det_exp(sk - mn);
+        l_run = l_run * fa_ + fc_;
+        fa[0] = fa_;
+    }
+    __syncthreads();
+    float* po = attn_out(a, h, t);
+LS_UNROLL
+    for (int r = 0; r < KOUT; ++r) {
+        const int64_t i = tid + int64_t(r) * kTileThreads;
+        if (i < Dv) po[i] = canon_div(a.sinks ? o[r] * fa[0] : o[r], l_run);
     }
 }
 

@@ -15,6 +15,14 @@
 
 #include "core/ir/tensor.h"
 
+// Unrolls the loop that follows under nvcc (register arrays indexed by the loop variable stay
+// in registers); the host compiler of the emulator runs it as written.
+#if defined(__CUDACC__)
+#define LS_UNROLL _Pragma("unroll")
+#else
+#define LS_UNROLL
+#endif
+
 namespace ls::cuda {
 
 // ne and nb (bytes) of a tensor, by value.

@@ -12,9 +12,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "core/ir/backend.h"
 #include "core/ir/op_params.h"
@@ -80,6 +83,51 @@ std::vector<uint8_t> emu_attention(const Attn& a, int64_t per) {
     return out;
 }
 
+// attention_tile_kernel over geometry g with `per` key blocks per split (per 0: unsplit, the
+// tile folds in its registers); split, the partials (NaN-filled) are folded by
+// attention_fold_chunks_kernel `chunk` key blocks a round.
+std::vector<uint8_t> emu_attention_tiles(const Attn& a, const cuda::TileGeom& g, int64_t per, int chunk) {
+    int64_t nbu = 1;
+    for (int64_t t0 = 0; t0 < a.T; t0 += g.tq) {
+        int64_t bmin = INT64_MAX, bmax = 0;
+        for (int64_t t = t0; t < std::min<int64_t>(a.T, t0 + g.tq); ++t) {
+            bmin = std::min<int64_t>(bmin, attn_block_of(attn_first_key(a.pos[t], a.p.window)));
+            bmax = std::max<int64_t>(bmax, attn_block_of(a.pos[t]));
+        }
+        nbu = std::max(nbu, bmax - bmin + 1);
+    }
+    const bool split = per > 0;
+    const int64_t splits = split ? (nbu + per - 1) / per : 1;
+    std::vector<float> partials(split ? size_t(a.T * a.H * a.nb_max * (a.Dv + 2)) : 0, std::numeric_limits<float>::quiet_NaN());
+    std::vector<uint8_t> out(a.dst.nbytes(), 0xEE);
+    const cuda::AttnArgs args{a.q.data_as<const float>(), shape_of(a.q), a.k.data_as<const uint8_t>(), a.k.type, int64_t(a.k.nb[1]),
+                              a.v.data_as<const uint8_t>(), a.v.type, int64_t(a.v.nb[1]), a.pos, a.seq, 0, a.p.window, a.R, a.group,
+                              a.p.scale, a.p.softcap, a.Dv, out.data(), shape_of(a.dst), split ? per : nbu,
+                              split ? partials.data() : nullptr, a.nb_max, a.sinks};
+    const cuda::TileArgs ta{a.T, g.gq, g.tq, g.kb, g.vb, g.ks, g.vs, g.kw, g.vw};
+    const emu::Dim3 grid = dim(a.H / g.gq, (a.T + g.tq - 1) / g.tq, splits);
+    const bool f16 = a.k.type == DType::F16 && a.v.type == DType::F16;
+    auto tiles = [&](auto pc) {
+        constexpr int P = decltype(pc)::value;
+        if (f16) emu::launch(grid, dim(cuda::kTileThreads), [&] { cuda::attention_tile_kernel<P, true>(args, ta); });
+        else emu::launch(grid, dim(cuda::kTileThreads), [&] { cuda::attention_tile_kernel<P, false>(args, ta); });
+    };
+    switch (g.pairs) {
+        case 1: tiles(std::integral_constant<int, 1>{}); break;
+        case 2: tiles(std::integral_constant<int, 2>{}); break;
+        case 4: tiles(std::integral_constant<int, 4>{}); break;
+        default: REQUIRE(g.pairs == 8); tiles(std::integral_constant<int, 8>{}); break;
+    }
+    if (split) {
+        REQUIRE(a.Dv <= 2 * cuda::kTileThreads);
+        if (a.Dv <= cuda::kTileThreads)
+            emu::launch(dim(a.H, a.T), dim(cuda::kTileThreads), [&] { cuda::attention_fold_chunks_kernel<1>(args, chunk); });
+        else
+            emu::launch(dim(a.H, a.T), dim(cuda::kTileThreads), [&] { cuda::attention_fold_chunks_kernel<2>(args, chunk); });
+    }
+    return out;
+}
+
 // One op-table case computed by the reference backend: its graph, weights and first output.
 struct RefRun {
     Graph g;
@@ -122,10 +170,51 @@ TEST_CASE("CUDA attention kernels, emulated on the host, equal the reference bit
         ++n_cases;
         n_split += a.nb_max > 2;
     }
-    // The table's attention cases: 12 geometries x 5 cache types, and 5 more with sinks; the
+    // The table's attention cases: 12 geometries x 5 cache types, and 6 more with sinks; the
     // long key ranges span more than two key blocks.
-    CHECK(n_cases == 85);
+    CHECK(n_cases == 90);
     CHECK(n_split > 0);
+}
+
+TEST_CASE("CUDA attention tile kernels, emulated on the host, equal the reference bit for bit", "[cuda_emu]") {
+    auto ref = make_reference_backend();
+    const auto cases = test::op_cases();
+    int n_tiled = 0, n_several = 0, n_groups = 0, n_rounds = 0;
+    for (size_t i = 0; i < cases.size(); ++i) {
+        const auto& oc = cases[i];
+        if (oc.kind != "attention") continue;
+        const auto run = run_reference(oc, *ref, uint32_t(1000 + i));
+        const Tensor& node = *run->node;
+        const Attn a(node);
+        const auto* want = node.data_as<const uint8_t>();
+        INFO(oc.name);
+        const bool one_seq = std::all_of(a.seq, a.seq + a.T, [&](int32_t x) { return x == a.seq[0]; });
+        // Several queries a tile where the case has one sequence, and one query a tile (what
+        // a batch of several sequences takes): each unsplit, each key block its own split,
+        // and two key blocks a split, folded one round and in rounds of two key blocks.
+        for (bool several : {true, false}) {
+            if (several && !one_seq) continue;
+            const cuda::TileGeom g = cuda::plan_tiles(a.q.ne[0], a.Dv, a.group, a.k.type, int64_t(a.k.nb[1]), a.v.type, int64_t(a.v.nb[1]), several);
+            if (!g.ok) continue;
+            INFO("tile: " << g.gq << " heads x " << g.tq << " queries, " << g.pairs << " pairs a thread");
+            for (auto [per, chunk] : {std::pair<int64_t, int>{0, 0}, {1, cuda::kFoldChunk}, {2, cuda::kFoldChunk}, {1, 2}}) {
+                INFO("key blocks per split " << per << " (0: unsplit), fold rounds of " << chunk);
+                const std::vector<uint8_t> got = emu_attention_tiles(a, g, per, chunk);
+                CHECK(std::memcmp(got.data(), want, got.size()) == 0);
+                n_rounds += chunk == 2 && a.nb_max > 2;
+            }
+            n_tiled += 1;
+            n_several += g.tq > 1 && a.T > 1;
+            n_groups += g.gq > 1;
+        }
+    }
+    // Which of the table's 90 attention cases the tiles take: every one but the heads that
+    // split a cache block or whose key block does not fit (checked by count, so that a
+    // planner refusing more shows).
+    CHECK(n_tiled >= 85);
+    CHECK(n_several > 0);
+    CHECK(n_groups > 0);
+    CHECK(n_rounds > 0);
 }
 
 namespace {

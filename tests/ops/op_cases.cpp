@@ -508,6 +508,10 @@ std::vector<OpCase> op_cases() {
     for (auto s : {std::array<int64_t, 3>{4096, 3, 1}, std::array<int64_t, 3>{8192, 1, 1}, std::array<int64_t, 3>{9000, 2, 1}})
         add_case(c, "elementwise", ElementCase{ElementCase::RmsNorm, s[0], s[1], s[2]});
     add_case(c, "elementwise", ElementCase{ElementCase::RmsNorm, 1536, 3, 1, 10}, true);
+    // Decode over a long context (issue 36): 19 key blocks for one query, several sequences
+    // and GQA, the form the CUDA tiles split into a partial per key block and fold in rounds
+    // (more than sixteen partials: the fold's batched reads), with sinks.
+    add_attention({0, 1216, 2, 8, 2, 64, 0.f, {1150, 1215, 700}, {0, 1, 1}}, true);
     return c;
 }
 

@@ -25,7 +25,8 @@
 #             (LOCKSTEP_CUDA_VERBOSE: capture,
 #             graph update, launch, GPU time) and each kernel's GPU time by op and shapes
 #             (LOCKSTEP_PROFILE), for a prompt step, decode steps and decode at depth 4096; and
-#             pp512 at depths 0 and 4096 without and with LOCKSTEP_CUDA_ATTN_TILES=1
+#             pp512 and tg32 at depths 0 and 4096 with the attention tiles and without
+#             (LOCKSTEP_CUDA_ATTN_TILES=0: the per-query kernels)
 #   compare   lockstep against llama.cpp's llama-bench on the shapes files (GPU_COMPARE_MODELS:
 #             shape names, each optionally @D1:D2 for its own depths), alternating
 #             (tools/scripts/gpu_compare.py): pp512, tg128, tg128 at depths 4096 and 16384;
@@ -100,9 +101,9 @@ for s in "${steps[@]}"; do
   case "$s" in
     suites)
       step "cuda_suite" cuda_suite.log env LOCKSTEP_TEST_BACKENDS=cuda LOCKSTEP_REQUIRE_DEVICE=cuda "$TESTS" --warn NoTests "$suite_tags"
-      # The opt-in prompt attention in query tiles, on every op-table geometry it takes.
-      step "cuda attention tiles" cuda_attn_tiles.log env LOCKSTEP_TEST_BACKENDS=cuda LOCKSTEP_REQUIRE_DEVICE=cuda \
-        LOCKSTEP_CUDA_ATTN_TILES=force LOCKSTEP_OP_KINDS=attention "$TESTS" --warn NoTests 'every op matches the reference on every backend'
+      # The per-query attention kernels (the tiles' fallback for wide heads) on every op-table case.
+      step "cuda attention, per-query kernels" cuda_attn_per_query.log env LOCKSTEP_TEST_BACKENDS=cuda LOCKSTEP_REQUIRE_DEVICE=cuda \
+        LOCKSTEP_CUDA_ATTN_TILES=0 LOCKSTEP_OP_KINDS=attention "$TESTS" --warn NoTests 'every op matches the reference on every backend'
       if has_vulkan_gpu; then
         # The Vulkan parts of tests/CMakeLists.txt together are the cuda_suite less [oracle].
         step "vulkan_suite" vulkan_suite.log env LOCKSTEP_TEST_BACKENDS=vulkan LOCKSTEP_REQUIRE_DEVICE=vulkan "$TESTS" --warn NoTests "${suite_tags/,\[oracle\]/}"
@@ -147,9 +148,10 @@ for s in "${steps[@]}"; do
         step "split $n" "split_$n.log" env LOCKSTEP_CUDA_VERBOSE=1 "$LS" bench --backend cuda -m "$f" -p 512 -n 128 -r 2
         step "profile $n" "profile_$n.log" env LOCKSTEP_PROFILE=1 "$LS" bench --backend cuda -m "$f" -p 512 -n 32 -r 1
         step "profile $n @ d4096" "profile_${n}_d4096.log" env LOCKSTEP_PROFILE=1 "$LS" bench --backend cuda -m "$f" -p 0 -n 16 -d 4096 -r 1 -c 4608
-        # Prompt speed with the opt-in query-tile attention against the per-query kernel.
-        step "prompt $n, attention tiles" "tiles_$n.log" sh -c "\"$LS\" bench --backend cuda -m \"$f\" -p 512 -n 0 -d 0,4096 -r 2 -c 4608 &&
-          LOCKSTEP_CUDA_ATTN_TILES=1 \"$LS\" bench --backend cuda -m \"$f\" -p 512 -n 0 -d 0,4096 -r 2 -c 4608"
+        # The attention tiles against the per-query kernels (LOCKSTEP_CUDA_ATTN_TILES=0): prompt
+        # and decode at depths 0 and 4096.
+        step "attention tiles $n" "tiles_$n.log" sh -c "\"$LS\" bench --backend cuda -m \"$f\" -p 512 -n 32 -d 0,4096 -r 2 -c 4608 &&
+          LOCKSTEP_CUDA_ATTN_TILES=0 \"$LS\" bench --backend cuda -m \"$f\" -p 512 -n 32 -d 0,4096 -r 2 -c 4608"
       done
       ;;
     compare)

@@ -83,13 +83,14 @@ side "core and CPU" build-asan/tests/lockstep_tests --warn NoTests '~[model]' --
 # took a minute here). The emulated device is sm_90, so the matmul tiles ran on the (emulated)
 # tensor cores; then the op table's matmul cases again with the dp4a tiles that devices before
 # sm_80 use (no other kernel reads LOCKSTEP_CUDA_NO_MMA); and the attention cases through the
-# opt-in query-tile kernel, forced onto every geometry it takes (LOCKSTEP_CUDA_ATTN_TILES=force).
+# per-query attention kernels that the tile kernels fall back to for wide heads, on every case
+# (LOCKSTEP_CUDA_ATTN_TILES=0).
 emu() { env LOCKSTEP_TEST_BACKENDS=cuda LOCKSTEP_REQUIRE_DEVICE=cuda "$@"; }
 emu_op_table() {
   emu build-asan/tests/lockstep_tests --warn NoTests '[ops]~[gpu]' &&
     LOCKSTEP_OP_KINDS=mul_mat,mul_mat_id LOCKSTEP_CUDA_NO_MMA=1 emu build-asan/tests/lockstep_tests --warn NoTests \
       'every op matches the reference on every backend' &&
-    LOCKSTEP_OP_KINDS=attention LOCKSTEP_CUDA_ATTN_TILES=force emu build-asan/tests/lockstep_tests --warn NoTests \
+    LOCKSTEP_OP_KINDS=attention LOCKSTEP_CUDA_ATTN_TILES=0 emu build-asan/tests/lockstep_tests --warn NoTests \
       'every op matches the reference on every backend'
 }
 side "emulated CUDA: op table" emu_op_table
