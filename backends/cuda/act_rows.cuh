@@ -4,18 +4,23 @@
 
 #include "backends/cuda/elementwise.cuh"
 #include "backends/cuda/quant_device.cuh"
+#include "backends/cuda/quantize_act.cuh"
 
 namespace ls::cuda {
 namespace {
 
-// Step 1, as ref::mul_mat: every activation row quantized to the weight type's dot type
-// (quantize_row's block quantizers, one thread per block, serially inside the block).
-__global__ void quantize_act_kernel(DType at, int block_elems, const uint8_t* x, Shape sx, uint8_t* act, int64_t act_row_bytes,
-                                    int64_t n_blocks) {
-    const int64_t m = blockIdx.x;
-    const float* px = reinterpret_cast<const float*>(x + row_offset(sx, m));
-    uint8_t* arow = act + m * act_row_bytes;
-    for (int64_t b = threadIdx.x; b < n_blocks; b += blockDim.x) cudaq::quant_block(at, px + b * block_elems, arow, b);
+// Step 1 for n_rows rows of x into act: the warp kernel for the 8-bit types, else a thread per block.
+inline void launch_quantize_act(DType at, const uint8_t* x, const Shape& sx, uint8_t* act, int64_t act_row_bytes, int64_t K,
+                                int64_t n_rows, cudaStream_t stream) {
+    const int be = cudaq::quant_block_elems(at);
+    const int64_t nb = K / be;
+    if (at == DType::Q8_0 || at == DType::Q8_1 || at == DType::Q8_K) {
+        const int64_t warps = nb * n_rows;
+        LS_LAUNCH(quantize_act_warp_kernel, unsigned((warps + kQuantWarps - 1) / kQuantWarps), 32 * kQuantWarps, stream)(
+            at, x, sx, act, act_row_bytes, nb, n_rows);
+    } else {
+        LS_LAUNCH(quantize_act_kernel, unsigned(n_rows), 128, stream)(at, be, x, sx, act, act_row_bytes, nb);
+    }
 }
 
 }  // namespace

@@ -275,25 +275,47 @@ LS_UNROLL
 }
 
 // Copies the head-hk slices (hb bytes at hk * hb, in units of u bytes) of the cache rows of
-// keys lo..lo+n-1 of sequence slot s into dst, rows `stride` bytes apart.
+// keys lo..lo+n-1 of sequence slot s into dst, rows `stride` bytes apart. A thread reads
+// kStageAhead units before it stores any (the compiler cannot move a load past a store that
+// may alias it, and each load would wait for the one before); the keys' ring rows follow
+// from lo's (one 64-bit remainder a call, not one a unit).
 struct alignas(16) TileU4 {
     uint32_t x, y, z, w;
 };
+constexpr int kStageAhead = 4;
 __device__ inline void tile_stage(uint8_t* dst, const uint8_t* cache, int64_t nb1, int64_t hb, int64_t stride, int u, int64_t s,
                                   int64_t hk, int64_t lo, int n, int64_t R) {
-    const int units = int(hb / u);
-    for (int w = int(threadIdx.x); w < n * units; w += kTileThreads) {
-        const int j = w / units, c = w % units;
-        const uint8_t* src = cache + ring_row(s, lo + j, R) * nb1 + hk * hb + c * u;
-        uint8_t* d = dst + j * stride + c * u;
-        if (u == 16) {
-            const TileU4 v = *reinterpret_cast<const TileU4*>(src);
-            uint32_t* d4 = reinterpret_cast<uint32_t*>(d);
-            d4[0] = v.x, d4[1] = v.y, d4[2] = v.z, d4[3] = v.w;
-        } else if (u == 4) {
-            *reinterpret_cast<uint32_t*>(d) = *reinterpret_cast<const uint32_t*>(src);
-        } else {
-            *reinterpret_cast<uint16_t*>(d) = *reinterpret_cast<const uint16_t*>(src);
+    const int units = int(hb / u), total = n * units;
+    const int64_t r0 = lo % R;
+    const uint8_t* base = cache + s * R * nb1 + hk * hb;
+    for (int w0 = int(threadIdx.x); w0 < total; w0 += kTileThreads * kStageAhead) {
+        TileU4 v[kStageAhead];
+LS_UNROLL
+        for (int i = 0; i < kStageAhead; ++i) {
+            const int w = w0 + i * kTileThreads;
+            if (w >= total) continue;
+            const int j = w / units, c = w % units;
+            int64_t row = r0 + j;  // (lo + j) % R; j < kAttnBlock, so one subtraction unless R is shorter
+            if (row >= R) row = R >= kAttnBlock ? row - R : row % R;
+            const uint8_t* src = base + row * nb1 + c * u;
+            if (u == 16) v[i] = *reinterpret_cast<const TileU4*>(src);
+            else if (u == 4) v[i].x = *reinterpret_cast<const uint32_t*>(src);
+            else v[i].x = *reinterpret_cast<const uint16_t*>(src);
+        }
+LS_UNROLL
+        for (int i = 0; i < kStageAhead; ++i) {
+            const int w = w0 + i * kTileThreads;
+            if (w >= total) continue;
+            const int j = w / units, c = w % units;
+            uint8_t* d = dst + j * stride + c * u;
+            if (u == 16) {
+                uint32_t* d4 = reinterpret_cast<uint32_t*>(d);
+                d4[0] = v[i].x, d4[1] = v[i].y, d4[2] = v[i].z, d4[3] = v[i].w;
+            } else if (u == 4) {
+                *reinterpret_cast<uint32_t*>(d) = v[i].x;
+            } else {
+                *reinterpret_cast<uint16_t*>(d) = uint16_t(v[i].x);
+            }
         }
     }
 }

@@ -69,8 +69,7 @@ void mul_mat(const Tensor& dst, Ctx& ctx) {
     const bool same = ctx.act_rows.src == &x && ctx.act_rows.type == at;
     auto* act = static_cast<uint8_t*>(ctx.act_buffer(size_t(arb * n_mrows)));
     if (!same) {
-        const int be = cudaq::quant_block_elems(at);
-        LS_LAUNCH(quantize_act_kernel, unsigned(n_mrows), 128, ctx.stream)(at, be, dptr(x), shape_of(x), act, arb, K / be);
+        launch_quantize_act(at, dptr(x), shape_of(x), act, arb, K, n_mrows, ctx.stream);
         LS_CUDA_CHECK_LAUNCH("quantize_act_kernel");
         ctx.act_rows.src = &x;
         ctx.act_rows.type = at;

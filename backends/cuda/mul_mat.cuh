@@ -46,20 +46,36 @@ __global__ void __launch_bounds__(32 * kWarps) dot_q_kernel(const uint8_t* w, in
 // Blocks per stage of the tiled kernels: 4 of the 32-element types, 1 of the 256-element ones.
 template <DType W> __host__ __device__ constexpr int tile_kb() { return cudaq::kBlockElems<W> == qb::QK ? 4 : 1; }
 
-// Copies blocks b0..b0+kb-1 of TR rows into s[TR][KB], as 16-bit words where block sizes and
-// row strides are even (every type but MXFP4, whose 17-byte blocks are copied byte by byte);
-// row(r) is the address of row r, or null past the matrix: such rows and blocks past the row
-// are zero (their results are never stored). Every thread calls it.
+// Copies blocks b0..b0+kb-1 of TR rows into s[TR][KB], as 32-bit words where block sizes
+// allow (Q4_K, Q5_K, Q8_K, Q8_1, ...), else 16-bit words (every type but MXFP4, whose 17-byte
+// blocks are copied byte by byte); row(r) is the address of row r, or null past the matrix:
+// such rows and blocks past the row are zero (their results are never stored). A thread
+// reads kStageLoads words before it stores any: the compiler cannot move a load past a store
+// that may alias it, so a copy loop of load, store waited a whole memory latency per word.
+// Every thread calls it. (s is 4-byte aligned where B's size is a multiple of 4.)
+constexpr int kStageLoads = 8;
 template <class B, int TR, int KB, class Row>
 __device__ inline void stage_blocks(B (&s)[TR][KB], Row row, int64_t b0, int kb, int tid, int n_threads) {
-    using U = std::conditional_t<sizeof(B) % 2 == 0, uint16_t, uint8_t>;
-    constexpr int WW = int(sizeof(B) / sizeof(U));
-    for (int i = tid; i < TR * KB * WW; i += n_threads) {
-        const int r = i / (KB * WW), j = (i / WW) % KB, o = i % WW;
-        const uint8_t* p = row(r);
-        U v = 0;
-        if (p && j < kb) v = reinterpret_cast<const U*>(p + (b0 + j) * int64_t(sizeof(B)))[o];
-        reinterpret_cast<U*>(&s[r][j])[o] = v;
+    using U = std::conditional_t<sizeof(B) % 4 == 0, uint32_t, std::conditional_t<sizeof(B) % 2 == 0, uint16_t, uint8_t>>;
+    constexpr int WW = int(sizeof(B) / sizeof(U)), N = TR * KB * WW;
+    for (int i0 = tid; i0 < N; i0 += n_threads * kStageLoads) {
+        U v[kStageLoads];
+        for (int a = 0; a < kStageLoads; ++a) {
+            const int i = i0 + a * n_threads, r = i / (KB * WW), j = (i / WW) % KB, o = i % WW;
+            v[a] = 0;
+            if (i >= N) continue;
+            const uint8_t* p = row(r);
+            if (!p || j >= kb) continue;
+            const U* src = reinterpret_cast<const U*>(p + (b0 + j) * int64_t(sizeof(B))) + o;
+#if !defined(__CUDA_ARCH__)
+            if (reinterpret_cast<uintptr_t>(src) % sizeof(U) != 0) __builtin_trap();  // the device would fault: the emulator shows it
+#endif
+            v[a] = *src;
+        }
+        for (int a = 0; a < kStageLoads; ++a) {
+            const int i = i0 + a * n_threads, r = i / (KB * WW), j = (i / WW) % KB, o = i % WW;
+            if (i < N) reinterpret_cast<U*>(&s[r][j])[o] = v[a];
+        }
     }
 }
 
@@ -82,7 +98,7 @@ template <DType W, class Map> __device__ inline void dp4a_tile(const Map& map, i
     constexpr int KB = tile_kb<W>();
     // Aligned: stage_blocks writes 16-bit words, and IQ1_M's blocks (bytes only) would not be.
     alignas(4) __shared__ typename D::WB ws[kDpN][KB];
-    __shared__ typename D::AB as[kDpM][KB];
+    alignas(4) __shared__ typename D::AB as[kDpM][KB];
     const int tid = threadIdx.x, tn = tid % kDpN, tm = tid / kDpN;  // rows tm, tm + 8, ...
     constexpr int kDpRowStep = kDpThreads / kDpN;
     __shared__ const uint8_t* wp[kDpN];  // the rows' addresses, asked of the map once
@@ -123,7 +139,7 @@ template <DType W, class Map> __device__ inline void mma_tile(const Map& map, in
     using D = cudaq::WDot<W>;
     constexpr int KB = tile_kb<W>(), S = D::kSub, NS = cudaq::kBlockElems<W> / S;
     alignas(4) __shared__ typename D::WB ws[kMmaN][KB];  // aligned as in dp4a_tile
-    __shared__ typename D::AB as[kMmaM][KB];
+    alignas(4) __shared__ typename D::AB as[kMmaM][KB];
     const int tid = threadIdx.x, lane = tid % 32, g = lane / 4, t = lane % 4;
     const int rw[2] = {(tid / 32) * 16 + g, (tid / 32) * 16 + g + 8};  // this lane's weight rows in the tile
     // Output o = 4c + q: weight row rw[q / 2], activation row 8c + 2t + q % 2 (the mma's d[q]).

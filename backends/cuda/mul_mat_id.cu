@@ -185,8 +185,7 @@ void mul_mat_id(const Tensor& dst, Ctx& ctx) {
     const int64_t arb = int64_t(row_bytes(at, K)), n_arows = X * T;
     auto* act = static_cast<uint8_t*>(ctx.act_buffer(size_t(arb * n_arows)));
     ctx.act_rows.src = nullptr;  // the buffer now holds this node's rows, not a mul_mat's
-    const int be = cudaq::quant_block_elems(at);
-    LS_LAUNCH(quantize_act_kernel, unsigned(n_arows), 128, ctx.stream)(at, be, dptr(x), shape_of(x), act, arb, K / be);
+    launch_quantize_act(at, dptr(x), shape_of(x), act, arb, K, n_arows, ctx.stream);
     LS_CUDA_CHECK_LAUNCH("quantize_act_kernel");
     const IdGeom g{int64_t(w.nb[1]), int64_t(w.nb[2]), w.ne[2], k, X, k * T, arb};
     const auto* id = reinterpret_cast<const int32_t*>(dptr(ids));

@@ -9,6 +9,7 @@
 
 #include "backends/cuda/attention.cuh"
 #include "backends/cuda/mul_mat.cuh"
+#include "backends/cuda/quantize_act.cuh"
 
 #include <catch2/catch.hpp>
 
@@ -215,6 +216,42 @@ TEST_CASE("CUDA attention tile kernels, emulated on the host, equal the referenc
     CHECK(n_several > 0);
     CHECK(n_groups > 0);
     CHECK(n_rounds > 0);
+}
+
+TEST_CASE("CUDA activation quantizers, emulated on the host, equal quantize_row byte for byte", "[cuda_emu]") {
+    std::mt19937 rng(5);
+    for (DType t : {DType::Q8_0, DType::Q8_1, DType::Q8_K, DType::F32, DType::F16, DType::BF16, DType::Q4_0}) {
+        for (int64_t K : {int64_t(256), int64_t(1024)}) {
+            INFO(dtype_name(t) << " K=" << K);
+            // Three rows, 8 floats of padding between them (the kernel finds rows by stride):
+            // outliers, an |x| tie between a value and its negation, a zero block of 32 and
+            // (K 1024) a zero Q8_K block, values on .5 quantization steps.
+            const int64_t stride = K + 8, rows = 3;
+            std::vector<float> x = test::randn(rng, size_t(stride * rows), 1.0f);
+            for (int64_t i = 0; i < stride * rows; i += 97) x[size_t(i)] *= 40.0f;
+            x[3] = 2.5f, x[4] = -2.5f;
+            for (int64_t i = 32; i < 64; ++i) x[size_t(stride + i)] = 0.0f;
+            if (K == 1024)
+                for (int64_t i = 512; i < 768; ++i) x[size_t(2 * stride + i)] = 0.0f;
+            x[size_t(2 * stride + 7)] = 127.5f / 40.0f;
+            const int64_t arb = int64_t(row_bytes(t, K));
+            std::vector<uint8_t> want(size_t(arb * rows)), got(size_t(arb * rows), 0xAB);
+            for (int64_t m = 0; m < rows; ++m) quantize_row(t, x.data() + m * stride, want.data() + m * arb, K);
+            cuda::Shape sx;
+            sx.ne[0] = K, sx.ne[1] = rows, sx.ne[2] = sx.ne[3] = 1;
+            sx.nb[0] = 4, sx.nb[1] = stride * 4, sx.nb[2] = sx.nb[3] = stride * 4 * rows;
+            const int be = cudaq::quant_block_elems(t);
+            const int64_t nb = K / be, warps = nb * rows;
+            const auto* px = reinterpret_cast<const uint8_t*>(x.data());
+            // The 8-bit dot types take the warp kernel (launch_quantize_act), the rest a thread per block.
+            if (t == DType::Q8_0 || t == DType::Q8_1 || t == DType::Q8_K)
+                emu::launch(dim((warps + cuda::kQuantWarps - 1) / cuda::kQuantWarps), dim(32 * cuda::kQuantWarps),
+                            [&] { cuda::quantize_act_warp_kernel(t, px, sx, got.data(), arb, nb, rows); });
+            else
+                emu::launch(dim(rows), dim(128), [&] { cuda::quantize_act_kernel(t, be, px, sx, got.data(), arb, nb); });
+            CHECK(got == want);
+        }
+    }
 }
 
 namespace {
