@@ -7,6 +7,9 @@
 #
 #   bash tools/scripts/gpu_check.sh [STEP...]      (default: suites model memcheck bench)
 #
+#   bits      the short check of a lease's first minute: the op table's attention and matmul
+#             cases on cuda (the attention through the tiles and through the per-query kernels)
+#             and the KV contract tests (ring wraps, several sequences)
 #   suites    the cuda_suite of tests/CMakeLists.txt (its tags read from there), and the
 #             same with Vulkan where a Vulkan GPU is listed: op table bit for bit, KV
 #             contract tests, tiny-model tests (hybrid, MoE, Gemma 4, the families)
@@ -56,8 +59,8 @@ export LOCKSTEP_SOURCE_DIR="$PWD"
 steps=("$@")
 ((${#steps[@]})) || steps=(suites model memcheck bench)
 for s in "${steps[@]}"; do
-  case "$s" in suites|model|memcheck|bench|shapes|profile|compare|serve|ngl) ;;
-    *) echo "gpu_check: unknown step '$s' (suites model memcheck bench shapes profile compare serve ngl)" >&2; exit 2 ;;
+  case "$s" in bits|suites|model|memcheck|bench|shapes|profile|compare|serve|ngl) ;;
+    *) echo "gpu_check: unknown step '$s' (bits suites model memcheck bench shapes profile compare serve ngl)" >&2; exit 2 ;;
   esac
 done
 for f in "$LS" "$TESTS"; do
@@ -99,6 +102,15 @@ shape_file() { echo "$SHAPES/$1.gguf"; }
 
 for s in "${steps[@]}"; do
   case "$s" in
+    bits)
+      cu=(env LOCKSTEP_TEST_BACKENDS=cuda LOCKSTEP_REQUIRE_DEVICE=cuda)
+      step "cuda op table: attention and matmul" bits_ops.log "${cu[@]}" LOCKSTEP_OP_KINDS=attention,mul_mat,mul_mat_id \
+        "$TESTS" --warn NoTests 'every op matches the reference on every backend'
+      step "cuda op table: attention, per-query kernels" bits_attn_per_query.log "${cu[@]}" LOCKSTEP_OP_KINDS=attention \
+        LOCKSTEP_CUDA_ATTN_TILES=0 "$TESTS" --warn NoTests 'every op matches the reference on every backend'
+      step "cuda KV contract" bits_kv.log "${cu[@]}" "$TESTS" --warn NoTests \
+        'kv: every backend agrees with the reference on the tiny model,kv: several sequences of different lengths*,ring: attention over a wrapped cache*'
+      ;;
     suites)
       step "cuda_suite" cuda_suite.log env LOCKSTEP_TEST_BACKENDS=cuda LOCKSTEP_REQUIRE_DEVICE=cuda "$TESTS" --warn NoTests "$suite_tags"
       # The per-query attention kernels (the tiles' fallback for wide heads) on every op-table case.
