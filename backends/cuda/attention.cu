@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <climits>
 #include <cstdlib>
 #include <functional>
 #include <stdexcept>
@@ -38,28 +37,13 @@ bool tiles_off() {
     return off;
 }
 
-// Calls f(std::integral_constant<int, N>{}) with N the power of two 1..8 that n rounds up to.
-template <class F> void with_pow2(int64_t n, F&& f) {
-    if (n <= 1) f(std::integral_constant<int, 1>{});
-    else if (n <= 2) f(std::integral_constant<int, 2>{});
-    else if (n <= 4) f(std::integral_constant<int, 4>{});
-    else f(std::integral_constant<int, 8>{});
-}
-
-// The tile kernels over the node (plan_tiles said they fit).
-void attention_tiles(const TileGeom& g, const std::function<AttnArgs(int64_t, int64_t, float*)>& args, const int32_t* pos, int64_t H, int64_t T, int64_t Dv, int32_t W, bool f16, Ctx& ctx) {
+// The tile kernels over the node (plan_tiles said they fit); nb_max: the most key blocks a
+// query sees (the partials' rows per query and head).
+void attention_tiles(const TileGeom& g, const std::function<AttnArgs(int64_t, int64_t, float*)>& args, const int32_t* pos, int64_t H,
+                     int64_t T, int64_t Dv, int32_t W, int64_t nb_max, Ctx& ctx) {
     const int64_t hx = H / g.gq, tiles = hx * ((T + g.tq - 1) / g.tq);
     const bool split = tiles < kTileSplitBelow;
-    int64_t nbu = 1, nb_max = 1;  // key blocks of the widest tile, and of the widest query
-    for (int64_t t0 = 0; t0 < T; t0 += g.tq) {
-        int64_t bmin = INT64_MAX, bmax = 0;
-        for (int64_t t = t0; t < std::min<int64_t>(T, t0 + g.tq); ++t) {
-            const int64_t bf = attn_block_of(attn_first_key(pos[t], W)), bl = attn_block_of(pos[t]);
-            bmin = std::min(bmin, bf), bmax = std::max(bmax, bl);
-            nb_max = std::max(nb_max, bl - bf + 1);
-        }
-        nbu = std::max(nbu, bmax - bmin + 1);
-    }
+    const int64_t nbu = tile_key_span(pos, T, g.tq, W);
     int64_t per = nbu, splits = 1;
     if (split) {
         splits = std::min(nbu, (kTileSplitTarget + tiles - 1) / tiles);
@@ -74,14 +58,12 @@ void attention_tiles(const TileGeom& g, const std::function<AttnArgs(int64_t, in
     float* partials = split ? static_cast<float*>(ctx.temp(size_t(std::min(tq, T) * per_query) * sizeof(float))) : nullptr;
     for (int64_t t0 = 0; t0 < T; t0 += tq) {
         const int64_t nt = std::min(tq, T - t0);
-        AttnArgs a = args(t0, per, partials);
-        a.nb_max = nb_max;
-        const TileArgs ta{nt, g.gq, g.tq, g.kb, g.vb, g.ks, g.vs, g.kw, g.vw};
+        const AttnArgs a = args(t0, per, partials);
         const dim3 grid(unsigned(hx), unsigned((nt + g.tq - 1) / g.tq), unsigned(splits));
         with_pow2(g.pairs, [&](auto pc) {
             constexpr int P = decltype(pc)::value;
-            if (f16) LS_LAUNCH((attention_tile_kernel<P, true>), grid, kTileThreads, ctx.stream)(a, ta);
-            else LS_LAUNCH((attention_tile_kernel<P, false>), grid, kTileThreads, ctx.stream)(a, ta);
+            if (g.f16) LS_LAUNCH((attention_tile_kernel<P, true>), grid, kTileThreads, ctx.stream)(a, g, nt);
+            else LS_LAUNCH((attention_tile_kernel<P, false>), grid, kTileThreads, ctx.stream)(a, g, nt);
             LS_CUDA_CHECK_LAUNCH("attention_tile_kernel");
         });
         if (split) {
@@ -127,7 +109,7 @@ void attention(const Tensor& dst, Ctx& ctx) {
     const bool one_seq = std::all_of(seq, seq + T, [&](int32_t x) { return x == seq[0]; });
     const TileGeom g = tiles_off() ? TileGeom{} : plan_tiles(Dk, Dv, group, k.type, int64_t(k.nb[1]), v.type, int64_t(v.nb[1]), one_seq);
     if (g.ok) {
-        attention_tiles(g, args, pos, H, T, Dv, p.window, k.type == DType::F16 && v.type == DType::F16, ctx);
+        attention_tiles(g, args, pos, H, T, Dv, p.window, nb_max, ctx);
         return;
     }
     // The per-query kernels. Few (head, query) pairs: split-K, partials and the fold kernel,

@@ -17,6 +17,7 @@
 // the very fold a single CUDA block runs in its registers. The split never changes a bit.
 #pragma once
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <type_traits>
 
@@ -199,6 +200,7 @@ struct TileGeom {
     int gq = 1, tq = 1, rows = 1, pairs = 1;  // pairs: per thread, a power of two
     int64_t kb = 0, vb = 0, ks = 0, vs = 0;   // slice bytes and padded stride of K and V rows
     int kw = 2, vw = 2;                       // copy unit (bytes) of K and V rows
+    bool f16 = false;                         // both caches F16 (the kernels' direct reads)
 };
 inline int64_t tile_stride(int64_t bytes) {  // an odd number of 4-byte words
     const int64_t w = (bytes + 3) / 4;
@@ -224,17 +226,25 @@ inline TileGeom plan_tiles(int64_t Dk, int64_t Dv, int64_t group, DType kt, int6
     g.pairs = 1;
     while (g.pairs < need) g.pairs *= 2;
     g.kw = tile_copy_unit(g.kb, k_nb1), g.vw = tile_copy_unit(g.vb, v_nb1);
+    g.f16 = kt == DType::F16 && vt == DType::F16;
     g.ok = g.pairs <= kTilePairsMax;
     return g;
 }
 
-// The launch's tile arguments: grid (H / gq head groups, query tiles, splits).
-struct TileArgs {
-    int64_t n_q;  // the launch's queries
-    int gq, tq;
-    int64_t kb, vb, ks, vs;
-    int kw, vw;
-};
+// Key blocks from the first a tile's rows see to the last any sees, over the tiles of tq
+// queries of pos[0..T): how many key blocks the widest tile walks (what its splits divide).
+inline int64_t tile_key_span(const int32_t* pos, int64_t T, int64_t tq, int32_t W) {
+    int64_t span = 1;
+    for (int64_t t0 = 0; t0 < T; t0 += tq) {
+        int64_t bmin = INT64_MAX, bmax = 0;
+        for (int64_t t = t0; t < std::min(T, t0 + tq); ++t) {
+            bmin = std::min(bmin, attn_block_of(attn_first_key(pos[t], W)));
+            bmax = std::max(bmax, attn_block_of(pos[t]));
+        }
+        span = std::max(span, bmax - bmin + 1);
+    }
+    return span;
+}
 
 // Element i of a staged head slice: F16 read directly; the other cache types (cache_type in
 // support_predicates.h) through deq_elem with the type a constant, so that each case is only
@@ -342,10 +352,11 @@ LS_UNROLL
     }
 }
 
-// Grid: (head group x, query tile y, split z). Tile row r is head x * gq + r % gq and launch
-// query y * tq + r / gq. P: (row, output) pairs per thread; F16: both caches are F16.
+// Grid: (head group x, query tile y, split z) over the launch's n_q queries. Tile row r is
+// head x * gq + r % gq and launch query y * tq + r / gq. P: (row, output) pairs per thread;
+// F16: g.f16.
 template <int P, bool F16>
-__global__ void __launch_bounds__(kTileThreads) attention_tile_kernel(AttnArgs a, TileArgs g) {
+__global__ void __launch_bounds__(kTileThreads) attention_tile_kernel(AttnArgs a, TileGeom g, int64_t n_q) {
     alignas(16) __shared__ float qs[kTileRowFloats];
     __shared__ float ps[kTileRowsMax][kAttnBlock];
     __shared__ float mbs[kTileRowsMax], fa[kTileRowsMax], fc[kTileRowsMax], ms[kTileRowsMax], ls[kTileRowsMax];
@@ -354,7 +365,7 @@ __global__ void __launch_bounds__(kTileThreads) attention_tile_kernel(AttnArgs a
     const int tid = threadIdx.x;
     const int64_t Dk = a.sq.ne[0], Dv = a.Dv;
     const int64_t h0 = int64_t(blockIdx.x) * g.gq, hk = h0 / a.group, y0 = int64_t(blockIdx.y) * g.tq;
-    const int nqt = int(g.n_q - y0 < g.tq ? g.n_q - y0 : g.tq), nr = g.gq * nqt;
+    const int nqt = int(n_q - y0 < g.tq ? n_q - y0 : g.tq), nr = g.gq * nqt;
     const int64_t s = a.seq[a.t0 + y0];  // one sequence per tile (plan_tiles)
     if (tid < nr) {
         const int64_t p = a.pos[a.t0 + y0 + tid / g.gq];
@@ -374,6 +385,10 @@ __global__ void __launch_bounds__(kTileThreads) attention_tile_kernel(AttnArgs a
     const int64_t b_last = attn_block_of(pmax), b0 = attn_block_of(kmin) + int64_t(blockIdx.z) * a.blocks_per_split;
     const int64_t b1 = b0 + a.blocks_per_split - 1 < b_last ? b0 + a.blocks_per_split - 1 : b_last;
     if (b0 > b_last) return;  // the whole block: this tile has fewer key blocks
+    // Row r's visible keys among key block b's lo..hi: vlo..vhi (none where vlo > vhi).
+    auto visible = [&](int r, int64_t lo, int64_t hi, int64_t& vlo, int64_t& vhi) {
+        vlo = rk0[r] > lo ? rk0[r] : lo, vhi = rpos[r] < hi ? rpos[r] : hi;
+    };
     float o[P], ob[P];
     int pr[P], pi[P];  // the thread's pairs: row, output (pr -1: none)
 LS_UNROLL
@@ -398,7 +413,8 @@ LS_UNROLL
         __syncthreads();
         // 2. m_b per row, a warp a row (a maximum: exact in any order), then p_k.
         for (int r = tid / 32; r < nr; r += kTileThreads / 32) {
-            const int64_t vlo = rk0[r] > lo ? rk0[r] : lo, vhi = rpos[r] < hi ? rpos[r] : hi;
+            int64_t vlo, vhi;
+            visible(r, lo, hi, vlo, vhi);
             float mb = -INFINITY;
             for (int64_t k = vlo + tid % 32; k <= vhi; k += 32) mb = fmaxf(mb, ps[r][k - lo]);
             mb = warp_max(mb);
@@ -413,7 +429,8 @@ LS_UNROLL
         __syncthreads();
         // 3. l_b per row, then the row's fold factors (or its partial's head).
         if (tid < nr) {
-            const int64_t vlo = rk0[tid] > lo ? rk0[tid] : lo, vhi = rpos[tid] < hi ? rpos[tid] : hi;
+            int64_t vlo, vhi;
+            visible(tid, lo, hi, vlo, vhi);
             if (vlo <= vhi) {
                 float lb = 0;  // in key order; eight read before they are added
                 int64_t k = vlo;
@@ -445,7 +462,8 @@ LS_UNROLL
             ob[u] = 0;
             const int r = pr[u], i = pi[u];
             if (r < 0) continue;
-            const int64_t vlo = rk0[r] > lo ? rk0[r] : lo, vhi = rpos[r] < hi ? rpos[r] : hi;
+            int64_t vlo, vhi;
+            visible(r, lo, hi, vlo, vhi);
             float acc = 0;
             // Eight products are formed before they are added (the same chain), so that their
             // loads overlap.
@@ -465,7 +483,8 @@ LS_UNROLL
             for (int u = 0; u < P; ++u) {
                 const int r = pr[u];
                 if (r < 0) continue;
-                const int64_t vlo = rk0[r] > lo ? rk0[r] : lo, vhi = rpos[r] < hi ? rpos[r] : hi;
+                int64_t vlo, vhi;
+            visible(r, lo, hi, vlo, vhi);
                 if (vlo <= vhi) attn_partial(a, h0 + r % g.gq, y0 + r / g.gq, b - attn_block_of(rk0[r]))[2 + pi[u]] = ob[u];
             }
             continue;
@@ -475,7 +494,8 @@ LS_UNROLL
         for (int u = 0; u < P; ++u) {
             const int r = pr[u];
             if (r < 0) continue;
-            const int64_t vlo = rk0[r] > lo ? rk0[r] : lo, vhi = rpos[r] < hi ? rpos[r] : hi;
+            int64_t vlo, vhi;
+            visible(r, lo, hi, vlo, vhi);
             if (vlo > vhi) continue;
             o[u] = b == attn_block_of(rk0[r]) ? ob[u] : o[u] * fa[r] + ob[u] * fc[r];
         }
@@ -574,14 +594,19 @@ LS_UNROLL
     }
 }
 
-// Calls f(std::integral_constant<int, KOUT>{}) with the KOUT the kernels take for value
-// heads of Dv; false when Dv exceeds kAttnMaxHead.
+// Calls f(std::integral_constant<int, N>{}) with N the power of two 1..8 that n rounds up to.
+template <class F> void with_pow2(int64_t n, F&& f) {
+    if (n <= 1) f(std::integral_constant<int, 1>{});
+    else if (n <= 2) f(std::integral_constant<int, 2>{});
+    else if (n <= 4) f(std::integral_constant<int, 4>{});
+    else f(std::integral_constant<int, 8>{});
+}
+
+// Calls f(std::integral_constant<int, KOUT>{}) with the KOUT the per-query kernels take for
+// value heads of Dv; false when Dv exceeds kAttnMaxHead.
 template <class F> bool with_attn_outputs(int64_t Dv, F&& f) {
-    if (Dv <= kAttnThreads) f(std::integral_constant<int, 1>{});
-    else if (Dv <= 2 * kAttnThreads) f(std::integral_constant<int, 2>{});
-    else if (Dv <= 4 * kAttnThreads) f(std::integral_constant<int, 4>{});
-    else if (Dv <= 8 * kAttnThreads) f(std::integral_constant<int, 8>{});
-    else return false;
+    if (Dv > kAttnMaxHead) return false;
+    with_pow2((Dv + kAttnThreads - 1) / kAttnThreads, f);
     return true;
 }
 static_assert(8 * kAttnThreads == kAttnMaxHead, "with_attn_outputs covers every value head up to kAttnMaxHead");

@@ -14,7 +14,6 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <climits>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -88,15 +87,7 @@ std::vector<uint8_t> emu_attention(const Attn& a, int64_t per) {
 // tile folds in its registers); split, the partials (NaN-filled) are folded by
 // attention_fold_chunks_kernel `chunk` key blocks a round.
 std::vector<uint8_t> emu_attention_tiles(const Attn& a, const cuda::TileGeom& g, int64_t per, int chunk) {
-    int64_t nbu = 1;
-    for (int64_t t0 = 0; t0 < a.T; t0 += g.tq) {
-        int64_t bmin = INT64_MAX, bmax = 0;
-        for (int64_t t = t0; t < std::min<int64_t>(a.T, t0 + g.tq); ++t) {
-            bmin = std::min<int64_t>(bmin, attn_block_of(attn_first_key(a.pos[t], a.p.window)));
-            bmax = std::max<int64_t>(bmax, attn_block_of(a.pos[t]));
-        }
-        nbu = std::max(nbu, bmax - bmin + 1);
-    }
+    const int64_t nbu = cuda::tile_key_span(a.pos, a.T, g.tq, a.p.window);
     const bool split = per > 0;
     const int64_t splits = split ? (nbu + per - 1) / per : 1;
     std::vector<float> partials(split ? size_t(a.T * a.H * a.nb_max * (a.Dv + 2)) : 0, std::numeric_limits<float>::quiet_NaN());
@@ -105,27 +96,17 @@ std::vector<uint8_t> emu_attention_tiles(const Attn& a, const cuda::TileGeom& g,
                               a.v.data_as<const uint8_t>(), a.v.type, int64_t(a.v.nb[1]), a.pos, a.seq, 0, a.p.window, a.R, a.group,
                               a.p.scale, a.p.softcap, a.Dv, out.data(), shape_of(a.dst), split ? per : nbu,
                               split ? partials.data() : nullptr, a.nb_max, a.sinks};
-    const cuda::TileArgs ta{a.T, g.gq, g.tq, g.kb, g.vb, g.ks, g.vs, g.kw, g.vw};
     const emu::Dim3 grid = dim(a.H / g.gq, (a.T + g.tq - 1) / g.tq, splits);
-    const bool f16 = a.k.type == DType::F16 && a.v.type == DType::F16;
-    auto tiles = [&](auto pc) {
+    cuda::with_pow2(g.pairs, [&](auto pc) {
         constexpr int P = decltype(pc)::value;
-        if (f16) emu::launch(grid, dim(cuda::kTileThreads), [&] { cuda::attention_tile_kernel<P, true>(args, ta); });
-        else emu::launch(grid, dim(cuda::kTileThreads), [&] { cuda::attention_tile_kernel<P, false>(args, ta); });
-    };
-    switch (g.pairs) {
-        case 1: tiles(std::integral_constant<int, 1>{}); break;
-        case 2: tiles(std::integral_constant<int, 2>{}); break;
-        case 4: tiles(std::integral_constant<int, 4>{}); break;
-        default: REQUIRE(g.pairs == 8); tiles(std::integral_constant<int, 8>{}); break;
-    }
-    if (split) {
-        REQUIRE(a.Dv <= 2 * cuda::kTileThreads);
-        if (a.Dv <= cuda::kTileThreads)
-            emu::launch(dim(a.H, a.T), dim(cuda::kTileThreads), [&] { cuda::attention_fold_chunks_kernel<1>(args, chunk); });
-        else
-            emu::launch(dim(a.H, a.T), dim(cuda::kTileThreads), [&] { cuda::attention_fold_chunks_kernel<2>(args, chunk); });
-    }
+        if (g.f16) emu::launch(grid, dim(cuda::kTileThreads), [&] { cuda::attention_tile_kernel<P, true>(args, g, a.T); });
+        else emu::launch(grid, dim(cuda::kTileThreads), [&] { cuda::attention_tile_kernel<P, false>(args, g, a.T); });
+    });
+    if (split)
+        cuda::with_pow2((a.Dv + cuda::kTileThreads - 1) / cuda::kTileThreads, [&](auto ko) {
+            constexpr int KOUT = decltype(ko)::value;
+            emu::launch(dim(a.H, a.T), dim(cuda::kTileThreads), [&] { cuda::attention_fold_chunks_kernel<KOUT>(args, chunk); });
+        });
     return out;
 }
 
