@@ -205,12 +205,13 @@ TEST_CASE("CUDA activation quantizers, emulated on the host, equal quantize_row 
         for (int64_t K : {int64_t(256), int64_t(1024)}) {
             INFO(dtype_name(t) << " K=" << K);
             // Three rows, 8 floats of padding between them (the kernel finds rows by stride):
-            // outliers, an |x| tie between a value and its negation, a zero block of 32 and
+            // outliers, an |x| tie between a value and its negation, a NaN, a zero block of 32 and
             // (K 1024) a zero Q8_K block, values on .5 quantization steps.
             const int64_t stride = K + 8, rows = 3;
             std::vector<float> x = test::randn(rng, size_t(stride * rows), 1.0f);
             for (int64_t i = 0; i < stride * rows; i += 97) x[size_t(i)] *= 40.0f;
             x[3] = 2.5f, x[4] = -2.5f;
+            x[32] = std::numeric_limits<float>::quiet_NaN();  // a NaN first in its 32-block: the absmax skips it
             for (int64_t i = 32; i < 64; ++i) x[size_t(stride + i)] = 0.0f;
             if (K == 1024)
                 for (int64_t i = 512; i < 768; ++i) x[size_t(2 * stride + i)] = 0.0f;
