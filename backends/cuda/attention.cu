@@ -10,6 +10,7 @@
 #include "backends/cuda/quant_device.cuh"
 #include "backends/cuda/support_predicates.h"
 #include "core/rules/attention_rule.h"
+#include "core/ir/index_inputs.h"
 #include "core/ir/op_params.h"
 #include "core/quant/dtype.h"
 
@@ -84,20 +85,18 @@ void attention(const Tensor& dst, Ctx& ctx) {
     const Tensor& v = *dst.src[2];
     const AttentionParams p = dst.get_params<AttentionParams>();
     const int64_t Dk = q.ne[0], H = q.ne[1], T = q.ne[2], Dv = dst.ne[0];
-    const int64_t R = p.ring_rows, n_seq = k.ne[1] / R, group = H / p.n_head_kv;
+    const int64_t R = p.ring_rows, group = H / p.n_head_kv;
     if (T == 0 || H == 0) return;
     if (Dk > kAttnMaxHead || Dv > kAttnMaxHead)
         throw std::invalid_argument("cuda attention: heads wider than " + std::to_string(kAttnMaxHead));
-    // Positions and sequences are checked on the host before anything runs (the reference's
-    // messages), and give the most key blocks a query sees, which sizes the split.
-    const std::vector<uint8_t> pos_b = ctx.host_bytes(*dst.src[3]), seq_b = ctx.host_bytes(*dst.src[4]);
-    const int32_t* pos = reinterpret_cast<const int32_t*>(pos_b.data());
-    const int32_t* seq = reinterpret_cast<const int32_t*>(seq_b.data());
+    // Positions and sequences, checked by core before the graph ran (check_index_inputs), are
+    // read on the host from the graph's inputs: they give the most key blocks a query sees,
+    // which sizes the split, and the tiles' geometry.
+    const int32_t* pos = index_data<int32_t>(*ctx.graph, dst.src[3], "attention");
+    const int32_t* seq = index_data<int32_t>(*ctx.graph, dst.src[4], "attention");
     int64_t nb_max = 1;
-    for (int64_t t = 0; t < T; ++t) {
-        check_attention_query(seq[t], pos[t], p.window, R, n_seq);
+    for (int64_t t = 0; t < T; ++t)
         nb_max = std::max(nb_max, attn_block_of(pos[t]) - attn_block_of(attn_first_key(pos[t], p.window)) + 1);
-    }
     // The launch's view of the node for queries t0.. (per: key blocks per split).
     auto args = [&](int64_t t0, int64_t per_split, float* partials) {
         return AttnArgs{reinterpret_cast<const float*>(dptr(q)), shape_of(q), dptr(k), k.type, int64_t(k.nb[1]), dptr(v), v.type,
@@ -143,9 +142,8 @@ void attention(const Tensor& dst, Ctx& ctx) {
 bool supports_attention(const Tensor& n) {
     const Tensor* a = n.src[0];
     const Tensor* b = n.src[1];
-    return f32_elems(a) && a->ne[0] <= kAttnMaxHead && n.ne[0] <= kAttnMaxHead && b && cache_type(b->type) && n.src[2] && cache_type(n.src[2]->type) && n.src[3] &&
-           n.src[3]->type == DType::I32 && n.src[3]->is_contiguous() && n.src[4] && n.src[4]->type == DType::I32 &&
-           n.src[4]->is_contiguous() && f32_elems(&n) &&
+    return f32_elems(a) && a->ne[0] <= kAttnMaxHead && n.ne[0] <= kAttnMaxHead && b && cache_type(b->type) && n.src[2] && cache_type(n.src[2]->type) && host_i32(n.src[3]) &&
+           host_i32(n.src[4]) && f32_elems(&n) &&
            (!n.src[5] || (f32_elems(n.src[5]) && n.src[5]->is_contiguous()));
 }
 

@@ -40,13 +40,6 @@ std::string oom_message(int device, const std::string& device_name, size_t neede
            " for " + what + " (" + mib(free_bytes) + " free of " + mib(total_bytes) + ")";
 }
 
-void Ctx::upload(void* dst, const void* src, size_t n) const {
-    if (!n) return;
-    void* h = pinned(n);
-    std::memcpy(h, src, n);
-    LS_CUDA_CHECK(cudaMemcpyAsync(dst, h, n, cudaMemcpyHostToDevice, stream));
-}
-
 }  // namespace cuda
 
 namespace {
@@ -132,9 +125,7 @@ public:
         if (stream_) cudaStreamSynchronize(stream_);
         if (workspace_) cudaFree(workspace_);
         if (act_) cudaFree(act_);
-        for (auto& c : pinned_) cudaFreeHost(c.p);
         if (dl_) cudaFreeHost(dl_);
-        for (auto& c : arena_) cudaFree(c.p);
         if (graph_done_) cudaEventDestroy(graph_done_);
         for (auto& e : execs_)
             if (e.exec) cudaGraphExecDestroy(e.exec);
@@ -207,8 +198,8 @@ public:
     // decode steps, which alternate in every chat turn, each keep their own.
     void compute(const Graph& g) override {
         LS_CUDA_CHECK(cudaSetDevice(device_));
-        // The previous graph's copies out of the pinned staging (and its reads of the arena)
-        // must be done before reuse.
+        // The previous graph has run before this one is captured: its scratch buffers are this
+        // graph's too, and one that must grow is freed and replaced while capturing.
         if (graph_done_) {
             const auto t0 = std::chrono::steady_clock::now();
             LS_CUDA_CHECK(cudaEventSynchronize(graph_done_));
@@ -219,8 +210,9 @@ public:
                 record_done();
                 return;
             }
-            // The capture failed (a buffer had to grow, or an op read device data on the host,
-            // both of which synchronize): run the same launches directly.
+            // The capture failed (a buffer had to grow, which synchronizes): run the same
+            // launches directly. No launcher reads device data on the host: index data comes
+            // from the graph's inputs (core/ir/index_inputs.h).
             ++stats_.fallbacks;
             if (++graph_failures_ >= 3) use_graphs_ = false;  // this graph shape keeps needing that
         }
@@ -234,20 +226,13 @@ public:
     }
 
 private:
-    void reset_staging() {
-        for (auto& c : pinned_) c.used = 0;
-        for (auto& c : arena_) c.used = 0;
-    }
     void launch_all(const Graph& g) {
-        reset_staging();
         cuda::Ctx ctx;
         ctx.stream = stream_;
         ctx.int8_mma = int8_mma_;
-        ctx.host_bytes = [&](const Tensor& t) { return host_bytes(g, t); };
+        ctx.graph = &g;
         ctx.temp = [&](size_t bytes) { return temp(bytes); };
         ctx.act_buffer = [&](size_t bytes) { return act_buffer(bytes); };
-        ctx.pinned = [&](size_t bytes) { return pinned(bytes); };
-        ctx.arena = [&](size_t bytes) { return arena(bytes); };
         for (const Tensor* n : g.nodes()) {
             if (profile_) op_profile_.begin(stream_);
             kLaunchers[static_cast<int>(n->op)](*n, ctx);
@@ -382,58 +367,7 @@ private:
         }
         return act_;
     }
-    // Pinned host staging for in-graph uploads: chunks used linearly within a graph and
-    // recycled at the next graph, after graph_done_.
-    struct PinnedChunk {
-        uint8_t* p = nullptr;
-        size_t size = 0, used = 0;
-    };
-    void* pinned(size_t bytes) {
-        bytes = (bytes + 63) / 64 * 64;
-        for (auto& c : pinned_)
-            if (c.size - c.used >= bytes) {
-                void* r = c.p + c.used;
-                c.used += bytes;
-                return r;
-            }
-        PinnedChunk c;
-        c.size = std::max<size_t>(bytes, size_t(4) << 20);
-        void* p = nullptr;
-        LS_CUDA_CHECK(cudaMallocHost(&p, c.size));
-        c.p = static_cast<uint8_t*>(p);
-        c.used = bytes;
-        pinned_.push_back(c);
-        return c.p;
-    }
 
-    // Per-graph device arena: chunks used linearly within a graph, recycled at the next one.
-    void* arena(size_t bytes) {
-        bytes = (bytes + 255) / 256 * 256;
-        for (auto& c : arena_)
-            if (c.size - c.used >= bytes) {
-                void* r = c.p + c.used;
-                c.used += bytes;
-                return r;
-            }
-        PinnedChunk c;
-        c.size = std::max<size_t>(bytes, size_t(4) << 20);
-        c.p = static_cast<uint8_t*>(device_malloc(c.size, "per-graph tables"));
-        c.used = bytes;
-        arena_.push_back(c);
-        return c.p;
-    }
-
-    std::vector<uint8_t> host_bytes(const Graph& g, const Tensor& t) {
-        for (size_t i = 0; i < g.inputs().size(); ++i)
-            if (g.inputs()[i] == &t && !g.input_data(i).empty()) return g.input_data(i);
-        if (!t.is_contiguous()) throw std::logic_error("cuda backend: tensor '" + t.name + "' read on the host is not contiguous");
-        std::vector<uint8_t> v(t.nbytes());
-        if (!v.empty()) {
-            LS_CUDA_CHECK(cudaMemcpyAsync(v.data(), cuda::dptr(t), v.size(), cudaMemcpyDeviceToHost, stream_));
-            LS_CUDA_CHECK(cudaStreamSynchronize(stream_));
-        }
-        return v;
-    }
 
     int device_ = 0;
     std::string device_name_;
@@ -443,7 +377,6 @@ private:
     size_t workspace_size_ = 0;
     void* act_ = nullptr;
     size_t act_size_ = 0;
-    std::vector<PinnedChunk> pinned_, arena_;
     uint8_t* dl_ = nullptr;  // pinned staging of download()
     size_t dl_size_ = 0;
     cudaEvent_t graph_done_ = nullptr;

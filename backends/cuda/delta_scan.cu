@@ -8,7 +8,6 @@
 #include "backends/cuda/elementwise.cuh"
 #include "backends/cuda/support_predicates.h"
 #include "core/ir/op_params.h"
-#include "core/rules/scan_runs.h"
 
 namespace ls::cuda {
 namespace {
@@ -61,9 +60,7 @@ void delta_scan(const Tensor& dst, Ctx& ctx) {
     const Tensor& runs = *dst.src[4];
     const Tensor& order = *dst.src[5];
     const auto p = dst.get_params<DeltaScanParams>();
-    const std::vector<uint8_t> rb = ctx.host_bytes(runs), ob = ctx.host_bytes(order);
-    read_scan_runs(reinterpret_cast<const int32_t*>(rb.data()), runs.ne[1], reinterpret_cast<const int32_t*>(ob.data()),
-                   qkv.nrows(), state.ne[1], "delta_scan");
+    // The runs were checked by core before the graph ran (check_index_inputs).
     const unsigned blocks = unsigned(runs.ne[1] * p.n_v_heads), row_groups = blocks_for(p.d_v, kDeltaWarps);
     if (blocks == 0 || row_groups == 0) return;
     if (row_groups > 65535) throw std::invalid_argument("delta_scan: value heads wider than one launch covers");
@@ -79,7 +76,7 @@ bool supports_delta_scan(const Tensor& n) {
     const Tensor* a = n.src[0];
     const Tensor* b = n.src[1];
     return f32_elems(a) && a->is_contiguous() && f32_elems(b) && b->is_contiguous() && f32_elems(n.src[2]) &&
-           n.src[2]->is_contiguous() && f32_elems(n.src[3]) && n.src[3]->is_contiguous() && f32_elems(&n) &&
+           n.src[2]->is_contiguous() && f32_elems(n.src[3]) && n.src[3]->is_contiguous() && host_i32(n.src[4]) && host_i32(n.src[5]) && f32_elems(&n) &&
            n.is_contiguous();
 }
 

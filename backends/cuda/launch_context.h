@@ -8,12 +8,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <string>
-#include <tuple>
-#include <vector>
 
-#include "core/ir/tensor.h"
+#include "core/ir/graph.h"
 
 namespace ls::cuda {
 
@@ -40,24 +37,12 @@ std::string oom_message(int device, const std::string& device_name, size_t neede
 struct Ctx {
     cudaStream_t stream = nullptr;
     bool int8_mma = false;  // mul_mat may use the tensor-core kernel (int8_mma_usable)
-    // A small tensor's bytes on the host (index and position tensors, frequency factors):
-    // graph inputs come from the graph's own copy; anything else is downloaded after the
-    // stream has finished the nodes before (a synchronization, rare).
-    std::function<std::vector<uint8_t>(const Tensor&)> host_bytes;
+    // The graph being launched: index data (attention's positions and sequences) is read on
+    // the host from its inputs (core/ir/index_inputs.h), never from the device.
+    const Graph* graph = nullptr;
     // Device scratch for the current op (quantized activations, scores, tables). The next
     // op may reuse it: the stream orders them.
     std::function<void*(size_t)> temp;
-    // Copies host bytes to device memory, ordered on the stream; src may be freed on return.
-    // The bytes go through pinned host memory that lives until the graph has run, so the
-    // copy is truly asynchronous: a copy from pageable memory would first wait for the
-    // stream to drain, stalling the GPU between ops.
-    void upload(void* dst, const void* src, size_t n) const;
-    std::function<void*(size_t)> pinned;  // host staging for upload(), valid until the graph has run
-    // Device memory that lives until the graph has run (tables shared by several nodes).
-    std::function<void*(size_t)> arena;
-    // Rope cos/sin tables already built in this graph, by (positions, factors, parameters):
-    // every layer rotates by the same positions, so the host computes each table once.
-    std::map<std::tuple<const Tensor*, const Tensor*, int, int, float, float, float, float, float, float>, const float*> rope_tables;
 
     // mul_mat's quantized activation rows: their own device buffer (not temp), so that
     // consecutive mul_mats over the same activations (q/k/v, gate/up) quantize them once.

@@ -1,7 +1,7 @@
 // The two passes of VulkanBackend::compute, as the per-op files (ops/*.cpp) see them:
-//  Plan: the host pass, before anything is recorded, so an op's checks fail with every
-//    buffer untouched; it also sizes the aux buffer (activation rows, attention partials) and
-//    builds rope's cos/sin tables.
+//  Plan: the host pass, before anything is recorded: it sizes the aux buffer (activation
+//    rows, attention partials) and reads what a launch's shape depends on from the graph's
+//    index inputs (core/ir/index_inputs.h; core has checked them before the graph runs).
 //  Recorder: the recording pass, one command buffer per graph; a dispatch gets a barrier
 //    only where it touches memory an earlier unfenced dispatch wrote (or writes memory one
 //    read).
@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "backends/vulkan/vk_context.h"
-#include "core/ir/tensor.h"
+#include "core/ir/graph.h"
 #include "shaders/push.h"
 
 namespace ls::vk {
@@ -36,16 +36,10 @@ struct AttnPlan {
 };
 
 struct Plan {
-    // The bytes of a tensor whose values the host needs (a graph input's data, else a
-    // download).
-    std::function<std::vector<uint8_t>(const Tensor*)> host_bytes;
+    const Graph* graph = nullptr;  // the graph planned: index data is read from its inputs
     size_t act_bytes = 0, attn_bytes = 0;
     int attn_split = -1;  // Context::attn_split: -1 by size, 0 never, 1 always (tests)
     bool attn_tile = false;  // Context::attn_tile
-    std::vector<float> rope_tables;            // (cos, sin) pairs
-    std::map<const Tensor*, size_t> rope_off;  // node -> float offset of its table
-    // Nodes with the same positions, factors and parameters share one table.
-    std::map<std::tuple<const Tensor*, const Tensor*, int32_t, int32_t, float, float, float, float, float, float>, size_t> rope_dedup;
     std::map<const Tensor*, AttnPlan> attn;
     // set_rows nodes whose index vector names some row twice (the last writer must win).
     std::set<const Tensor*> rows_repeat;
@@ -81,7 +75,6 @@ public:
     Context& ctx;
     const Plan& plan;
     Range act{}, attn{};     // the aux buffer's activation rows and attention block partials
-    uint64_t rope_base = 0;  // address of plan.rope_tables in the aux buffer
     // The activation rows in `act` are this tensor quantized to act_t, so a mul_mat on the
     // same input (q, k, v; gate, up) skips the quantizer.
     const Tensor* act_x = nullptr;

@@ -73,24 +73,17 @@ private:
     static void bounds(const VkBuf& b, size_t off, size_t n) {
         if (off + n > b.size) throw std::out_of_range("vulkan: copy outside the buffer");
     }
-    std::vector<uint8_t> host_bytes(const Graph& g, const Tensor* t) {
-        for (size_t i = 0; i < g.inputs().size(); ++i)
-            if (g.inputs()[i] == t) return g.input_data(i);
-        std::vector<uint8_t> v(t->nbytes());
-        download(*t->buffer, t->offset, v.data(), v.size());
-        return v;
-    }
 
     std::shared_ptr<Context> ctx_;
-    std::unique_ptr<Buffer> aux_;  // activation rows, attention block partials, rope tables
+    std::unique_ptr<Buffer> aux_;  // activation rows, attention block partials
     bool profile_ = std::getenv("LOCKSTEP_PROFILE") != nullptr;
     std::map<std::string, double> prof_;
 };
 
 void VulkanBackend::compute(const Graph& g) {
-    // Pass 1 (host): checks that must fail before any write, and the aux buffer's layout.
+    // Pass 1 (host): the aux buffer's layout and the launch shapes.
     Plan plan;
-    plan.host_bytes = [&](const Tensor* t) { return host_bytes(g, t); };
+    plan.graph = &g;
     plan.attn_split = ctx_->attn_split;
     plan.attn_tile = ctx_->attn_tile;
     for (const Tensor* n : g.nodes()) {
@@ -99,18 +92,16 @@ void VulkanBackend::compute(const Graph& g) {
         op_entry(n->op).plan(*n, plan);
     }
     auto al = [](size_t n) { return (n + 255) / 256 * 256; };
-    const size_t act_off = 0, attn_off = al(plan.act_bytes), rope_base = attn_off + al(plan.attn_bytes);
-    const size_t aux_need = rope_base + plan.rope_tables.size() * 4 + 256;
+    const size_t act_off = 0, attn_off = al(plan.act_bytes);
+    const size_t aux_need = attn_off + al(plan.attn_bytes) + 256;
     if (!aux_ || aux_->size < aux_need) {
         aux_.reset();
         aux_ = alloc(aux_need + aux_need / 4);
     }
-    if (!plan.rope_tables.empty()) upload(*aux_, rope_base, plan.rope_tables.data(), plan.rope_tables.size() * 4);
     const uint64_t aux = own(*aux_).chunk->addr + own(*aux_).off;
     Recorder rec(*ctx_, *this, plan, profile_, prof_);
     rec.act = Range{aux + act_off, aux + act_off + std::max<size_t>(plan.act_bytes, 1)};
     rec.attn = Range{aux + attn_off, aux + attn_off + std::max<size_t>(plan.attn_bytes, 1)};
-    rec.rope_base = aux + rope_base;
 
     // Pass 2: record one command buffer.
     VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};

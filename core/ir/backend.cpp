@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "core/ir/index_inputs.h"
 #include "core/quant/quant.h"
 
 namespace ls {
@@ -35,6 +36,7 @@ std::string unsupported_node(const std::string& backend, const Tensor& n) {
 void run_graph(Backend& be, Graph& g, std::unique_ptr<Buffer>& scratch) {
     for (const Tensor* n : g.nodes())
         if (!be.supports(*n)) throw std::runtime_error(unsupported_node(be.name(), *n));
+    check_index_inputs(g);  // bad rows, positions or runs: an error before anything is written
     size_t need = plan_graph(g);
     if (!scratch || scratch->size < need) {
         scratch.reset();

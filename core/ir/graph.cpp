@@ -60,6 +60,12 @@ void Graph::set_input_data(const Tensor* input, std::vector<uint8_t> bytes) {
     throw std::logic_error("set_input_data: '" + input->name + "' is not an input of this graph");
 }
 
+const std::vector<uint8_t>* Graph::host_data(const Tensor* t) const {
+    for (size_t i = 0; i < inputs_.size(); ++i)
+        if (inputs_[i] == t) return input_data_[i].size() == t->nbytes() ? &input_data_[i] : nullptr;
+    return nullptr;
+}
+
 Tensor* Graph::add_node(Tensor* t) {
     nodes_.push_back(t);
     return t;

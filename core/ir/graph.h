@@ -37,6 +37,9 @@ public:
     const std::vector<Tensor*>& inputs() const { return inputs_; }
     const std::vector<Tensor*>& outputs() const { return outputs_; }
     const std::vector<uint8_t>& input_data(size_t i) const { return input_data_[i]; }
+    // The bytes input t is filled from, or null (t is no input of this graph, or its bytes are
+    // not given yet). Index data is read on the host this way (core/ir/index_inputs.h).
+    const std::vector<uint8_t>* host_data(const Tensor* t) const;
 
 private:
     std::deque<Tensor> arena_;  // deque: stable addresses

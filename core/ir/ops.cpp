@@ -1,11 +1,13 @@
 #include "core/ir/ops.h"
 
+#include "core/rules/rope_rule.h"
 #include "core/rules/topk_rule.h"
 
 #include <cfloat>
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace ls::ops {
 namespace {
@@ -111,20 +113,34 @@ Tensor* rms_norm(Graph& g, Tensor* x, Tensor* w, float eps) {
     return t;
 }
 
-Tensor* rope(Graph& g, Tensor* x, Tensor* pos, Tensor* ff, const RopeParams& p) {
-    expect_type("rope", x, DType::F32, "x");
-    expect_type("rope", pos, DType::I32, "pos");
-    expect_rows_contiguous("rope", x, "x");
-    if (pos->ne[0] != x->ne[2]) fail("rope", "pos must have one entry per token (x->ne[2])");
-    if (p.n_dims <= 0 || p.n_dims % 2 || p.n_dims > x->ne[0]) fail("rope", "n_dims must be even and <= head dim");
+namespace {
+void check_rope_params(const RopeParams& p, int64_t head) {
+    if (p.n_dims <= 0 || p.n_dims % 2 || p.n_dims > head) fail("rope", "n_dims must be even and <= head dim");
     if (p.mode != ROPE_NORMAL && p.mode != ROPE_NEOX) fail("rope", "unknown mode " + std::to_string(p.mode));
-    if (ff) {
-        expect_type("rope", ff, DType::F32, "freq_factors");
-        if (ff->ne[0] < p.n_dims / 2) fail("rope", "freq_factors needs n_dims/2 entries");
-    }
-    Tensor* t = node(g, OpId::ROPE, DType::F32, x->ne, {x, pos, ff});
+}
+}  // namespace
+
+Tensor* rope(Graph& g, Tensor* x, Tensor* table, const RopeParams& p) {
+    expect_type("rope", x, DType::F32, "x");
+    expect_type("rope", table, DType::F32, "table");
+    expect_rows_contiguous("rope", x, "x");
+    check_rope_params(p, x->ne[0]);
+    if (!table->is_contiguous() || table->ne[0] != p.n_dims || table->ne[1] != x->ne[2] || table->nrows() != x->ne[2])
+        fail("rope", "table must be a contiguous [n_dims, T] (rope_table)");
+    Tensor* t = node(g, OpId::ROPE, DType::F32, x->ne, {x, table});
     t->set_params(p);
     return t;
+}
+
+Tensor* rope_table(Graph& g, const int32_t* pos, int64_t T, const RopeParams& p, const float* ff) {
+    check_rope_params(p, p.n_dims);
+    const int64_t half = p.n_dims / 2;
+    std::vector<float> cs(size_t(T * p.n_dims));
+    rope_angles(pos, T, p, ff, [&](int64_t t, int64_t i, float c, float s) {
+        cs[size_t(2 * (t * half + i))] = c;
+        cs[size_t(2 * (t * half + i) + 1)] = s;
+    });
+    return g.input(DType::F32, {p.n_dims, T}, cs.data(), "rope_cs");
 }
 
 Tensor* gelu(Graph& g, Tensor* x) { return unary(g, OpId::GELU, x); }

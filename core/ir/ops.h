@@ -20,8 +20,13 @@ Tensor* mul(Graph& g, Tensor* a, Tensor* b);
 Tensor* scale(Graph& g, Tensor* a, float s);
 // x / sqrt(mean(x^2) + eps) per row, times w [K] when given.
 Tensor* rms_norm(Graph& g, Tensor* x, Tensor* w, float eps);
-// x F32 [D, H, T], pos I32 [T], freq_factors F32 [n_dims/2] or null.
-Tensor* rope(Graph& g, Tensor* x, Tensor* pos, Tensor* freq_factors, const RopeParams& p);
+// x F32 [D, H, T], table F32 [n_dims, T] (rope_table: per token, n_dims/2 pairs (cos, sin)):
+// each head's first n_dims values rotated pairwise (p.mode pairs them), the rest passed on.
+Tensor* rope(Graph& g, Tensor* x, Tensor* table, const RopeParams& p);
+// The cos/sin table of positions pos[0..T) under p (core/rules/rope_rule.h), as a graph
+// input: core computes it once per ubatch and setting, so no backend evaluates the angles or
+// reads the positions. freq_factors: n_dims/2 divisors of the angle (host memory), or null.
+Tensor* rope_table(Graph& g, const int32_t* pos, int64_t T, const RopeParams& p, const float* freq_factors);
 Tensor* gelu(Graph& g, Tensor* x);  // tanh approximation
 Tensor* silu(Graph& g, Tensor* x);
 Tensor* softmax(Graph& g, Tensor* x, float scale);

@@ -96,6 +96,7 @@ Tensor* Gemma::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
     Tensor* pos = g.input(DType::I32, {T}, ub.pos.data(), "pos");
     Tensor* seq = g.input(DType::I32, {T}, ub.seq.data(), "seq");
     CacheRows cache_rows(g, ub);
+    RopeTables rope_tables(g, ub.pos);
 
     Tensor* x = scale(g, get_rows(g, tok_embd_, tokens), std::sqrt(float(E)));  // (E, T)
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
@@ -110,8 +111,8 @@ Tensor* Gemma::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
             k = rms_norm(g, k, w.k_norm, eps);
         }
         const RopeParams rp{L.head_dim_k, ROPE_NEOX, L.rope_base, L.rope_scale};
-        q = rope(g, q, pos, nullptr, rp);
-        k = rope(g, k, pos, nullptr, rp);
+        q = rope(g, q, rope_tables(rp), rp);
+        k = rope(g, k, rope_tables(rp), rp);
         Tensor* rows = cache_rows(kv.ring_rows(int(il)));
         Tensor* kc = set_rows(g, kv.k(int(il)), reshape(g, k, {int64_t(L.head_dim_k) * L.n_head_kv, T}), rows);
         Tensor* vc = set_rows(g, kv.v(int(il)), v, rows);

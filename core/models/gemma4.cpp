@@ -117,8 +117,7 @@ void Gemma4::load_arch() {
     bool any_global = false;
     for (const LayerParams& lp : hp_.layers) any_global = any_global || lp.window == 0;
     if (any_global) {  // proportional RoPE needs its factors (the converter always writes them)
-        rope_freqs_ = weight("rope_freqs.weight", {rot / 2});
-        if (rope_freqs_->type != DType::F32) bad("rope_freqs.weight must be f32");
+        rope_freqs_ = host_f32("rope_freqs.weight", rot / 2);
     }
     const int64_t P = n_embd_per_layer_;
     if (P > 0) {
@@ -173,7 +172,7 @@ void Gemma4::load_arch() {
         }
         if (f.find_tensor(p + "layer_output_scale.weight")) l.out_scale = norm_weight(p + "layer_output_scale.weight", 1);
         l.rope_dims = int32_t(Lp.window > 0 ? rot_swa : rot);
-        l.freq_factors = Lp.window == 0 && rope_freqs_ != nullptr;
+        l.freq_factors = Lp.window == 0 && !rope_freqs_.empty();
         layers_.push_back(l);
     }
 }
@@ -189,6 +188,8 @@ Tensor* Gemma4::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
     Tensor* seq = g.input(DType::I32, {T}, ub.seq.data(), "seq");
 
     CacheRows cache_rows(g, ub);  // over the whole ubatch: rows are written before any narrowing
+    RopeTables rope_tables(g, ub.pos);
+    std::vector<int32_t> p_out, s_out;  // the positions and sequences of the output rows
 
     Tensor* x = scale(g, get_rows(g, tok_embd_, tokens), std::sqrt(float(E)));  // (E, T)
     // Per-layer inputs (P, L, T): (norm(W_ple x / sqrt(E)) + embd_ple(token) sqrt(P)) / sqrt(2).
@@ -209,7 +210,6 @@ Tensor* Gemma4::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
         if (Lp.kv_source >= 0 && !narrowed && n_out < T) {
             if (n_out == 0) return nullptr;  // the layers left write nothing
             narrowed = true;
-            std::vector<int32_t> p_out, s_out;
             for (int32_t i : ub.out_idx) p_out.push_back(ub.pos[size_t(i)]), s_out.push_back(ub.seq[size_t(i)]);
             Tensor* idx = g.input(DType::I32, {n_out}, ub.out_idx.data(), "out_idx");
             x = get_rows(g, x, idx);
@@ -217,20 +217,21 @@ Tensor* Gemma4::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
             pos = g.input(DType::I32, {n_out}, p_out.data(), "pos_out");
             seq = g.input(DType::I32, {n_out}, s_out.data(), "seq_out");
             T = n_out;
+            rope_tables.reset(p_out);
         }
         const int src = Lp.kv_source >= 0 ? Lp.kv_source : int(il);
         const int64_t Dk = Lp.head_dim_k, Dv = Lp.head_dim_v, H = Lp.n_head, Hkv = Lp.n_head_kv;
         const RopeParams rp{w.rope_dims, ROPE_NEOX, Lp.rope_base, 1.0f};
-        Tensor* ff = w.freq_factors ? rope_freqs_ : nullptr;
+        Tensor* rope_cs = rope_tables(rp, w.freq_factors ? &rope_freqs_ : nullptr);
 
         Tensor* h = rms_norm(g, x, w.attn_norm, eps);
         Tensor* q = reshape(g, mul_mat(g, w.wq, h), {Dk, H, T});
-        q = rope(g, rms_norm(g, q, w.q_norm, eps), pos, ff, rp);
+        q = rope(g, rms_norm(g, q, w.q_norm, eps), rope_cs, rp);
         Tensor *kc = kv.k(src), *vc = kv.v(src);
         if (Lp.kv_source < 0) {
             Tensor* k_raw = mul_mat(g, w.wk, h);  // (Hkv * Dk, T)
             Tensor* v = w.wv ? mul_mat(g, w.wv, h) : k_raw;
-            Tensor* k = rope(g, rms_norm(g, reshape(g, k_raw, {Dk, Hkv, T}), w.k_norm, eps), pos, ff, rp);
+            Tensor* k = rope(g, rms_norm(g, reshape(g, k_raw, {Dk, Hkv, T}), w.k_norm, eps), rope_cs, rp);
             v = rms_norm(g, reshape(g, v, {Dv, Hkv, T}), nullptr, eps);
             Tensor* rows = cache_rows(kv.ring_rows(src));
             kc = set_rows(g, kc, reshape(g, k, {Dk * Hkv, T}), rows);

@@ -49,7 +49,7 @@ private:
         int32_t rope_dims;       // rotated dims per head (NEOX)
         bool freq_factors;       // global layers: rope_freqs divides the frequencies
     };
-    Tensor* rope_freqs_ = nullptr;   // (rope_dims_global / 2): proportional RoPE's factors
+    std::vector<float> rope_freqs_;  // (rope_dims_global / 2): proportional RoPE's factors, or empty
     Tensor* ple_tok_embd_ = nullptr; // (n_layer * n_embd_per_layer, n_vocab)
     Tensor* ple_proj_ = nullptr;     // (n_embd, n_layer * n_embd_per_layer)
     Tensor* ple_proj_norm_ = nullptr;  // (n_embd_per_layer)

@@ -90,6 +90,7 @@ Tensor* GptOss::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
     Tensor* pos = g.input(DType::I32, {T}, ub.pos.data(), "pos");
     Tensor* seq = g.input(DType::I32, {T}, ub.seq.data(), "seq");
     CacheRows cache_rows(g, ub);
+    Tensor* rope_cs = RopeTables(g, ub.pos)(rope_);
 
     Tensor* x = get_rows(g, tok_embd_, tokens);  // (E, T)
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
@@ -100,8 +101,8 @@ Tensor* GptOss::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
         Tensor* q = reshape(g, add(g, mul_mat(g, w.at.wq, h), w.at.bq), {hd, L.n_head, T});
         Tensor* k = reshape(g, add(g, mul_mat(g, w.at.wk, h), w.at.bk), {hd, L.n_head_kv, T});
         Tensor* v = add(g, mul_mat(g, w.at.wv, h), w.at.bv);  // (n_head_kv * hd, T)
-        q = rope(g, q, pos, nullptr, rope_);
-        k = rope(g, k, pos, nullptr, rope_);
+        q = rope(g, q, rope_cs, rope_);
+        k = rope(g, k, rope_cs, rope_);
         Tensor* rows = cache_rows(kv.ring_rows(int(il)));
         Tensor* kc = set_rows(g, kv.k(int(il)), reshape(g, k, {hd * L.n_head_kv, T}), rows);
         Tensor* vc = set_rows(g, kv.v(int(il)), v, rows);

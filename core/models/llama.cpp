@@ -58,8 +58,7 @@ void Llama::load_arch() {
     bind_embeddings();
     // Llama 3's scaling: per-pair divisors of the angle (llama.cpp's converter writes them).
     if (f.find_tensor("rope_freqs.weight")) {
-        rope_freqs_ = weight("rope_freqs.weight", {n_rot / 2});
-        if (rope_freqs_->type != DType::F32) bad("rope_freqs.weight must be f32");
+        rope_freqs_ = host_f32("rope_freqs.weight", n_rot / 2);
     }
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
@@ -107,6 +106,7 @@ Tensor* Llama::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
     Tensor* pos = g.input(DType::I32, {T}, ub.pos.data(), "pos");
     Tensor* seq = g.input(DType::I32, {T}, ub.seq.data(), "seq");
     CacheRows cache_rows(g, ub);
+    Tensor* rope_cs = RopeTables(g, ub.pos)(rope_, rope_freqs_.empty() ? nullptr : &rope_freqs_);
     auto biased = [&](Tensor* y, Tensor* b) { return b ? add(g, y, b) : y; };
 
     Tensor* x = get_rows(g, tok_embd_, tokens);  // (E, T)
@@ -121,8 +121,8 @@ Tensor* Llama::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
             q = rms_norm(g, q, w.q_norm, eps);
             k = rms_norm(g, k, w.k_norm, eps);
         }
-        q = rope(g, q, pos, rope_freqs_, rope_);
-        k = rope(g, k, pos, rope_freqs_, rope_);
+        q = rope(g, q, rope_cs, rope_);
+        k = rope(g, k, rope_cs, rope_);
         Tensor* rows = cache_rows(kv.ring_rows(int(il)));
         Tensor* kc = set_rows(g, kv.k(int(il)), reshape(g, k, {int64_t(L.head_dim_k) * L.n_head_kv, T}), rows);
         Tensor* vc = set_rows(g, kv.v(int(il)), v, rows);

@@ -36,7 +36,7 @@ private:
     LlamaFlavor flavor_;
     std::vector<Layer> layers_;
     RopeParams rope_{};
-    Tensor* rope_freqs_ = nullptr;  // (n_rot / 2) Llama 3 divisors, or null
+    std::vector<float> rope_freqs_;  // (n_rot / 2) Llama 3 divisors, or empty
     int64_t n_expert_ = 0, n_expert_used_ = 0;
     bool expert_norm_ = true;
 };

@@ -55,6 +55,7 @@ void Model::attach(std::unique_ptr<GgufFile> file, const std::vector<ModelDevice
     PlacementInput in;
     for (const Tensor& t : weights_) in.tensors.emplace_back(t.name, t.nbytes());
     in.n_layer = hp_.n_layer;
+    in.matrix_rows = matrix_rows_;
     if (o.state.n_ctx > 0) {
         KvCacheConfig kc = o.state;
         if (hp_.n_ctx_train > 0) kc.n_ctx = std::min(kc.n_ctx, hp_.n_ctx_train);  // as Session clamps it
@@ -75,8 +76,23 @@ void Model::attach(std::unique_ptr<GgufFile> file, const std::vector<ModelDevice
     plan_ = plan_placement(descs, o.placement, in);
 
     // Tied embeddings on two devices: the output head gets its own copy of token_embd.
-    std::vector<int> dev;  // per entry of weights_
-    for (const Tensor& t : weights_) dev.push_back(plan_.device_of(t.name));
+    std::vector<int> dev;  // per entry of weights_; -1: split by rows, placed as its slices
+    for (const Tensor& t : weights_) dev.push_back(plan_.row_slices.count(t.name) ? -1 : plan_.device_of(t.name));
+    // --split-mode row: a tensor per slice (its rows are contiguous in the file), on its device.
+    for (size_t i = 0, n = weights_.size(); i < n; ++i) {
+        if (dev[i] >= 0) continue;
+        RowSplit rs{&weights_[i], {}};
+        for (const auto& [d, sl] : plan_.row_slices.at(weights_[i].name)) {
+            Tensor part = weights_[i];
+            part.ne[1] = sl.size();
+            set_contiguous_strides(part);
+            part.offset += size_t(sl.begin) * weights_[i].nb[1];
+            part.name += "[rows " + std::to_string(sl.begin) + ".." + std::to_string(sl.end) + "]";
+            rs.parts.emplace_back(&weights_.emplace_back(std::move(part)), sl);
+            dev.push_back(d);
+        }
+        row_splits_.push_back(std::move(rs));
+    }
     if (output_ && output_ == tok_embd_ && plan_.device_of(tok_embd_->name) != plan_.output_device) {
         output_ = &weights_.emplace_back(*tok_embd_);
         dev.push_back(plan_.output_device);
@@ -114,6 +130,7 @@ void Model::attach(std::unique_ptr<GgufFile> file, const std::vector<ModelDevice
     std::map<std::string, size_t> last;  // name -> last entry, after which its pages may go
     std::set<std::string> in_place;      // names a mapped device reads from the mapping
     for (size_t i = 0; i < weights_.size(); ++i) {
+        if (dev[i] < 0) continue;
         last[weights_[i].name] = i;
         if (mapped[size_t(dev[i])]) in_place.insert(weights_[i].name);
     }
@@ -121,6 +138,7 @@ void Model::attach(std::unique_ptr<GgufFile> file, const std::vector<ModelDevice
         Tensor& t = weights_[i];
         const size_t file_off = t.offset, n = t.nbytes();
         const int d = dev[i];
+        if (d < 0) continue;  // split by rows: its slices hold it (and release its pages)
         t.buffer = buffer_of[size_t(d)];
         if (!mapped[size_t(d)]) {
             const size_t f = first.at({t.name, d});
@@ -187,6 +205,17 @@ Tensor* Model::weight(const std::string& name, std::initializer_list<int64_t> ne
     return &t;
 }
 
+std::vector<float> Model::host_f32(const std::string& name, int64_t n) const {
+    const GgufTensorInfo* info = file_->find_tensor(name);
+    if (!info) throw std::runtime_error("model is missing tensor '" + name + "'");
+    bool ok = info->type == DType::F32 && info->ne[0] == n;
+    for (int i = 1; i < kMaxDims; ++i) ok = ok && info->ne[i] == 1;
+    if (!ok) throw std::runtime_error("tensor '" + name + "' must be f32 [" + std::to_string(n) + "]");
+    std::vector<float> v(static_cast<size_t>(n));
+    std::memcpy(v.data(), info->data, v.size() * sizeof(float));
+    return v;
+}
+
 Tensor* Model::norm_weight(const std::string& name, int64_t n) {
     Tensor* t = weight(name, {n});
     if (t->type != DType::F32)
@@ -208,6 +237,7 @@ void check_matmul_type(const Tensor* t, const std::string& name, int64_t k) {
 Tensor* Model::matmul_weight(const std::string& name, int64_t k, int64_t n) {
     Tensor* t = weight(name, {k, n});
     check_matmul_type(t, name, k);
+    if (name.rfind("blk.", 0) == 0) matrix_rows_[name] = n;
     return t;
 }
 
@@ -225,6 +255,14 @@ Tensor* CacheRows::operator()(int64_t R) {
     for (size_t i = 0; i < n; ++i) rows[i] = int64_t(ub_.seq[i]) * R + ub_.pos[i] % R;
     Tensor* t = g_.input(DType::I64, {int64_t(n)}, rows.data(), "cache_rows");
     by_ring_.emplace_back(R, t);
+    return t;
+}
+
+Tensor* RopeTables::operator()(const RopeParams& p, const std::vector<float>* ff) {
+    for (const Made& m : made_)
+        if (m.ff == ff && std::memcmp(&m.p, &p, sizeof p) == 0) return m.t;
+    Tensor* t = ops::rope_table(g_, pos_->data(), int64_t(pos_->size()), p, ff ? ff->data() : nullptr);
+    made_.push_back({p, ff, t});
     return t;
 }
 

@@ -11,6 +11,7 @@
 #include "core/memory/kv_cache.h"
 #include "core/memory/recurrent_memory.h"
 #include "core/sched/placement.h"
+#include "core/sched/scheduler.h"
 
 namespace ls {
 
@@ -56,6 +57,31 @@ private:
     std::vector<std::pair<int64_t, Tensor*>> by_ring_;
 };
 
+// The rope cos/sin tables of a ubatch's positions (ops::rope_table): one graph input per
+// distinct setting (Gemma 3: local and global bases), computed once and read by every layer.
+class RopeTables {
+public:
+    // pos: one position per token; it must outlive this object.
+    RopeTables(Graph& g, const std::vector<int32_t>& pos) : g_(g), pos_(&pos) {}
+    // freq_factors: n_dims/2 host floats (Model::host_f32), or null.
+    Tensor* operator()(const RopeParams& p, const std::vector<float>* freq_factors = nullptr);
+    // Other positions from here on (Gemma 4's layers after the narrowing to the output rows).
+    void reset(const std::vector<int32_t>& pos) {
+        pos_ = &pos;
+        made_.clear();
+    }
+
+private:
+    Graph& g_;
+    const std::vector<int32_t>* pos_;
+    struct Made {
+        RopeParams p;
+        const std::vector<float>* ff;
+        Tensor* t;
+    };
+    std::vector<Made> made_;
+};
+
 // The projections of a standard attention block and their biases (null where absent).
 struct AttnWeights {
     Tensor* wq;  // (n_embd, n_head * head_dim_k)
@@ -98,10 +124,13 @@ public:
     const PlacementPlan& placement() const { return plan_; }
     // The backends holding any of the model, the one with the token embedding first.
     const std::vector<Backend*>& backends() const { return backends_; }
-    // Small weights outside the layers that layers read (rope frequency tables): each device
+    // Small weights outside the layers that layers read: each device
     // gets a copy (Scheduler's `shared`) rather than each node that reads one going to it.
     // Each with its bytes in the mapped file.
     std::vector<std::pair<const Tensor*, const void*>> shared_weights() const;
+    // --split-mode row: the matrices split by output rows, each with its slices (the whole
+    // tensor is placed on no device; the scheduler runs a slice per device and gathers).
+    const std::vector<RowSplit>& row_splits() const { return row_splits_; }
     // Where the output head runs.
     Backend* output_backend() const { return devices_.at(size_t(plan_.output_device)).backend; }
     // Where layer il's weights, KV rows and recurrent state live.
@@ -130,6 +159,9 @@ protected:
     // Binds a weight, checking its shape (ne0 first, as in GGUF) and that `be` can use its type.
     Tensor* weight(const std::string& name, std::initializer_list<int64_t> ne, bool required = true);
     Tensor* norm_weight(const std::string& name, int64_t n);
+    // A small F32 tensor of n values read into host memory and bound to no device (rope
+    // frequency factors, which core folds into the rope tables); checks shape and type.
+    std::vector<float> host_f32(const std::string& name, int64_t n) const;
     Tensor* matmul_weight(const std::string& name, int64_t k, int64_t n);
     // blk.N.attn_{q,k,v,output}.weight (and .bias as `biases` says) for layer L's geometry.
     AttnWeights attn_weights(const std::string& prefix, const LayerParams& L, Biases biases);
@@ -153,6 +185,8 @@ protected:
     PlacementPlan plan_;
     std::vector<std::unique_ptr<Buffer>> weight_buffers_;  // per device used
     std::deque<Tensor> weights_;
+    std::unordered_map<std::string, int64_t> matrix_rows_;  // a layer's matrices: name -> output rows
+    std::vector<RowSplit> row_splits_;
     Hparams hp_;
 };
 

@@ -175,6 +175,7 @@ Tensor* Qwen3Hybrid::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, Recurr
     Tensor* order_t = g.input(DType::I32, {T}, order.data(), "scan_order");
 
     CacheRows cache_rows(g, ub);  // full-attention layers: R = n_ctx
+    RopeTables rope_tables(g, ub.pos);
     // Query and gate rows of the joint projection: per head [q (hd), gate (hd)].
     Tensor* q_idx = nullptr;
     Tensor* gate_idx = nullptr;
@@ -253,8 +254,8 @@ Tensor* Qwen3Hybrid::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, Recurr
             q = rms_norm(g, q, w.q_norm, eps);
             k = rms_norm(g, k, w.k_norm, eps);
             const RopeParams rp{int32_t(n_rot_), ROPE_NEOX, L.rope_base, 1.0f};
-            q = rope(g, q, pos, nullptr, rp);
-            k = rope(g, k, pos, nullptr, rp);
+            q = rope(g, q, rope_tables(rp), rp);
+            k = rope(g, k, rope_tables(rp), rp);
             Tensor* rows = cache_rows(kv.ring_rows(int(il)));
             Tensor* kc = set_rows(g, kv.k(int(il)), reshape(g, k, {hd * L.n_head_kv, T}), rows);
             Tensor* vc = set_rows(g, kv.v(int(il)), v, rows);

@@ -4,8 +4,8 @@
 //   theta = theta_scaled * (1 - mix_i) + theta_unscaled * mix_i,
 //   mix_i = ext_factor * (1 - clamp((i - corr_lo) / max(0.001, corr_hi - corr_lo), 0, 1)),
 // in double (pow, cos and sin of the host's libm), each cos and sin times attn_factor rounded
-// once to float. The tables are made on the host by every backend (core/ref/rope.cpp per row,
-// cpu/ops/rope.cpp, the CUDA and Vulkan rope launchers): a device's own double libm need not
+// once to float. The table is made on the host by core, once per ubatch and setting, as a graph
+// input (ops::rope_table) that every backend's rope reads: a device's own double libm need not
 // round as the host's.
 #pragma once
 #include <algorithm>

@@ -33,7 +33,7 @@ void Session::announce(std::vector<int64_t> cmd) {
 }
 
 Session::Session(const Model& m, Backend& be, const SessionParams& p)
-    : m_(m), be_(be), p_(p), sched_(m.backends(), m.shared_weights(), link_for(m)), link_(link_for(m)) {
+    : m_(m), be_(be), p_(p), sched_(m.backends(), m.shared_weights(), link_for(m), m.row_splits()), link_(link_for(m)) {
     if (p_.n_ctx < 1) throw std::invalid_argument("context size must be at least 1, got " + std::to_string(p_.n_ctx));
     if (p_.n_batch < 1) throw std::invalid_argument("batch size must be at least 1, got " + std::to_string(p_.n_batch));
     if (p_.n_ubatch < 1) throw std::invalid_argument("ubatch size must be at least 1, got " + std::to_string(p_.n_ubatch));

@@ -94,6 +94,7 @@ PlacementPlan plan_placement(const std::vector<PlacementDevice>& devices, const 
         if (devices[size_t(d)].host && host < 0) host = d;
         else if (!devices[size_t(d)].host) gpus.push_back(d);
     }
+    if (f.split_rows && !f.split_layers) throw std::invalid_argument("--split-mode is one of none, layer and row");
     if (!f.split_layers && gpus.size() > 1) gpus.resize(1);
     if (f.n_gpu_layers < PlacementFlags::kAuto)
         throw std::invalid_argument("-ngl must be a count of layers, 'all' or 'auto', got " + std::to_string(f.n_gpu_layers));
@@ -148,6 +149,17 @@ PlacementPlan plan_placement(const std::vector<PlacementDevice>& devices, const 
         ots.push_back(std::move(o));
     }
     const bool moe_flags = f.cpu_moe || f.n_cpu_moe > 0;
+    // Row split: the layers go to the first GPU device (the main one, which holds the KV rows,
+    // runs the other ops and gathers); the shares split each matrix's rows instead.
+    std::vector<int> row_gpus;
+    std::vector<double> row_share;
+    if (f.split_rows) {
+        if (gpus.size() < 2) throw std::invalid_argument("--split-mode row needs two GPU devices or more (--device cuda0,cuda1)");
+        row_gpus = gpus;
+        row_share = share;
+        gpus.resize(1);
+        share.resize(1);
+    }
     if (moe_flags && host < 0) throw std::invalid_argument("--cpu-moe/--n-cpu-moe need the CPU device, which is not open");
 
     auto plan_with = [&](int ngl) {
@@ -197,6 +209,20 @@ PlacementPlan plan_placement(const std::vector<PlacementDevice>& devices, const 
             }
             has_output = has_output || name == "output.weight";
             p.tensor_device[name] = d;
+            // A layer's matrix on the main GPU, as planned (not moved by -ot): its rows over the GPUs.
+            auto rows = in.matrix_rows.find(name);
+            if (f.split_rows && il >= 0 && il < L && d == gpus[0] && d == p.layer_device[size_t(il)] && rows != in.matrix_rows.end()) {
+                std::vector<std::pair<int, UnitSlice>> sl;
+                const std::vector<UnitSlice> parts = split_units(rows->second, 1, row_share);
+                for (size_t g = 0; g < parts.size(); ++g)
+                    if (parts[g].size() > 0) sl.emplace_back(row_gpus[g], parts[g]);
+                if (sl.size() > 1) {
+                    for (const auto& [g, part] : sl) p.weight_bytes[size_t(g)] += bytes / size_t(rows->second) * size_t(part.size());
+                    p.row_slices[name] = std::move(sl);
+                    continue;
+                }
+                d = p.tensor_device[name] = sl.front().first;  // one device has all its rows
+            }
             p.weight_bytes[size_t(d)] += bytes;
         }
         // Tied embeddings: the output head multiplies by token_embd on its own device.

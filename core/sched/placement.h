@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/sched/tensor_split.h"
+
 namespace ls {
 
 struct PlacementFlags {
@@ -19,12 +21,17 @@ struct PlacementFlags {
     static constexpr int kAll = -1, kAuto = -2;
     int n_gpu_layers = kAll;
     bool split_layers = true;                                    // --split-mode layer; false: none (the first GPU only)
+    // --split-mode row (tensor parallelism): the offloaded layers run on the first GPU device,
+    // their matrices' output rows split over the GPU devices by --tensor-split, each device
+    // computing whole rows and the slices gathered (README, "Tensor parallelism").
+    bool split_rows = false;
     std::vector<double> tensor_split;                            // --tensor-split: shares per GPU device; empty: by free memory
     std::vector<std::pair<std::string, std::string>> overrides;  // -ot REGEX=DEVICE, in order (the first match wins)
     bool cpu_moe = false;                                        // --cpu-moe: every layer's experts in host memory
     int n_cpu_moe = 0;                                           // --n-cpu-moe N: those of layers 0..N-1
     bool any() const {
-        return n_gpu_layers != kAll || !split_layers || !tensor_split.empty() || !overrides.empty() || cpu_moe || n_cpu_moe > 0;
+        return n_gpu_layers != kAll || !split_layers || split_rows || !tensor_split.empty() || !overrides.empty() || cpu_moe ||
+               n_cpu_moe > 0;
     }
 };
 
@@ -52,6 +59,8 @@ struct PlacementInput {
     std::vector<size_t> layer_state_bytes;  // per layer: KV rows and recurrent state (empty: not counted)
     size_t compute_bytes = 0;               // a compute buffer's estimate, counted on each device that runs layers
     size_t logits_bytes = 0;                // a ubatch's logits, counted on the output head's device
+    // The layers' matrices --split-mode row may split: name -> output rows (mul_mat's N).
+    std::unordered_map<std::string, int64_t> matrix_rows;
 };
 
 struct PlacementPlan {
@@ -60,6 +69,9 @@ struct PlacementPlan {
     int input_device = 0;           // token_embd and the other tensors outside the layers
     int output_device = 0;          // output_norm, output (and a copy of token_embd when tied)
     std::unordered_map<std::string, int> tensor_device;
+    // --split-mode row: the matrices split by output rows, each slice's device and rows (the
+    // tensor's tensor_device is the device that runs its layer and gathers the slices).
+    std::unordered_map<std::string, std::vector<std::pair<int, UnitSlice>>> row_slices;
     std::vector<size_t> weight_bytes, state_bytes;  // per device
     // The plan in a line per device used: "cuda0: layers 12-23, output; 1.20 GiB weights, 96.0 MiB KV".
     std::string describe() const;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -50,8 +51,8 @@ public:
 int tag_of(size_t run, size_t id) { return int(run % 2) * 16000 + int(id % 16000) + 1; }
 }  // namespace
 
-Scheduler::Scheduler(std::vector<Backend*> backends, std::vector<SharedWeight> shared, Transport* link)
-    : backends_(std::move(backends)), shared_(std::move(shared)), link_(link),
+Scheduler::Scheduler(std::vector<Backend*> backends, std::vector<SharedWeight> shared, Transport* link, std::vector<RowSplit> row_splits)
+    : backends_(std::move(backends)), shared_(std::move(shared)), row_splits_(std::move(row_splits)), link_(link),
       verbose_(std::getenv("LOCKSTEP_SCHED_VERBOSE") != nullptr) {
     if (backends_.empty()) throw std::invalid_argument("scheduler: no backend");
     for (Backend* b : backends_) {
@@ -112,11 +113,52 @@ void Scheduler::run(Graph& g) {
         last_.pieces = 1;
         return;
     }
+    // 0. Row splits: a mul_mat of a split matrix becomes a mul_mat per slice, on the slice's
+    //    device; the node itself is computed nowhere: it is a gather, whose readers get its rows
+    //    put together on the host from the slices' outputs.
+    Graph sliced;  // the slices' nodes, this run only
+    struct Gather {
+        std::vector<std::pair<const Tensor*, UnitSlice>> parts;  // slice node, its rows
+    };
+    std::unordered_map<const Tensor*, Gather> gathers;
+    std::vector<Tensor*> expanded;
+    if (!row_splits_.empty()) {
+        auto split_of = [&](const Tensor* t) -> const RowSplit* {
+            for (const RowSplit& r : row_splits_)
+                if (r.whole == storage_base(t)) return &r;
+            return nullptr;
+        };
+        for (Tensor* n : g.nodes()) {
+            const RowSplit* rs = n->op == OpId::MUL_MAT ? split_of(n->src[0]) : nullptr;
+            if (!rs) {
+                for (const Tensor* s : n->src)
+                    if (s && split_of(s))
+                        throw std::logic_error("scheduler: '" + s->name + "' is split by rows, and " + op_name(n->op) + " reads it whole");
+                expanded.push_back(n);
+                continue;
+            }
+            if (n->src[0] != rs->whole) throw std::logic_error("scheduler: a view of '" + rs->whole->name + "', which is split by rows");
+            Gather& ga = gathers[n];
+            for (const auto& [part, sl] : rs->parts) {
+                if (remote_rank(part->buffer->backend) >= 0) throw std::logic_error("scheduler: rows split over ranks");
+                Tensor* s = sliced.clone(*n);
+                s->src[0] = const_cast<Tensor*>(part);
+                s->ne[0] = sl.size();
+                set_contiguous_strides(*s);
+                s->buffer = nullptr;
+                s->name = n->name + "[rows " + std::to_string(sl.begin) + ".." + std::to_string(sl.end) + "]";
+                expanded.push_back(s);
+                ga.parts.emplace_back(s, sl);
+            }
+        }
+        for (const Tensor* o : g.outputs())
+            if (gathers.count(o)) throw std::logic_error("scheduler: a graph output ('" + o->name + "') split by rows");
+    }
     // 1. A device per node: the backend of its first placed operand (a weight, a cache row
     //    range), else the previous node's. Straight-line model code keeps a layer's weightless
     //    nodes (activations, residual adds) on the device of the weights around them; following
     //    an operand instead would send each residual add back to the previous layer's device.
-    const std::vector<Tensor*>& nodes = g.nodes();
+    const std::vector<Tensor*>& nodes = row_splits_.empty() ? g.nodes() : expanded;
     std::unordered_map<const Tensor*, size_t> piece_of;  // node -> piece index
     std::vector<Piece> pieces;
     auto known = [&](Backend* b) {
@@ -141,8 +183,19 @@ void Scheduler::run(Graph& g) {
                 break;
             }
         }
+        // A reader of a gather: after every slice's piece (its rows are put together before the
+        // reader's piece runs), on the first slice's device (the main one) unless placed.
+        bool after_slices = false;
+        for (const Tensor* s : n->src) {
+            if (!s) continue;
+            auto ga = gathers.find(storage_base(s));
+            if (ga == gathers.end()) continue;
+            for (const auto& part : ga->second.parts)
+                after_slices = after_slices || (!pieces.empty() && piece_of.at(part.first) == pieces.size() - 1);
+            if (!dev) dev = storage_base(ga->second.parts.front().first->src[0])->buffer->backend;
+        }
         if (!dev) dev = pieces.empty() ? backends_[0] : pieces.back().be;
-        if (pieces.empty() || pieces.back().be != dev) {
+        if (pieces.empty() || pieces.back().be != dev || after_slices) {
             pieces.emplace_back().be = dev;
             pieces.back().rank = remote_rank(dev);
         }
@@ -159,7 +212,7 @@ void Scheduler::run(Graph& g) {
                 }
         return true;
     };
-    if (pieces.empty() || (pieces.size() == 1 && pieces[0].rank < 0 && all_here(pieces[0].be))) {
+    if (pieces.empty() || (pieces.size() == 1 && pieces[0].rank < 0 && gathers.empty() && all_here(pieces[0].be))) {
         Backend* be = pieces.empty() ? backends_[0] : pieces[0].be;
         run_graph(*be, g, scratch_[{be, 0}]);
         last_.pieces = 1;
@@ -185,6 +238,7 @@ void Scheduler::run(Graph& g) {
         int tag;
     };
     std::unordered_map<const Tensor*, std::vector<Reader>> readers;  // root -> where it is read
+    std::unordered_map<const Tensor*, std::vector<uint8_t>> slice_rows;  // a slice node's output, once its piece ran
     size_t crossings = 0, output_pieces = 0;
     for (size_t pi = 0; pi < pieces.size(); ++pi) {
         Piece& P = pieces[pi];
@@ -210,6 +264,14 @@ void Scheduler::run(Graph& g) {
                             throw std::logic_error("scheduler: '" + s->name + "' is written in place by a piece on another device");
                     r = P.g->input_like(*s, s->name);  // a weight placed elsewhere: copied in before the piece runs
                     P.imports.push_back({s, r, 0});
+                }
+            } else if (auto ga = gathers.find(s); ga != gathers.end()) {
+                if (P.rank >= 0) throw std::logic_error("scheduler: rows split over ranks");
+                r = P.g->input_like(*s, s->name);  // put together from the slices before the piece runs
+                P.imports.push_back({s, r, 0});
+                for (const auto& [sn, sl] : ga->second.parts) {
+                    Piece& Q = pieces[piece_of.at(sn)];
+                    if (slice_rows.emplace(sn, std::vector<uint8_t>()).second) Q.g->mark_output(Q.local.at(sn));  // kept until read out
                 }
             } else if (auto in = input_index.find(s); in != input_index.end()) {
                 r = P.g->input_like(*s, s->name);
@@ -255,7 +317,16 @@ void Scheduler::run(Graph& g) {
         if (P.rank >= 0) continue;
         for (const Piece::Import& im : P.imports) {
             std::vector<uint8_t> bytes(im.src->nbytes());
-            if (im.src->kind == TensorKind::Persistent) {
+            if (auto ga = gathers.find(im.src); ga != gathers.end()) {
+                // Row r of the whole output: each slice's row r at its first unit.
+                const size_t N = size_t(im.src->ne[0]), rows = size_t(im.src->nrows());
+                const size_t es = bytes.empty() ? 0 : bytes.size() / (N * rows);
+                for (const auto& [sn, sl] : ga->second.parts) {
+                    const std::vector<uint8_t>& part = slice_rows.at(sn);
+                    const size_t w = size_t(sl.size()) * es;
+                    for (size_t r = 0; r < rows; ++r) std::memcpy(&bytes[(r * N + size_t(sl.begin)) * es], &part[r * w], w);
+                }
+            } else if (im.src->kind == TensorKind::Persistent) {
                 read_tensor(*im.src->buffer->backend, *im.src, bytes.data());
             } else if (const int from = pieces[piece_of.at(im.src)].rank; from >= 0) {
                 link_->recv(from, im.tag, bytes.data(), bytes.size());
@@ -270,6 +341,12 @@ void Scheduler::run(Graph& g) {
         // A piece holding an output keeps its own compute buffer when a later piece of its backend
         // would overwrite the shared one (keyed by its ordinal, so the set stays small).
         run_graph(*P.be, *P.g, scratch_[{P.be, later_same ? P.holds_output : 0}]);
+        for (const Tensor* n : P.nodes)
+            if (auto sr = slice_rows.find(n); sr != slice_rows.end()) {
+                sr->second.resize(n->nbytes());
+                read_tensor(*P.be, *P.local.at(n), sr->second.data());
+                last_.bytes_moved += n->nbytes();
+            }
         for (const Tensor* n : P.nodes) {
             auto rd = readers.find(n);
             if (rd == readers.end()) continue;

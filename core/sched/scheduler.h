@@ -11,23 +11,36 @@
 #include <vector>
 
 #include "core/ir/backend.h"
+#include "core/sched/tensor_split.h"
 #include "core/sched/transport.h"
 
 namespace ls {
+
+// --split-mode row (Model::row_splits): a matrix whose output rows are split over devices, placed
+// nowhere as a whole, and its slices, each in its device's memory.
+struct RowSplit {
+    const Tensor* whole;
+    std::vector<std::pair<const Tensor*, UnitSlice>> parts;
+};
 
 class Scheduler {
 public:
     // The backends nodes may run on; backends[0] runs nodes that read nothing placed (graph
     // inputs only). One backend: run() is run_graph, with no copy.
-    // `shared`: small read-only weights that layers on every device read (rope frequency
-    // tables), each with its bytes in host memory (the mapped file): they do not decide where a
-    // node runs, and each backend that needs one gets its own copy once, kept for the
-    // scheduler's life.
+    // `shared`: small read-only weights outside the layers that layers on every device read
+    // (Model::shared_weights), each with its bytes in host memory (the mapped file): they do
+    // not decide where a node runs, and each backend that needs one gets its own copy once,
+    // kept for the scheduler's life.
     // Backends that are RemoteBackends stand for other ranks' devices (pipeline stages): their
     // pieces run there, and what crosses between ranks goes over `link` (rank 0 receives the
     // graph's outputs).
+    // `row_splits`: each mul_mat of a split matrix runs as one mul_mat per slice, on the
+    // slice's device, and its readers get the slices' rows put side by side on the host: each
+    // output value is computed whole on one device, the gather only copies (SEMANTICS.md
+    // section 5), so the bits are one device's. Local devices only (not other ranks').
     using SharedWeight = std::pair<const Tensor*, const void*>;
-    explicit Scheduler(std::vector<Backend*> backends, std::vector<SharedWeight> shared = {}, Transport* link = nullptr);
+    explicit Scheduler(std::vector<Backend*> backends, std::vector<SharedWeight> shared = {}, Transport* link = nullptr,
+                       std::vector<RowSplit> row_splits = {});
 
     // Whether run() leaves the graph's outputs readable here (false on ranks other than 0).
     bool outputs_here() const { return !link_ || link_->rank() == 0; }
@@ -58,6 +71,7 @@ private:
     std::map<std::pair<Backend*, size_t>, std::unique_ptr<Buffer>> scratch_;
     Stats last_;
     std::vector<SharedWeight> shared_;
+    std::vector<RowSplit> row_splits_;
     Transport* link_ = nullptr;
     std::unique_ptr<Backend> host_;           // holds outputs received from another rank
     struct Pending {

@@ -1,6 +1,6 @@
-// Tensor parallelism's host logic (README "Tensor parallelism"; the kernels are not wired yet):
-// which slice of an op's *output* dimension each GPU computes, and how an all-gather puts the
-// slices back together. Only output dimensions are split, so every value is computed whole on
+// Tensor parallelism's host logic (README "Tensor parallelism"): which slice of an op's *output*
+// dimension each GPU computes (--split-mode row's matrices, plan_placement), and how an NCCL
+// all-gather's padded blocks put the slices back together (backends/cuda/nccl/). Only output dimensions are split, so every value is computed whole on
 // one device, in the order one device would; the gather moves data and sums nothing, which keeps
 // the same bits under any split (SEMANTICS.md section 5).
 #pragma once

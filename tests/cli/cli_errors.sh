@@ -80,8 +80,8 @@ fi
 # not add up, plans that do not fit: each refused before the model loads.
 expect 2 "-ngl expects an integer, got 'many'" -- run -ngl many -p hi
 expect 2 "-ngl must be a count of layers >= 0, 'all' or 'auto'" -- run -ngl -3 -p hi
-expect 2 "--split-mode row is not supported" -- run --split-mode row -p hi
-expect 2 "--split-mode must be none or layer, got 'diagonal'" -- run --split-mode diagonal -p hi
+expect 2 "--split-mode tensor \(heads and FFN units over the GPUs\) is not built" -- run --split-mode tensor -p hi
+expect 2 "--split-mode must be none, layer or row, got 'diagonal'" -- run --split-mode diagonal -p hi
 expect 2 "-ts expects a number, got 'x'" -- run -ts 1,x -p hi
 expect 2 "-ot expects PATTERN=DEVICE" -- run -ot noequals -p hi
 expect 2 "--n-cpu-moe expects an integer" -- run --n-cpu-moe lots -p hi
@@ -92,6 +92,7 @@ expect 1 "-ot 'ffn_\(=cpu': 'ffn_\(' is not a regular expression" -- run -m "$ti
 expect 1 "-ot 'ffn=vulkan3': no device 'vulkan3' \(open: cpu\)" -- run -m "$tiny" -ot 'ffn=vulkan3' -p hi
 expect 1 "--cpu-moe/--n-cpu-moe: this model has no expert tensors" -- run -m "$tiny" --cpu-moe -p hi
 expect 1 "--tensor-split needs GPU devices" -- run -m "$tiny" -ts 1,1 -p hi
+expect 1 "--split-mode row needs two GPU devices or more" -- run -m "$tiny" --split-mode row -p hi
 expect 1 "--backend reference runs alone" -- run -m "$tiny" --backend reference -ngl 1 -p hi
 if "$bin" devices 2>/dev/null | grep -q '^vulkan '; then
   expect 1 "--tensor-split gives 3 shares for 1 GPU device" -- run -m "$tiny" --device vulkan0 -ts 1,1,1 -p hi

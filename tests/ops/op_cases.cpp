@@ -159,12 +159,9 @@ struct RopeCase {
         const int64_t D = 64, H = 3, T = 5;
         Tensor* x = in_f32(g, r, {D, H, T});
         std::vector<int32_t> pos = {0, 7, 100, 4095, 31999};
-        Tensor* f = nullptr;
-        if (freq_factors) {
-            std::vector<float> fv(24);
-            for (size_t i = 0; i < fv.size(); ++i) fv[i] = 1.0f + 0.25f * float(i);
-            f = g.input(DType::F32, {24}, fv.data(), "ff");
-        }
+        std::vector<float> fv;
+        if (freq_factors)
+            for (int i = 0; i < 24; ++i) fv.push_back(1.0f + 0.25f * float(i));
         RopeParams p{48, mode, 10000.f, 0.5f};  // partial rotation: dims 48..63 pass through
         if (yarn) {
             p.freq_scale = 0.25f;
@@ -172,7 +169,7 @@ struct RopeCase {
             p.attn_factor = 1.1386294f;  // 1 + 0.1 ln 4
             rope_yarn_corr_dims(48, 4096, 10000.f, 32.f, 1.f, false, p.corr_lo, p.corr_hi);
         }
-        return {rope(g, x, in_i32(g, pos), f, p)};
+        return {rope(g, x, rope_table(g, pos.data(), T, p, freq_factors ? fv.data() : nullptr), p)};
     }
 };
 

@@ -122,6 +122,44 @@ TEST_CASE("placement: --tensor-split and --split-mode spread the layers over GPU
     }
 }
 
+TEST_CASE("placement: --split-mode row keeps the layers on the first GPU and splits their matrices' rows", "[placement]") {
+    auto in = fake_model(3, false, false);  // attn_q: 10 bytes of 5 rows in each layer
+    for (int il = 0; il < 3; ++il) in.matrix_rows["blk." + std::to_string(il) + ".attn_q.weight"] = 5;
+    PlacementFlags f;
+    f.split_rows = true;
+    f.tensor_split = {2, 3};
+    const auto p = plan_placement(devices(2), f, in);
+    CHECK(p.layer_device == std::vector<int>{1, 1, 1});
+    CHECK(p.output_device == 1);
+    REQUIRE(p.row_slices.size() == 3);
+    const auto& sl = p.row_slices.at("blk.1.attn_q.weight");
+    REQUIRE(sl.size() == 2);
+    CHECK(sl[0].first == 1);
+    CHECK((sl[0].second.begin == 0 && sl[0].second.end == 2));
+    CHECK(sl[1].first == 2);
+    CHECK((sl[1].second.begin == 2 && sl[1].second.end == 5));
+    // Bytes by rows: 2 of 5 rows of each 10-byte matrix on cuda0, 3 on cuda1; the rest on cuda0.
+    CHECK(p.weight_bytes[2] == 3 * 6);
+    CHECK(p.weight_bytes[1] == 100 + 100 + 10 + 3 * (4 + 10 + 10));
+    SECTION("all shares on one device: its matrices whole") {
+        f.tensor_split = {0, 1};
+        const auto q = plan_placement(devices(2), f, in);
+        CHECK(q.row_slices.empty());
+        CHECK(q.device_of("blk.0.attn_q.weight") == 2);
+    }
+    SECTION("-ngl leaves the first layers on the CPU, unsplit") {
+        f.n_gpu_layers = 2;  // layer 2 and the output head
+        const auto q = plan_placement(devices(2), f, in);
+        CHECK(q.layer_device == std::vector<int>{0, 0, 1});
+        CHECK(q.row_slices.size() == 1);
+        CHECK(q.row_slices.count("blk.2.attn_q.weight") == 1);
+    }
+    SECTION("one GPU is refused") {
+        f.tensor_split.clear();
+        CHECK_THROWS_WITH(plan_placement(devices(1), f, in), Catch::Contains("--split-mode row needs two GPU devices"));
+    }
+}
+
 TEST_CASE("placement: -ot, --cpu-moe and --n-cpu-moe move tensors, and bad ones are refused", "[placement]") {
     const auto in = fake_model(3, true);
     PlacementFlags f;

@@ -101,6 +101,12 @@ std::vector<Placement> placements(const std::string& name, int64_t n_layer, bool
     v.push_back({"layers over two devices", ngl(PlacementFlags::kAll, true)});
     v.push_back({"-ngl half over two devices, 1,2", ngl(int(n_layer / 2 + 1), true)});
     v.back().f.tensor_split = {1, 2};
+    // --split-mode row: each layer's matrices by output rows over both devices, gathered.
+    v.push_back({"rows over two devices", ngl(PlacementFlags::kAll, true)});
+    v.back().f.split_rows = true;
+    v.push_back({"-ngl half, rows over two devices, 1,2", ngl(int(n_layer / 2 + 1), true)});
+    v.back().f.split_rows = true;
+    v.back().f.tensor_split = {1, 2};
     if (moe) {
         PlacementFlags f = ngl(PlacementFlags::kAll, true);
         f.cpu_moe = true;
@@ -147,7 +153,9 @@ TEST_CASE("placement: every split of a tiny model gives one device's logits, byt
         Devices d = open_three(other);
         const auto n_layer = load_model(model_file(name), *cpu)->hparams().n_layer;
         for (const Placement& pl : placements(name, n_layer, moe)) {
-            if (few && pl.what != "-ngl half" && pl.what != "layers over two devices" && pl.what != "--cpu-moe") continue;
+            if (few && pl.what != "-ngl half" && pl.what != "layers over two devices" && pl.what != "--cpu-moe" &&
+                pl.what != "rows over two devices")
+                continue;
             INFO(name << " on cpu + 2 x " << other << ", " << pl.what);
             Model::LoadOptions o;
             o.placement = pl.f;
@@ -176,6 +184,33 @@ TEST_CASE("placement: the split runs in pieces, and each device holds its share 
     s.eval(random_tokens(10, 4, int32_t(m->hparams().n_vocab)));
     CHECK(s.last_run().pieces == 2);
     CHECK(s.last_run().bytes_moved > 0);
+}
+
+TEST_CASE("placement: --split-mode row runs each split matrix as a slice per device", "[placement][tiny]") {
+    Devices d = open_three("cpu");
+    Model::LoadOptions o;
+    o.placement.split_rows = true;
+    o.placement.tensor_split = {1, 3};
+    auto m = load_model(model_file("swa"), d.md, o);
+    const PlacementPlan& p = m->placement();
+    CHECK(p.layer_device == std::vector<int>(7, 1));
+    CHECK(p.output_device == 1);
+    REQUIRE(!m->row_splits().empty());
+    size_t total = 0, split = 0;
+    for (const auto& t : m->gguf().tensors()) total += t.nbytes;
+    for (const RowSplit& r : m->row_splits()) {
+        CHECK(r.whole->buffer == nullptr);  // placed nowhere whole
+        REQUIRE(r.parts.size() == 2);
+        CHECK(r.parts[0].second.end == r.parts[1].second.begin);
+        CHECK(r.parts[1].second.end == r.whole->ne[1]);
+        split += r.parts[1].first->nbytes();
+    }
+    CHECK(p.weight_bytes[0] == 0);
+    CHECK(p.weight_bytes[2] == split);  // dev2 holds its rows and nothing else
+    CHECK(p.weight_bytes[1] + p.weight_bytes[2] == total);
+    Session s(*m, SessionParams{});
+    s.eval(random_tokens(10, 4, int32_t(m->hparams().n_vocab)));
+    CHECK(s.last_run().pieces > 2 * 7);  // each layer's matrices go to dev2 and back
 }
 
 TEST_CASE("placement: the default model split four ways gives one device's logits", "[placement][model]") {

@@ -21,7 +21,7 @@ void open_stage(const Options& o, App& a, Transport& link) {
     PlacementFlags f;
     f.tensor_split = o.placement.tensor_split;
     if (!o.devices.empty() || o.placement.n_gpu_layers != PlacementFlags::kAll || !o.placement.overrides.empty() ||
-        o.placement.cpu_moe || o.placement.n_cpu_moe > 0 || !o.placement.split_layers)
+        o.placement.cpu_moe || o.placement.n_cpu_moe > 0 || !o.placement.split_layers || o.placement.split_rows)
         throw std::runtime_error("under mpirun each rank runs its stage on one device (--backend, --device N) and "
                                  "--split-mode layer splits the layers over the ranks (--tensor-split: shares per rank); "
                                  "--device lists, -ngl, -ot and --cpu-moe are for one process");

@@ -133,11 +133,12 @@ Options parse_args(int argc, char** argv) {
         }
         else if (a == "-sm" || a == "--split-mode") {
             const std::string v = value();
-            if (v == "none") o.placement.split_layers = false;
-            else if (v == "layer") o.placement.split_layers = true;
-            else if (v == "row" || v == "tensor")
-                throw UsageError(a + " " + v + " is not supported yet (layer or none): the README's 'Tensor parallelism' note says why");
-            else throw UsageError(a + " must be none or layer, got '" + v + "'");
+            o.placement.split_layers = v != "none";
+            o.placement.split_rows = v == "row";
+            if (v == "tensor")
+                throw UsageError(a + " tensor (heads and FFN units over the GPUs) is not built; row splits each layer's matrices "
+                                      "by output rows (README, 'Tensor parallelism')");
+            if (v != "none" && v != "layer" && v != "row") throw UsageError(a + " must be none, layer or row, got '" + v + "'");
         }
         else if (a == "-ts" || a == "--tensor-split") {
             // "3,1" or llama.cpp's "3/1".
@@ -240,8 +241,10 @@ std::string usage(const std::string& command) {
         "  -ngl, --n-gpu-layers N  layers on the GPU devices, counted from the last (the output head\n"
         "                          counts as one); the rest on the CPU; all (default) or auto (as many\n"
         "                          as fit the free memory beside the KV cache)\n"
-        "  -sm, --split-mode M     layer (default: layers spread over the GPU devices) or none (the first)\n"
-        "  -ts, --tensor-split S   shares of the layers per GPU device, e.g. 3,1 (default: by free memory)\n"
+        "  -sm, --split-mode M     layer (default: layers spread over the GPU devices), none (the first),\n"
+        "                          or row (layers on the first, each matrix's rows over the GPU devices)\n"
+        "  -ts, --tensor-split S   shares of the layers (row: of each matrix's rows) per GPU device, e.g. 3,1\n"
+        "                          (default: by free memory)\n"
         "  -ot, --override-tensor PATTERN=DEVICE  tensors whose name matches the regex go to DEVICE\n"
         "                          (e.g. 'ffn_.*_exps=cpu'); the first matching pattern wins\n"
         "  --cpu-moe, --n-cpu-moe N  every layer's MoE experts (or those of layers 0..N-1) in host memory\n"

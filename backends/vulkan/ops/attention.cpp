@@ -8,26 +8,24 @@ namespace ls::vk {
 // invocation).
 // Sinks (src[5]): a contiguous F32 [H] read by the shaders at the head's index.
 bool supports_attention(const Tensor& n) {
-    return cache_type(n.src[1]->type) && cache_type(n.src[2]->type) && host_readable(n.src[3]) && host_readable(n.src[4]) &&
+    return cache_type(n.src[1]->type) && cache_type(n.src[2]->type) && is_index_input(n.src[3]) && is_index_input(n.src[4]) &&
            n.src[0]->nb[0] == 4 && n.src[2]->ne[1] == n.src[1]->ne[1] && n.src[0]->ne[0] <= 512 && n.ne[0] <= 512 &&
            (!n.src[5] || (n.src[5]->type == DType::F32 && n.src[5]->is_contiguous()));
 }
 
-// The queries' ring checks; the key blocks a query spans at most; whether to split: few
+// The key blocks a query spans at most; whether to split: few
 // (query, head) pairs over several key blocks (decode) spread their blocks over workgroups,
 // whose partials (m, l, o[Dv]) go to the aux buffer for the fold pass. Many pairs (prompts)
 // fill the device as they are, one workgroup per pair walking its blocks.
 void plan_attention(const Tensor& n, Plan& plan) {
     const AttentionParams p = n.get_params<AttentionParams>();
-    const std::vector<uint8_t> pb = plan.host_bytes(n.src[3]), sb = plan.host_bytes(n.src[4]);
-    const auto* pos = reinterpret_cast<const int32_t*>(pb.data());
-    const auto* seq = reinterpret_cast<const int32_t*>(sb.data());
-    const int64_t T = n.src[0]->ne[2], H = n.src[0]->ne[1], Dv = n.ne[0], n_seq = n.src[1]->ne[1] / p.ring_rows;
+    // Positions and sequences: graph inputs core has checked (check_index_inputs).
+    const int32_t* pos = index_data<int32_t>(*plan.graph, n.src[3], "attention");
+    const int32_t* seq = index_data<int32_t>(*plan.graph, n.src[4], "attention");
+    const int64_t T = n.src[0]->ne[2], H = n.src[0]->ne[1], Dv = n.ne[0];
     int64_t nblk = 1;
-    for (int64_t t = 0; t < T; ++t) {
-        check_attention_query(seq[t], pos[t], p.window, p.ring_rows, n_seq);
+    for (int64_t t = 0; t < T; ++t)
         nblk = std::max(nblk, attn_block_of(pos[t]) - attn_block_of(attn_first_key(pos[t], p.window)) + 1);
-    }
     // The query-tile form: prompt ubatches (8 queries or more) whose tiles of 64 queries each
     // hold one sequence, K and V of one type, head sizes up to 256 (even, on rows of whole
     // words, for the 16-bit types read a word at a time).

@@ -1,4 +1,3 @@
-#include "backends/vulkan/ops/scan_runs.h"
 #include "backends/vulkan/ops/type_support.h"
 #include "backends/vulkan/ops/vk_ops.h"
 
@@ -8,13 +7,13 @@ namespace ls::vk {
 bool supports_conv1d_scan(const Tensor& n) {
     const Tensor* s0 = n.src[0];
     return s0->type == DType::F32 && s0->nb[0] == 4 && n.src[1]->is_contiguous() && n.src[2]->type == DType::F32 &&
-           n.src[2]->nb[0] == 4 && host_readable(n.src[3]) && host_readable(n.src[4]) && n.nb[0] == 4 &&
+           n.src[2]->nb[0] == 4 && is_index_input(n.src[3]) && is_index_input(n.src[4]) && n.nb[0] == 4 &&
            n.get_params<Conv1dScanParams>().d_conv >= 1 && n.get_params<Conv1dScanParams>().d_conv <= 16;
 }
 
-void plan_conv1d_scan(const Tensor& n, Plan& plan) {
-    plan_scan_runs(n.src[3], n.src[4], n.src[0]->ne[1], n.src[2]->ne[1], "conv1d_scan", plan);
-}
+// The run table was checked by core before the graph ran (check_index_inputs; SEMANTICS.md
+// section 2): no state is written on a bad one.
+void plan_conv1d_scan(const Tensor&, Plan&) {}
 
 void record_conv1d_scan(const Tensor& n, Recorder& r) {
     const Tensor *a = n.src[0], *b = n.src[1], *st = n.src[2], *runs = n.src[3], *order = n.src[4];

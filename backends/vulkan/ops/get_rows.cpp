@@ -1,12 +1,12 @@
-#include "backends/vulkan/ops/row_index.h"
 #include "backends/vulkan/ops/type_support.h"
 #include "backends/vulkan/ops/vk_ops.h"
 
 namespace ls::vk {
 
-bool supports_get_rows(const Tensor& n) { return dequant_type(n.src[0]->type) && host_readable(n.src[1]); }
+// The rows: a graph input core checks before the graph runs (core/ir/index_inputs.h).
+bool supports_get_rows(const Tensor& n) { return dequant_type(n.src[0]->type) && is_index_input(n.src[1]); }
 
-void plan_get_rows(const Tensor& n, Plan& plan) { plan_row_indices(n.src[1], n.src[0]->ne[1], "get_rows", plan); }
+void plan_get_rows(const Tensor&, Plan&) {}
 
 void record_get_rows(const Tensor& n, Recorder& r) {
     const Tensor *a = n.src[0], *b = n.src[1];

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <string>
 
+#include "core/ir/index_inputs.h"
 #include "core/ir/tensor.h"
 
 namespace ls::vk {
@@ -42,10 +43,6 @@ inline std::string lower_name(DType t) {
     std::string s = dtype_name(t);
     for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
     return s;
-}
-// Tensors whose values the host needs (indices, positions): graph inputs or persistent.
-inline bool host_readable(const Tensor* t) {
-    return t && ((t->kind == TensorKind::Input && !t->view_src) || t->kind == TensorKind::Persistent) && t->is_contiguous();
 }
 
 }  // namespace ls::vk

@@ -1,9 +1,9 @@
 // The Vulkan backend's per-op functions, one file per op under backends/vulkan/ops/, named
 // as in core/ir/op_list.h. op_table.cpp takes their addresses from the same rows, so an op
 // without its file fails to link.
-//  supports_<op>: whether this backend runs the node (types, strides, host-readable inputs);
-//  plan_<op>:     the host pass (checks that must fail before anything is recorded, aux
-//                 buffer needs, rope tables);
+//  supports_<op>: whether this backend runs the node (types, strides, index operands that
+//                 are graph inputs);
+//  plan_<op>:     the host pass (aux buffer needs, launch shapes from index data);
 //  record_<op>:   push constants and dispatches.
 #pragma once
 #include "backends/vulkan/recorder.h"
