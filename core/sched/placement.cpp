@@ -51,6 +51,10 @@ std::string PlacementPlan::describe() const {
             il = end + 1;
         }
         if (output_device == d) add("output");
+        size_t rows_of = 0;  // --split-mode row: the matrices d holds rows of
+        for (const auto& [name, sl] : row_slices)
+            for (const auto& part : sl) rows_of += part.first == d;
+        if (rows_of) add("rows of " + std::to_string(rows_of) + " matrices");
         if (what.empty()) add("tensors placed by -ot/--cpu-moe");
         s += (s.empty() ? "" : "; ") + devices[size_t(d)].name + ": " + what + " (" + format_bytes(weight_bytes[size_t(d)]) + " weights";
         if (state_bytes[size_t(d)]) s += ", " + format_bytes(state_bytes[size_t(d)]) + " KV/state";

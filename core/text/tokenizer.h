@@ -74,6 +74,11 @@ public:
     int32_t pad() const;
     bool add_bos_default() const;
     bool is_eog(int32_t id) const;  // eos, eot and other end-of-generation markers
+    // The most input bytes one token of encode() can stand for, so that a text of more than
+    // n * this bytes surely has more than n tokens (a server refuses a huge prompt before
+    // tokenizing it). 0 where no such bound holds: a vocabulary with neither an unknown token
+    // nor every byte may drop characters it cannot spell.
+    size_t max_bytes_per_token() const;
 
     struct Impl;
 

@@ -456,4 +456,22 @@ void Tokenizer::Impl::encode_bpe_spm_chunk(std::string_view word, std::vector<in
     merge_and_emit(merges, sym, v.unk_id, out);
 }
 
+size_t Tokenizer::max_bytes_per_token() const {
+    const Impl& m = *impl_;
+    // Every character becomes some token: the unknown token (one character, at most 4 bytes,
+    // for a symbol the vocabulary lacks), or its bytes' tokens.
+    bool spelled = m.v.unk_id >= 0;
+    if (!spelled && m.v.kind == TokenizerKind::BytePairGpt2) {
+        spelled = true;
+        for (int b = 0; b < 256 && spelled; ++b) spelled = m.pieces.find(byte_to_unicode(uint8_t(b))) >= 0;
+    } else if (!spelled) {
+        spelled = true;
+        for (int b = 0; b < 256 && spelled; ++b) spelled = m.byte_token[size_t(b)] >= 0;
+    }
+    if (!spelled) return 0;
+    size_t most = 4;
+    for (int32_t id = 0; id < n_vocab(); ++id) most = std::max(most, token_to_piece(id, true).size());
+    return most;
+}
+
 }  // namespace ls

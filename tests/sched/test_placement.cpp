@@ -141,6 +141,8 @@ TEST_CASE("placement: --split-mode row keeps the layers on the first GPU and spl
     // Bytes by rows: 2 of 5 rows of each 10-byte matrix on cuda0, 3 on cuda1; the rest on cuda0.
     CHECK(p.weight_bytes[2] == 3 * 6);
     CHECK(p.weight_bytes[1] == 100 + 100 + 10 + 3 * (4 + 10 + 10));
+    CHECK(p.describe() == "cuda0: input, layers 0-2, output, rows of 3 matrices (282 B weights, 15 B KV/state); "
+                          "cuda1: rows of 3 matrices (18 B weights)");
     SECTION("all shares on one device: its matrices whole") {
         f.tensor_split = {0, 1};
         const auto q = plan_placement(devices(2), f, in);

@@ -314,7 +314,8 @@ def suite_cancel(binary, model, args):
 def suite_errors(binary, model, args):
     key = "s3cret"
     n_ctx = 512
-    with Server(binary, model, ["-np", "1", "--max-queue", "1", "-c", str(n_ctx)] + args, api_key=key) as srv:
+    with Server(binary, model, ["-np", "1", "--max-queue", "1", "-c", str(n_ctx), "--cors-origin", "https://app.example",
+                                "--max-body", "1"] + args, api_key=key) as srv:
         def expect(status, method, path, body=None, raw=None, headers=None, param=None, code=None):
             st, payload, hdrs = srv.request(method, path, body=body, raw=raw, headers=headers)
             check(st == status, f"{method} {path} {str(body if raw is None else raw)[:80]}: HTTP {st}, want {status}: {payload[:300]!r}")
@@ -390,11 +391,66 @@ def suite_errors(binary, model, args):
         expect(400, "POST", "/tokenize", {"content": 5}, param="content")
         expect(400, "POST", "/detokenize", {"tokens": [1, 10 ** 9]}, param="tokens")
         expect(400, "POST", "/detokenize", {"tokens": "abc"}, param="tokens")
-        # values nested 100000 deep (printing them would recurse that deep)
+        # values nested 100000 deep, in a known field or not: refused while parsing, at depth 65
         deep = "[" * 100000 + "]" * 100000
-        expect(400, "POST", "/detokenize", raw='{"tokens": [' + deep + "]}", param="tokens")
-        expect(400, "POST", "/v1/completions", raw='{"prompt": "x", "logit_bias": {"5": ' + deep + "}}", param="logit_bias")
-        expect(400, "POST", "/v1/completions", raw='{"prompt": "x", "stop": ' + deep + "}", param="stop")
+        expect(400, "POST", "/detokenize", raw='{"tokens": [' + deep + "]}", code="json_too_deep")
+        expect(400, "POST", "/v1/completions", raw='{"prompt": "x", "logit_bias": {"5": ' + deep + "}}", code="json_too_deep")
+        expect(400, "POST", "/v1/completions", raw='{"prompt": "x", "unknown": ' + deep + "}", code="json_too_deep")
+        # a number no double holds, anywhere in the body: a parse error, not an internal one
+        expect(400, "POST", "/v1/completions", raw='{"prompt": "x", "temperature": 1e400}')
+        expect(400, "POST", "/v1/completions", raw='{"prompt": "x", "whatever": [1e400]}')
+        # parameters that change the output and are not implemented: refused by name; their
+        # neutral values (what clients that send every field send) accepted
+        for body, param in [({"response_format": {"type": "json_object"}}, "response_format"),
+                            ({"grammar": "root ::= \"a\""}, "grammar"), ({"suffix": "end"}, "suffix"),
+                            ({"mirostat": 2}, "mirostat"), ({"typical_p": 0.5}, "typical_p"),
+                            ({"dry_multiplier": 0.8}, "dry_multiplier"), ({"min_tokens": 5}, "min_tokens"),
+                            ({"xtc_probability": 0.5}, "xtc_probability"), ({"samplers": ["top_k"]}, "samplers")]:
+            expect(400, "POST", "/v1/completions", dict(body, prompt="x"), param=param, code="unsupported_parameter")
+        expect(400, "POST", "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}],
+                                                      "response_format": {"type": "json_schema", "json_schema": {}}},
+               param="response_format")
+        neutral = {"prompt": "Hello", "max_tokens": 2, "mirostat": 0, "typical_p": 1.0, "tfs_z": 1, "dry_multiplier": 0,
+                   "xtc_probability": 0, "min_tokens": 0, "response_format": {"type": "text"}, "n_probs": 0}
+        st, resp, _ = srv.post("/v1/completions", neutral)
+        check(st == 200, f"neutral values of unimplemented parameters: HTTP {st}: {resp}")
+        # max_completion_tokens and n_predict bound a completion too (they ran on to the context)
+        for k, n in (("max_completion_tokens", 3), ("n_predict", 2)):
+            st, resp, _ = srv.post("/v1/completions", {"prompt": "Hello", k: n, "ignore_eos": True, "temperature": 0})
+            check(st == 200 and resp["usage"]["completion_tokens"] == n, f"{k} {n}: {resp}")
+        # limits: logit_bias entries, messages, the body's size, a prompt too long to tokenize
+        expect(400, "POST", "/v1/completions", {"prompt": "x", "logit_bias": {str(i): 1 for i in range(2000)}}, param="logit_bias")
+        expect(400, "POST", "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}] * 5000}, param="messages")
+        t0 = time.monotonic()
+        expect(413, "POST", "/v1/completions", {"prompt": "word " * 300000})
+        big = time.monotonic() - t0
+        t0 = time.monotonic()
+        expect(400, "POST", "/v1/completions", {"prompt": "w" * 900000}, code="context_length_exceeded")
+        expect(400, "POST", "/v1/chat/completions", {"messages": [{"role": "user", "content": "w" * 900000}]},
+               code="context_length_exceeded")
+        long_prompt = time.monotonic() - t0
+        check(big < 1 and long_prompt < 2, f"a 1.5 MB body took {big:.2f} s to refuse, two 0.9 MB prompts {long_prompt:.2f} s")
+        # CORS: the allowed origin's preflight is answered before the key check; others get no header
+        c = srv.conn(30)
+        c.request("OPTIONS", "/v1/chat/completions", headers={"Origin": "https://app.example",
+                                                              "Access-Control-Request-Method": "POST",
+                                                              "Access-Control-Request-Headers": "authorization, content-type"})
+        r = c.getresponse()
+        r.read()
+        c.close()
+        check(r.status == 204 and r.getheader("Access-Control-Allow-Origin") == "https://app.example"
+              and "POST" in (r.getheader("Access-Control-Allow-Methods") or "")
+              and "Authorization" in (r.getheader("Access-Control-Allow-Headers") or ""),
+              f"preflight: HTTP {r.status}, {r.getheaders()}")
+        st, _, h = srv.request("GET", "/v1/models", headers={"Origin": "https://app.example"})
+        check(st == 200 and h.get("Access-Control-Allow-Origin") == "https://app.example", f"GET with Origin: {st} {h}")
+        st, _, h = srv.request("GET", "/v1/models", headers={"Origin": "https://evil.example"})
+        check(st == 200 and "Access-Control-Allow-Origin" not in h, f"another origin got CORS headers: {h}")
+        # the port is this server's alone: a second server on it fails at once, saying so
+        second = subprocess.run([binary, "serve", "--port", str(srv.port)] + ([] if model == "default" else ["-m", model]),
+                                capture_output=True, timeout=60)
+        check(second.returncode != 0 and b"in use" in second.stderr,
+              f"a second server on port {srv.port}: exit {second.returncode}, {second.stderr[-300:]!r}")
         expect(400, "POST", "/v1/completions", {"prompt": "x", "stop": ["z" * 2000]}, param="stop")
         # garbage on the socket, and a client that leaves halfway through its body
         for raw in (b"\x00\x01garbage\r\n\r\n", b"POST /v1/completions HTTP/1.1\r\nContent-Length: 1000\r\n\r\n{\"pro"):
@@ -448,7 +504,7 @@ def suite_errors(binary, model, args):
         m = srv.metrics()
         check(m['lockstep_http_requests_total{status="4xx"}'] >= len(cases) + len(chat_cases), m)
         check(m["lockstep_requests_rejected_total"] == 1, m)
-    print(f"errors: {len(cases) + len(chat_cases) + 21} bad requests answered with their status and a JSON error; "
+    print(f"errors: {len(cases) + len(chat_cases) + 40} bad requests answered with their status and a JSON error; "
           "the server stayed healthy", flush=True)
 
 

@@ -200,6 +200,15 @@ Options parse_args(int argc, char** argv) {
             if (n > 256) throw UsageError(a + " must be at most 256, got " + std::to_string(n));
             o.n_parallel = int(n);
         }
+        else if (a == "--cors-origin" && serve) {
+            o.cors_origin = value();
+            if (o.cors_origin.empty() || o.cors_origin.find_first_of(" \r\n,") != std::string::npos)
+                throw UsageError("--cors-origin must be one origin (https://app.example) or *, got '" + o.cors_origin + "'");
+        }
+        else if (a == "--max-body" && serve) {
+            o.max_body_mib = parse_number<int64_t>(a, value());
+            if (o.max_body_mib < 1 || o.max_body_mib > 4096) throw UsageError("--max-body must be in [1, 4096] MiB, got " + std::to_string(o.max_body_mib));
+        }
         else if (a == "--api-key" && serve) {
             o.api_key = value();
             if (o.api_key.empty()) throw UsageError("--api-key must not be empty");
@@ -299,6 +308,9 @@ std::string usage(const std::string& command) {
                "  --max-queue N           requests that may wait for a slot (default 64); more get 503\n"
                "                          with Retry-After\n"
                "  --timeout S             socket read/write timeout in seconds (default 600)\n"
+               "  --max-body MIB          largest request body (default 16); more get 413\n"
+               "  --cors-origin ORIGIN    let browser apps from ORIGIN (or *) call the API: CORS headers, and\n"
+               "                          OPTIONS preflights answered before the key check (default: none)\n"
                "  --temp, --top-k, --top-p, --min-p, --repeat-penalty: defaults for what a request leaves out\n"
                "  --spec off|lookup       while at most 2 slots are busy, generating slots check guesses from\n"
                "                          prompt lookup (default lookup; answers are identical either way)\n"

@@ -57,8 +57,55 @@ bool boolean(const json& body, const char* key, bool def) {
     return v->get<bool>();
 }
 
+// Parameters of OpenAI's and llama-server's APIs that change what is generated and that this
+// server does not implement (yet): a request that sets one to anything but its neutral value
+// (what clients that send every field send: mirostat 0, typical_p 1, ...) is refused naming
+// it, never served as if the field were absent.
+struct Unimplemented {
+    const char* name;
+    json neutral;  // null: no value is neutral
+    const char* what;
+};
+const Unimplemented kUnimplemented[] = {
+    {"response_format", {{"type", "text"}}, "structured output"},
+    {"json_schema", nullptr, "structured output"},
+    {"grammar", "", "grammar-constrained output"},
+    {"suffix", "", "fill-in-the-middle"},
+    {"tool_choice", "none", "tool calls"},
+    {"parallel_tool_calls", nullptr, "tool calls"},
+    {"min_tokens", 0, "a minimum length"},
+    {"typical_p", 1, "typical sampling"},
+    {"tfs_z", 1, "tail-free sampling"},
+    {"top_n_sigma", -1, "top-n-sigma sampling"},
+    {"mirostat", 0, "mirostat sampling"},
+    {"dry_multiplier", 0, "DRY repetition penalties"},
+    {"xtc_probability", 0, "XTC sampling"},
+    {"samplers", nullptr, "a custom sampler order"},
+    {"n_probs", 0, "llama-server's n_probs (use logprobs / top_logprobs)"},
+    {"post_sampling_probs", false, "post-sampling probabilities"},
+    {"prediction", nullptr, "predicted outputs"},
+    {"audio", nullptr, "audio output"},
+    {"modalities", json::array({"text"}), "output modalities other than text"},
+};
+
+void refuse_unimplemented(const json& body) {
+    for (const Unimplemented& u : kUnimplemented) {
+        const json* v = field(body, u.name);
+        if (!v) continue;
+        const bool neutral = !u.neutral.is_null() && (u.neutral.is_number() && v->is_number() ? u.neutral.get<double>() == v->get<double>()
+                                                                                             : *v == u.neutral);
+        if (!neutral)
+            throw ApiError(400, std::string("'") + u.name + "' (" + u.what + ") is not supported by this server", u.name,
+                           "unsupported_parameter");
+    }
+}
+
+// Bounds on what a request may ask the server to hold or check per token.
+constexpr size_t kMaxLogitBias = 1024, kMaxMessages = 4096;
+
 // The fields both endpoints share: sampling, length, stop strings, streaming.
 void parse_common(const json& body, const ApiContext& ctx, GenRequest& r) {
+    refuse_unimplemented(body);
     SamplerParams& s = r.job.sampling;
     // What a request leaves out comes from the server's flags, as with llama-server.
     const SamplerParams& d = ctx.defaults;
@@ -86,6 +133,9 @@ void parse_common(const json& body, const ApiContext& ctx, GenRequest& r) {
 
     if (const json* lb = field(body, "logit_bias")) {
         if (!lb->is_object()) throw ApiError(400, "'logit_bias' must be an object of token id -> bias, got " + type_name(*lb), "logit_bias");
+        if (lb->size() > kMaxLogitBias)
+            throw ApiError(400, "'logit_bias' has " + std::to_string(lb->size()) + " entries; at most " + std::to_string(kMaxLogitBias),
+                           "logit_bias");
         for (auto it = lb->begin(); it != lb->end(); ++it) {
             int64_t id = -1;
             try {
@@ -150,6 +200,17 @@ void set_max_tokens(const json& body, const char* key, GenRequest& r) {
     r.job.max_tokens = n;
 }
 
+// A prompt text that cannot fit: every token is at most max_piece_bytes long, so a text of
+// more than n_ctx * max_piece_bytes bytes has n_ctx tokens or more. Checked before the text is
+// tokenized, so that a huge prompt costs nothing (exact: it never refuses a prompt that fits).
+void check_text_fits(size_t bytes, const ApiContext& ctx, const char* param) {
+    if (ctx.max_piece_bytes > 0 && bytes > size_t(ctx.n_ctx) * ctx.max_piece_bytes)
+        throw ApiError(400,
+                       "the prompt has " + std::to_string(bytes) + " bytes, more than a slot's context of " + std::to_string(ctx.n_ctx) +
+                           " tokens can hold (the server's -c)",
+                       param, "context_length_exceeded");
+}
+
 void check_prompt(const GenRequest& r, const ApiContext& ctx) {
     const int64_t n = int64_t(r.job.prompt.size());
     if (n == 0) throw ApiError(400, "the prompt is empty", r.chat ? "messages" : "prompt");
@@ -163,17 +224,21 @@ void check_prompt(const GenRequest& r, const ApiContext& ctx) {
 }  // namespace
 
 json parse_json_object(const std::string& body) {
-    json j = json::parse(body, nullptr, false);
-    if (j.is_discarded()) {
-        // Parse again with exceptions on, for the message that says where it fails.
-        std::string why = "malformed JSON";
-        try {
-            const json again = json::parse(body);
-            (void)again;
-        } catch (const json::parse_error& e) {
-            why = std::string("malformed JSON: ") + e.what();
-        }
-        throw ApiError(400, why);
+    // Nesting is bounded while parsing: a body nested a million deep is refused at the limit's
+    // first step in, not parsed and kept.
+    struct TooDeep {};
+    const auto depth_limit = [](int depth, json::parse_event_t, json&) {
+        if (depth > kMaxJsonDepth) throw TooDeep{};
+        return true;
+    };
+    json j;
+    try {
+        j = json::parse(body, depth_limit);
+    } catch (const TooDeep&) {
+        throw ApiError(400, "the JSON body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels", "", "json_too_deep");
+    } catch (const json::exception& e) {
+        // Syntax errors, and numbers no double holds (1e400: nlohmann's out_of_range.406).
+        throw ApiError(400, std::string("malformed JSON: ") + e.what());
     }
     if (!j.is_object()) throw ApiError(400, "the request body must be a JSON object, got " + type_name(j));
     return j;
@@ -183,6 +248,8 @@ GenRequest parse_completion(const json& body, const ApiContext& ctx) {
     GenRequest r;
     parse_common(body, ctx, r);
     set_max_tokens(body, "max_tokens", r);
+    set_max_tokens(body, "max_completion_tokens", r);
+    set_max_tokens(body, "n_predict", r);  // llama-server's name
     // logprobs: the number of most likely alternatives to report per token (OpenAI: 0..5).
     if (const json* lp = field(body, "logprobs")) {
         if (lp->is_boolean()) {
@@ -207,10 +274,12 @@ GenRequest parse_completion(const json& body, const ApiContext& ctx) {
         return ids;
     };
     if (p->is_string()) {
+        check_text_fits(p->get_ref<const std::string&>().size(), ctx, "prompt");
         r.job.prompt = ctx.tok->encode(p->get<std::string>(), ctx.tok->add_bos_default(), true);
     } else if (p->is_array() && !p->empty() && (*p)[0].is_number()) {
         r.job.prompt = from_ids(*p);
     } else if (p->is_array() && p->size() == 1 && (*p)[0].is_string()) {
+        check_text_fits((*p)[0].get_ref<const std::string&>().size(), ctx, "prompt");
         r.job.prompt = ctx.tok->encode((*p)[0].get<std::string>(), ctx.tok->add_bos_default(), true);
     } else if (p->is_array() && p->size() == 1 && (*p)[0].is_array()) {
         r.job.prompt = from_ids((*p)[0]);
@@ -231,6 +300,7 @@ GenRequest parse_chat(const json& body, const ApiContext& ctx) {
     parse_common(body, ctx, r);
     set_max_tokens(body, "max_tokens", r);
     set_max_tokens(body, "max_completion_tokens", r);
+    set_max_tokens(body, "n_predict", r);  // llama-server's name
     r.logprobs = boolean(body, "logprobs", false);
     r.top_logprobs = int(integer(body, "top_logprobs", 0, 0, 20));
     if (r.top_logprobs > 0 && !r.logprobs) throw ApiError(400, "'top_logprobs' needs 'logprobs': true", "top_logprobs");
@@ -241,6 +311,10 @@ GenRequest parse_chat(const json& body, const ApiContext& ctx) {
     const json* msgs = field(body, "messages");
     if (!msgs) throw ApiError(400, "'messages' is required", "messages");
     if (!msgs->is_array() || msgs->empty()) throw ApiError(400, "'messages' must be a non-empty array", "messages");
+    if (msgs->size() > kMaxMessages)
+        throw ApiError(400, "'messages' has " + std::to_string(msgs->size()) + " entries; at most " + std::to_string(kMaxMessages),
+                       "messages");
+    size_t text_bytes = 0;
     std::vector<ChatMsg> chat;
     for (size_t i = 0; i < msgs->size(); ++i) {
         const json& m = (*msgs)[i];
@@ -267,6 +341,8 @@ GenRequest parse_chat(const json& body, const ApiContext& ctx) {
         } else {
             throw ApiError(400, where + ".content must be a string or an array of text parts", "messages");
         }
+        text_bytes += text.size();
+        check_text_fits(text_bytes, ctx, "messages");
         chat.push_back({rn, text});
     }
     // Thinking and reasoning effort, as llama.cpp and vLLM take them: chat_template_kwargs

@@ -29,6 +29,7 @@ struct ApiContext {
     int64_t n_ctx = 0;
     SamplerParams defaults;  // the server's sampling flags (--temp, --top-k, ...): what a request leaves out
     std::vector<int32_t> eog_ids;  // the end-of-generation tokens (banned by ignore_eos)
+    size_t max_piece_bytes = 0;    // Tokenizer::max_bytes_per_token: bounds a prompt's tokens by its bytes (0: no bound)
 };
 
 struct GenRequest {
@@ -39,6 +40,9 @@ struct GenRequest {
     int top_logprobs = 0;
 };
 
+// Deeper JSON is refused (no request needs more than a few levels: messages, content parts,
+// tool schemas).
+constexpr int kMaxJsonDepth = 64;
 // Parses a body as a JSON object; throws ApiError 400 naming the problem.
 nlohmann::json parse_json_object(const std::string& body);
 // POST /v1/completions and POST /v1/chat/completions.

@@ -4,6 +4,8 @@
 #include <signal.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -161,6 +163,21 @@ void handle_generate(State& st, bool chat, const httplib::Request& req, httplib:
 
 void routes(httplib::Server& svr, State& st, const ServeConfig& c) {
     svr.set_pre_routing_handler([&st, &c](const httplib::Request& req, httplib::Response& res) {
+        // CORS (--cors-origin): every answer to an allowed origin says so, and a preflight is
+        // answered here, before the key check (browsers send it without credentials).
+        const std::string origin = req.get_header_value("Origin");
+        const bool allowed = !c.cors_origin.empty() && !origin.empty() && (c.cors_origin == "*" || origin == c.cors_origin);
+        if (allowed) {
+            res.set_header("Access-Control-Allow-Origin", c.cors_origin == "*" ? "*" : origin);
+            if (c.cors_origin != "*") res.set_header("Vary", "Origin");
+        }
+        if (req.method == "OPTIONS" && allowed && req.has_header("Access-Control-Request-Method")) {
+            res.status = 204;
+            res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+            res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key");
+            res.set_header("Access-Control-Max-Age", "600");
+            return httplib::Server::HandlerResponse::Handled;
+        }
         if (req.path == "/health" || req.path == "/v1/health") return httplib::Server::HandlerResponse::Unhandled;
         if (!c.api_key.empty()) {
             const std::string bearer = "Bearer " + c.api_key;
@@ -240,10 +257,11 @@ void routes(httplib::Server& svr, State& st, const ServeConfig& c) {
     svr.Get("/metrics", [&st](const httplib::Request&, httplib::Response& res) {
         res.set_content(st.metrics.render(st.engine->n_slots()), "text/plain; version=0.0.4");
     });
-    svr.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    svr.set_error_handler([&c](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty()) return;
         std::string msg = res.status == 404 ? "no such endpoint: " + req.method + " " + req.path
-                        : res.status == 413 ? "the request body is too large"
+                        : res.status == 413 ? "the request body is larger than the server's limit of " +
+                                                  std::to_string(c.max_body_bytes >> 20) + " MiB (--max-body)"
                                             : "request failed with HTTP status " + std::to_string(res.status);
         send_json(res, res.status, error_body(res.status, msg, res.status == 404 ? "not_found_error" : "invalid_request_error"));
     });
@@ -284,14 +302,25 @@ int serve(const ServeConfig& c) {
     svr.set_read_timeout(c.timeout_s);
     svr.set_write_timeout(c.timeout_s);
     svr.set_keep_alive_max_count(1000);
-    svr.set_payload_max_length(size_t(64) << 20);
+    svr.set_payload_max_length(c.max_body_bytes);
     routes(svr, st, c);
+    // An exclusive bind: SO_REUSEADDR only, so that a restart need not wait out TIME_WAIT.
+    // (httplib's default adds SO_REUSEPORT, with which a second server, or any process of the
+    // same user, could bind the same port and silently take half of the connections.)
+    svr.set_socket_options([](socket_t sock) {
+        int yes = 1;
+        setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
     int port = c.port;
+    errno = 0;
     if (port == 0) port = svr.bind_to_any_port(c.host);
     else if (!svr.bind_to_port(c.host, port)) port = -1;
     if (port <= 0) {
-        std::fprintf(stderr, "lockstep serve: error: cannot listen on %s:%d (in use, or not an address of this machine)\n",
-                     c.host.c_str(), c.port);
+        const int err = errno;
+        std::fprintf(stderr, "lockstep serve: error: cannot listen on %s:%d: %s\n", c.host.c_str(), c.port,
+                     err == EADDRINUSE ? "the port is in use (another server?)"
+                     : err             ? std::strerror(err)
+                                       : "not an address of this machine");
         return 1;
     }
     std::atomic<bool> listen_ended{false};
@@ -338,6 +367,7 @@ int serve(const ServeConfig& c) {
         st.api.defaults = c.sampling;
         for (int32_t id = 0; id < st.tok->n_vocab(); ++id)
             if (st.tok->is_eog(id)) st.api.eog_ids.push_back(id);
+        st.api.max_piece_bytes = st.tok->max_bytes_per_token();
         st.engine = std::make_unique<Engine>(*st.session, *st.tok, st.metrics, c.max_queue, c.spec);
         st.ready = true;
         std::fprintf(stderr, "lockstep serve: ready in %.1f s: %s, %d slots of %lld tokens each, ubatch %lld\n",

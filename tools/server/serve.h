@@ -30,6 +30,8 @@ struct ServeConfig {
     std::string api_key;        // empty: none asked
     int max_queue = 64;         // requests waiting for a slot; more get 503
     int timeout_s = 600;        // socket read / write timeout
+    size_t max_body_bytes = size_t(16) << 20;  // larger bodies get 413 before they are read
+    std::string cors_origin;    // "": no CORS; "*" or one origin: Access-Control-Allow-Origin and preflights
 };
 
 // Listens, loads the model (GET /health answers 503 until it is ready), serves until SIGINT
