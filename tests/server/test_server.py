@@ -7,6 +7,9 @@ usage: test_server.py SUITE BINARY MODEL [serve args...]
   chat         a six-turn chat reuses its prefix from turn 2 and equals fresh evaluation
   cancel       a client that hangs up mid-stream frees its slot; the other streams are unchanged
   errors       bad requests get their status and an OpenAI-style JSON error; the server stays healthy
+  hostile      500 idle and 100 slowloris connections beside 8 streams: /health within 1 s, the
+               streams unchanged, every such connection closed at the read deadline; pipelining;
+               SIGTERM with requests in flight answers each with an error
   openai       the official `openai` Python client drives both endpoints, streamed and not
   backends     the same requests on a second backend (--backend X in the args) or a split model
                (--device LIST -ngl N ...) give the CPU's answers
@@ -508,6 +511,126 @@ def suite_errors(binary, model, args):
           "the server stayed healthy", flush=True)
 
 
+def rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def suite_hostile(binary, model, args):
+    """Hostile and careless clients (issue 32): 500 idle and 100 slowloris connections held open
+    while 8 streams run; pipelined requests; SIGTERM with requests in flight."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4096)), hard))
+    deadline_s = 3
+    reqs = [{"prompt": f"Story number {i}:", "max_tokens": 24, "temperature": 0, "ignore_eos": True} for i in range(8)]
+    srv = Server(binary, model, ["-np", "4", "--max-queue", "8", "--read-timeout", str(deadline_s), "-c", "512"] + args)
+    try:
+        quiet = [generate(srv, r, False, True) for r in reqs]
+        rss0 = rss_mib(srv.proc.pid)
+        t_open = time.monotonic()
+        idle = [socket.create_connection(("127.0.0.1", srv.port)) for _ in range(500)]
+        slow = []
+        for _ in range(100):
+            c = socket.create_connection(("127.0.0.1", srv.port))
+            c.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n")
+            slow.append(c)
+        stop = threading.Event()
+
+        def drip():  # a header byte a second on every slow connection, never the end of the head
+            while not stop.wait(1.0):
+                for c in slow:
+                    try:
+                        c.send(b"X")
+                    except OSError:
+                        pass
+
+        worst, failures = [0.0], []
+
+        def probe():
+            while not stop.is_set():
+                t0 = time.monotonic()
+                st, _ = srv.get("/health", timeout=10)
+                worst[0] = max(worst[0], time.monotonic() - t0)
+                if st != 200:
+                    failures.append(st)
+                time.sleep(0.05)
+
+        threads = [threading.Thread(target=drip, daemon=True), threading.Thread(target=probe, daemon=True)]
+        for t in threads:
+            t.start()
+        results = [None] * len(reqs)
+        w = Workers(lambda i: results.__setitem__(i, generate(srv, reqs[i], False, True)), len(reqs))
+        w.join(120, "the streams beside the hostile connections")
+        # Past the read deadline the server has closed every idle and slow connection.
+        time.sleep(max(0.0, t_open + deadline_s + 1.5 - time.monotonic()))
+        stop.set()
+        for t in threads:
+            t.join(10)
+        check(not failures, f"/health answered {failures} beside the hostile connections")
+        check(worst[0] < 1.0, f"/health took {worst[0]:.2f} s beside 500 idle and 100 slow connections (want < 1 s)")
+        check(results == quiet, "streams beside the hostile connections differ from the quiet run")
+        closed = 0
+        for c in idle + slow:
+            c.settimeout(2)
+            try:
+                closed += c.recv(1) == b""
+            except (ConnectionResetError, BrokenPipeError):
+                closed += 1
+            except socket.timeout:
+                pass
+            c.close()
+        check(closed == 600, f"{closed} of 600 idle and slow connections closed by the server after its {deadline_s} s read deadline")
+        rss1 = rss_mib(srv.proc.pid)
+        check(rss1 - rss0 < 100, f"RSS grew from {rss0:.0f} to {rss1:.0f} MiB")
+        # Two requests in one write (HTTP/1.1 pipelining): both answered, in order.
+        c = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        c.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n")
+        data = b""
+        while data.count(b"HTTP/1.1 200") < 2 or not data.rstrip().endswith(b"}") or b'"list"' not in data:
+            chunk = c.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        c.close()
+        check(data.count(b"HTTP/1.1 200") == 2 and data.index(b'"ok"') < data.index(b'"list"'),
+              f"pipelined requests: {data[:400]!r}")
+        # SIGTERM with requests in flight: every whole answer a non-2xx status, every stream an
+        # error event, then a clean exit.
+        m0 = srv.metrics()
+        long = {"prompt": "Count:", "max_tokens": 400, "temperature": 0, "ignore_eos": True}
+        whole, streams = [], []
+
+        def whole_req(i):
+            st, payload, _ = srv.request("POST", "/v1/completions", long)
+            whole.append((st, payload))
+
+        def stream_req(i):
+            events, done = srv.stream("/v1/completions", dict(long, stream=True))
+            streams.append((events, done))
+
+        ww = Workers(whole_req, 2)
+        ws = Workers(stream_req, 2)
+        wait_for(lambda: srv.metrics()["lockstep_generated_tokens_total"] > m0["lockstep_generated_tokens_total"] + 8, 60,
+                 "the requests did not start generating")
+        srv.proc.send_signal(signal.SIGTERM)
+        ww.join(60, "whole requests at SIGTERM")
+        ws.join(60, "streams at SIGTERM")
+        check(len(whole) == 2 and all(not (200 <= st < 300) and json.loads(p)["error"]["message"] for st, p in whole),
+              f"whole requests at SIGTERM: {[(st, p[:120]) for st, p in whole]}")
+        check(len(streams) == 2 and all(any("error" in ev for ev in events) for events, _ in streams),
+              f"streams at SIGTERM: {[events[-1:] for events, _ in streams]}")
+        check(srv.proc.wait(60) == 0, f"exit code {srv.proc.returncode} after SIGTERM")
+    finally:
+        srv.stop()
+    print(f"hostile: /health within {worst[0]:.2f} s beside 500 idle and 100 slowloris connections, 8 streams as when "
+          f"quiet, 600 connections closed at the {deadline_s} s read deadline, RSS {rss0:.0f} -> {rss1:.0f} MiB, "
+          "pipelining, SIGTERM in flight answered with errors", flush=True)
+
+
 def suite_openai(binary, model, args):
     # tools/scripts/test.sh installs the client into the cache folder fetch_model.sh uses.
     cache = os.environ.get("LOCKSTEP_CACHE") or os.path.join(
@@ -581,6 +704,6 @@ if __name__ == "__main__":
         print(__doc__)
         sys.exit(2)
     suite, binary, model, extra = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
-    {"concurrency": suite_concurrency, "chat": suite_chat, "cancel": suite_cancel, "errors": suite_errors,
+    {"concurrency": suite_concurrency, "chat": suite_chat, "cancel": suite_cancel, "errors": suite_errors, "hostile": suite_hostile,
      "openai": suite_openai, "backends": suite_backends,
      "chat_split": suite_chat_split, "mpi_chat": suite_mpi_chat}[suite](binary, model, extra)

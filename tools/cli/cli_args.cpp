@@ -219,6 +219,11 @@ Options parse_args(int argc, char** argv) {
             o.max_queue = int(n);
         }
         else if ((a == "--timeout" || a == "-to") && serve) o.timeout_s = int(positive(parse_number<int64_t>(a, value())));
+        else if (a == "--read-timeout" && serve) {
+            const int64_t s = parse_number<int64_t>(a, value());
+            if (s < 1 || s > 3600) throw UsageError("--read-timeout must be in [1, 3600] seconds, got " + std::to_string(s));
+            o.read_timeout_s = int(s);
+        }
         else throw UsageError("unknown option '" + a + "' for '" + o.command + "'");
     }
     if (o.placement.n_cpu_moe < 0) throw UsageError("--n-cpu-moe must be >= 0, got " + std::to_string(o.placement.n_cpu_moe));
@@ -307,7 +312,9 @@ std::string usage(const std::string& command) {
                "  --api-key KEY           require 'Authorization: Bearer KEY' (GET /health excepted)\n"
                "  --max-queue N           requests that may wait for a slot (default 64); more get 503\n"
                "                          with Retry-After\n"
-               "  --timeout S             socket read/write timeout in seconds (default 600)\n"
+               "  --timeout S             how long a write may wait for a client that does not read (default 600)\n"
+               "  --read-timeout S        a request's headers and body must arrive within S seconds (default 10);\n"
+               "                          idle and slow connections wait off the worker threads until then\n"
                "  --max-body MIB          largest request body (default 16); more get 413\n"
                "  --cors-origin ORIGIN    let browser apps from ORIGIN (or *) call the API: CORS headers, and\n"
                "                          OPTIONS preflights answered before the key check (default: none)\n"

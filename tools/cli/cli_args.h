@@ -61,6 +61,7 @@ struct Options {
     std::string api_key;             // --api-key
     int max_queue = 64;              // --max-queue
     int timeout_s = 600;             // --timeout
+    int read_timeout_s = 10;         // --read-timeout
     std::string cors_origin;         // --cors-origin (empty: no CORS headers)
     int64_t max_body_mib = 16;       // --max-body
     bool help = false;

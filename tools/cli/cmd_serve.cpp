@@ -36,6 +36,7 @@ int cmd_serve(const Options& o) {
     c.api_key = o.api_key;
     c.max_queue = o.max_queue;
     c.timeout_s = o.timeout_s;
+    c.read_timeout_s = o.read_timeout_s;
     c.cors_origin = o.cors_origin;
     c.max_body_bytes = size_t(o.max_body_mib) << 20;
     return server::serve(c);

@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <atomic>
 #include <cerrno>
@@ -18,6 +19,7 @@
 #include "tools/server/api_request.h"
 #include "tools/server/api_response.h"
 #include "tools/server/engine.h"
+#include "tools/server/http_gate.h"
 
 namespace ls::server {
 
@@ -48,6 +50,16 @@ void send_error(httplib::Response& res, const ApiError& e) {
     send_json(res, e.status, error_body(e.status, e.what(), e.type, e.param, e.code));
 }
 
+// Every waiting connection is a descriptor: as many as the hard limit allows (the soft limit
+// is often 1024).
+void raise_open_files_limit() {
+    rlimit r{};
+    if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+        r.rlim_cur = r.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &r);
+    }
+}
+
 std::string random_hex() {
     static std::atomic<uint64_t> counter{0};
     const uint64_t x = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()) * 0x9E3779B97F4A7C15ull + counter++;
@@ -56,10 +68,10 @@ std::string random_hex() {
     return buf;
 }
 
-// Streams (or, whole, sends) one job's results. Runs on the HTTP worker that took the
-// request; a failed write means the client left, and cancels the job. Between results it
-// writes keep-alives (an SSE comment, or a space before the JSON body, which JSON allows) so
-// a client that left is noticed even while its request waits or generates.
+// Streams one job's results. Runs on the HTTP worker that took the request; a failed write
+// means the client left, and cancels the job. Between results it writes keep-alives (an SSE
+// comment) so a client that left is noticed even while its request waits or generates. A
+// failure after the stream began is an error event, then the end of the stream.
 bool pump(State& st, const std::shared_ptr<Job>& job, const ResponseMeta& meta, const GenRequest& g, httplib::DataSink& sink) {
     auto write = [&](const std::string& s) {
         if (!sink.write(s.data(), s.size())) {
@@ -69,53 +81,73 @@ bool pump(State& st, const std::shared_ptr<Job>& job, const ResponseMeta& meta, 
         return true;
     };
     auto sse = [&](const json& j) { return write("data: " + dump(j) + "\n\n"); };
-    std::string text, reasoning;
-    std::vector<TokenOut> tokens;
     size_t offset = 0;
     bool first = true;
-    // A stream writes at every token anyway; a whole response writes a space about every
-    // step while it generates, so that a client that left is noticed as soon as a stream's.
     using clock = std::chrono::steady_clock;
-    const auto keepalive = std::chrono::milliseconds(g.stream ? 200 : 20);
+    const auto keepalive = std::chrono::milliseconds(200);
     auto last_write = clock::now();
     while (true) {
         JobEvent e;
         const bool got = job->pop(e, std::chrono::milliseconds(200));
         if (!(got && e.last()) && clock::now() - last_write >= keepalive) {
-            if (!write(g.stream ? ":\n\n" : " ")) return false;
+            if (!write(":\n\n")) return false;
             last_write = clock::now();
         }
         if (!got) continue;
-        if (g.stream) last_write = clock::now();
+        last_write = clock::now();
         if (!e.error.empty()) {
-            const json err = error_body(500, e.error, "server_error");
-            if (!(g.stream ? sse(err) : write(dump(err)))) return false;
+            if (!sse(error_body(st.ready ? 500 : 503, e.error, st.ready ? "server_error" : "unavailable_error"))) return false;
             break;
         }
-        if (g.stream) {
-            if (!e.text.empty() || !e.tokens.empty() || !e.reasoning.empty() || (first && meta.chat)) {
-                if (!sse(stream_chunk(meta, e.text, e.tokens, "", first, offset, *st.tok, e.reasoning))) return false;
-                first = false;
-                for (const auto& t : e.tokens) offset += t.piece.size();
-            }
-            if (!e.finish.empty()) {
-                if (!sse(stream_chunk(meta, "", {}, e.finish, first, offset, *st.tok))) return false;
-                if (g.include_usage && !sse(usage_chunk(meta, e.usage))) return false;
-                if (!write("data: [DONE]\n\n")) return false;
-                break;
-            }
-        } else {
-            text += e.text;
-            reasoning += e.reasoning;
-            tokens.insert(tokens.end(), e.tokens.begin(), e.tokens.end());
-            if (!e.finish.empty()) {
-                if (!write(dump(full_response(meta, text, tokens, e.finish, e.usage, *st.tok, reasoning)))) return false;
-                break;
-            }
+        if (!e.text.empty() || !e.tokens.empty() || !e.reasoning.empty() || (first && meta.chat)) {
+            if (!sse(stream_chunk(meta, e.text, e.tokens, "", first, offset, *st.tok, e.reasoning))) return false;
+            first = false;
+            for (const auto& t : e.tokens) offset += t.piece.size();
+        }
+        if (!e.finish.empty()) {
+            if (!sse(stream_chunk(meta, "", {}, e.finish, first, offset, *st.tok))) return false;
+            if (g.include_usage && !sse(usage_chunk(meta, e.usage))) return false;
+            if (!write("data: [DONE]\n\n")) return false;
+            break;
         }
     }
     sink.done();
     return true;
+}
+
+// A whole (non-streamed) answer: held until the job's result is known, so that a failure
+// after the request was accepted (shutdown: 503, an engine error: 500) still gets an error
+// status; a client that leaves meanwhile is noticed on its connection, and cancels the job.
+void answer_whole(State& st, const std::shared_ptr<Job>& job, const ResponseMeta& meta, httplib::Response& res) {
+    const socket_t fd = current_connection();
+    std::string text, reasoning;
+    std::vector<TokenOut> tokens;
+    auto last_check = std::chrono::steady_clock::now();
+    while (true) {
+        JobEvent e;
+        const bool got = job->pop(e, std::chrono::milliseconds(50));
+        if (!got || std::chrono::steady_clock::now() - last_check >= std::chrono::milliseconds(50)) {
+            last_check = std::chrono::steady_clock::now();
+            if (client_gone(fd)) {
+                job->cancel();
+                res.status = 499;  // (nginx's "client closed request": counted, never sent)
+                return;
+            }
+        }
+        if (!got) continue;
+        if (!e.error.empty()) {
+            const int status = st.ready ? 500 : 503;
+            send_json(res, status, error_body(status, e.error, status == 503 ? "unavailable_error" : "server_error"));
+            return;
+        }
+        text += e.text;
+        reasoning += e.reasoning;
+        tokens.insert(tokens.end(), e.tokens.begin(), e.tokens.end());
+        if (!e.finish.empty()) {
+            send_json(res, 200, full_response(meta, text, tokens, e.finish, e.usage, *st.tok, reasoning));
+            return;
+        }
+    }
 }
 
 void handle_generate(State& st, bool chat, const httplib::Request& req, httplib::Response& res) {
@@ -140,11 +172,13 @@ void handle_generate(State& st, bool chat, const httplib::Request& req, httplib:
     meta.model = st.model_id;
     meta.created = int64_t(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
     meta.id = (chat ? "chatcmpl-" : "cmpl-") + random_hex();
+    if (!g.stream) {
+        answer_whole(st, job, meta, res);
+        return;
+    }
     auto gp = std::make_shared<GenRequest>(std::move(g));
     res.set_chunked_content_provider(
-        // (Not plain "application/json": httplib would gzip that for clients that accept it,
-        // and the compressor would hold back the keep-alive spaces that detect a client gone.)
-        gp->stream ? "text/event-stream" : "application/json; charset=utf-8",
+        "text/event-stream",
         [&st, job, meta, gp](size_t, httplib::DataSink& sink) {
             // httplib calls this outside its own exception handling: nothing may escape.
             try {
@@ -158,7 +192,7 @@ void handle_generate(State& st, bool chat, const httplib::Request& req, httplib:
         [job](bool success) {
             if (!success) job->cancel();
         });
-    if (gp->stream) res.set_header("Cache-Control", "no-cache");
+    res.set_header("Cache-Control", "no-cache");
 }
 
 void routes(httplib::Server& svr, State& st, const ServeConfig& c) {
@@ -291,17 +325,17 @@ int serve(const ServeConfig& c) {
 
     State st;
     st.model_id = std::filesystem::path(c.model_path).filename().string();
-    httplib::Server svr;
-    // Each open stream and each queued request holds a worker: slots + queue + a few for
-    // the quick endpoints (health, metrics, errors, 503s). (A connection holds a worker from
-    // accept on; httplib 0.11 has no cap on connections, so many idle ones can still delay
-    // the quick endpoints until their read timeout.)
-    const size_t workers = size_t(c.session.n_seq) + size_t(c.max_queue) + 16;
-    svr.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
+    // A connection holds a worker only while one of its requests is served (http_gate.h):
+    // each open stream and each queued request holds one, so slots + queue + a few for the
+    // quick endpoints (health, metrics, errors, 503s), which idle and slow connections, held
+    // by the gate, can no longer take.
+    raise_open_files_limit();
+    GateLimits gl;
+    gl.workers = size_t(c.session.n_seq) + size_t(c.max_queue) + 16;
+    gl.read_deadline_s = c.read_timeout_s;
+    gl.write_timeout_s = c.timeout_s;
+    GatedServer svr(gl);
     svr.set_tcp_nodelay(true);
-    svr.set_read_timeout(c.timeout_s);
-    svr.set_write_timeout(c.timeout_s);
-    svr.set_keep_alive_max_count(1000);
     svr.set_payload_max_length(c.max_body_bytes);
     routes(svr, st, c);
     // An exclusive bind: SO_REUSEADDR only, so that a restart need not wait out TIME_WAIT.
@@ -385,6 +419,7 @@ int serve(const ServeConfig& c) {
     if (st.engine) st.engine->shutdown();
     svr.stop();
     http.join();
+    svr.close_gate();
     return rc;
 }
 

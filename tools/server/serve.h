@@ -29,7 +29,8 @@ struct ServeConfig {
     int port = 8080;
     std::string api_key;        // empty: none asked
     int max_queue = 64;         // requests waiting for a slot; more get 503
-    int timeout_s = 600;        // socket read / write timeout
+    int timeout_s = 600;        // a write to a client that does not read
+    int read_timeout_s = 10;    // a request's head and body, from when the server awaits it (--read-timeout)
     size_t max_body_bytes = size_t(16) << 20;  // larger bodies get 413 before they are read
     std::string cors_origin;    // "": no CORS; "*" or one origin: Access-Control-Allow-Origin and preflights
 };

@@ -1,0 +1,270 @@
+#include "tools/server/http_gate.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace ls::server {
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+// Runs httplib's per-connection task at once, on the accept thread: it only hands the
+// connection to the gate (GatedServer::process_and_close_socket).
+class InlineQueue : public httplib::TaskQueue {
+public:
+    void enqueue(std::function<void()> fn) override { fn(); }
+    void shutdown() override {}
+};
+
+// Waits up to ms for events on fd; false on timeout or error.
+bool wait_fd(int fd, short events, int64_t ms) {
+    if (ms <= 0) return false;
+    pollfd p{fd, events, 0};
+    while (true) {
+        const int r = poll(&p, 1, int(std::min<int64_t>(ms, 1 << 30)));
+        if (r < 0 && errno == EINTR) continue;
+        return r > 0 && (p.revents & events);
+    }
+}
+
+void close_socket(socket_t fd) {
+    ::shutdown(fd, SHUT_RDWR);
+    ::close(fd);
+}
+
+// One connection, as httplib's request parser and response writer see it: reads go through
+// a buffer that lives as long as the connection (a pipelined request's bytes are kept for it),
+// and must come before the request's read deadline; each write waits at most the write
+// timeout for the client to read.
+class ConnStream final : public httplib::Stream {
+public:
+    ConnStream(socket_t fd, int write_timeout_s) : fd_(fd), write_ms_(int64_t(write_timeout_s) * 1000) {}
+    void start_request(clock::time_point deadline) { deadline_ = deadline; }
+    size_t buffered() const { return end_ - pos_; }
+
+    bool is_readable() const override { return buffered() > 0 || wait_fd(fd_, POLLIN, remaining_ms()); }
+    bool is_writable() const override { return wait_fd(fd_, POLLOUT, write_ms_); }
+    ssize_t read(char* ptr, size_t size) override {
+        if (buffered() == 0) {
+            if (!wait_fd(fd_, POLLIN, remaining_ms())) return -1;  // the read deadline passed
+            ssize_t r;
+            do r = ::recv(fd_, buf_, sizeof buf_, 0);
+            while (r < 0 && errno == EINTR);
+            if (r <= 0) return r;
+            pos_ = 0;
+            end_ = size_t(r);
+        }
+        const size_t k = std::min(size, buffered());
+        std::memcpy(ptr, buf_ + pos_, k);
+        pos_ += k;
+        return ssize_t(k);
+    }
+    ssize_t write(const char* ptr, size_t size) override {
+        size_t done = 0;
+        while (done < size) {
+            if (!wait_fd(fd_, POLLOUT, write_ms_)) return -1;
+            const ssize_t r = ::send(fd_, ptr + done, size - done, MSG_NOSIGNAL);
+            if (r < 0) {
+                if (errno == EINTR || errno == EAGAIN) continue;
+                return -1;
+            }
+            done += size_t(r);
+        }
+        return ssize_t(size);
+    }
+    void get_remote_ip_and_port(std::string& ip, int& port) const override { address(&getpeername, ip, port); }
+    void get_local_ip_and_port(std::string& ip, int& port) const override { address(&getsockname, ip, port); }
+    socket_t socket() const override { return fd_; }
+
+private:
+    int64_t remaining_ms() const {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - clock::now()).count();
+    }
+    void address(int (*get)(int, sockaddr*, socklen_t*), std::string& ip, int& port) const {
+        sockaddr_storage a{};
+        socklen_t len = sizeof a;
+        ip.clear();
+        port = 0;
+        if (get(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) return;
+        char s[INET6_ADDRSTRLEN] = {};
+        if (a.ss_family == AF_INET) {
+            const auto* in = reinterpret_cast<const sockaddr_in*>(&a);
+            inet_ntop(AF_INET, &in->sin_addr, s, sizeof s);
+            port = ntohs(in->sin_port);
+        } else if (a.ss_family == AF_INET6) {
+            const auto* in = reinterpret_cast<const sockaddr_in6*>(&a);
+            inet_ntop(AF_INET6, &in->sin6_addr, s, sizeof s);
+            port = ntohs(in->sin6_port);
+        }
+        ip = s;
+    }
+
+    socket_t fd_;
+    int64_t write_ms_;
+    clock::time_point deadline_{};
+    char buf_[8192];
+    size_t pos_ = 0, end_ = 0;
+};
+
+// Whether a request's head (request line and headers, up to the empty line) is all in buf.
+bool head_complete(const char* buf, size_t n) {
+    for (size_t i = 0; i + 1 < n; ++i)
+        if (buf[i] == '\n' && (buf[i + 1] == '\n' || (buf[i + 1] == '\r' && i + 2 < n && buf[i + 2] == '\n'))) return true;
+    return false;
+}
+
+thread_local socket_t this_connection = -1;
+
+}  // namespace
+
+socket_t current_connection() { return this_connection; }
+
+bool client_gone(socket_t fd) {
+    if (fd < 0) return false;
+    pollfd p{fd, short(POLLIN | POLLRDHUP), 0};
+    if (poll(&p, 1, 0) <= 0) return false;
+    if (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) return true;
+    char c;
+    // Readable: the client's next (pipelined) request, or its end of the stream.
+    return ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
+GatedServer::GatedServer(const GateLimits& limits) : limits_(limits) {
+    new_task_queue = [] { return new InlineQueue; };
+    epoll_ = epoll_create1(EPOLL_CLOEXEC);
+    wake_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (epoll_ < 0 || wake_ < 0) throw std::runtime_error(std::string("http gate: ") + std::strerror(errno));
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = wake_;
+    epoll_ctl(epoll_, EPOLL_CTL_ADD, wake_, &ev);
+    workers_ = std::make_unique<httplib::ThreadPool>(std::max<size_t>(limits_.workers, 1));
+    gate_ = std::thread([this] { gate_loop(); });
+}
+
+GatedServer::~GatedServer() {
+    close_gate();
+    ::close(epoll_);
+    ::close(wake_);
+}
+
+void GatedServer::close_gate() {
+    if (closing_.exchange(true)) return;
+    const uint64_t one = 1;
+    (void)!::write(wake_, &one, sizeof one);
+    if (gate_.joinable()) gate_.join();
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (auto& [fd, w] : waiting_set_) close_socket(fd);
+        waiting_set_.clear();
+        waiting_ = 0;
+    }
+    workers_->shutdown();  // requests being served finish; their connections then close
+}
+
+bool GatedServer::process_and_close_socket(socket_t sock) {
+    admit(sock);
+    return true;
+}
+
+void GatedServer::admit(socket_t sock) {
+    if (closing_) {
+        close_socket(sock);
+        return;
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (waiting_set_.size() >= limits_.max_waiting) {
+        // Full: the connection that has waited longest goes.
+        auto oldest = std::min_element(waiting_set_.begin(), waiting_set_.end(),
+                                       [](const auto& a, const auto& b) { return a.second.order < b.second.order; });
+        epoll_ctl(epoll_, EPOLL_CTL_DEL, oldest->first, nullptr);
+        close_socket(oldest->first);
+        waiting_set_.erase(oldest);
+    }
+    waiting_set_[sock] = {clock::now() + std::chrono::seconds(limits_.read_deadline_s), admitted_++};
+    waiting_ = waiting_set_.size();
+    // Edge-triggered: the gate peeks without reading, so a level-triggered wait would report
+    // a half-sent head again at once; each new arrival reports it once. (Bytes already there
+    // when it is added are reported too.)
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP | EPOLLET;
+    ev.data.fd = sock;
+    if (epoll_ctl(epoll_, EPOLL_CTL_ADD, sock, &ev) != 0) {
+        waiting_set_.erase(sock);
+        waiting_ = waiting_set_.size();
+        close_socket(sock);
+    }
+}
+
+void GatedServer::gate_loop() {
+    epoll_event evs[256];
+    char peek[16384];
+    auto last_sweep = clock::now();
+    while (!closing_) {
+        const int n = epoll_wait(epoll_, evs, 256, 100);
+        for (int i = 0; i < n; ++i) {
+            const int fd = evs[i].data.fd;
+            if (fd == wake_) continue;
+            const ssize_t r = ::recv(fd, peek, sizeof peek, MSG_PEEK | MSG_DONTWAIT);
+            if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
+            const bool ready = r > 0 && head_complete(peek, size_t(r));
+            // Closed by the client, failed, or a head larger than the gate looks at (16 KiB):
+            // dropped. A whole head: to a worker.
+            if (!ready && r > 0 && size_t(r) < sizeof peek) continue;
+            std::unique_lock<std::mutex> lock(mutex_);
+            if (!waiting_set_.erase(fd)) continue;  // dropped meanwhile (full gate)
+            waiting_ = waiting_set_.size();
+            epoll_ctl(epoll_, EPOLL_CTL_DEL, fd, nullptr);
+            lock.unlock();
+            if (ready) workers_->enqueue([this, fd] { serve_connection(fd); });
+            else close_socket(fd);
+        }
+        // Connections past their deadline (a head that never completes, an idle keep-alive).
+        const auto now = clock::now();
+        if (now - last_sweep >= std::chrono::milliseconds(100)) {
+            last_sweep = now;
+            std::lock_guard<std::mutex> lock(mutex_);
+            for (auto it = waiting_set_.begin(); it != waiting_set_.end();) {
+                if (it->second.deadline > now) {
+                    ++it;
+                    continue;
+                }
+                epoll_ctl(epoll_, EPOLL_CTL_DEL, it->first, nullptr);
+                close_socket(it->first);
+                it = waiting_set_.erase(it);
+            }
+            waiting_ = waiting_set_.size();
+        }
+    }
+}
+
+void GatedServer::serve_connection(socket_t sock) {
+    ConnStream s(sock, limits_.write_timeout_s);
+    struct Current {
+        explicit Current(socket_t fd) { this_connection = fd; }
+        ~Current() { this_connection = -1; }
+    } current(sock);
+    while (true) {
+        s.start_request(clock::now() + std::chrono::seconds(limits_.read_deadline_s));
+        bool closed = false;
+        const bool ok = process_request(s, closing_.load(), closed, nullptr);
+        if (!ok || closed || closing_) break;
+        if (s.buffered() > 0) continue;  // the client sent its next request already: in order, here
+        admit(sock);                     // the next one waits off the workers
+        return;
+    }
+    close_socket(sock);
+}
+
+}  // namespace ls::server
