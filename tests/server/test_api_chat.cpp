@@ -127,3 +127,47 @@ TEST_CASE("reply_piece: control tokens are rendered only where a reply marker ha
     CHECK(reply_piece(tok, a, &harmony) == "a");
     CHECK(reply_piece(tok, channel, nullptr).empty());
 }
+
+TEST_CASE("server logprobs: byte pieces keep distinct keys in a completion's top_logprobs", "[server]") {
+    // Three alternatives, two of them a UTF-8 character's first byte only: written as text, both
+    // became U+FFFD, one JSON object with two equal keys.
+    const Tokenizer tok = harmony_vocab();
+    TokenOut t;
+    t.id = 0xe2;
+    t.piece = "\xe2";
+    t.logprob = -0.5f;
+    t.top = {{0xe2, -0.5f}, {0xe3, -1.5f}, {'A', -2.5f}};
+    ResponseMeta m;
+    m.logprobs = true;
+    const nlohmann::json lp = nlohmann::json::parse(dump(logprobs_json(m, {t}, tok, 0)));
+    CHECK(lp["tokens"][0] == "bytes:\\xe2");
+    const nlohmann::json& top = lp["top_logprobs"][0];
+    REQUIRE(top.size() == 3);
+    CHECK(top["bytes:\\xe2"] == -0.5f);
+    CHECK(top["bytes:\\xe3"] == -1.5f);
+    CHECK(top["A"] == -2.5f);
+    // The chat form gives each alternative its bytes.
+    m.chat = true;
+    const nlohmann::json c = logprobs_json(m, {t}, tok, 0);
+    CHECK(c["content"][0]["top_logprobs"][1]["bytes"] == nlohmann::json::array({0xe3}));
+}
+
+TEST_CASE("tokenizer: the most bytes a token can stand for bounds a prompt's tokens", "[server]") {
+    const Tokenizer tok = harmony_vocab();
+    CHECK(tok.max_bytes_per_token() == std::string("<|im_start|>").size());  // its longest token
+    // Without every byte and without an unknown token a character can vanish: no bound.
+    Vocab v;
+    v.kind = TokenizerKind::BytePairGpt2;
+    v.tokens = {"a", "b"};
+    CHECK(Tokenizer(std::move(v)).max_bytes_per_token() == 0);
+}
+
+TEST_CASE("server errors: a message keeps what follows a NUL the client sent", "[server]") {
+    const std::string key("ab\0cd", 5);
+    try {
+        throw ApiError(400, "'logit_bias' key '" + key + "' is not a token id");
+    } catch (const ApiError& e) {
+        CHECK(e.message.size() == std::string("'logit_bias' key '").size() + 5 + std::string("' is not a token id").size());
+        CHECK(e.message.find("cd") != std::string::npos);
+    }
+}

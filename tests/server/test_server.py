@@ -421,6 +421,10 @@ def suite_errors(binary, model, args):
         for k, n in (("max_completion_tokens", 3), ("n_predict", 2)):
             st, resp, _ = srv.post("/v1/completions", {"prompt": "Hello", k: n, "ignore_eos": True, "temperature": 0})
             check(st == 200 and resp["usage"]["completion_tokens"] == n, f"{k} {n}: {resp}")
+        # a NUL in what the client sent does not cut the message short
+        st, payload, _ = srv.request("POST", "/v1/completions", {"prompt": "x", "logit_bias": {"a\u0000tail": 1}})
+        check(st == 400 and "tail' is not a token id" in json.loads(payload)["error"]["message"],
+              f"NUL in a logit_bias key: HTTP {st}: {payload[:200]!r}")
         # limits: logit_bias entries, messages, the body's size, a prompt too long to tokenize
         expect(400, "POST", "/v1/completions", {"prompt": "x", "logit_bias": {str(i): 1 for i in range(2000)}}, param="logit_bias")
         expect(400, "POST", "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}] * 5000}, param="messages")

@@ -13,10 +13,13 @@
 namespace ls::server {
 
 struct ApiError : std::runtime_error {
-    ApiError(int status_, const std::string& message, std::string param_ = {}, std::string code_ = {},
+    ApiError(int status_, const std::string& message_, std::string param_ = {}, std::string code_ = {},
              std::string type_ = "invalid_request_error")
-        : std::runtime_error(message), status(status_), type(std::move(type_)), param(std::move(param_)), code(std::move(code_)) {}
+        : std::runtime_error(message_), status(status_), message(message_), type(std::move(type_)), param(std::move(param_)),
+          code(std::move(code_)) {}
     int status;
+    // The whole message (what() is a C string: it would end at a NUL the client sent).
+    std::string message;
     std::string type, param, code;
 };
 

@@ -1,5 +1,9 @@
 #include "tools/server/api_response.h"
 
+#include <cstdio>
+
+#include "core/text/utf8.h"
+
 namespace ls::server {
 
 using nlohmann::json;
@@ -26,6 +30,27 @@ namespace {
 // outnumber its vocabulary can still produce one).
 std::string piece_of(const Tokenizer& tok, int32_t id) { return id >= 0 && id < tok.n_vocab() ? tok.token_to_piece(id, false) : ""; }
 
+// A token's text as a JSON string key: itself when it is whole UTF-8; else, as OpenAI writes
+// partial characters, "bytes:" and its bytes as \xNN escapes. (Written as is, every such
+// piece became U+FFFD when the JSON was written: two alternatives of one position gave two
+// equal keys.)
+std::string text_key(const std::string& s) {
+    for (size_t i = 0; i < s.size();) {
+        const size_t n = utf8_valid_len(s, i);
+        if (n == 0) {
+            std::string k = "bytes:";
+            char hex[5];
+            for (unsigned char c : s) {
+                std::snprintf(hex, sizeof hex, "\\x%02x", c);
+                k += hex;
+            }
+            return k;
+        }
+        i += n;
+    }
+    return s;
+}
+
 json bytes_of(const std::string& s) {
     json b = json::array();
     for (unsigned char c : s) b.push_back(int(c));
@@ -49,10 +74,11 @@ json logprobs_json(const ResponseMeta& m, const std::vector<TokenOut>& tokens, c
     }
     json toks = json::array(), lps = json::array(), tops = json::array(), offs = json::array();
     for (const TokenOut& t : tokens) {
-        toks.push_back(t.piece);
+        toks.push_back(text_key(t.piece));
         lps.push_back(t.logprob);
         json top = json::object();
-        for (const TokenLogprob& a : t.top) top[piece_of(tok, a.id)] = a.logprob;
+        for (const TokenLogprob& a : t.top)  // most likely first: of two alternatives with one text, it stays
+            top.emplace(text_key(piece_of(tok, a.id)), a.logprob);
         tops.push_back(top);
         offs.push_back(text_offset);
         text_offset += t.piece.size();

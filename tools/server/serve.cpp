@@ -47,7 +47,7 @@ void send_json(httplib::Response& res, int status, const json& j) {
 }
 
 void send_error(httplib::Response& res, const ApiError& e) {
-    send_json(res, e.status, error_body(e.status, e.what(), e.type, e.param, e.code));
+    send_json(res, e.status, error_body(e.status, e.message, e.type, e.param, e.code));
 }
 
 // Every waiting connection is a descriptor: as many as the hard limit allows (the soft limit
