@@ -10,6 +10,7 @@ namespace {
 
 struct Run {
     std::vector<std::string> chunks;
+    std::vector<std::vector<size_t>> chunk_tokens;  // the tokens released with each chunk
     std::vector<size_t> tokens;
     bool stopped = false;
     std::string text() const {
@@ -23,6 +24,7 @@ Run feed(StopText& st, const std::vector<std::string>& pieces, bool finish = tru
     Run r;
     auto take = [&](StopText::Out o) {
         r.chunks.push_back(o.text);
+        r.chunk_tokens.push_back(o.tokens);
         r.tokens.insert(r.tokens.end(), o.tokens.begin(), o.tokens.end());
         r.stopped = r.stopped || o.stopped;
     };
@@ -38,11 +40,13 @@ TEST_CASE("server stop text: a stop string is never sent, even split over tokens
     Run r = feed(st, {"Hello", " E", "N", "D", " more"});
     CHECK(r.text() == "Hello ");
     CHECK(r.stopped);
-    // "Hello" released at once, then " ", while "E" waits until the stop decides
+    // "Hello" released at once; " E" waits whole (its "E" may start the stop) until the stop
+    // decides, and then its " " leaves with it
     CHECK(r.chunks[0] == "Hello");
-    CHECK(r.chunks[1] == " ");
+    CHECK(r.chunks[1] == "");
     CHECK(r.chunks[2] == "");
-    CHECK(r.chunks[3] == "");
+    CHECK(r.chunks[3] == " ");
+    CHECK(r.chunk_tokens[3] == std::vector<size_t>{1});
     // tokens: 0 ("Hello") and 1 (" E", cut to " "); "N" and "D" are inside the stop string
     CHECK(r.tokens == std::vector<size_t>{0, 1});
 }
@@ -53,8 +57,9 @@ TEST_CASE("server stop text: a partial match that does not complete is released"
     CHECK(r.text() == "a ENx\ny");
     CHECK_FALSE(r.stopped);
     CHECK(r.tokens == std::vector<size_t>{0, 1, 2, 3, 4});
-    CHECK(r.chunks[0] == "a ");   // "E" may start "END"
-    CHECK(r.chunks[2] == "ENx");  // "ENx" is not
+    CHECK(r.chunks[0] == "");       // "E" may start "END": the token "a E" waits whole
+    CHECK(r.chunks[2] == "a ENx");  // "ENx" is not
+    CHECK(r.chunk_tokens[2] == std::vector<size_t>{0, 1, 2});
 }
 
 TEST_CASE("server stop text: the earliest of several stop strings wins, inside one token", "[server]") {
@@ -88,4 +93,22 @@ TEST_CASE("server stop text: a stop string after a multi-byte character", "[serv
     CHECK(r.stopped);
     // token 0 ("caf" + half of é) keeps "caf"; token 1 starts inside the stop string
     CHECK(r.tokens == std::vector<size_t>{0});
+}
+
+TEST_CASE("server stop text: a token's text and its logprobs leave in one chunk", "[server]") {
+    // A stop string that starts inside a token: the token's text before it was sent in one
+    // chunk and the token (its logprobs) in the next.
+    StopText st({"END"});
+    Run r = feed(st, {"fooE", "ND"});
+    CHECK(r.text() == "foo");
+    CHECK(r.chunks[0] == "");
+    CHECK(r.chunk_tokens[0].empty());
+    CHECK(r.chunks[1] == "foo");
+    CHECK(r.chunk_tokens[1] == std::vector<size_t>{0});
+    // A token that ends inside a character waits for the token that completes it.
+    StopText st2;
+    Run r2 = feed(st2, {"a\xE2\x82", "\xAC!"});
+    CHECK(r2.chunks[0] == "");
+    CHECK(r2.chunks[1] == "a\xE2\x82\xAC!");
+    CHECK(r2.chunk_tokens[1] == std::vector<size_t>{0, 1});
 }

@@ -28,13 +28,16 @@ size_t partial_stop_len(const std::string& s, size_t from, const std::vector<std
 StopText::Out StopText::release(size_t upto, bool final) {
     Out out;
     // Only whole characters: stop at the first sequence that is not complete yet (or, at the
-    // end, replace it and any invalid byte by U+FFFD).
+    // end, replace it and any invalid byte by U+FFFD). `at`: the character boundaries passed,
+    // with the text's length there.
+    std::vector<std::pair<size_t, size_t>> at{{sent_, 0}};
     size_t i = sent_;
     while (i < upto) {
         const size_t n = utf8_valid_len(buf_, i);
         if (n > 0 && i + n <= upto) {
             out.text.append(buf_, i, n);
             i += n;
+            at.emplace_back(i, out.text.size());
             continue;
         }
         // Not a whole valid character within [i, upto): either unfinished (wait for more
@@ -53,6 +56,21 @@ StopText::Out StopText::release(size_t upto, bool final) {
         utf8_append(out.text, 0xFFFD);
         i += 1;
         while (i < upto && (static_cast<unsigned char>(buf_[i]) & 0xC0) == 0x80 && unfinished) ++i;
+        at.emplace_back(i, out.text.size());
+    }
+    if (!final && tokens_sent_ < ends_.size()) {
+        // Text goes out with the tokens it belongs to: only up to the last token end that is
+        // also a character boundary, so that a token's text and its logprobs share a chunk
+        // (a token cut by a held-back stop prefix or an unfinished character waits whole).
+        // (More bytes of a token already released go out as they come.)
+        size_t k = at.size() - 1;
+        while (k > 0) {
+            const size_t pos = at[k].first;
+            if (std::binary_search(ends_.begin() + ptrdiff_t(tokens_sent_), ends_.end(), pos)) break;
+            --k;
+        }
+        out.text.resize(at[k].second);
+        i = at[k].first;
     }
     sent_ = i;
     while (tokens_sent_ < ends_.size() && (ends_[tokens_sent_] <= sent_ || final)) out.tokens.push_back(tokens_sent_++);
