@@ -13,6 +13,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace ls::server {
 namespace {
@@ -41,6 +42,17 @@ bool wait_fd(int fd, short events, int64_t ms) {
 void close_socket(socket_t fd) {
     ::shutdown(fd, SHUT_RDWR);
     ::close(fd);
+}
+
+// The client's address, without the port ("" where unknown).
+std::string peer_address(socket_t fd) {
+    sockaddr_storage a{};
+    socklen_t len = sizeof a;
+    if (getpeername(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) return "";
+    char s[INET6_ADDRSTRLEN] = {};
+    if (a.ss_family == AF_INET) inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&a)->sin_addr, s, sizeof s);
+    else if (a.ss_family == AF_INET6) inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&a)->sin6_addr, s, sizeof s);
+    return s;
 }
 
 // One connection, as httplib's request parser and response writer see it: reads go through
@@ -168,6 +180,7 @@ void GatedServer::close_gate() {
         std::lock_guard<std::mutex> lock(mutex_);
         for (auto& [fd, w] : waiting_set_) close_socket(fd);
         waiting_set_.clear();
+        per_address_.clear();
         waiting_ = 0;
     }
     workers_->shutdown();  // requests being served finish; their connections then close
@@ -178,21 +191,37 @@ bool GatedServer::process_and_close_socket(socket_t sock) {
     return true;
 }
 
+void GatedServer::forget(std::unordered_map<socket_t, Waiting>::iterator it, bool close) {
+    epoll_ctl(epoll_, EPOLL_CTL_DEL, it->first, nullptr);
+    if (close) close_socket(it->first);
+    auto pa = per_address_.find(it->second.address);
+    if (pa != per_address_.end() && --pa->second == 0) per_address_.erase(pa);
+    waiting_set_.erase(it);
+    waiting_ = waiting_set_.size();
+}
+
 void GatedServer::admit(socket_t sock) {
     if (closing_) {
         close_socket(sock);
         return;
     }
+    std::string address = peer_address(sock);
     std::lock_guard<std::mutex> lock(mutex_);
-    if (waiting_set_.size() >= limits_.max_waiting) {
-        // Full: the connection that has waited longest goes.
-        auto oldest = std::min_element(waiting_set_.begin(), waiting_set_.end(),
-                                       [](const auto& a, const auto& b) { return a.second.order < b.second.order; });
-        epoll_ctl(epoll_, EPOLL_CTL_DEL, oldest->first, nullptr);
-        close_socket(oldest->first);
-        waiting_set_.erase(oldest);
-    }
-    waiting_set_[sock] = {clock::now() + std::chrono::seconds(limits_.read_deadline_s), admitted_++};
+    // Full (the gate, or this address's share of it): the connection that has waited longest
+    // (of this address) goes.
+    auto oldest = [&](bool same_address) {
+        auto best = waiting_set_.end();
+        for (auto it = waiting_set_.begin(); it != waiting_set_.end(); ++it)
+            if ((!same_address || it->second.address == address) && (best == waiting_set_.end() || it->second.order < best->second.order))
+                best = it;
+        return best;
+    };
+    if (auto pa = per_address_.find(address); pa != per_address_.end() && pa->second >= limits_.max_waiting_per_address)
+        if (auto it = oldest(true); it != waiting_set_.end()) forget(it, true);
+    if (waiting_set_.size() >= limits_.max_waiting)
+        if (auto it = oldest(false); it != waiting_set_.end()) forget(it, true);
+    waiting_set_[sock] = {clock::now() + std::chrono::seconds(limits_.read_deadline_s), admitted_++, address};
+    ++per_address_[address];
     waiting_ = waiting_set_.size();
     // Edge-triggered: the gate peeks without reading, so a level-triggered wait would report
     // a half-sent head again at once; each new arrival reports it once. (Bytes already there
@@ -200,11 +229,7 @@ void GatedServer::admit(socket_t sock) {
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLRDHUP | EPOLLET;
     ev.data.fd = sock;
-    if (epoll_ctl(epoll_, EPOLL_CTL_ADD, sock, &ev) != 0) {
-        waiting_set_.erase(sock);
-        waiting_ = waiting_set_.size();
-        close_socket(sock);
-    }
+    if (epoll_ctl(epoll_, EPOLL_CTL_ADD, sock, &ev) != 0) forget(waiting_set_.find(sock), true);
 }
 
 void GatedServer::gate_loop() {
@@ -223,9 +248,9 @@ void GatedServer::gate_loop() {
             // dropped. A whole head: to a worker.
             if (!ready && r > 0 && size_t(r) < sizeof peek) continue;
             std::unique_lock<std::mutex> lock(mutex_);
-            if (!waiting_set_.erase(fd)) continue;  // dropped meanwhile (full gate)
-            waiting_ = waiting_set_.size();
-            epoll_ctl(epoll_, EPOLL_CTL_DEL, fd, nullptr);
+            auto it = waiting_set_.find(fd);
+            if (it == waiting_set_.end()) continue;  // dropped meanwhile (full gate)
+            forget(it, false);
             lock.unlock();
             if (ready) workers_->enqueue([this, fd] { serve_connection(fd); });
             else close_socket(fd);
@@ -235,16 +260,10 @@ void GatedServer::gate_loop() {
         if (now - last_sweep >= std::chrono::milliseconds(100)) {
             last_sweep = now;
             std::lock_guard<std::mutex> lock(mutex_);
-            for (auto it = waiting_set_.begin(); it != waiting_set_.end();) {
-                if (it->second.deadline > now) {
-                    ++it;
-                    continue;
-                }
-                epoll_ctl(epoll_, EPOLL_CTL_DEL, it->first, nullptr);
-                close_socket(it->first);
-                it = waiting_set_.erase(it);
-            }
-            waiting_ = waiting_set_.size();
+            std::vector<socket_t> late;
+            for (const auto& [fd, w] : waiting_set_)
+                if (w.deadline <= now) late.push_back(fd);
+            for (socket_t fd : late) forget(waiting_set_.find(fd), true);
         }
     }
 }

@@ -5,7 +5,8 @@
 // Here the accept thread hands each new connection to a gate: one thread that watches every
 // waiting connection (epoll) and passes it to a worker only once a whole request head has
 // arrived (peeked, not read), and closes it when that takes longer than the read deadline or
-// when the gate is full (the oldest first). After a response the worker hands the connection
+// when the gate, or one client address's share of it, is full (the oldest first: one client
+// cannot push the others' waiting connections out). After a response the worker hands the connection
 // back to the gate, unless the client already sent its next request (pipelining: that one is
 // served at once, in order). A request's head and body must arrive within the read deadline,
 // separate from how long its response may take to generate and write.
@@ -19,6 +20,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <unordered_map>
 
@@ -29,6 +31,7 @@ struct GateLimits {
     int read_deadline_s = 10;   // a request's head and body, from its first byte awaited
     int write_timeout_s = 600;  // one write to a client that does not read
     size_t max_waiting = 4096;  // connections the gate holds; beyond, the oldest is closed
+    size_t max_waiting_per_address = 256;  // of one client address; beyond, its oldest is closed
 };
 
 // The connection of the request this thread is serving (-1 outside a handler), and whether
@@ -59,9 +62,13 @@ private:
     std::mutex mutex_;
     struct Waiting {
         std::chrono::steady_clock::time_point deadline;
-        uint64_t order;  // admission order: the oldest is closed first when full
+        uint64_t order;       // admission order: the oldest is closed first when full
+        std::string address;  // the client's, without the port
     };
     std::unordered_map<socket_t, Waiting> waiting_set_;  // under mutex_
+    std::unordered_map<std::string, size_t> per_address_;  // waiting connections per client address
+    // Takes a waiting connection out of the gate (and out of epoll); closes it if asked.
+    void forget(std::unordered_map<socket_t, Waiting>::iterator it, bool close);
     uint64_t admitted_ = 0;
     std::atomic<size_t> waiting_{0};
     std::atomic<bool> closing_{false};
