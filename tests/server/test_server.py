@@ -611,6 +611,29 @@ def suite_hostile(binary, model, args):
         check(closed == 600, f"{closed} of 600 idle and slow connections closed by the server after its {deadline_s} s read deadline")
         rss1 = rss_mib(srv.proc.pid)
         check(rss1 - rss0 < 100, f"RSS grew from {rss0:.0f} to {rss1:.0f} MiB")
+        # A 50 MB body (over the default --max-body of 16 MiB): refused at its headers, at once,
+        # without the server taking it in; JSON nested 10^6 deep: refused while parsing.
+        rss_a = rss_mib(srv.proc.pid)
+        t0 = time.monotonic()
+        c = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        body = b'{"prompt": "' + b"w" * (50 << 20) + b'"}'
+        c.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n")
+        try:
+            c.sendall(body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the server answered and closed before taking it all
+        try:
+            answer = c.recv(65536)
+        except ConnectionResetError:
+            answer = b""
+        c.close()
+        big_s = time.monotonic() - t0
+        st, payload, _ = srv.request("POST", "/v1/completions", raw='{"prompt": "x", "a": ' + "[" * 10 ** 6 + "]" * 10 ** 6 + "}")
+        rss_b = rss_mib(srv.proc.pid)
+        check(answer.startswith(b"HTTP/1.1 413") and big_s < 1, f"a 50 MB body: {answer[:80]!r} after {big_s:.2f} s")
+        check(st == 400 and json.loads(payload)["error"]["code"] == "json_too_deep", f"JSON 10^6 deep: HTTP {st} {payload[:120]!r}")
+        check(rss_b - rss_a < 100, f"RSS {rss_a:.0f} -> {rss_b:.0f} MiB over a 50 MB body and a 2 MB deep JSON")
         # Two requests in one write (HTTP/1.1 pipelining): both answered, in order.
         c = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
         c.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -652,8 +675,9 @@ def suite_hostile(binary, model, args):
     finally:
         srv.stop()
     print(f"hostile: /health within {worst[0]:.2f} s beside 500 idle and 100 slowloris connections, 8 streams as when "
-          f"quiet, {early} of them closed at once (256 may wait per address), all 600 by the {deadline_s} s read deadline, RSS {rss0:.0f} -> {rss1:.0f} MiB, "
-          "pipelining, SIGTERM in flight answered with errors", flush=True)
+          f"quiet, {early} of them closed at once (256 may wait per address), all 600 by the {deadline_s} s read deadline, RSS {rss0:.0f} -> {rss1:.0f} MiB; "
+          f"a 50 MB body refused in {big_s:.2f} s (RSS {rss_a:.0f} -> {rss_b:.0f} MiB); pipelining; "
+          "SIGTERM in flight answered with errors", flush=True)
 
 
 def suite_openai(binary, model, args):
