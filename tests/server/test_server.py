@@ -524,7 +524,8 @@ def rss_mib(pid):
 
 
 def suite_hostile(binary, model, args):
-    """Hostile and careless clients (issue 32): 500 idle and 100 slowloris connections held open
+    """Hostile and careless clients (issue 32): 500 idle and 100 slowloris connections (headers or
+    a small body a byte a second) held open
     while 8 streams run; pipelined requests; SIGTERM with requests in flight."""
     import resource
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -538,9 +539,11 @@ def suite_hostile(binary, model, args):
         t_open = time.monotonic()
         idle = [socket.create_connection(("127.0.0.1", srv.port)) for _ in range(500)]
         slow = []
-        for _ in range(100):
+        for k in range(100):
             c = socket.create_connection(("127.0.0.1", srv.port))
-            c.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n")
+            # Half of them slow in their headers, half in a small body after whole headers.
+            c.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n" +
+                      (b"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{" if k % 2 else b""))
             slow.append(c)
         stop = threading.Event()
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -129,12 +130,36 @@ private:
     size_t pos_ = 0, end_ = 0;
 };
 
-// Whether a request's head (request line and headers, up to the empty line) is all in buf.
-bool head_complete(const char* buf, size_t n) {
-    for (size_t i = 0; i + 1 < n; ++i)
-        if (buf[i] == '\n' && (buf[i + 1] == '\n' || (buf[i + 1] == '\r' && i + 2 < n && buf[i + 2] == '\n'))) return true;
-    return false;
+// The length of a request's head (request line and headers, through the empty line) if it is
+// all in buf, else 0.
+size_t head_length(const char* buf, size_t n) {
+    for (size_t i = 0; i + 1 < n; ++i) {
+        if (buf[i] != '\n') continue;
+        if (buf[i + 1] == '\n') return i + 2;
+        if (buf[i + 1] == '\r' && i + 2 < n && buf[i + 2] == '\n') return i + 3;
+    }
+    return 0;
 }
+
+// The Content-Length a head declares (0: none, or not a plain number).
+size_t content_length(const char* head, size_t n) {
+    static const char kName[] = "\ncontent-length:";
+    for (size_t i = 0; i + sizeof kName - 1 <= n; ++i) {
+        size_t k = 0;
+        while (k < sizeof kName - 1 && std::tolower(static_cast<unsigned char>(head[i + k])) == kName[k]) ++k;
+        if (k < sizeof kName - 1) continue;
+        size_t j = i + k, v = 0;
+        while (j < n && head[j] == ' ') ++j;
+        while (j < n && head[j] >= '0' && head[j] <= '9' && v < (size_t(1) << 40)) v = v * 10 + size_t(head[j++] - '0');
+        return v;
+    }
+    return 0;
+}
+
+// A small body is awaited in the gate too, so that a client that sends it slowly holds no
+// worker; a larger one could not fit the socket's receive buffer unread, so its reading is
+// left to the worker (within the read deadline).
+constexpr size_t kGateHead = 16 << 10, kGateBody = 32 << 10;
 
 thread_local socket_t this_connection = -1;
 
@@ -186,6 +211,8 @@ void GatedServer::close_gate() {
     workers_->shutdown();  // requests being served finish; their connections then close
 }
 
+void GatedServer::widen_backlog() { ::listen(svr_sock_, SOMAXCONN); }
+
 bool GatedServer::process_and_close_socket(socket_t sock) {
     admit(sock);
     return true;
@@ -234,19 +261,23 @@ void GatedServer::admit(socket_t sock) {
 
 void GatedServer::gate_loop() {
     epoll_event evs[256];
-    char peek[16384];
+    std::vector<char> peek_buf(kGateHead + kGateBody);
+    char* peek = peek_buf.data();
     auto last_sweep = clock::now();
     while (!closing_) {
         const int n = epoll_wait(epoll_, evs, 256, 100);
         for (int i = 0; i < n; ++i) {
             const int fd = evs[i].data.fd;
             if (fd == wake_) continue;
-            const ssize_t r = ::recv(fd, peek, sizeof peek, MSG_PEEK | MSG_DONTWAIT);
+            const ssize_t r = ::recv(fd, peek, peek_buf.size(), MSG_PEEK | MSG_DONTWAIT);
             if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
-            const bool ready = r > 0 && head_complete(peek, size_t(r));
+            const size_t head = r > 0 ? head_length(peek, std::min(size_t(r), kGateHead)) : 0;
+            const size_t body = head ? content_length(peek, head) : 0;
+            // A whole head, and a small body whole too: to a worker.
+            const bool ready = head > 0 && (body > kGateBody || head + body <= size_t(r));
             // Closed by the client, failed, or a head larger than the gate looks at (16 KiB):
-            // dropped. A whole head: to a worker.
-            if (!ready && r > 0 && size_t(r) < sizeof peek) continue;
+            // dropped. Otherwise it waits for more.
+            if (!ready && r > 0 && (head > 0 || size_t(r) < kGateHead)) continue;
             std::unique_lock<std::mutex> lock(mutex_);
             auto it = waiting_set_.find(fd);
             if (it == waiting_set_.end()) continue;  // dropped meanwhile (full gate)

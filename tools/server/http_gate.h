@@ -4,7 +4,7 @@
 // header byte every 2 s, or a few hundred idle ones, took every worker and with them /health.
 // Here the accept thread hands each new connection to a gate: one thread that watches every
 // waiting connection (epoll) and passes it to a worker only once a whole request head has
-// arrived (peeked, not read), and closes it when that takes longer than the read deadline or
+// arrived, with its body when that is small (32 KiB: peeked, not read), and closes it when that takes longer than the read deadline or
 // when the gate, or one client address's share of it, is full (the oldest first: one client
 // cannot push the others' waiting connections out). After a response the worker hands the connection
 // back to the gate, unless the client already sent its next request (pipelining: that one is
@@ -48,6 +48,10 @@ public:
     // accept loop has ended; requests being served finish first).
     void close_gate();
     size_t waiting() const { return waiting_.load(); }
+    // After bind: the accept queue as long as the system allows (httplib listens with a
+    // backlog of 5, so a burst of connections while the accept thread was busy lost SYNs and
+    // waited for the client's retransmission, a second or more).
+    void widen_backlog();
 
 private:
     // Called by httplib's accept loop (through a task queue that runs it at once): the new

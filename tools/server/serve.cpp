@@ -349,6 +349,7 @@ int serve(const ServeConfig& c) {
     errno = 0;
     if (port == 0) port = svr.bind_to_any_port(c.host);
     else if (!svr.bind_to_port(c.host, port)) port = -1;
+    if (port > 0) svr.widen_backlog();
     if (port <= 0) {
         const int err = errno;
         std::fprintf(stderr, "lockstep serve: error: cannot listen on %s:%d: %s\n", c.host.c_str(), c.port,
