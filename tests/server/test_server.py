@@ -614,6 +614,11 @@ def suite_hostile(binary, model, args):
         check(closed == 600, f"{closed} of 600 idle and slow connections closed by the server after its {deadline_s} s read deadline")
         rss1 = rss_mib(srv.proc.pid)
         check(rss1 - rss0 < 100, f"RSS grew from {rss0:.0f} to {rss1:.0f} MiB")
+        m = srv.metrics()
+        gate = (m['lockstep_http_connections_closed_total{reason="gate_full"}'],
+                m['lockstep_http_connections_closed_total{reason="read_deadline"}'])
+        check(gate[0] >= 600 - 256 and sum(gate) >= 600, f"/metrics: the gate closed {gate[0]:.0f} to make room and "
+              f"{gate[1]:.0f} at the deadline; want at least 344 and 600 in all")
         # A 50 MB body (over the default --max-body of 16 MiB): refused at its headers, at once,
         # without the server taking it in; JSON nested 10^6 deep: refused while parsing.
         rss_a = rss_mib(srv.proc.pid)

@@ -244,9 +244,9 @@ void GatedServer::admit(socket_t sock) {
         return best;
     };
     if (auto pa = per_address_.find(address); pa != per_address_.end() && pa->second >= limits_.max_waiting_per_address)
-        if (auto it = oldest(true); it != waiting_set_.end()) forget(it, true);
+        if (auto it = oldest(true); it != waiting_set_.end()) forget(it, true), ++closed_full_;
     if (waiting_set_.size() >= limits_.max_waiting)
-        if (auto it = oldest(false); it != waiting_set_.end()) forget(it, true);
+        if (auto it = oldest(false); it != waiting_set_.end()) forget(it, true), ++closed_full_;
     waiting_set_[sock] = {clock::now() + std::chrono::seconds(limits_.read_deadline_s), admitted_++, address};
     ++per_address_[address];
     waiting_ = waiting_set_.size();
@@ -295,6 +295,7 @@ void GatedServer::gate_loop() {
             for (const auto& [fd, w] : waiting_set_)
                 if (w.deadline <= now) late.push_back(fd);
             for (socket_t fd : late) forget(waiting_set_.find(fd), true);
+            closed_late_ += late.size();
         }
     }
 }

@@ -48,6 +48,10 @@ public:
     // accept loop has ended; requests being served finish first).
     void close_gate();
     size_t waiting() const { return waiting_.load(); }
+    // Connections the gate closed: at the read deadline, and to make room (full, or one
+    // address's share full).
+    uint64_t closed_late() const { return closed_late_.load(); }
+    uint64_t closed_full() const { return closed_full_.load(); }
     // After bind: the accept queue as long as the system allows (httplib listens with a
     // backlog of 5, so a burst of connections while the accept thread was busy lost SYNs and
     // waited for the client's retransmission, a second or more).
@@ -75,6 +79,7 @@ private:
     void forget(std::unordered_map<socket_t, Waiting>::iterator it, bool close);
     uint64_t admitted_ = 0;
     std::atomic<size_t> waiting_{0};
+    std::atomic<uint64_t> closed_late_{0}, closed_full_{0};
     std::atomic<bool> closing_{false};
     std::unique_ptr<httplib::ThreadPool> workers_;
     std::thread gate_;

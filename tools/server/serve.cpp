@@ -195,7 +195,7 @@ void handle_generate(State& st, bool chat, const httplib::Request& req, httplib:
     res.set_header("Cache-Control", "no-cache");
 }
 
-void routes(httplib::Server& svr, State& st, const ServeConfig& c) {
+void routes(GatedServer& svr, State& st, const ServeConfig& c) {
     svr.set_pre_routing_handler([&st, &c](const httplib::Request& req, httplib::Response& res) {
         // CORS (--cors-origin): every answer to an allowed origin says so, and a preflight is
         // answered here, before the key check (browsers send it without credentials).
@@ -288,8 +288,16 @@ void routes(httplib::Server& svr, State& st, const ServeConfig& c) {
             send_error(res, e);
         }
     });
-    svr.Get("/metrics", [&st](const httplib::Request&, httplib::Response& res) {
-        res.set_content(st.metrics.render(st.engine->n_slots()), "text/plain; version=0.0.4");
+    svr.Get("/metrics", [&st, &svr](const httplib::Request&, httplib::Response& res) {
+        std::string m = st.metrics.render(st.engine->n_slots());
+        m += "# HELP lockstep_http_connections_waiting connections the gate holds: idle, or their request not all in\n"
+             "# TYPE lockstep_http_connections_waiting gauge\nlockstep_http_connections_waiting " +
+             std::to_string(svr.waiting()) + "\n";
+        m += "# HELP lockstep_http_connections_closed_total connections the gate closed, by reason\n"
+             "# TYPE lockstep_http_connections_closed_total counter\n"
+             "lockstep_http_connections_closed_total{reason=\"read_deadline\"} " + std::to_string(svr.closed_late()) + "\n"
+             "lockstep_http_connections_closed_total{reason=\"gate_full\"} " + std::to_string(svr.closed_full()) + "\n";
+        res.set_content(m, "text/plain; version=0.0.4");
     });
     svr.set_error_handler([&c](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty()) return;
