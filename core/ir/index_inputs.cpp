@@ -16,7 +16,7 @@ bool is_index_input(const Tensor* t) { return t && t->kind == TensorKind::Input 
 
 const uint8_t* index_bytes(const Graph& g, const Tensor* t, const char* op) {
     const std::vector<uint8_t>* d = is_index_input(t) ? g.host_data(t) : nullptr;
-    if (!d || d->size() != t->nbytes())
+    if (!d)
         throw std::logic_error(std::string(op) + ": index tensor '" + t->name + "' is not a graph input with host bytes");
     return d->data();
 }
@@ -24,8 +24,8 @@ const uint8_t* index_bytes(const Graph& g, const Tensor* t, const char* op) {
 void check_index_inputs(const Graph& g) {
     auto input = [&](const Tensor* t) { return is_index_input(t) && g.host_data(t); };
     // Every layer reads the same few index inputs: each (input, bound) is checked once.
-    std::set<std::tuple<const Tensor*, const Tensor*, int64_t, int64_t>> done;
-    auto first = [&](const Tensor* a, const Tensor* b, int64_t x, int64_t y) { return done.insert({a, b, x, y}).second; };
+    std::set<std::tuple<const Tensor*, const Tensor*, int64_t, int64_t, int64_t>> done;
+    auto first = [&](const Tensor* a, const Tensor* b, int64_t x, int64_t y, int64_t z = 0) { return done.insert({a, b, x, y, z}).second; };
     auto rows = [&](const Tensor* idx, int64_t n_rows, const char* op) {
         if (!input(idx) || !first(idx, nullptr, n_rows, 0)) return;
         check_row_indices(index_bytes(g, idx, op), size_t(idx->nb[0]), idx->type == DType::I64, idx->ne[0], n_rows, op);
@@ -44,7 +44,7 @@ void check_index_inputs(const Graph& g) {
                 const AttentionParams p = n->get_params<AttentionParams>();
                 const Tensor *pos = n->src[3], *seq = n->src[4];
                 const int64_t n_seq = n->src[1]->ne[1] / p.ring_rows;
-                if (!input(pos) || !input(seq) || !first(pos, seq, p.window, p.ring_rows * (int64_t(1) << 32) + n_seq)) break;
+                if (!input(pos) || !input(seq) || !first(pos, seq, p.window, p.ring_rows, n_seq)) break;
                 const int32_t* ps = index_data<int32_t>(g, pos, "attention");
                 const int32_t* sq = index_data<int32_t>(g, seq, "attention");
                 for (int64_t t = 0; t < pos->ne[0]; ++t) check_attention_query(sq[t], ps[t], p.window, p.ring_rows, n_seq);

@@ -189,7 +189,7 @@ Tensor* Gemma4::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
 
     CacheRows cache_rows(g, ub);  // over the whole ubatch: rows are written before any narrowing
     RopeTables rope_tables(g, ub.pos);
-    std::vector<int32_t> p_out, s_out;  // the positions and sequences of the output rows
+    std::vector<int32_t> p_out;  // the positions of the output rows (rope_tables reads them)
 
     Tensor* x = scale(g, get_rows(g, tok_embd_, tokens), std::sqrt(float(E)));  // (E, T)
     // Per-layer inputs (P, L, T): (norm(W_ple x / sqrt(E)) + embd_ple(token) sqrt(P)) / sqrt(2).
@@ -210,6 +210,7 @@ Tensor* Gemma4::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
         if (Lp.kv_source >= 0 && !narrowed && n_out < T) {
             if (n_out == 0) return nullptr;  // the layers left write nothing
             narrowed = true;
+            std::vector<int32_t> s_out;
             for (int32_t i : ub.out_idx) p_out.push_back(ub.pos[size_t(i)]), s_out.push_back(ub.seq[size_t(i)]);
             Tensor* idx = g.input(DType::I32, {n_out}, ub.out_idx.data(), "out_idx");
             x = get_rows(g, x, idx);

@@ -59,6 +59,7 @@ Scheduler::Scheduler(std::vector<Backend*> backends, std::vector<SharedWeight> s
         if (!b) throw std::invalid_argument("scheduler: null backend");
         if (remote_rank(b) >= 0 && !link_) throw std::invalid_argument("scheduler: another rank's device, but no link to it");
     }
+    for (const RowSplit& r : row_splits_) split_of_[r.whole] = &r;
 }
 
 const Scheduler::SharedWeight* Scheduler::shared(const Tensor* t) const {
@@ -117,16 +118,13 @@ void Scheduler::run(Graph& g) {
     //    device; the node itself is computed nowhere: it is a gather, whose readers get its rows
     //    put together on the host from the slices' outputs.
     Graph sliced;  // the slices' nodes, this run only
-    struct Gather {
-        std::vector<std::pair<const Tensor*, UnitSlice>> parts;  // slice node, its rows
-    };
-    std::unordered_map<const Tensor*, Gather> gathers;
+    // gathered node -> its slice nodes and their rows
+    std::unordered_map<const Tensor*, std::vector<std::pair<const Tensor*, UnitSlice>>> gathers;
     std::vector<Tensor*> expanded;
     if (!row_splits_.empty()) {
         auto split_of = [&](const Tensor* t) -> const RowSplit* {
-            for (const RowSplit& r : row_splits_)
-                if (r.whole == storage_base(t)) return &r;
-            return nullptr;
+            auto it = split_of_.find(storage_base(t));
+            return it == split_of_.end() ? nullptr : it->second;
         };
         for (Tensor* n : g.nodes()) {
             const RowSplit* rs = n->op == OpId::MUL_MAT ? split_of(n->src[0]) : nullptr;
@@ -138,7 +136,7 @@ void Scheduler::run(Graph& g) {
                 continue;
             }
             if (n->src[0] != rs->whole) throw std::logic_error("scheduler: a view of '" + rs->whole->name + "', which is split by rows");
-            Gather& ga = gathers[n];
+            auto& ga = gathers[n];
             for (const auto& [part, sl] : rs->parts) {
                 if (remote_rank(part->buffer->backend) >= 0) throw std::logic_error("scheduler: rows split over ranks");
                 Tensor* s = sliced.clone(*n);
@@ -148,7 +146,7 @@ void Scheduler::run(Graph& g) {
                 s->buffer = nullptr;
                 s->name = n->name + "[rows " + std::to_string(sl.begin) + ".." + std::to_string(sl.end) + "]";
                 expanded.push_back(s);
-                ga.parts.emplace_back(s, sl);
+                ga.emplace_back(s, sl);
             }
         }
         for (const Tensor* o : g.outputs())
@@ -190,9 +188,9 @@ void Scheduler::run(Graph& g) {
             if (!s) continue;
             auto ga = gathers.find(storage_base(s));
             if (ga == gathers.end()) continue;
-            for (const auto& part : ga->second.parts)
+            for (const auto& part : ga->second)
                 after_slices = after_slices || (!pieces.empty() && piece_of.at(part.first) == pieces.size() - 1);
-            if (!dev) dev = storage_base(ga->second.parts.front().first->src[0])->buffer->backend;
+            if (!dev) dev = storage_base(ga->second.front().first->src[0])->buffer->backend;
         }
         if (!dev) dev = pieces.empty() ? backends_[0] : pieces.back().be;
         if (pieces.empty() || pieces.back().be != dev || after_slices) {
@@ -269,7 +267,7 @@ void Scheduler::run(Graph& g) {
                 if (P.rank >= 0) throw std::logic_error("scheduler: rows split over ranks");
                 r = P.g->input_like(*s, s->name);  // put together from the slices before the piece runs
                 P.imports.push_back({s, r, 0});
-                for (const auto& [sn, sl] : ga->second.parts) {
+                for (const auto& [sn, sl] : ga->second) {
                     Piece& Q = pieces[piece_of.at(sn)];
                     if (slice_rows.emplace(sn, std::vector<uint8_t>()).second) Q.g->mark_output(Q.local.at(sn));  // kept until read out
                 }
@@ -321,7 +319,7 @@ void Scheduler::run(Graph& g) {
                 // Row r of the whole output: each slice's row r at its first unit.
                 const size_t N = size_t(im.src->ne[0]), rows = size_t(im.src->nrows());
                 const size_t es = bytes.empty() ? 0 : bytes.size() / (N * rows);
-                for (const auto& [sn, sl] : ga->second.parts) {
+                for (const auto& [sn, sl] : ga->second) {
                     const std::vector<uint8_t>& part = slice_rows.at(sn);
                     const size_t w = size_t(sl.size()) * es;
                     for (size_t r = 0; r < rows; ++r) std::memcpy(&bytes[(r * N + size_t(sl.begin)) * es], &part[r * w], w);

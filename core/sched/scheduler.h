@@ -7,6 +7,7 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -72,6 +73,7 @@ private:
     Stats last_;
     std::vector<SharedWeight> shared_;
     std::vector<RowSplit> row_splits_;
+    std::unordered_map<const Tensor*, const RowSplit*> split_of_;  // whole matrix -> its split
     Transport* link_ = nullptr;
     std::unique_ptr<Backend> host_;           // holds outputs received from another rank
     struct Pending {

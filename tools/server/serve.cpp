@@ -68,6 +68,12 @@ std::string random_hex() {
     return buf;
 }
 
+// A request that failed after it was accepted: 503 while the server shuts down, else 500
+// (an engine error).
+json failure_body(const State& st, const std::string& error) {
+    return st.ready ? error_body(500, error, "server_error") : error_body(503, error, "unavailable_error");
+}
+
 // Streams one job's results. Runs on the HTTP worker that took the request; a failed write
 // means the client left, and cancels the job. Between results it writes keep-alives (an SSE
 // comment) so a client that left is noticed even while its request waits or generates. A
@@ -96,7 +102,7 @@ bool pump(State& st, const std::shared_ptr<Job>& job, const ResponseMeta& meta, 
         if (!got) continue;
         last_write = clock::now();
         if (!e.error.empty()) {
-            if (!sse(error_body(st.ready ? 500 : 503, e.error, st.ready ? "server_error" : "unavailable_error"))) return false;
+            if (!sse(failure_body(st, e.error))) return false;
             break;
         }
         if (!e.text.empty() || !e.tokens.empty() || !e.reasoning.empty() || (first && meta.chat)) {
@@ -136,8 +142,8 @@ void answer_whole(State& st, const std::shared_ptr<Job>& job, const ResponseMeta
         }
         if (!got) continue;
         if (!e.error.empty()) {
-            const int status = st.ready ? 500 : 503;
-            send_json(res, status, error_body(status, e.error, status == 503 ? "unavailable_error" : "server_error"));
+            const json body = failure_body(st, e.error);
+            send_json(res, body["error"]["code"].get<int>(), body);  // (one read of st.ready for both)
             return;
         }
         text += e.text;
