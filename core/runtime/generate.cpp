@@ -3,6 +3,8 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "core/runtime/decode_loop.h"
+
 namespace ls {
 
 std::string reply_piece(const Tokenizer& tok, int32_t id, const ChatTemplate* reply) {
@@ -16,77 +18,40 @@ GenerateResult generate(Session& s, const Tokenizer& tok, Sampler& sampler, cons
                         const ChatTemplate* reply, Speculator* spec) {
     using clock = std::chrono::steady_clock;
     if (prompt.empty()) throw std::invalid_argument("generate: empty prompt");
-    if (int64_t(prompt.size()) >= s.params().n_ctx)
-        throw std::length_error("prompt has " + std::to_string(prompt.size()) + " tokens, which leaves no room in the context of " +
-                                std::to_string(s.params().n_ctx) + " (raise -c)");
+    if (seq < 0 || seq >= s.params().n_seq) throw std::out_of_range("generate: sequence " + std::to_string(seq) + " is not a slot of the session");
     GenerateResult r;
-    auto t0 = clock::now();
-    r.n_reused = s.reuse_prefix(seq, prompt);
-    const std::vector<int32_t> rest(prompt.begin() + r.n_reused, prompt.end());
-    r.n_evaluated = int64_t(rest.size());
-    std::vector<float> logits = s.eval(rest, -1, seq);
-    // Recurrent models: the next turn of a chat can resume from here (its transcript starts
-    // with this prompt) even when the reply does not re-tokenize to the generated tokens.
-    s.checkpoint(seq);
-    r.prompt_s = std::chrono::duration<double>(clock::now() - t0).count();
     Utf8Stream utf8;
-    t0 = clock::now();
-    const int n_vocab = int(s.n_vocab());
-    const int64_t n_ctx = s.params().n_ctx;
+    auto t0 = clock::now();
     const SpecStats spec_before = spec ? spec->stats() : SpecStats{};
-    // Takes a sampled token; false when generation ends with it (the token itself is kept
-    // unless it ends generation).
-    auto take = [&](int32_t id) {
-        if (tok.is_eog(id)) {
-            r.stopped_at_eog = true;
-            return false;
-        }
+    std::string error;
+    DecodeLoop::Start st;
+    st.prompt = prompt;
+    st.sampler = &sampler;
+    st.spec = spec;
+    st.n_predict = n_predict;
+    st.hooks.on_prompt_done = [&] {
+        const auto now = clock::now();
+        r.prompt_s = std::chrono::duration<double>(now - t0).count();
+        t0 = now;
+    };
+    st.hooks.on_token = [&](int32_t id, bool) {
         r.tokens.push_back(id);
         on_text(utf8.push(reply_piece(tok, id, reply)));
-        return !(n_predict >= 0 && int64_t(r.tokens.size()) == n_predict);  // no need to evaluate the last one
+        return true;
     };
-    // The penalty history is everything the sequence holds: prompt and generated tokens.
-    int32_t id = sampler.sample(logits.data(), n_vocab, s.seq_tokens(seq));
-    bool go = take(id);
-    std::vector<int32_t> guesses;
-    while (go) {
-        // `id` is sampled but not evaluated; it goes at position `start`.
-        const int64_t start = s.seq_len(seq);
-        if (start + 1 > n_ctx) {
-            r.context_full = true;
-            break;
-        }
-        guesses.clear();
-        const auto ts = clock::now();  // a step's time includes making its guesses (a draft model's steps)
-        if (spec) {
-            // Guesses stay within one ubatch (so a windowed ring can still roll back), within
-            // the context, and within what is left to generate.
-            int64_t k = std::min<int64_t>({spec->budget(), s.params().n_ubatch - 1, n_ctx - start - 1});
-            if (n_predict >= 0) k = std::min<int64_t>(k, n_predict - int64_t(r.tokens.size()) - 1);
-            if (k > 0) guesses = spec->guess(s.seq_tokens(seq), id, int(k));
-            if (int(guesses.size()) < std::max(1, spec->params().draft_min)) guesses.clear();
-        }
-        if (!guesses.empty()) s.checkpoint_step(seq);
-        Batch b;
-        b.add(id, seq, int32_t(start), true);
-        for (size_t i = 0; i < guesses.size(); ++i) b.add(guesses[i], seq, int32_t(start + 1 + int64_t(i)), true);
-        logits = s.decode(b);
-        const double step_s = std::chrono::duration<double>(clock::now() - ts).count();
-        if (spec && guesses.empty()) spec->plain(step_s);
-        // Row i holds the logits after the token at position start + i; the token it samples
-        // goes at start + i + 1, and its history is the sequence's first start + i + 1 tokens.
-        const int32_t* hist = s.seq_tokens(seq).data();
-        size_t rows = 0, accepted = 0;
-        while (true) {
-            const size_t i = rows++;
-            id = sampler.sample(logits.data() + i * size_t(n_vocab), n_vocab, hist, size_t(start) + i + 1, start + int64_t(i) + 1);
-            go = take(id);
-            if (!go || i == guesses.size() || id != guesses[i]) break;
-            ++accepted;  // the next row's input is the token just sampled
-        }
-        if (spec && !guesses.empty()) spec->record(int(guesses.size()), int(accepted), step_s);
-        spec_roll_back(s, seq, start + int64_t(rows), start);
+    st.hooks.on_end = [&](EndReason why, const std::string& e) {
+        r.stopped_at_eog = why == EndReason::Eog;
+        r.context_full = why == EndReason::ContextFull;
+        if (why == EndReason::Error) error = e;
+    };
+    // One slot of the loop the server runs many of (a loop over this session's sequence
+    // `seq`; the session's other sequences are left alone).
+    DecodeLoop loop(s, tok, LoopParams{});
+    r.n_reused = loop.start(seq, std::move(st));
+    r.n_evaluated = int64_t(prompt.size()) - r.n_reused;
+    while (loop.step()) {
     }
+    if (!error.empty()) throw std::runtime_error(error);
     on_text(utf8.flush());
     r.gen_s = std::chrono::duration<double>(clock::now() - t0).count();
     if (spec) {

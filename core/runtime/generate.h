@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "core/runtime/sampling.h"
+#include "core/sampling/sampler.h"
 #include "core/runtime/session.h"
 #include "core/runtime/speculative.h"
 #include "core/text/tokenizer.h"
@@ -20,6 +20,7 @@ struct GenerateResult {
     SpecStats spec;               // this call's verification steps (speculative decoding)
 };
 
+// One slot of the generation loop (DecodeLoop, decode_loop.h), run to its end.
 // Makes sequence `seq` hold `prompt` (the whole text so far, e.g. a chat transcript),
 // keeping the longest cached prefix that the KV memory can restore (Session::reuse_prefix)
 // and evaluating only the rest, then samples up to n_predict tokens (-1: until an

@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "core/models/model.h"
-#include "core/runtime/sampling.h"
+#include "core/sampling/sampler.h"
 #include "core/runtime/session.h"
 #include "core/runtime/speculative.h"
 #include "core/text/tokenizer.h"

@@ -9,7 +9,13 @@
 namespace ls::server {
 
 Engine::Engine(Session& s, const Tokenizer& tok, Metrics& metrics, int max_queue, const SpecParams& spec)
-    : s_(s), tok_(tok), metrics_(metrics), max_queue_(size_t(std::max(0, max_queue))), spec_(spec), slots_(size_t(s.params().n_seq)) {
+    : s_(s),
+      tok_(tok),
+      metrics_(metrics),
+      max_queue_(size_t(std::max(0, max_queue))),
+      spec_(spec),
+      slots_(size_t(s.params().n_seq)),
+      loop_(s, tok, LoopParams{kSpecSlots, true}) {
     if (spec_.mode == SpecMode::Draft) throw std::invalid_argument("the server's slots speculate with prompt lookup only (--spec off or lookup)");
     thread_ = std::thread([this] { run(); });
 }
@@ -65,9 +71,10 @@ void Engine::run() {
 }
 
 void Engine::drop_cancelled() {
-    for (auto& sl : slots_)
-        if (sl.job && sl.job->cancelled()) {
+    for (size_t i = 0; i < slots_.size(); ++i)
+        if (Slot& sl = slots_[i]; sl.job && sl.job->cancelled()) {
             // The slot's cache keeps what was evaluated: a later request may reuse it.
+            loop_.cancel(int(i));
             sl.job.reset();
             metrics_.requests_cancelled++;
             metrics_.slots_busy--;
@@ -103,7 +110,7 @@ void Engine::admit() {
             sl.job = std::move(queue_.front());
             queue_.pop_front();
             metrics_.queue_length = int64_t(queue_.size());
-            sl.admitted = sl.last_used = ++clock_;
+            sl.last_used = ++clock_;
         }
         metrics_.slots_busy++;
         const int i = best;
@@ -120,11 +127,17 @@ void Engine::admit() {
                               std::to_string(s_.params().n_ctx));
             continue;
         }
+        DecodeLoop::Start st;
+        st.prompt = p.prompt;
+        st.sampler = sl.sampler.get();
+        st.spec = sl.spec.get();
+        st.n_predict = p.max_tokens;
+        st.hooks.on_token = [this, i](int32_t id, bool last) { return on_token(i, id, last); };
+        st.hooks.on_end = [this, i](EndReason why, const std::string& error) { on_end(i, why, error); };
         try {
-            const int64_t kept = s_.reuse_prefix(i, p.prompt);
+            const int64_t kept = loop_.start(i, std::move(st));
             sl.usage.cached_tokens = kept;
             metrics_.prompt_tokens_reused += uint64_t(kept);
-            sl.rest.assign(p.prompt.begin() + kept, p.prompt.end());
         } catch (const std::exception& e) {
             // (A failed cache edit, e.g. restoring a checkpoint: this request fails, the
             // slot starts afresh.)
@@ -138,124 +151,34 @@ void Engine::admit() {
 }
 
 void Engine::step() {
-    Batch b;
-    // Each generating slot's rows (its sampled token, then any guesses), and each prompt that
-    // completes (one row): consecutive logits rows, in batch order.
-    struct Rows {
-        int slot;
-        int64_t start;                // the position of the group's first token
-        std::vector<int32_t> guesses;
-    };
-    std::vector<Rows> groups;
-    size_t n_busy = 0;
-    for (const Slot& sl : slots_) n_busy += sl.job ? 1 : 0;
-    const int64_t ub = s_.params().n_ubatch, n_ctx = s_.params().n_ctx;
-    for (size_t i = 0; i < slots_.size(); ++i) {
-        Slot& sl = slots_[i];
-        if (!sl.job || !sl.generating) continue;
-        const int64_t start = s_.seq_len(int(i));
-        Rows g{int(i), start, {}};
-        if (sl.spec && n_busy <= kSpecSlots) {
-            // Guesses stay within one ubatch (so a windowed ring can still roll back), the
-            // slot's context and what is left to generate.
-            int64_t k = std::min<int64_t>({sl.spec->budget(), ub - 1, n_ctx - start - 1});
-            const int64_t max_tokens = sl.job->params.max_tokens;
-            if (max_tokens >= 0) k = std::min<int64_t>(k, max_tokens - sl.n_gen - 1);
-            if (k > 0) g.guesses = sl.spec->guess(s_.seq_tokens(int(i)), sl.next, int(k));
-            if (int(g.guesses.size()) < std::max(1, spec_.draft_min)) g.guesses.clear();
-            if (!g.guesses.empty()) s_.checkpoint_step(int(i));
-        }
-        b.add(sl.next, int(i), int32_t(start), true);
-        for (size_t t = 0; t < g.guesses.size(); ++t) b.add(g.guesses[t], int(i), int32_t(start + 1 + int64_t(t)), true);
-        groups.push_back(std::move(g));
-    }
-    // Prompt chunks, oldest request first, up to one ubatch in all.
-    int64_t budget = std::max<int64_t>(ub - int64_t(b.size()), 1);
-    std::vector<int> prefill;
-    for (size_t i = 0; i < slots_.size(); ++i)
-        if (slots_[i].job && !slots_[i].generating) prefill.push_back(int(i));
-    std::sort(prefill.begin(), prefill.end(), [&](int a, int c) { return slots_[size_t(a)].admitted < slots_[size_t(c)].admitted; });
-    for (int i : prefill) {
-        if (budget <= 0) break;
-        Slot& sl = slots_[size_t(i)];
-        const size_t k = size_t(std::min<int64_t>(budget, int64_t(sl.rest.size() - sl.at)));
-        const int32_t p0 = int32_t(s_.seq_len(i));
-        for (size_t t = 0; t < k; ++t) {
-            const bool last = sl.at + t + 1 == sl.rest.size();
-            b.add(sl.rest[sl.at + t], i, p0 + int32_t(t), last);
-            if (last) groups.push_back({i, p0 + int64_t(t), {}});
-        }
-        sl.at += k;
-        budget -= int64_t(k);
-    }
-    if (b.size() == 0) return;
+    const LoopStats before = loop_.stats();
+    loop_.step();
+    const LoopStats& now = loop_.stats();
+    metrics_.steps += now.steps - before.steps;
+    metrics_.step_tokens += now.step_tokens - before.step_tokens;
+    metrics_.step_us += now.step_us - before.step_us;
+    metrics_.spec_guessed += now.guessed - before.guessed;
+    metrics_.spec_accepted += now.accepted - before.accepted;
+}
 
-    const auto t0 = std::chrono::steady_clock::now();
-    std::vector<float> logits;
-    try {
-        logits = s_.decode(b);
-    } catch (const std::exception& e) {
-        // A failed evaluation may have left any slot's memory half written: fail the
-        // requests in this batch and start every cache afresh.
-        for (size_t i = 0; i < slots_.size(); ++i)
-            if (slots_[i].job) finish(int(i), "", std::string("evaluation failed: ") + e.what());
-        s_.reset();
-        return;
-    }
-    metrics_.steps++;
-    metrics_.step_tokens += b.size();
-    metrics_.step_us += uint64_t(std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count());
-
-    const size_t n_vocab = size_t(s_.n_vocab());
-    size_t row = 0;
-    for (const Rows& g : groups) {
-        const int i = g.slot;
-        Slot& sl = slots_[size_t(i)];
-        // Row r follows the token at g.start + r. A guess is kept while the slot samples it.
-        size_t used = 0;
-        for (size_t r = 0; r <= g.guesses.size(); ++r) {
-            ++used;
-            try {
-                on_logits(i, logits.data() + (row + r) * n_vocab, g.start + int64_t(r) + 1);
-            } catch (const std::exception& e) {
-                // Sampling or detokenizing failed for this request alone: end it, keep the rest.
-                if (sl.job) finish(i, "", std::string("sampling failed: ") + e.what());
-            }
-            if (!sl.job || r == g.guesses.size() || sl.next != g.guesses[r]) break;
-        }
-        row += g.guesses.size() + 1;
-        if (!g.guesses.empty()) {
-            if (sl.spec) sl.spec->record(int(g.guesses.size()), int(used - 1));
-            metrics_.spec_guessed += g.guesses.size();
-            metrics_.spec_accepted += used - 1;
-            // The slot's sequence holds what plain decoding would have (also for the next
-            // request that reuses this slot's cache).
-            try {
-                spec_roll_back(s_, i, g.start + int64_t(used), g.start);
-            } catch (const std::exception& e) {
-                if (sl.job) finish(i, "", std::string("rolling back guesses failed: ") + e.what());
-                s_.seq_rm(i, 0);
-            }
-        }
+void Engine::on_end(int i, EndReason why, const std::string& error) {
+    Slot& sl = slots_[size_t(i)];
+    if (!sl.job) return;
+    StopText::Out last = std::move(sl.last);
+    sl.last = {};
+    switch (why) {
+        case EndReason::Eog:
+        case EndReason::Stopped: finish(i, "stop", "", &last); break;
+        case EndReason::Limit:
+        case EndReason::ContextFull: finish(i, "length", "", &last); break;
+        case EndReason::Error: finish(i, "", error); break;
     }
 }
 
-void Engine::on_logits(int i, float* logits, int64_t held) {
+bool Engine::on_token(int i, int32_t id, bool last) {
     Slot& sl = slots_[size_t(i)];
     sl.last_used = ++clock_;
-    if (!sl.generating) {
-        // The prompt is complete. Recurrent models remember the state here, so that the next
-        // request that continues this prompt (a chat's next turn) resumes from it.
-        s_.checkpoint(i);
-        sl.generating = true;
-    }
     const JobParams& p = sl.job->params;
-    // The penalties' history is everything the sequence holds: prompt and generated tokens.
-    const int32_t id = sl.sampler->sample(logits, int(s_.n_vocab()), s_.seq_tokens(i).data(), size_t(held), held);
-    if (tok_.is_eog(id)) {
-        finish(i, "stop");
-        return;
-    }
     ++sl.n_gen;
     sl.usage.completion_tokens = sl.n_gen;
     metrics_.generated_tokens++;
@@ -275,19 +198,14 @@ void Engine::on_logits(int i, float* logits, int64_t held) {
         sl.reasoning += sl.reasoning_utf8.push(r.reasoning);
     }
     StopText::Out out = sl.text.push(content);
-    if (out.stopped) {
-        finish(i, "stop", "", &out);
-        return;
-    }
-    const bool length = (p.max_tokens >= 0 && sl.n_gen >= p.max_tokens) || held + 1 > s_.params().n_ctx;
-    if (length) {
-        finish(i, "length", "", &out);
-        return;
+    if (out.stopped || last) {
+        // The finish (on_end, next) carries what this token released.
+        sl.last = std::move(out);
+        return !sl.last.stopped;
     }
     if (!out.text.empty() || !out.tokens.empty() || !sl.reasoning.empty()) emit(sl, *sl.job, std::move(out), "", "");
-    sl.next = id;
+    return true;
 }
-
 void Engine::emit(Slot& sl, Job& job, StopText::Out&& out, const std::string& finish, const std::string& error) {
     JobEvent e;
     e.text = std::move(out.text);

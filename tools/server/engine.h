@@ -1,12 +1,9 @@
-// The engine thread: the one owner of the Session. Each step it builds one batch from every
-// busy slot (one token per generating slot, then prompt chunks up to the ubatch, oldest
-// request first, so a long prompt never stalls the others), evaluates it, and samples each
-// slot with its own sampler. Results go back on each job's channel.
+// The engine thread: the one owner of the Session. It admits queued requests to free slots
+// and runs core/runtime's generation loop (DecodeLoop: one batch a step from every busy slot,
+// each sampled with its own sampler), reading each slot's tokens into text (stop strings,
+// reasoning) that goes back on its job's channel.
 //
-// A request's answer never depends on what else is served: the backends give every sequence
-// the same bits whatever shares its ubatch (SEMANTICS.md), a slot's reused prefix gives the
-// logits of a fresh evaluation (Session::reuse_prefix), and each request samples with its own
-// seeded sampler over its own history.
+// A request's answer never depends on what else is served (DecodeLoop says why).
 #pragma once
 #include <condition_variable>
 #include <deque>
@@ -15,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/runtime/decode_loop.h"
 #include "core/runtime/session.h"
 #include "core/runtime/speculative.h"
 #include "core/text/tokenizer.h"
@@ -46,10 +44,6 @@ public:
 private:
     struct Slot {
         std::shared_ptr<Job> job;
-        std::vector<int32_t> rest;  // prompt tokens still to evaluate
-        size_t at = 0;
-        bool generating = false;
-        int32_t next = -1;          // the token sampled last, evaluated in the next step
         int64_t n_gen = 0;
         std::unique_ptr<Sampler> sampler;
         std::unique_ptr<Speculator> spec;  // null with speculation off
@@ -59,7 +53,8 @@ private:
         std::string reasoning;  // released with the next event
         std::vector<TokenOut> sampled;  // generated tokens, in order; released with their text
         Usage usage;
-        uint64_t admitted = 0, last_used = 0;
+        StopText::Out last;  // what the final token released, sent with the finish
+        uint64_t last_used = 0;
     };
 
     void run();
@@ -67,9 +62,9 @@ private:
     void drop_cancelled();
     void admit();
     void step();
-    // `held`: the tokens of slot i's sequence that the logits follow (its length, unless a
-    // verification step put guesses after them).
-    void on_logits(int i, float* logits, int64_t held);
+    // Slot i's hooks in the loop.
+    bool on_token(int i, int32_t id, bool last);
+    void on_end(int i, EndReason why, const std::string& error);
     // Ends slot i's job: `last` is what the final token released (if any).
     void finish(int i, const std::string& reason, const std::string& error = {}, StopText::Out* last = nullptr);
     void emit(Slot& sl, Job& job, StopText::Out&& out, const std::string& finish, const std::string& error);
@@ -80,7 +75,8 @@ private:
     const size_t max_queue_;
     const SpecParams spec_;
     std::vector<Slot> slots_;
-    uint64_t clock_ = 0;  // admissions and uses, for LRU and prompt order
+    DecodeLoop loop_;
+    uint64_t clock_ = 0;  // admissions and uses, for LRU
 
     std::mutex m_;
     std::condition_variable cv_;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/runtime/sampling.h"
+#include "core/sampling/sampler.h"
 #include "core/text/chat_template.h"
 
 namespace ls::server {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/runtime/sampling.h"
+#include "core/sampling/sampler.h"
 #include "core/runtime/session.h"
 #include "core/runtime/speculative.h"
 

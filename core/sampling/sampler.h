@@ -1,16 +1,18 @@
-// Token sampling: logit bias, repetition / frequency / presence penalties, top-k, temperature, top-p, min-p, and a
-// seeded draw. Deterministic for a given seed and input.
-//
-// The draw is keyed, not streamed: the uniform number that picks the token at position `pos`
-// is a hash of (seed, stream, pos), so it does not depend on how many draws came before or in
-// which order positions were sampled. Speculative decoding samples a position, throws the
-// result away when a guess was wrong and samples the next position again from other logits;
-// with keyed draws that gives the same tokens as plain decoding, token for token.
+// Token sampling: a chain of stages (stage.h, one file each) built from SamplerParams: logit
+// bias, repetition / frequency / presence penalties, an optional constraint (a grammar's
+// mask), then greedy, or top-k, temperature, top-p, min-p and the keyed draw. Deterministic
+// for a given seed and input: the draw is keyed by (seed, stream, position) (keyed.cpp), so
+// speculative decoding, which samples positions again after a wrong guess, gives the tokens
+// of plain decoding.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
+
+#include "core/sampling/stage.h"
+#include "core/sampling/stages.h"
 
 namespace ls {
 
@@ -40,7 +42,9 @@ struct TokenLogprob {
 
 class Sampler {
 public:
-    explicit Sampler(SamplerParams p = {});
+    // `constraint`: a logit stage run after the bias and penalties, told of each chosen token
+    // (a grammar: it bans what the grammar does not allow next).
+    explicit Sampler(SamplerParams p = {}, std::unique_ptr<SamplerStage> constraint = nullptr);
 
     // Picks the next token. `logits` (n_vocab floats) is modified in place (bias, penalty).
     // `history` is the token sequence so far (prompt + generated), for the penalty; the token
@@ -51,24 +55,23 @@ public:
     // The same with the history as n_history ids at `history` and the draw keyed by `pos`.
     int32_t sample(float* logits, int n_vocab, const int32_t* history, size_t n_history, int64_t pos);
     // The uniform number in [0, 1) that draws position `pos` (53 random bits).
-    static double keyed_uniform(uint64_t seed, uint64_t stream, int64_t pos);
+    static double keyed_uniform(uint64_t seed, uint64_t stream, int64_t pos) { return ls::keyed_uniform(seed, stream, pos); }
 
     // With want_logprobs: log-softmax of the logits as given to sample() (before bias and
     // penalty) for the chosen token, and the n_logprobs most likely tokens (descending).
     float last_logprob() const { return last_logprob_; }
     const std::vector<TokenLogprob>& last_top() const { return last_top_; }
 
-    void reseed(uint64_t seed) { p_.seed = seed; }
     const SamplerParams& params() const { return p_; }
 
 private:
     SamplerParams p_;
-    std::vector<int32_t> idx_;  // candidate ids
-    std::vector<float> prob_;   // their probabilities
-    std::vector<float> orig_;   // copy of the input logits for logprobs
-    std::vector<int32_t> seen_;
+    std::vector<std::unique_ptr<SamplerStage>> chain_;
+    Candidates c_;
+    std::vector<float> orig_;  // copy of the input logits for logprobs
     float last_logprob_ = 0.0f;
     std::vector<TokenLogprob> last_top_;
+    void logprobs(int n, int32_t chosen);
 };
 
 }  // namespace ls

@@ -7,7 +7,7 @@
 #include <random>
 #include <set>
 
-#include "core/runtime/sampling.h"
+#include "core/sampling/sampler.h"
 
 using namespace ls;
 
@@ -311,4 +311,33 @@ TEST_CASE("sampling: draws are keyed by (seed, stream, position), not by how man
     int below[4] = {0, 0, 0, 0};
     for (int64_t pos = 0; pos < 40000; ++pos) below[int(Sampler::keyed_uniform(5, 0, pos) * 4)]++;
     for (int q4 : below) CHECK(std::abs(q4 - 10000) < 400);  // 4 sigma is ~350
+}
+
+namespace {
+// A constraint that bans every odd id and records what the chain chose.
+class BanOdd final : public SamplerStage {
+public:
+    std::vector<int32_t>* accepted;
+    explicit BanOdd(std::vector<int32_t>* a) : accepted(a) {}
+    void apply(Candidates& c) override {
+        for (int i = 1; i < c.n_vocab; i += 2) c.logits[i] = -std::numeric_limits<float>::infinity();
+    }
+    void accept(int32_t id) override { accepted->push_back(id); }
+};
+}  // namespace
+
+TEST_CASE("sampling: a constraint stage runs before top-k and hears each chosen token", "[sampling]") {
+    for (float temp : {0.0f, 0.9f}) {
+        std::vector<int32_t> accepted;
+        SamplerParams p = plain(temp);
+        p.top_k = 3;
+        Sampler s(p, std::make_unique<BanOdd>(&accepted));
+        std::vector<int32_t> got;
+        for (int pos = 0; pos < 50; ++pos) {
+            std::vector<float> l = random_logits(64, uint64_t(pos));
+            got.push_back(s.sample(l.data(), int(l.size()), nullptr, 0, pos));
+            CHECK(got.back() % 2 == 0);
+        }
+        CHECK(accepted == got);
+    }
 }
