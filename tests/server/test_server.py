@@ -172,11 +172,67 @@ def suite_concurrency(binary, model, args, max_tokens=16, ks=(1, 3, 4, 6, 8)):
         check(a["completion_tokens"] == 32 and b["completion_tokens"] == 32, f"not 32 tokens: {a}, {b}")
         check(a["text"] != b["text"], f"seeds {seed_a} and {seed_b} gave the same text: {a['text']!r}")
         print("seeds: the same seed repeats its 32 sampled tokens, another seed samples other text", flush=True)
+        suite_choices(srv, sampled(seed_a))
         m = srv.metrics()
         check(m["lockstep_slots_busy"] == 0 and m["lockstep_queue_length"] == 0, f"slots or queue not empty: {m}")
         print(f"concurrency: ok ({int(m['lockstep_steps_total'])} steps, "
               f"{int(m['lockstep_prompt_tokens_reused_total'])} prompt tokens reused)", flush=True)
         return alone
+
+
+def choices_of(srv, body, stream):
+    """A request's choices as [(text, finish)] by index, and its usage."""
+    if not stream:
+        status, resp, _ = srv.post("/v1/completions", body)
+        check(status == 200, f"n={body.get('n')}: HTTP {status}: {resp}")
+        return [(c["text"], c["finish_reason"]) for c in sorted(resp["choices"], key=lambda c: c["index"])], resp["usage"]
+    events, done = srv.stream("/v1/completions", dict(body, stream=True, stream_options={"include_usage": True}))
+    check(done, "stream ended without [DONE]")
+    n = body.get("n", 1)
+    text, finish, usage = [""] * n, [None] * n, None
+    for ev in events:
+        usage = ev.get("usage") or usage
+        for c in ev.get("choices", []):
+            text[c["index"]] += c.get("text", "")
+            if c.get("finish_reason"):
+                check(finish[c["index"]] is None, f"choice {c['index']} finished twice")
+                finish[c["index"]] = c["finish_reason"]
+    return list(zip(text, finish)), usage
+
+
+def suite_choices(srv, single):
+    """n choices: the prompt is evaluated once and each choice draws its own tokens; choice 0
+    is the n = 1 answer of the same seed, streamed equals whole, and beside other requests each
+    is as alone."""
+    body = {"prompt": PROMPTS[3], "max_tokens": 32, "temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0,
+            "ignore_eos": True, "seed": 11, "n": 3}
+    m0 = srv.metrics()
+    whole, usage = choices_of(srv, body, False)
+    m1 = srv.metrics()
+    check(whole[0][0] == single["text"], f"choice 0 differs from the n = 1 answer:\n{whole[0]}\nvs\n{single}")
+    check(len({t for t, _ in whole}) == 3, f"three choices, not three different texts: {whole}")
+    check(usage["completion_tokens"] == 96, f"usage of 3 choices of 32 tokens: {usage}")
+    # The prompt was counted and evaluated once (the copies sample the same logits).
+    evaluated = (m1["lockstep_prompt_tokens_total"] - m0["lockstep_prompt_tokens_total"]) - \
+        (m1["lockstep_prompt_tokens_reused_total"] - m0["lockstep_prompt_tokens_reused_total"])
+    check(m1["lockstep_prompt_tokens_total"] - m0["lockstep_prompt_tokens_total"] == usage["prompt_tokens"],
+          f"prompt tokens counted {m1['lockstep_prompt_tokens_total'] - m0['lockstep_prompt_tokens_total']}, usage {usage}")
+    streamed, susage = choices_of(srv, body, True)
+    check(streamed == whole, f"streamed choices differ from whole:\n{streamed}\nvs\n{whole}")
+    results = [None] * 3
+
+    def worker(i):
+        time.sleep(0.02 * i)
+        if i == 0:
+            results[0] = choices_of(srv, body, i % 2 == 1)[0]
+        else:
+            req, chat = request_for(i, 16)
+            results[i] = generate(srv, req, chat, stream=False)
+
+    Workers(worker, 3).join(300, "choices beside others")
+    check(results[0] == whole, f"n = 3 beside other requests differs:\n{results[0]}\nvs\n{whole}")
+    print(f"choices: n = 3 gives 3 texts, choice 0 = the n = 1 answer, streamed = whole, the same beside others "
+          f"(prompt of {usage['prompt_tokens']} tokens, {int(evaluated)} evaluated)", flush=True)
 
 
 def suite_chat(binary, model, args, see_loading=True):
@@ -353,7 +409,8 @@ def suite_errors(binary, model, args):
             ({"prompt": "x", "max_tokens": 0}, "max_tokens"),
             ({"prompt": "x", "max_tokens": "ten"}, "max_tokens"),
             ({"prompt": "x", "max_tokens": 2 ** 70}, "max_tokens"),
-            ({"prompt": "x", "n": 2}, "n"),
+            ({"prompt": "x", "n": 0}, "n"),
+            ({"prompt": "x", "n": 1000}, "n"),
             ({"prompt": "x", "seed": "abc"}, "seed"),
             ({"prompt": "x", "stop": 5}, "stop"),
             ({"prompt": "x", "stop": [""]}, "stop"),

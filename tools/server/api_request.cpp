@@ -125,8 +125,14 @@ void parse_common(const json& body, const ApiContext& ctx, GenRequest& r) {
     } else {
         s.seed = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
     }
-    if (integer(body, "n", 1, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()) != 1)
-        throw ApiError(400, "only n = 1 is supported", "n");
+    // n choices take n slots at once.
+    if (const int64_t n = integer(body, "n", 1, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+        n < 1 || n > ctx.n_slots)
+        throw ApiError(400, "'n' must be between 1 and " + std::to_string(ctx.n_slots) + " (the server's slots, --parallel), got " +
+                                std::to_string(n),
+                       "n");
+    else
+        r.job.n = int(n);
     if (boolean(body, "echo", false)) throw ApiError(400, "'echo' is not supported", "echo");
     if (const json* bo = field(body, "best_of"); bo && !(bo->is_number_integer() && bo->get<int64_t>() == 1))
         throw ApiError(400, "only best_of = 1 is supported", "best_of");
