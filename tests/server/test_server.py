@@ -779,11 +779,13 @@ def suite_openai(binary, model, args):
             if ch.choices and ch.choices[0].delta.content:
                 parts.append(ch.choices[0].delta.content)
         check("".join(parts) == ref["text"] and usage.completion_tokens == ref["completion_tokens"], (parts, usage, ref))
+        two = client.chat.completions.create(model=mid, messages=msgs, max_tokens=12, temperature=0.7, seed=5, n=2)
+        check([c.index for c in two.choices] == [0, 1] and two.choices[0].message.content == ref["text"], two)
         try:
-            client.completions.create(model=mid, prompt="x", max_tokens=2, n=2)
-            check(False, "n=2 was accepted")
+            client.completions.create(model=mid, prompt="x", max_tokens=2, n=3)
+            check(False, "n=3 was accepted by a server of 2 slots")
         except openai.BadRequestError as e:
-            check("n = 1" in str(e), str(e))
+            check("'n' must be between 1 and 2" in str(e), str(e))
         bad = openai.OpenAI(base_url=f"http://127.0.0.1:{srv.port}/v1", api_key="wrong", max_retries=0)
         try:
             bad.models.list()
