@@ -462,7 +462,7 @@ def suite_errors(binary, model, args):
         # parameters that change the output and are not implemented: refused by name; their
         # neutral values (what clients that send every field send) accepted
         for body, param in [({"response_format": {"type": "json_object"}}, "response_format"),
-                            ({"grammar": "root ::= \"a\""}, "grammar"), ({"suffix": "end"}, "suffix"),
+                            ({"grammar": "root ::= \"a\""}, "grammar"),
                             ({"mirostat": 2}, "mirostat"), ({"typical_p": 0.5}, "typical_p"),
                             ({"dry_multiplier": 0.8}, "dry_multiplier"), ({"min_tokens": 5}, "min_tokens"),
                             ({"xtc_probability": 0.5}, "xtc_probability"), ({"samplers": ["top_k"]}, "samplers")]:
@@ -470,6 +470,15 @@ def suite_errors(binary, model, args):
         expect(400, "POST", "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}],
                                                       "response_format": {"type": "json_schema", "json_schema": {}}},
                param="response_format")
+        # fill-in-the-middle on a model without its markers; echo with the prompt's logprobs
+        expect(400, "POST", "/v1/completions", {"prompt": "x", "suffix": "end"}, param="suffix")
+        expect(400, "POST", "/v1/completions", {"prompt": "x", "echo": True, "logprobs": 1}, param="echo")
+        st, resp, _ = srv.post("/v1/completions", {"prompt": "Hello there", "max_tokens": 3, "temperature": 0, "echo": True})
+        check(st == 200 and resp["choices"][0]["text"].startswith("Hello there"), f"echo: {resp}")
+        events, done = srv.stream("/v1/completions", {"prompt": "Hello there", "max_tokens": 3, "temperature": 0, "echo": True,
+                                                      "stream": True})
+        check(done and "".join(c.get("text", "") for e in events for c in e.get("choices", [])) == resp["choices"][0]["text"],
+              f"echo streamed differs: {events}")
         neutral = {"prompt": "Hello", "max_tokens": 2, "mirostat": 0, "typical_p": 1.0, "tfs_z": 1, "dry_multiplier": 0,
                    "xtc_probability": 0, "min_tokens": 0, "response_format": {"type": "text"}, "n_probs": 0}
         st, resp, _ = srv.post("/v1/completions", neutral)

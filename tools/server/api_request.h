@@ -42,6 +42,7 @@ struct GenRequest {
     bool stream = false, include_usage = false;
     bool logprobs = false;
     int top_logprobs = 0;
+    std::string echo;  // completions with echo: the prompt's text, before each choice's
 };
 
 // Deeper JSON is refused (no request needs more than a few levels: messages, content parts,

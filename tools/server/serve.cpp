@@ -116,6 +116,11 @@ bool pump(State& st, const std::shared_ptr<Job>& job, const ResponseMeta& meta, 
             break;
         }
         const size_t k = size_t(e.choice);
+        if (first[k] && !g.echo.empty()) {
+            // (echo comes without logprobs: parse_completion refuses the pair.)
+            if (!sse(stream_chunk(meta, e.choice, g.echo, {}, "", true, 0, *st.tok))) return false;
+            first[k] = 0;
+        }
         if (!e.text.empty() || !e.tokens.empty() || !e.reasoning.empty() || (first[k] && meta.chat)) {
             if (!sse(stream_chunk(meta, e.choice, e.text, e.tokens, "", first[k], offset[k], *st.tok, e.reasoning))) return false;
             first[k] = 0;
@@ -137,9 +142,10 @@ bool pump(State& st, const std::shared_ptr<Job>& job, const ResponseMeta& meta, 
 // A whole (non-streamed) answer: held until the job's result is known, so that a failure
 // after the request was accepted (shutdown: 503, an engine error: 500) still gets an error
 // status; a client that leaves meanwhile is noticed on its connection, and cancels the job.
-void answer_whole(State& st, const std::shared_ptr<Job>& job, const ResponseMeta& meta, httplib::Response& res) {
+void answer_whole(State& st, const std::shared_ptr<Job>& job, const ResponseMeta& meta, const std::string& echo, httplib::Response& res) {
     const socket_t fd = current_connection();
     std::vector<ChoiceOut> choices(size_t(std::max(1, job->params.n)));
+    for (ChoiceOut& c : choices) c.text = echo;
     size_t open = choices.size();
     Usage usage;
     auto last_check = std::chrono::steady_clock::now();
@@ -198,7 +204,7 @@ void handle_generate(State& st, bool chat, const httplib::Request& req, httplib:
     meta.created = int64_t(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
     meta.id = (chat ? "chatcmpl-" : "cmpl-") + random_hex();
     if (!g.stream) {
-        answer_whole(st, job, meta, res);
+        answer_whole(st, job, meta, g.echo, res);
         return;
     }
     auto gp = std::make_shared<GenRequest>(std::move(g));
