@@ -99,9 +99,10 @@ uint32_t Automaton::intern_state(uint32_t set, uint32_t cp, uint8_t need, uint8_
         throw Error("grammar matcher: more than " + std::to_string(lim_.max_states) + " states");
     const auto& st = sets_[set];
     bool has_end = !st.empty() && st[0] == 0;
-    State s{set, cp, need, len, need == 0 && has_end, need > 0 || st.size() > (has_end ? 1u : 0u), -1, {}};
+    State s{set, cp, need, len, need == 0 && has_end, need > 0 || st.size() > (has_end ? 1u : 0u), {}};
     uint32_t id = uint32_t(states_.size());
     states_.push_back(std::move(s));
+    row_of_.push_back(-1);
     state_ids_.emplace(k, id);
     return id;
 }
@@ -162,16 +163,16 @@ int32_t Automaton::compute_next(uint32_t s, uint8_t b) {
         }
     }
     // Memoize in the state's row; rows are a cache, dropped wholesale when too many.
-    if (states_[s].row < 0) {
+    if (row_of_[s] < 0) {
         if (n_rows_ >= lim_.max_rows) {
-            for (auto& x : states_) x.row = -1;
+            std::fill(row_of_.begin(), row_of_.end(), -1);
             rows_.clear();
             n_rows_ = 0;
         }
-        states_[s].row = int32_t(n_rows_++);
+        row_of_[s] = int32_t(n_rows_++);
         rows_.resize(n_rows_ * 256, kUnknown);
     }
-    rows_[size_t(states_[s].row) * 256 + b] = result;
+    rows_[size_t(row_of_[s]) * 256 + b] = result;
     return result;
 }
 

@@ -48,7 +48,7 @@ public:
     uint32_t initial() const { return initial_; }
     // The state after `byte`, or kReject. The common case is one table lookup.
     int32_t next(uint32_t s, uint8_t byte) {
-        int32_t r = states_[s].row;
+        int32_t r = row_of_[s];
         if (r >= 0) {
             int32_t t = rows_[size_t(r) * 256 + byte];
             if (t != kUnknown) return t;
@@ -75,7 +75,6 @@ private:
         uint8_t need;  // continuation bytes still to come (0: none pending)
         uint8_t len;   // the sequence's total length
         bool accepting, can_continue;
-        int32_t row = -1;
         std::string key;
     };
 
@@ -95,6 +94,7 @@ private:
     std::vector<std::vector<uint32_t>> sets_;
     std::unordered_map<std::string, uint32_t> set_ids_;  // the id list's bytes -> set id
     std::vector<State> states_;
+    std::vector<int32_t> row_of_;  // per state: its transition row, or -1 (apart: the walk's hot read)
     std::unordered_map<uint64_t, uint32_t> state_ids_;
     std::vector<int32_t> rows_;
     size_t n_rows_ = 0;
