@@ -165,6 +165,14 @@ private:
                 fail("'{' that is not a repetition {m}, {m,} or {m,n}");
             }
             ++i_;
+            if (m.size() > 5 || n.size() > 5 || std::stoul(m) > 10000 || (!n.empty() && std::stoul(n) > 10000)) {
+                i_ = save;
+                fail("a repetition count above 10000");
+            }
+            if (!n.empty() && std::stoul(n) < std::stoul(m)) {
+                i_ = save;
+                fail("a repetition {m,n} with n < m");
+            }
             op = "{" + m + (comma ? "," + n : "") + "}";
         } else {
             return a;

@@ -38,6 +38,8 @@ public:
     void fill_mask(const Matcher& m, uint32_t* bits) const;
     // Whether the matcher allows token id: walks only that token's bytes.
     bool allows(const Matcher& m, int32_t id) const;
+    // Reads a mask written by fill_mask.
+    static bool test(const uint32_t* bits, int32_t id) { return (bits[uint32_t(id) >> 5] >> (uint32_t(id) & 31)) & 1; }
 
     const std::string& token_bytes(int32_t id) const { return tokens_[size_t(id)]; }
     bool is_eog(int32_t id) const { return flags_[size_t(id)] & kEog; }

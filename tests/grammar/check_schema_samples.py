@@ -3,7 +3,7 @@
 Python's jsonschema (the oracle), formats checked; also feeds documents that break each schema
 and requires the grammar to refuse them, and valid ones it must take.
 
-usage: check_schema_samples.py PATH/TO/grammar_sample [N_PER_SCHEMA]
+usage: check_schema_samples.py PATH/TO/grammar_sample [N_PER_SCHEMA] [SEED]
 Exit status: 0 when every sample validates and every document is judged as expected."""
 import json
 import os
@@ -100,6 +100,29 @@ CASES = [
        [{"pair": ["x"], "merged": {"a": 1, "b": True}}, {"pair": ["x", 1], "merged": {"a": 1}}]),
     ("any_value", {}, [1, "x", [None, {"a": {}}], {"k": [1.5e3]}], []),
     ("json_object", {"type": "object"}, [{}, {"a": [1, {"b": None}]}], [[1], "x", 3]),
+    ("string_lengths", {
+        "type": "array", "prefixItems": [{"type": "string", "minLength": 2, "maxLength": 3},
+                                         {"type": "string", "maxLength": 1}, {"type": "string", "minLength": 4}],
+    }, [["ab", "", "abcd"], ["\u00e9\u20ac\U0001F600", "\n", "\"\\\"\\"]], [["a", "", "abcd"], ["abcd", "", "abcd"], ["ab", "ab", "abcd"], ["ab", "", "abc"]]),
+    ("open_object_and_lists", {
+        "type": "object",
+        "properties": {"n": {"type": ["integer", "null"]},
+                       "grid": {"type": "array", "items": {"type": "array", "items": {"type": "integer"}, "minItems": 1}, "minItems": 1, "maxItems": 3},
+                       "pick": {"oneOf": [{"type": "string", "enum": ["x", "y"]}, {"type": "integer"}]},
+                       "obj": {"enum": [{"a": 1}, [1, 2], "s"]}},
+        "required": ["grid"], "additionalProperties": True,
+    }, [{"grid": [[1]]}, {"n": None, "grid": [[1, 2], [3]], "pick": "x", "obj": "s", "zz": [1]}]  # (an object or array enum value is written compact only),
+       [{"grid": []}, {"grid": [[]]}, {"grid": [[1]], "n": 1.5}, {"grid": [[1]], "pick": "z"}, {"grid": [[1]], "obj": {"a": 2}}]),
+    ("pattern_specials", {
+        "type": "object",
+        "properties": {"w": {"type": "string", "pattern": "^[\\w.-]+$"},
+                       "q": {"type": "string", "pattern": "^[\"\\\\a]{1,4}$"},
+                       "s": {"type": "string", "pattern": "^a\\sb\\d*(x|yz)?$"},
+                       "u": {"type": "string", "pattern": "^\\u00e9+[^a-z\\d]$"}},
+        "required": ["w", "q", "s", "u"], "additionalProperties": False,
+    }, [{"w": "a.b-c_9", "q": "\"\\a", "s": "a b12yz", "u": "\u00e9\u00e9Z"}, {"w": "x", "q": "a", "s": "a\tb", "u": "\u00e9!"}],
+       [{"w": "a b", "q": "a", "s": "a b", "u": "\u00e9!"}, {"w": "a", "q": "b", "s": "a b", "u": "\u00e9!"},
+        {"w": "a", "q": "a", "s": "ab", "u": "\u00e9!"}, {"w": "a", "q": "a", "s": "a b", "u": "\u00e9a"}]),
     ("integer_ranges", {
         "type": "array", "prefixItems": [
             {"type": "integer", "minimum": 7}, {"type": "integer", "exclusiveMaximum": -5},
@@ -119,6 +142,7 @@ def run(tool, *args, stdin=None):
 def main():
     tool = sys.argv[1]
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 200
+    seed = sys.argv[3] if len(sys.argv) > 3 else "12345"
     failures = 0
     with tempfile.TemporaryDirectory() as tmp:
         for name, schema, good, bad in CASES:
@@ -126,7 +150,7 @@ def main():
             with open(path, "w") as f:
                 json.dump(schema, f)
             validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
-            samples = [json.loads(line) for line in run(tool, "--sample", path, str(n), "12345").split("\n") if line]
+            samples = [json.loads(line) for line in run(tool, "--sample", path, str(n), seed).split("\n") if line]
             bad_samples = 0
             for text in samples:
                 try:
@@ -140,7 +164,7 @@ def main():
                     bad_samples += 1
                     print(f"FAIL {name}: sample {text!r} does not validate: {errors[0].message}")
             failures += bad_samples
-            docs = [json.dumps(d) for d in good] + [json.dumps(d) for d in bad]
+            docs = [json.dumps(d, ensure_ascii=False) for d in good + bad]
             if name == "additional_schema":  # a duplicate key, which json.dumps cannot write
                 docs[-1] = '{"id": 1, "id": "d"}'
             verdicts = run(tool, "--accept", path, stdin="".join(json.dumps(d) + "\n" for d in docs)).split()
