@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -41,31 +42,42 @@ public:
     }
 
 private:
-    // Whether the tokens the next stages would look at are all allowed without a ban: then the
-    // ban would change nothing they do. Greedy looks at the first maximum; top-k at its k best
-    // (which a ban would only replace if one of them went); top-k off looks at every token.
+    // The candidates the next stages would form under the ban, found without it: the k best
+    // allowed tokens (greedy: the best one) are the first k allowed ones in the order of
+    // top-k (larger logit first, ties to the lower id). The best m tokens are checked one by
+    // one (allows() walks a token's bytes only), m growing while fewer than k of them are
+    // allowed; only a grammar that allows few of the likely tokens needs the full mask. Top-k
+    // off looks at every token: the full mask.
     bool fast(Candidates& c) {
-        if (greedy_) {
-            int32_t best = 0;
-            for (int i = 1; i < c.n_vocab; ++i)
-                if (c.logits[i] > c.logits[best]) best = i;
-            return c.logits[best] > -std::numeric_limits<float>::infinity() && vocab_->allows(m_, best);
+        const int n = c.n_vocab;
+        const size_t want = greedy_ ? 1 : size_t(top_k_);
+        if (!greedy_ && (top_k_ <= 0 || top_k_ >= n)) return false;
+        constexpr float kNone = -std::numeric_limits<float>::infinity();
+        for (size_t m = std::max<size_t>(4 * want, 64);; m *= 4) {
+            const bool all = m >= size_t(n);
+            if (all) m = size_t(n);
+            top_k_ids(c.logits, n, m, top_);
+            ok_.clear();
+            for (int32_t id : top_) {
+                if (!(c.logits[id] > kNone)) return false;  // the rest are banned or NaN: let the full ban decide
+                if (vocab_->allows(m_, id)) ok_.push_back(id);
+                if (ok_.size() == want) {
+                    c.ids.swap(ok_);  // the top-k (or greedy) stage keeps them
+                    c.formed = true;
+                    return true;
+                }
+            }
+            if (all || m >= kMaxChecked) return false;
         }
-        if (top_k_ <= 0 || top_k_ >= c.n_vocab) return false;
-        top_k_ids(c.logits, c.n_vocab, size_t(top_k_), top_);
-        for (int32_t id : top_)
-            if (!(c.logits[id] > -std::numeric_limits<float>::infinity()) || !vocab_->allows(m_, id)) return false;
-        c.ids.swap(top_);  // the top-k stage keeps them
-        c.formed = true;
-        return true;
     }
+    static constexpr size_t kMaxChecked = 16384;
 
     std::shared_ptr<const grammar::TokenMask> vocab_;
     grammar::Matcher m_;
     int top_k_;
     bool greedy_;
     std::vector<uint32_t> bits_;
-    std::vector<int32_t> top_;
+    std::vector<int32_t> top_, ok_;
 };
 
 }  // namespace

@@ -6,6 +6,10 @@ namespace {
 class Greedy final : public SamplerStage {
 public:
     void apply(Candidates& c) override {
+        if (c.formed && !c.ids.empty()) {  // (a constraint stage found the best allowed token: grammar.cpp)
+            c.chosen = c.ids[0];
+            return;
+        }
         int32_t best = 0;
         // Strictly greater: ties go to the lower id; a NaN never wins over a number.
         for (int i = 1; i < c.n_vocab; ++i)

@@ -21,7 +21,8 @@ std::unique_ptr<SamplerStage> make_logit_bias(std::vector<std::pair<int32_t, flo
 // per distinct token (llama.cpp's: a positive logit divided, a negative one multiplied), and
 // OpenAI's logit -= count * frequency + (count > 0) * presence.
 std::unique_ptr<SamplerStage> make_penalties(float repeat, float frequency, float presence, int last_n);
-// greedy.cpp: the first (lowest id) maximum of the logits.
+// greedy.cpp: the first (lowest id) maximum of the logits (or the first candidate a stage
+// before it formed).
 std::unique_ptr<SamplerStage> make_greedy();
 // top_k.cpp: forms the candidates: the k best logits in order (larger first, NaN last, ties to
 // the lower id); k <= 0 or >= n_vocab: every id, in id order.
@@ -40,10 +41,10 @@ std::unique_ptr<SamplerStage> make_min_p(float min_p);
 // candidate by cumulative probability.
 std::unique_ptr<SamplerStage> make_draw(uint64_t seed, uint64_t stream);
 // grammar.cpp: bans what the grammar does not allow next (grammar/matcher.h), then follows
-// each chosen token. `top_k` and `greedy` are the chain's: when the tokens that the next
-// stages would pick from without the ban are all allowed, the ban changes nothing and no full
-// mask is computed (the usual case: a model mostly writes what the grammar allows). A state
-// where no token is allowed, or every allowed one is banned by the bias, is an error.
+// each chosen token. `top_k` and `greedy` are the chain's: the candidates they would form
+// under the ban are found by checking the likeliest tokens one by one, and only where the
+// grammar allows few of them is a full mask computed (it forms the candidates itself, c.formed).
+// A state where no token is allowed, or every allowed one is banned by the bias, is an error.
 std::unique_ptr<SamplerStage> make_grammar(std::shared_ptr<const grammar::Grammar> g, std::shared_ptr<const grammar::TokenMask> vocab,
                                            int top_k, bool greedy);
 // keyed.cpp: the uniform number in [0, 1) that draws position `pos` (53 random bits).
