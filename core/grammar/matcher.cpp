@@ -103,7 +103,7 @@ uint32_t Automaton::intern_state(uint32_t set, uint32_t cp, uint8_t need, uint8_
     uint32_t id = uint32_t(states_.size());
     states_.push_back(std::move(s));
     row_of_.push_back(-1);
-    plain_.push_back(-1);
+    plain_.push_back(kUnknown);
     state_ids_.emplace(k, id);
     return id;
 }
@@ -177,8 +177,8 @@ int32_t Automaton::compute_next(uint32_t s, uint8_t b) {
     return result;
 }
 
-bool Automaton::plain_loop(uint32_t s) {
-    if (plain_[s] >= 0) return plain_[s];
+int32_t Automaton::plain_next(uint32_t s) {
+    if (plain_[s] != kUnknown) return plain_[s];
     bool ok = states_[s].need == 0;
     // Each stack's class holds all of U+0080..U+10FFFF or none of it: then every non-ASCII
     // character moves the same stacks (a stack's successors do not depend on the character),
@@ -198,14 +198,15 @@ bool Automaton::plain_loop(uint32_t s) {
         }
         ok = all || !any;
     }
-    for (int b = 0x20; ok && b < 0x7F; ++b)
-        if (b != '"' && b != '\\') ok = next(s, uint8_t(b)) == int32_t(s);
+    int32_t to = ok ? next(s, ' ') : kMixed;
+    for (int b = 0x21; ok && b < 0x7F; ++b)
+        if (b != '"' && b != '\\') ok = next(s, uint8_t(b)) == to;
     if (ok) {
         int32_t t = next(s, 0xC2);
-        ok = t >= 0 && next(uint32_t(t), 0x80) == int32_t(s);
+        ok = (t < 0 ? t : next(uint32_t(t), 0x80)) == to;
     }
-    plain_[s] = ok ? 1 : 0;
-    return ok;
+    plain_[s] = ok ? to : kMixed;
+    return plain_[s];
 }
 
 const std::string& Automaton::key(uint32_t s) {

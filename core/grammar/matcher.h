@@ -56,10 +56,14 @@ public:
         return compute_next(s, byte);
     }
     bool accepting(uint32_t s) const { return states_[s].accepting; }
-    // Whether state s stays s on every "plain" character: printable ASCII but '"' and '\', and
-    // every non-ASCII character (the inside of a JSON string). From such a state every token of
-    // plain characters is allowed without walking it (token_mask.cpp). Memoized.
-    bool plain_loop(uint32_t s);
+    // The one state every "plain" character leads to from s (printable ASCII but '"' and '\\',
+    // and every non-ASCII character: the inside of a JSON string), kReject if all of them are
+    // refused, or kMixed if they go different ways. Along a run of such states the state after
+    // a token of plain characters depends only on how many characters it has, which lets the
+    // token mask set those tokens without walking them (token_mask.cpp). Memoized.
+    static constexpr int32_t kMixed = -3;
+    int32_t plain_next(uint32_t s);
+    bool plain_loop(uint32_t s) { return plain_next(s) == int32_t(s); }
     bool can_continue(uint32_t s) const { return states_[s].can_continue; }
     // The state's content, independent of this arena's numbering: the grammar's fingerprint,
     // the unfinished UTF-8 sequence and the stacks as position lists, sorted. Equal keys mean
@@ -100,7 +104,7 @@ private:
     std::unordered_map<std::string, uint32_t> set_ids_;  // the id list's bytes -> set id
     std::vector<State> states_;
     std::vector<int32_t> row_of_;  // per state: its transition row, or -1 (apart: the walk's hot read)
-    std::vector<int8_t> plain_;    // per state: plain_loop, -1 not yet known
+    std::vector<int32_t> plain_;   // per state: plain_next, kUnknown if not yet known
     std::unordered_map<uint64_t, uint32_t> state_ids_;
     std::vector<int32_t> rows_;
     size_t n_rows_ = 0;

@@ -9,14 +9,16 @@ namespace ls::grammar {
 namespace {
 
 // Complete, well-formed UTF-8 of printable ASCII other than '"' and '\\', or any non-ASCII
-// character: what a JSON string takes without an escape.
-bool plain_token(const std::string& t) {
-    size_t i = 0, n = t.size();
+// character: what a JSON string takes without an escape. Returns the number of characters,
+// or 0 if the token is not plain.
+size_t plain_chars(const std::string& t) {
+    size_t i = 0, n = t.size(), chars = 0;
     while (i < n) {
         unsigned char c = (unsigned char)t[i];
         if (c < 0x80) {
-            if (c < 0x20 || c == 0x7F || c == '"' || c == '\\') return false;
+            if (c < 0x20 || c == 0x7F || c == '"' || c == '\\') return 0;
             ++i;
+            ++chars;
             continue;
         }
         size_t len;
@@ -24,15 +26,16 @@ bool plain_token(const std::string& t) {
         if (c >= 0xC2 && c <= 0xDF) len = 2;
         else if (c >= 0xE0 && c <= 0xEF) { len = 3; if (c == 0xE0) lo = 0xA0; if (c == 0xED) hi = 0x9F; }
         else if (c >= 0xF0 && c <= 0xF4) { len = 4; if (c == 0xF0) lo = 0x90; if (c == 0xF4) hi = 0x8F; }
-        else return false;
-        if (i + len > n) return false;  // a character split off: walked exactly instead
+        else return 0;
+        if (i + len > n) return 0;  // a character split off: walked exactly instead
         unsigned char c1 = (unsigned char)t[i + 1];
-        if (c1 < lo || c1 > hi) return false;
+        if (c1 < lo || c1 > hi) return 0;
         for (size_t k = 2; k < len; ++k)
-            if (((unsigned char)t[i + k] & 0xC0) != 0x80) return false;
+            if (((unsigned char)t[i + k] & 0xC0) != 0x80) return 0;
         i += len;
+        ++chars;
     }
-    return true;
+    return chars;
 }
 
 }  // namespace
@@ -46,13 +49,17 @@ TokenMask::TokenMask(std::vector<std::string> tokens, const std::vector<bool>& i
         if (flags_[i] & kEog) eog_ids_.push_back(int32_t(i));
     }
     std::vector<int32_t> text, other;
-    plain_bits_.assign(mask_words(), 0);
+    plain_upto_.assign(kMaxPlain + 1, std::vector<uint32_t>(mask_words(), 0));
     for (size_t i = 0; i < tokens_.size(); ++i) {
         if (flags_[i] || tokens_[i].empty()) continue;
         if (tokens_[i].size() > 0xFFFF) throw Error("token mask: token " + std::to_string(i) + " longer than 65535 bytes");
         text.push_back(int32_t(i));
-        if (plain_token(tokens_[i])) plain_bits_[i >> 5] |= 1u << (i & 31);
-        else other.push_back(int32_t(i));
+        size_t chars = plain_chars(tokens_[i]);
+        if (chars == 0 || chars > kMaxPlain) {
+            other.push_back(int32_t(i));
+            continue;
+        }
+        for (size_t k = chars; k <= kMaxPlain; ++k) plain_upto_[k][i >> 5] |= 1u << (i & 31);
     }
     all_ = build_trie(std::move(text));
     other_ = build_trie(std::move(other));
@@ -114,8 +121,20 @@ void TokenMask::walk(const Trie& t, const Matcher& m, uint32_t* bits) const {
 
 void TokenMask::compute(const Matcher& m, uint32_t* bits) const {
     detail::Automaton& a = m.automaton();
-    if (a.plain_loop(m.state())) {
-        std::memcpy(bits, plain_bits_.data(), mask_words() * sizeof(uint32_t));
+    // Follow the plain characters: k of them in a row are allowed, each step to one state.
+    uint32_t s = m.state();
+    size_t k = 0;
+    bool uniform = true;
+    while (k < kMaxPlain) {
+        int32_t t = a.plain_next(s);
+        if (t == detail::Automaton::kMixed) { uniform = false; break; }  // longer tokens: walked
+        if (t < 0) break;
+        ++k;
+        if (uint32_t(t) == s) { k = kMaxPlain; break; }  // a loop: any number
+        s = uint32_t(t);
+    }
+    if (uniform) {
+        std::memcpy(bits, plain_upto_[k].data(), mask_words() * sizeof(uint32_t));
         walk(other_, m, bits);
     } else {
         std::memset(bits, 0, mask_words() * sizeof(uint32_t));

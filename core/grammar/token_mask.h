@@ -73,11 +73,13 @@ private:
     std::vector<uint8_t> flags_;
     std::vector<int32_t> eog_ids_;
     Trie all_;    // every text token
-    // The inside of a JSON string allows every token of "plain" characters (complete UTF-8,
-    // no '"', '\' or control character); from such a state (Automaton::plain_loop) those are
-    // set at once and only the other tokens are walked.
+    // Inside a JSON string, the state after a token of "plain" characters (complete UTF-8, no
+    // '"', '\\' or control character) depends only on its length in characters
+    // (Automaton::plain_next): those tokens are set at once from plain_upto_[k], the plain
+    // tokens of at most k characters, and only the other tokens are walked.
+    static constexpr size_t kMaxPlain = 48;  // longer plain tokens go with the other ones
     Trie other_;
-    std::vector<uint32_t> plain_bits_;
+    std::vector<std::vector<uint32_t>> plain_upto_;  // kMaxPlain + 1 masks
 
     // LRU over state keys (detail::Automaton::key).
     size_t capacity_;

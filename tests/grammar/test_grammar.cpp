@@ -305,10 +305,13 @@ void check_mask(const TokenMask& v, const Matcher& m) {
 
 TEST_CASE("token mask: equals allows() and an independent replay on a small vocabulary", "[grammar]") {
     auto v = small_vocab();
-    // JSON (its strings take the plain-token shortcut), and strings whose classes leave out
-    // one ASCII letter or a block of non-ASCII characters (the shortcut must not apply).
+    // JSON (its strings take the plain-token shortcut), strings whose classes leave out one
+    // ASCII letter or a block of non-ASCII characters (the shortcut must not apply), and
+    // strings of at most 3 characters (the shortcut counts characters).
     const char* grammars[] = {kJson, "root ::= (\"\\\"\" [^\"x]* \"\\\"\" \" \"?)+\n",
-                              "root ::= \"\\\"\" [^\"\\\\\\x00-\\x1F\\u00e0-\\u00ff]* \"\\\"\"\n"};
+                              "root ::= \"\\\"\" [^\"\\\\\\x00-\\x1F\\u00e0-\\u00ff]* \"\\\"\"\n",
+                              // a bounded length: a chain of states, each taking any plain character
+                              "root ::= (\"\\\"\" [^\"\\\\\\x00-\\x1F]{0,3} \"\\\"\" \" \"?)+\n"};
     for (const char* text : grammars) {
         auto g = Grammar::parse(text);
         INFO(text);
@@ -357,6 +360,15 @@ TEST_CASE("token mask: equals allows() and an independent replay on a small voca
     Matcher no_latin(Grammar::parse(grammars[2]));
     REQUIRE(no_latin.accept_bytes("\"ab"));
     CHECK_FALSE(no_latin.automaton().plain_loop(no_latin.state()));
+    CHECK(no_latin.automaton().plain_next(no_latin.state()) == detail::Automaton::kMixed);
+    Matcher short_string(Grammar::parse(grammars[3]));
+    REQUIRE(short_string.accept_bytes("\"a"));
+    auto& a = short_string.automaton();
+    int32_t s1 = a.plain_next(short_string.state());
+    REQUIRE(s1 >= 0);
+    int32_t s2 = a.plain_next(uint32_t(s1));
+    REQUIRE(s2 >= 0);
+    CHECK(a.plain_next(uint32_t(s2)) == detail::Automaton::kReject);
 }
 
 TEST_CASE("token mask: end tokens only where the root may end, special and empty never", "[grammar]") {
