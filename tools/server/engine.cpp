@@ -35,6 +35,12 @@ void Engine::shutdown() {
     queue_.clear();
     for (auto& sl : slots_)
         if (sl.job) sl.job->push(bye), sl.job.reset();
+    EmbedResult gone;
+    gone.error = bye.error;
+    for (auto& j : embed_queue_) j->finish(gone);
+    embed_queue_.clear();
+    for (auto& sl : slots_)
+        if (sl.embed) sl.embed->finish(gone), sl.embed.reset();
 }
 
 bool Engine::submit(std::shared_ptr<Job> job) {
@@ -43,7 +49,7 @@ bool Engine::submit(std::shared_ptr<Job> job) {
         if (stop_) return false;
         // Waiting requests beyond the free slots count against the queue's bound.
         const int64_t free_slots = int64_t(slots_.size()) - metrics_.slots_busy.load();
-        if (int64_t(queue_.size()) >= std::max<int64_t>(free_slots, 0) + int64_t(max_queue_)) return false;
+        if (int64_t(queue_.size() + embed_queue_.size()) >= std::max<int64_t>(free_slots, 0) + int64_t(max_queue_)) return false;
         queue_.push_back(std::move(job));
         metrics_.queue_length = int64_t(queue_.size());
     }
@@ -53,7 +59,7 @@ bool Engine::submit(std::shared_ptr<Job> job) {
 
 bool Engine::busy() const {
     for (const auto& sl : slots_)
-        if (sl.job) return true;
+        if (sl.taken()) return true;
     return false;
 }
 
@@ -61,12 +67,14 @@ void Engine::run() {
     while (true) {
         {
             std::unique_lock<std::mutex> l(m_);
-            cv_.wait(l, [&] { return stop_ || !queue_.empty() || busy(); });
+            cv_.wait(l, [&] { return stop_ || !queue_.empty() || !embed_queue_.empty() || busy(); });
             if (stop_) return;
         }
         drop_cancelled();
+        admit_embed();
         admit();
         step();
+        step_embed();
     }
 }
 
@@ -79,7 +87,18 @@ void Engine::drop_cancelled() {
             metrics_.requests_cancelled++;
             metrics_.slots_busy--;
         }
+    for (size_t i = 0; i < slots_.size(); ++i)
+        if (Slot& sl = slots_[i]; sl.embed && sl.embed->cancelled()) {
+            sl.embed.reset();
+            sl.embed_run.reset();
+            metrics_.requests_cancelled++;
+            metrics_.slots_busy--;
+        }
     std::lock_guard<std::mutex> l(m_);
+    const size_t embeds = embed_queue_.size();
+    embed_queue_.erase(std::remove_if(embed_queue_.begin(), embed_queue_.end(), [](const auto& j) { return j->cancelled(); }),
+                       embed_queue_.end());
+    metrics_.requests_cancelled += embeds - embed_queue_.size();
     const size_t before = queue_.size();
     queue_.erase(std::remove_if(queue_.begin(), queue_.end(), [](const auto& j) { return j->cancelled(); }), queue_.end());
     metrics_.requests_cancelled += before - queue_.size();
@@ -97,7 +116,7 @@ void Engine::admit() {
             size_t best_common = 0;
             const auto& prompt = queue_.front()->params.prompt;
             for (size_t i = 0; i < slots_.size(); ++i) {
-                if (slots_[i].job) continue;
+                if (slots_[i].taken()) continue;
                 const auto& have = s_.seq_tokens(int(i));
                 size_t c = 0;
                 while (c < have.size() && c < prompt.size() && have[c] == prompt[c]) ++c;

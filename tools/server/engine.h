@@ -16,6 +16,7 @@
 #include "core/runtime/session.h"
 #include "core/runtime/speculative.h"
 #include "core/text/tokenizer.h"
+#include "tools/server/embed_job.h"
 #include "tools/server/job.h"
 #include "tools/server/metrics.h"
 #include "tools/server/stop_text.h"
@@ -39,6 +40,11 @@ public:
 
     // Queues a job; false (and nothing queued) when every slot is busy and the queue is full.
     bool submit(std::shared_ptr<Job> job);
+    // Queues an embeddings job (the same bound). It takes a free slot like a generation
+    // request and is evaluated there a chunk of at most one ubatch per engine step, between
+    // generation steps, so that neither stalls the other; its vectors are the same bits
+    // whatever else the engine serves (DecodeOutput::Hidden, pooled in token order).
+    bool submit(std::shared_ptr<EmbedJob> job);
     int n_slots() const { return int(slots_.size()); }
 
 private:
@@ -55,6 +61,12 @@ private:
         Usage usage;
         StopText::Out last;  // what the final token released, sent with the finish
         uint64_t last_used = 0;
+        // An embeddings job in this slot instead (engine_embed.cpp): its inputs one after
+        // another, the current one's run, and the vectors so far.
+        std::shared_ptr<EmbedJob> embed;
+        std::unique_ptr<EmbedRun> embed_run;
+        EmbedResult embed_out;
+        bool taken() const { return job || embed; }
     };
 
     void run();
@@ -68,6 +80,10 @@ private:
     // Ends slot i's job: `last` is what the final token released (if any).
     void finish(int i, const std::string& reason, const std::string& error = {}, StopText::Out* last = nullptr);
     void emit(Slot& sl, Job& job, StopText::Out&& out, const std::string& finish, const std::string& error);
+    // Embeddings (engine_embed.cpp): queued jobs to free slots; one chunk of the oldest.
+    void admit_embed();
+    void step_embed();
+    void end_embed(int i, const std::string& error);
 
     Session& s_;
     const Tokenizer& tok_;
@@ -81,6 +97,7 @@ private:
     std::mutex m_;
     std::condition_variable cv_;
     std::deque<std::shared_ptr<Job>> queue_;
+    std::deque<std::shared_ptr<EmbedJob>> embed_queue_;
     bool stop_ = false;
     std::thread thread_;
 };
