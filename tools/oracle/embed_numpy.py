@@ -6,7 +6,8 @@ the output matrix would multiply), pooled (mean, cls = first token, last = last 
 L2-normalized, as llama.cpp's embeddings and llama-server's /v1/embeddings define them.
 
 Independent of lockstep's graph: no shared code, float64 throughout, attention as a plain
-masked softmax. tests/runtime/test_embed.cpp compares lockstep's vectors with these (cosine).
+masked softmax. It checks itself first: its hidden states times the output matrix must give the
+logits transformers wrote for the same files (tests/data/*_tiny.golden) within 1e-4. tests/runtime/test_embed.cpp compares lockstep's vectors with these (cosine).
 
 The GGUF layout it reads: matrices ne [in, out] (numpy [out, in]: y = x @ W.T); llama's attn_q /
 attn_k rows already permuted by the converter to interleaved rope pairs (2i, 2i+1), with Llama 3's
@@ -103,6 +104,20 @@ class Model:
         return self.rms(x, self.t["output_norm.weight"])
 
 
+def check_against_transformers(m, golden_path):
+    """The oracle's own check: its hidden states times the output matrix give the golden logits
+    that transformers wrote for these files (families_tiny.py), over a 100-token prompt.
+    Measured: qwen3 1.5e-5, llama 2.4e-6 (|logit| <= 18; float32 in transformers)."""
+    d = open(golden_path, "rb").read()
+    n, V = np.frombuffer(d, "<i4", 2)
+    toks = np.frombuffer(d, "<i4", n, 8)
+    want = np.frombuffer(d, "<f4", n * V, 8 + 4 * n).reshape(n, V)
+    W = m.t.get("output.weight", m.t["token_embd.weight"])
+    worst = np.abs(m.hidden([int(t) for t in toks]) @ W.T - want).max()
+    assert worst < 1e-4, (golden_path, worst)
+    print("%s: logits within %.2g of transformers'" % (golden_path, worst))
+
+
 def pool(hs, pooling):
     v = {"mean": hs.mean(axis=0), "cls": hs[0], "last": hs[-1]}[pooling]
     return v / np.linalg.norm(v)
@@ -114,6 +129,7 @@ def main():
     lines = ["# tools/oracle/embed_numpy.py: float64 embeddings (final RMS norm, pooled, L2-normalized)"]
     for name, poolings in (("qwen3_tiny.gguf", ("last", "mean")), ("llama_tiny.gguf", ("mean", "cls", "last"))):
         m = Model(src + "/tests/data/" + name)
+        check_against_transformers(m, src + "/tests/data/" + name.replace(".gguf", ".golden"))
         n_vocab = m.t["token_embd.weight"].shape[0]
         for n in (1, 7, 40, 133):
             toks = [int(t) for t in rng.integers(0, n_vocab, n)]
