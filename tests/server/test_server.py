@@ -834,7 +834,10 @@ def suite_embeddings(binary, model, args):
                     check(results[i] == gen_alone[i // 2 % 4], f"{n} concurrent: generation {i} differs from alone")
             print(f"embeddings: {n} concurrent requests (embeddings and generations) identical to alone", flush=True)
         # Eight embeddings of a long input at once, beside two generations: every chunk interleaves.
-        long_text = " ".join(PROMPTS) * 3
+        n_ctx = int(re.search(r"slots of (\d+) tokens", srv.text_log()).group(1))
+        long_text = " ".join(PROMPTS) * 3  # as long as a slot holds: many chunks at -ub 4
+        while len(srv.post("/tokenize", {"content": long_text, "add_special": True})[1]["tokens"]) > n_ctx:
+            long_text = long_text[: len(long_text) * 3 // 4]
         long_alone = emb({"input": long_text})["data"][0]["embedding"]
         results = [None] * 10
 
@@ -850,7 +853,6 @@ def suite_embeddings(binary, model, args):
         check(results[8] == gen_alone[0] and results[9] == gen_alone[1], "generation beside long embeddings differs")
         print("embeddings: 8 long two-input requests beside 2 generations identical to alone", flush=True)
 
-        n_ctx = int(re.search(r"slots of (\d+) tokens", srv.text_log()).group(1))
         bad = [
             ({"input": ""}, "empty string"),
             ({"input": []}, "empty list"),
