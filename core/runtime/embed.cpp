@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <stdexcept>
 
 namespace ls {
@@ -78,33 +79,48 @@ EmbedRun::EmbedRun(Session& s, int seq, std::vector<int32_t> tokens, Pooling poo
     sum_.assign(size_t(s.n_embd()), 0.0f);
 }
 
-bool EmbedRun::step(int64_t max_tokens) {
-    if (done()) return true;
+size_t EmbedRun::add_to(Batch& b, int64_t max_tokens) {
+    if (done()) return 0;
     // The sequence starts over at the first chunk (attention sees only this input).
     if (at_ == 0 && !s_.seq_rm(seq_, 0)) throw std::runtime_error("embedding: sequence " + std::to_string(seq_) + " could not be emptied");
     if (s_.seq_len(seq_) != int64_t(at_))
         throw std::runtime_error("embedding: sequence " + std::to_string(seq_) + " was changed while it was evaluated");
     const size_t n = tokens_.size();
     const size_t end = max_tokens <= 0 ? n : std::min(n, at_ + size_t(max_tokens));
-    Batch b;
+    size_t flagged = 0;
     for (size_t i = at_; i < end; ++i) {
         const bool want = pooling_ == Pooling::Mean || (pooling_ == Pooling::Cls && i == 0) || (pooling_ == Pooling::Last && i == n - 1);
         b.add(tokens_[i], seq_, int32_t(i), want);
+        flagged += want;
     }
-    const std::vector<float> h = s_.decode(b, DecodeOutput::Hidden);
+    added_ = end - at_;
+    return flagged;
+}
+
+void EmbedRun::take(const float* rows, size_t n_rows) {
     const size_t E = sum_.size();
     if (pooling_ == Pooling::Mean) {
         // Token after token, so the sum does not depend on the chunking.
-        for (size_t r = 0; r + E <= h.size(); r += E)
-            for (size_t e = 0; e < E; ++e) sum_[e] += h[r + e];
-    } else if (h.size() == E) {
-        sum_ = h;
+        for (size_t r = 0; r < n_rows; ++r)
+            for (size_t e = 0; e < E; ++e) sum_[e] += rows[r * E + e];
+    } else if (n_rows == 1) {
+        sum_.assign(rows, rows + E);
     }
-    at_ = end;
+    at_ += added_;
+    added_ = 0;
     if (done() && pooling_ == Pooling::Mean) {
-        const float count = float(n);
+        const float count = float(tokens_.size());
         for (float& x : sum_) x /= count;
     }
+}
+
+bool EmbedRun::step(int64_t max_tokens) {
+    if (done()) return true;
+    Batch b;
+    const size_t rows = add_to(b, max_tokens);
+    const std::vector<float> h = s_.decode(b, DecodeOutput::Hidden);
+    if (h.size() != rows * sum_.size()) throw std::logic_error("embedding: the decode returned " + std::to_string(h.size()) + " values");
+    take(h.data(), rows);
     return done();
 }
 
@@ -116,6 +132,51 @@ std::vector<float> embed(Session& s, int seq, const std::vector<int32_t>& tokens
     std::vector<float> v = run.pooled();
     embd_normalize(v, normalize);
     return v;
+}
+
+std::vector<std::vector<float>> embed_many(Session& s, const std::vector<int>& seqs, const std::vector<std::vector<int32_t>>& inputs,
+                                           Pooling pooling, int normalize) {
+    if (normalize < -1) throw std::invalid_argument("embedding normalization " + std::to_string(normalize) + " is not one of -1, 0, 1, 2 or p > 2");
+    if (seqs.empty()) throw std::invalid_argument("embed_many: no sequence slots");
+    // Every input checked before anything is evaluated.
+    for (const auto& in : inputs) EmbedRun(s, seqs[0], in, pooling);
+    std::vector<std::vector<float>> out(inputs.size());
+    std::vector<std::unique_ptr<EmbedRun>> running;  // oldest first
+    std::vector<size_t> which;                       // the input each runs
+    size_t next = 0;
+    const int64_t ub = s.params().n_ubatch;
+    while (next < inputs.size() || !running.empty()) {
+        for (int q : seqs) {
+            if (next == inputs.size()) break;
+            bool busy = false;
+            for (const auto& r : running) busy |= r->seq() == q;
+            if (busy) continue;
+            running.push_back(std::make_unique<EmbedRun>(s, q, inputs[next], pooling));
+            which.push_back(next++);
+        }
+        // One batch: the oldest runs' next tokens, up to a ubatch.
+        Batch b;
+        std::vector<size_t> rows;
+        for (auto& r : running) {
+            const int64_t room = ub - int64_t(b.size());
+            rows.push_back(room > 0 ? r->add_to(b, room) : 0);
+        }
+        const std::vector<float> h = s.decode(b, DecodeOutput::Hidden);
+        const size_t E = size_t(s.n_embd());
+        size_t at = 0;
+        for (size_t k = 0; k < running.size(); ++k) {
+            running[k]->take(h.data() + at * E, rows[k]);
+            at += rows[k];
+        }
+        for (size_t k = running.size(); k-- > 0;)
+            if (running[k]->done()) {
+                out[which[k]] = running[k]->pooled();
+                embd_normalize(out[which[k]], normalize);
+                running.erase(running.begin() + int64_t(k));
+                which.erase(which.begin() + int64_t(k));
+            }
+    }
+    return out;
 }
 
 }  // namespace ls

@@ -39,8 +39,9 @@ void embd_normalize(std::vector<float>& v, int norm);
 // `dimensions`); n must be in [1, v.size()].
 std::vector<float> embd_truncate(const std::vector<float>& pooled, int64_t n, int norm);
 
-// One sequence's embedding, computed a bounded chunk at a time (the server's engine runs one
-// chunk between generation steps). The sequence slot is emptied first; it holds the text
+// One sequence's embedding, computed a bounded chunk at a time, alone (step) or with other
+// runs in one batch (add_to, then take): the server's engine runs chunks of every embeddings
+// job between generation steps. The sequence slot is emptied first; it holds the text
 // afterwards (its rows may be reused as a prefix by a later request).
 class EmbedRun {
 public:
@@ -48,25 +49,38 @@ public:
     // input or one longer than the context, std::out_of_range for a token outside the
     // vocabulary: all before anything is evaluated.
     EmbedRun(Session& s, int seq, std::vector<int32_t> tokens, Pooling pooling);
-    // Evaluates up to max_tokens more tokens (one Session::decode call; max_tokens <= 0: all
-    // the rest). Returns true once every token is evaluated.
+    // Appends up to max_tokens of the tokens still to evaluate to `b` (max_tokens <= 0: all),
+    // flagging those whose states the pooling needs. Returns the number of flagged tokens: the
+    // rows of the decode's output (DecodeOutput::Hidden) that take() reads, in batch order.
+    // Empties the sequence before its first chunk.
+    size_t add_to(Batch& b, int64_t max_tokens);
+    // After the decode of the batch: the rows for the flagged tokens of the last add_to.
+    void take(const float* rows, size_t n_rows);
+    // add_to, decode, take: one Session::decode call. Returns true once every token is evaluated.
     bool step(int64_t max_tokens);
     bool done() const { return at_ == tokens_.size(); }
     // The pooled vector (not normalized); valid once done().
     const std::vector<float>& pooled() const { return sum_; }
     size_t n_tokens() const { return tokens_.size(); }
+    int seq() const { return seq_; }
 
 private:
     Session& s_;
     int seq_;
     std::vector<int32_t> tokens_;
     Pooling pooling_;
-    size_t at_ = 0;
+    size_t at_ = 0, added_ = 0;  // evaluated; in the batch being evaluated
     std::vector<float> sum_;  // n_embd
 };
 
 // The whole of it: evaluates `tokens` in sequence `seq` in chunks of the session's ubatch,
 // pools and normalizes.
 std::vector<float> embed(Session& s, int seq, const std::vector<int32_t>& tokens, Pooling pooling, int normalize = 2);
+
+// Several inputs at once over the sequence slots `seqs`: each input runs in one slot, up to
+// seqs.size() of them side by side in each decode call of at most the session's ubatch tokens
+// (a freed slot takes the next input). Each vector is the same bits as embed() gives it alone.
+std::vector<std::vector<float>> embed_many(Session& s, const std::vector<int>& seqs, const std::vector<std::vector<int32_t>>& inputs,
+                                           Pooling pooling, int normalize = 2);
 
 }  // namespace ls

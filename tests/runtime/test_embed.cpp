@@ -91,6 +91,21 @@ TEST_CASE("embed: tiny qwen3 and llama embeddings match the float64 oracle, the 
                     else CHECK(same_bits(got, first[k]));
                     ++k;
                 }
+                // The same inputs side by side in both slots (embed_many): the same bits.
+                for (Pooling pl : {Pooling::Mean, Pooling::Cls, Pooling::Last}) {
+                    std::vector<std::vector<int32_t>> inputs;
+                    std::vector<size_t> ks;
+                    size_t j = 0;
+                    for (const OracleCase& c : cases) {
+                        if (c.model != kind + "_tiny.gguf") continue;
+                        if (c.pooling == pl) inputs.push_back(c.tokens), ks.push_back(j);
+                        ++j;
+                    }
+                    if (inputs.empty()) continue;
+                    INFO(kind << " " << pooling_name(pl) << " side by side, backend " << bk << ", ubatch " << ub);
+                    const auto many = embed_many(*s, {0, 1}, inputs, pl);
+                    for (size_t q = 0; q < many.size(); ++q) CHECK(same_bits(many[q], first[ks[q]]));
+                }
             }
         }
     }

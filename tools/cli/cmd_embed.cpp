@@ -1,6 +1,7 @@
 // lockstep embed: llama-embedding's job. Each text is tokenized as the server does (the
-// vocabulary's BOS / EOS where it adds them), evaluated alone in sequence 0 in ubatch chunks,
-// pooled and normalized (core/runtime/embed.h), and printed.
+// vocabulary's BOS / EOS where it adds them), evaluated in its own sequence slot, up to 8
+// side by side in ubatch chunks (embed_many), pooled and normalized (core/runtime/embed.h),
+// and printed.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -30,18 +31,23 @@ int cmd_embed(const Options& o) {
     if (pooling == Pooling::None)
         throw std::runtime_error("this model has no pooling (its GGUF sets no " + app.model->hparams().arch +
                                  ".pooling_type): choose one with --pooling mean|cls|last");
-    Session s(*app.model, *app.backend, app.session_params(o));
-    std::vector<std::vector<float>> out;
+    // Up to 8 texts side by side (a sequence slot each): the same vectors as one at a time.
+    SessionParams sp = app.session_params(o);
+    sp.n_seq = int32_t(std::min<size_t>(texts.size(), 8));
+    Session s(*app.model, *app.backend, sp);
+    std::vector<std::vector<int32_t>> inputs;
     size_t n_tokens = 0;
-    const auto t0 = std::chrono::steady_clock::now();
     for (size_t i = 0; i < texts.size(); ++i) {
-        const std::vector<int32_t> ids = app.tokenizer->encode(texts[i], app.tokenizer->add_bos_default(), true);
-        if (int64_t(ids.size()) > s.params().n_ctx)
-            throw std::runtime_error("text " + std::to_string(i + 1) + " has " + std::to_string(ids.size()) + " tokens, more than the context of " +
-                                     std::to_string(s.params().n_ctx) + " (raise -c)");
-        n_tokens += ids.size();
-        out.push_back(embed(s, 0, ids, pooling, o.embd_normalize));
+        inputs.push_back(app.tokenizer->encode(texts[i], app.tokenizer->add_bos_default(), true));
+        if (int64_t(inputs.back().size()) > s.params().n_ctx)
+            throw std::runtime_error("text " + std::to_string(i + 1) + " has " + std::to_string(inputs.back().size()) +
+                                     " tokens, more than the context of " + std::to_string(s.params().n_ctx) + " (raise -c)");
+        n_tokens += inputs.back().size();
     }
+    std::vector<int> seqs;
+    for (int q = 0; q < sp.n_seq; ++q) seqs.push_back(q);
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::vector<std::vector<float>> out = embed_many(s, seqs, inputs, pooling, o.embd_normalize);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     auto print_vec = [](const std::vector<float>& v) {
         for (size_t j = 0; j < v.size(); ++j) std::printf("%s%.9g", j ? "," : "", double(v[j]));

@@ -41,8 +41,9 @@ public:
     // Queues a job; false (and nothing queued) when every slot is busy and the queue is full.
     bool submit(std::shared_ptr<Job> job);
     // Queues an embeddings job (the same bound). It takes a free slot like a generation
-    // request and is evaluated there a chunk of at most one ubatch per engine step, between
-    // generation steps, so that neither stalls the other; its vectors are the same bits
+    // request; each engine step, after the generation batch, evaluates the next chunks of the
+    // embeddings jobs (at most one ubatch in all) as a batch of its own, so that neither stalls
+    // the other; its vectors are the same bits
     // whatever else the engine serves (DecodeOutput::Hidden, pooled in token order).
     bool submit(std::shared_ptr<EmbedJob> job);
     int n_slots() const { return int(slots_.size()); }
@@ -80,7 +81,7 @@ private:
     // Ends slot i's job: `last` is what the final token released (if any).
     void finish(int i, const std::string& reason, const std::string& error = {}, StopText::Out* last = nullptr);
     void emit(Slot& sl, Job& job, StopText::Out&& out, const std::string& finish, const std::string& error);
-    // Embeddings (engine_embed.cpp): queued jobs to free slots; one chunk of the oldest.
+    // Embeddings (engine_embed.cpp): queued jobs to free slots; a batch of their next chunks.
     void admit_embed();
     void step_embed();
     void end_embed(int i, const std::string& error);

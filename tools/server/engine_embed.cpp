@@ -1,7 +1,8 @@
-// The engine's embeddings jobs: each takes a free slot and is evaluated there one chunk (at most
-// a ubatch) per engine step, after the generation step, as its own Session::decode call with
-// DecodeOutput::Hidden. A chunk's hidden states depend on nothing but the slot's own tokens, and
+// The engine's embeddings jobs: each takes a free slot, and each engine step, after the
+// generation step, evaluates the next chunks of every one (oldest first, at most a ubatch in
+// all) in one Session::decode call with DecodeOutput::Hidden. A chunk's hidden states depend on nothing but the slot's own tokens, and
 // EmbedRun pools them in token order, so a vector is the same bits alone or beside any load.
+#include <algorithm>
 #include <stdexcept>
 
 #include "tools/server/engine.h"
@@ -63,27 +64,50 @@ void Engine::end_embed(int i, const std::string& error) {
 }
 
 void Engine::step_embed() {
-    // The oldest admitted embeddings job gets one chunk this step.
-    int i = -1;
+    // Embedding slots, oldest job first; each starts its next input if it has none running.
+    std::vector<int> order;
     for (size_t k = 0; k < slots_.size(); ++k)
-        if (slots_[k].embed && (i < 0 || slots_[k].last_used < slots_[size_t(i)].last_used)) i = int(k);
-    if (i < 0) return;
-    Slot& sl = slots_[size_t(i)];
-    const EmbedParams& p = sl.embed->params;
-    try {
-        if (!sl.embed_run) {
-            const auto& tokens = p.inputs.at(sl.embed_out.pooled.size());
-            sl.embed_run = std::make_unique<EmbedRun>(s_, i, tokens, p.pooling);
-            metrics_.prompt_tokens += tokens.size();
+        if (slots_[k].embed) order.push_back(int(k));
+    if (order.empty()) return;
+    std::sort(order.begin(), order.end(), [&](int a, int b) { return slots_[size_t(a)].last_used < slots_[size_t(b)].last_used; });
+    // One batch of at most a ubatch: the next chunk of each, oldest first.
+    Batch b;
+    std::vector<std::pair<int, size_t>> parts;  // slot, its flagged rows
+    for (int i : order) {
+        Slot& sl = slots_[size_t(i)];
+        const int64_t room = s_.params().n_ubatch - int64_t(b.size());
+        if (room <= 0) break;
+        try {
+            if (!sl.embed_run) {
+                const auto& tokens = sl.embed->params.inputs.at(sl.embed_out.pooled.size());
+                sl.embed_run = std::make_unique<EmbedRun>(s_, i, tokens, sl.embed->params.pooling);
+                metrics_.prompt_tokens += tokens.size();
+            }
+            parts.emplace_back(i, sl.embed_run->add_to(b, room));
+        } catch (const std::exception& e) {
+            end_embed(i, std::string("embedding failed: ") + e.what());
         }
-        if (sl.embed_run->step(s_.params().n_ubatch)) {
+    }
+    if (parts.empty()) return;
+    std::vector<float> h;
+    try {
+        h = s_.decode(b, DecodeOutput::Hidden);
+    } catch (const std::exception& e) {
+        for (const auto& [i, rows] : parts) end_embed(i, std::string("embedding failed: ") + e.what());
+        return;
+    }
+    const size_t E = size_t(s_.n_embd());
+    size_t at = 0;
+    for (const auto& [i, rows] : parts) {
+        Slot& sl = slots_[size_t(i)];
+        sl.embed_run->take(h.data() + at * E, rows);
+        at += rows;
+        if (sl.embed_run->done()) {
             sl.embed_out.pooled.push_back(sl.embed_run->pooled());
             sl.embed_out.prompt_tokens += int64_t(sl.embed_run->n_tokens());
             sl.embed_run.reset();
-            if (sl.embed_out.pooled.size() == p.inputs.size()) end_embed(i, "");
+            if (sl.embed_out.pooled.size() == sl.embed->params.inputs.size()) end_embed(i, "");
         }
-    } catch (const std::exception& e) {
-        end_embed(i, std::string("embedding failed: ") + e.what());
     }
 }
 
