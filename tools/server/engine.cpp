@@ -40,7 +40,10 @@ void Engine::shutdown() {
     for (auto& j : embed_queue_) j->finish(gone);
     embed_queue_.clear();
     for (auto& sl : slots_)
-        if (sl.embed) sl.embed->finish(gone), sl.embed.reset();
+        if (sl.embed) {
+            if (sl.embed->job) sl.embed->job->finish(gone), sl.embed->job.reset();
+            sl.embed.reset();
+        }
 }
 
 bool Engine::submit(std::shared_ptr<Job> job) {
@@ -88,11 +91,9 @@ void Engine::drop_cancelled() {
             metrics_.slots_busy--;
         }
     for (size_t i = 0; i < slots_.size(); ++i)
-        if (Slot& sl = slots_[i]; sl.embed && sl.embed->cancelled()) {
-            sl.embed.reset();
-            sl.embed_run.reset();
+        if (Slot& sl = slots_[i]; sl.embed && sl.embed->job->cancelled()) {
             metrics_.requests_cancelled++;
-            metrics_.slots_busy--;
+            release_embed(int(i), true, "cancelled");
         }
     std::lock_guard<std::mutex> l(m_);
     const size_t embeds = embed_queue_.size();

@@ -41,7 +41,8 @@ public:
     // Queues a job; false (and nothing queued) when every slot is busy and the queue is full.
     bool submit(std::shared_ptr<Job> job);
     // Queues an embeddings job (the same bound). It takes a free slot like a generation
-    // request; each engine step, after the generation batch, evaluates the next chunks of the
+    // request, and more while it has inputs to start and no generation request waits; each
+    // engine step, after the generation batch, evaluates the next chunks of the
     // embeddings jobs (at most one ubatch in all) as a batch of its own, so that neither stalls
     // the other; its vectors are the same bits
     // whatever else the engine serves (DecodeOutput::Hidden, pooled in token order).
@@ -49,6 +50,14 @@ public:
     int n_slots() const { return int(slots_.size()); }
 
 private:
+    // An admitted embeddings job: its inputs go to the slots it holds, one at a time each.
+    struct EmbedWork {
+        std::shared_ptr<EmbedJob> job;
+        uint64_t order = 0;  // admission, for oldest first
+        size_t next = 0;     // the next input to start
+        size_t done = 0;     // inputs finished
+        EmbedResult out;
+    };
     struct Slot {
         std::shared_ptr<Job> job;
         int64_t n_gen = 0;
@@ -62,11 +71,11 @@ private:
         Usage usage;
         StopText::Out last;  // what the final token released, sent with the finish
         uint64_t last_used = 0;
-        // An embeddings job in this slot instead (engine_embed.cpp): its inputs one after
-        // another, the current one's run, and the vectors so far.
-        std::shared_ptr<EmbedJob> embed;
+        // Or an embeddings job (engine_embed.cpp), which may hold several slots: the input this
+        // slot runs (its index in the job's inputs).
+        std::shared_ptr<EmbedWork> embed;
         std::unique_ptr<EmbedRun> embed_run;
-        EmbedResult embed_out;
+        size_t embed_input = 0;
         bool taken() const { return job || embed; }
     };
 
@@ -84,7 +93,9 @@ private:
     // Embeddings (engine_embed.cpp): queued jobs to free slots; a batch of their next chunks.
     void admit_embed();
     void step_embed();
-    void end_embed(int i, const std::string& error);
+    // Frees slot i from its embeddings job; the job ends (answered with `error`, or its
+    // vectors) when `end`, and then every other slot it holds is freed too.
+    void release_embed(int i, bool end, const std::string& error = {});
 
     Session& s_;
     const Tokenizer& tok_;
