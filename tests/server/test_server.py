@@ -397,7 +397,7 @@ def suite_errors(binary, model, args):
                code="context_length_exceeded")
         # other endpoints
         expect(404, "GET", "/v1/nothing")
-        expect(404, "POST", "/v1/embeddings", {"input": "x"})
+        expect(400, "POST", "/v1/embeddings", {"input": "x"}, code="model_not_embedding")  # no pooling without --pooling
         expect(400, "POST", "/tokenize", {"content": 5}, param="content")
         expect(400, "POST", "/detokenize", {"tokens": [1, 10 ** 9]}, param="tokens")
         expect(400, "POST", "/detokenize", {"tokens": "abc"}, param="tokens")
