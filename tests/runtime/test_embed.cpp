@@ -74,7 +74,9 @@ TEST_CASE("embed: tiny qwen3 and llama embeddings match the float64 oracle, the 
         for (const std::string& bk : all_backend_names()) {
             LoadedModel l = load_tiny(bk, kind);
             REQUIRE(model_pooling(*l.model) == Pooling::None);  // the files set no pooling_type
+            // (ubatch 5 only where the device is not emulated on the CPU: lavapipe takes minutes.)
             for (int64_t ub : {int64_t(512), int64_t(16), int64_t(5)}) {
+                if (ub == 5 && cpu_emulated_gpu(bk)) continue;
                 auto s = new_session(l, 256, ub, DType::F16, 2);
                 size_t k = 0;
                 for (const OracleCase& c : cases) {
