@@ -20,6 +20,7 @@ usage: test_server.py SUITE BINARY MODEL [serve args...]
                base64 equal to float, dimensions, each error; every vector byte-identical alone
                and beside 1..8 concurrent generation and embedding requests; a model without
                pooling refuses (run without --pooling: that check; with it: the rest)
+  embeddings_mpi  /v1/embeddings through `mpirun -np N` pipeline stages (--mpi-np N) equals one process
 """
 import base64
 import json
@@ -237,6 +238,24 @@ def suite_mpi_chat(binary, model, args):
     for k, (a, b) in enumerate(zip(one, staged)):
         check(a == b, f"mpirun -np {n}: turn {k + 1} differs from one process's reply:\n{b!r}\nvs\n{a!r}")
     print(f"mpi_chat: mpirun -np {n}: six turns equal one process's replies", flush=True)
+
+
+def suite_embeddings_mpi(binary, model, args):
+    """/v1/embeddings through pipeline stages (--mpi-np N in the args): the vectors of one process."""
+    i = args.index("--mpi-np")
+    n, rest = args[i + 1], args[:i] + args[i + 2:]
+    body = {"input": [PROMPTS[0], PROMPTS[3] * 2, PROMPTS[5]]}
+    with Server(binary, model, ["-np", "2"] + rest) as srv:
+        st, one, _ = srv.post("/v1/embeddings", body)
+        check(st == 200, f"one process: {st} {one}")
+    wrapper = mpi_wrapper(binary, n)
+    try:
+        with Server(wrapper, model, ["-np", "2"] + rest, see_loading=False) as srv:
+            st, staged, _ = srv.post("/v1/embeddings", body)
+    finally:
+        os.unlink(wrapper)
+    check(st == 200 and staged["data"] == one["data"], f"mpirun -np {n}: the vectors differ from one process's: {st}")
+    print(f"embeddings_mpi: mpirun -np {n}: {len(body['input'])} vectors equal one process's", flush=True)
 
 
 def skip_without_device(binary, args):
@@ -896,4 +915,5 @@ if __name__ == "__main__":
     suite, binary, model, extra = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
     {"concurrency": suite_concurrency, "chat": suite_chat, "cancel": suite_cancel, "errors": suite_errors, "hostile": suite_hostile,
      "openai": suite_openai, "backends": suite_backends,
-     "chat_split": suite_chat_split, "mpi_chat": suite_mpi_chat, "embeddings": suite_embeddings}[suite](binary, model, extra)
+     "chat_split": suite_chat_split, "mpi_chat": suite_mpi_chat, "embeddings": suite_embeddings,
+     "embeddings_mpi": suite_embeddings_mpi}[suite](binary, model, extra)
