@@ -33,7 +33,47 @@ int64_t DecodeLoop::start(int seq, Start st) {
     return kept;
 }
 
-void DecodeLoop::cancel(int seq) { slots_.at(size_t(seq)) = Slot{}; }
+void DecodeLoop::fork(int src, int dst, Start st) {
+    const Slot& from = slots_.at(size_t(src));
+    Slot& sl = slots_.at(size_t(dst));
+    if (sl.active) throw std::logic_error("DecodeLoop::fork: slot " + std::to_string(dst) + " is busy");
+    if (!from.active || from.generating || from.fork_of >= 0)
+        throw std::logic_error("DecodeLoop::fork: slot " + std::to_string(src) + " has no prompt being evaluated");
+    if (!st.sampler) throw std::invalid_argument("DecodeLoop::fork: no sampler");
+    sl = Slot{};
+    st.prompt.clear();
+    sl.st = std::move(st);
+    sl.active = true;
+    sl.order = ++clock_;
+    sl.fork_of = src;
+}
+
+void DecodeLoop::cancel(int seq) {
+    slots_.at(size_t(seq)) = Slot{};
+    for (size_t j = 0; j < slots_.size(); ++j)
+        if (slots_[j].active && slots_[j].fork_of == seq) end(int(j), EndReason::Error, "the prompt this choice continues was cancelled");
+}
+
+void DecodeLoop::start_forks(int i, const std::vector<float>& logits, int64_t held) {
+    for (size_t j = 0; j < slots_.size(); ++j) {
+        Slot& f = slots_[j];
+        if (!f.active || f.fork_of != i) continue;
+        const int d = int(j);
+        try {
+            s_.seq_rm(d, 0);
+            if (!s_.seq_cp(i, d)) throw std::runtime_error("the sequence could not be copied");
+            s_.checkpoint(d);
+        } catch (const std::exception& e) {
+            end(d, EndReason::Error, std::string("copying the prompt failed: ") + e.what());
+            continue;
+        }
+        f.fork_of = -1;
+        f.generating = true;
+        if (f.st.hooks.on_prompt_done) f.st.hooks.on_prompt_done();
+        std::vector<float> row = logits;  // (the sampler edits its logits in place)
+        sample(d, row.data(), held);
+    }
+}
 
 void DecodeLoop::end(int i, EndReason r, const std::string& error) {
     Slot& sl = slots_[size_t(i)];
@@ -50,6 +90,16 @@ bool DecodeLoop::sample(int i, float* logits, int64_t held) {
         s_.checkpoint(i);
         sl.generating = true;
         if (sl.st.hooks.on_prompt_done) sl.st.hooks.on_prompt_done();
+        bool forks = false;
+        for (const Slot& f : slots_) forks = forks || (f.active && f.fork_of == i);
+        if (forks) {
+            // The forks sample the same logits, after this slot (its sequence is the prompt
+            // until the next step evaluates what it samples).
+            const std::vector<float> row(logits, logits + s_.n_vocab());
+            const bool go = sample(i, logits, held);
+            start_forks(i, row, held);
+            return go;
+        }
     }
     int32_t id;
     bool go = true;
@@ -120,7 +170,7 @@ bool DecodeLoop::step() {
     int64_t budget = std::max<int64_t>(ub - int64_t(b.size()), 1);
     std::vector<int> prefill;
     for (size_t i = 0; i < slots_.size(); ++i)
-        if (slots_[i].active && !slots_[i].generating) prefill.push_back(int(i));
+        if (slots_[i].active && !slots_[i].generating && slots_[i].fork_of < 0) prefill.push_back(int(i));
     std::sort(prefill.begin(), prefill.end(), [&](int a, int c) { return slots_[size_t(a)].order < slots_[size_t(c)].order; });
     for (int i : prefill) {
         if (budget <= 0) break;

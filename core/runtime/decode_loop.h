@@ -72,8 +72,13 @@ public:
     // prompt tokens kept. Throws std::length_error for a prompt that is empty or leaves no
     // room in the context, and whatever a failed cache edit throws (the slot stays idle).
     int64_t start(int seq, Start st);
+    // Starts slot `dst` (idle) as a copy of slot `src`, whose prompt is still being evaluated:
+    // when src's prompt is done, dst's sequence becomes a copy of it (seq_cp) and dst samples
+    // from the same logits with its own sampler (n choices of one prompt: the prompt is
+    // evaluated once). `st.prompt` is ignored.
+    void fork(int src, int dst, Start st);
     // Ends slot `seq` without telling its hooks (the client went away). Its cache keeps
-    // what was evaluated, for a later start to reuse.
+    // what was evaluated, for a later start to reuse. Forks waiting on it end with an error.
     void cancel(int seq);
     bool active(int seq) const { return slots_.at(size_t(seq)).active; }
     size_t n_active() const;
@@ -90,7 +95,10 @@ private:
         int32_t next = -1;  // the token sampled last, evaluated in the next step
         int64_t n_gen = 0;
         uint64_t order = 0;
+        int fork_of = -1;  // fork(): the slot whose prompt this one waits for
     };
+    // Slot i's prompt is done: the forks waiting on it copy its sequence and sample `logits`.
+    void start_forks(int i, const std::vector<float>& logits, int64_t held);
     // Samples slot i from the logits that follow its first `held` tokens; false when it ended.
     bool sample(int i, float* logits, int64_t held);
     void end(int i, EndReason r, const std::string& error = {});

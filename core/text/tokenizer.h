@@ -38,6 +38,9 @@ struct Vocab {
     std::vector<std::string> merges;  // gpt2: "left right", ranked by order
     int32_t bos_id = -1, eos_id = -1, unk_id = -1, pad_id = -1;
     int32_t eot_id = -1;  // -1: detected from the token texts (<end_of_turn>, <|eot_id|>, ...)
+    // Fill-in-the-middle markers (prefix, suffix, middle); -1: detected from the token texts
+    // (<|fim_prefix|>, <fim_prefix>, <｜fim▁begin｜>, ...) as llama.cpp does.
+    int32_t fim_pre_id = -1, fim_suf_id = -1, fim_mid_id = -1;
     bool add_bos = false, add_eos = false, add_space_prefix = false;
     // gpt2: the pre-tokenizer (tokenizer.ggml.pre): "gpt2", "llama-bpe", "qwen2", "gpt-4o", ...;
     // "" is GPT-2's, a name not implemented is an error when the tokenizer is built.
@@ -70,6 +73,12 @@ public:
     int32_t bos() const;
     int32_t eos() const;
     int32_t eot() const;  // -1 if none
+    // The fill-in-the-middle markers, all three or none (-1).
+    struct Fim {
+        int32_t pre = -1, suf = -1, mid = -1;
+        bool ok() const { return pre >= 0 && suf >= 0 && mid >= 0; }
+    };
+    Fim fim() const;
     int32_t unk() const;
     int32_t pad() const;
     bool add_bos_default() const;

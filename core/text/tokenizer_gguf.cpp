@@ -1,4 +1,5 @@
 // Tokenizer::from_gguf: reads the tokenizer.ggml.* metadata.
+#include <algorithm>
 #include <stdexcept>
 
 #include "core/gguf/gguf.h"
@@ -38,6 +39,10 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& f) {
     v.unk_id = id("tokenizer.ggml.unknown_token_id");
     v.pad_id = id("tokenizer.ggml.padding_token_id");
     v.eot_id = id("tokenizer.ggml.eot_token_id");
+    // (llama.cpp's keys; older conversions wrote prefix/suffix/middle_token_id.)
+    v.fim_pre_id = std::max(id("tokenizer.ggml.fim_pre_token_id"), id("tokenizer.ggml.prefix_token_id"));
+    v.fim_suf_id = std::max(id("tokenizer.ggml.fim_suf_token_id"), id("tokenizer.ggml.suffix_token_id"));
+    v.fim_mid_id = std::max(id("tokenizer.ggml.fim_mid_token_id"), id("tokenizer.ggml.middle_token_id"));
     const bool spm = v.kind == TokenizerKind::SentencePiece;
     v.add_bos = f.get_bool("tokenizer.ggml.add_bos_token", spm);
     // Gemma 4 always starts with <bos> (its template writes it); llama.cpp forces this too.

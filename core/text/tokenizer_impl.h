@@ -52,6 +52,7 @@ struct Tokenizer::Impl {
     std::array<std::vector<uint32_t>, 256> special_lens;  // by first byte, longest first
     std::array<int32_t, 256> byte_token{};                // <0xXX> ids (SPM), -1 if absent
     std::vector<int32_t> eog_ids;
+    Tokenizer::Fim fim;
     int32_t eot_id = -1;
 
     // gpt2: (left id << 32 | right id) -> {rank, merged id}

@@ -44,7 +44,7 @@ Tokenizer::Tokenizer(Vocab vocab) {
         throw std::runtime_error("tokenizer: token_type size " + std::to_string(v.types.size()) +
                                  " != vocab size " + std::to_string(n));
     if (v.scores.empty()) v.scores.assign(n, 0.0f);
-    for (int32_t* id : {&v.bos_id, &v.eos_id, &v.unk_id, &v.pad_id, &v.eot_id})
+    for (int32_t* id : {&v.bos_id, &v.eos_id, &v.unk_id, &v.pad_id, &v.eot_id, &v.fim_pre_id, &v.fim_suf_id, &v.fim_mid_id})
         if (*id >= int32_t(n) || *id < -1)
             throw std::runtime_error("tokenizer: special token id " + std::to_string(*id) + " out of range");
 
@@ -101,6 +101,23 @@ Tokenizer::Tokenizer(Vocab vocab) {
             if (m.eot_id == end) m.eot_id = find("<|return|>");
         }
     }
+    // Fill-in-the-middle: the file's ids, else the marker texts the code models ship (Qwen
+    // coder and CodeGemma, StarCoder, DeepSeek coder, CodeLlama), all three of one family.
+    m.fim = {v.fim_pre_id, v.fim_suf_id, v.fim_mid_id};
+    if (!m.fim.ok()) {
+        static const char* kFim[][3] = {{"<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>"},
+                                        {"<fim_prefix>", "<fim_suffix>", "<fim_middle>"},
+                                        {"<fim-prefix>", "<fim-suffix>", "<fim-middle>"},
+                                        {"<｜fim▁begin｜>", "<｜fim▁hole｜>", "<｜fim▁end｜>"},
+                                        {"<PRE>", "<SUF>", "<MID>"}};
+        for (const auto& f : kFim) {
+            const Tokenizer::Fim got{find(f[0]), find(f[1]), find(f[2])};
+            if (got.ok()) {
+                m.fim = got;
+                break;
+            }
+        }
+    }
     std::sort(m.eog_ids.begin(), m.eog_ids.end());
     m.eog_ids.erase(std::unique(m.eog_ids.begin(), m.eog_ids.end()), m.eog_ids.end());
 
@@ -130,6 +147,7 @@ TokenizerKind Tokenizer::kind() const { return impl_->v.kind; }
 int32_t Tokenizer::bos() const { return impl_->v.bos_id; }
 int32_t Tokenizer::eos() const { return impl_->v.eos_id; }
 int32_t Tokenizer::eot() const { return impl_->eot_id; }
+Tokenizer::Fim Tokenizer::fim() const { return impl_->fim; }
 int32_t Tokenizer::unk() const { return impl_->v.unk_id; }
 int32_t Tokenizer::pad() const { return impl_->v.pad_id; }
 bool Tokenizer::add_bos_default() const { return impl_->v.add_bos; }

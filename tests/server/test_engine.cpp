@@ -186,3 +186,57 @@ TEST_CASE("server engine: slots that speculate (few busy) answer as slots that d
     CHECK(spec.metrics.spec_guessed.load() > 0);
     CHECK(spec.metrics.spec_accepted.load() > 0);
 }
+
+TEST_CASE("server engine: n choices evaluate the prompt once and each equals a one-choice job of its draw stream", "[server]") {
+    Rig rig(4, 4);
+    for (int i : {1, 2, 5}) {  // sampled, with and without logprobs; a long prompt (ring wraps)
+        JobParams p = params_for(*rig.tok, i, 24);
+        p.n = 3;
+        const uint64_t steps0 = rig.metrics.prompt_tokens.load(), reused0 = rig.metrics.prompt_tokens_reused.load();
+        auto job = std::make_shared<Job>(p);
+        REQUIRE(rig.engine->submit(job));
+        std::vector<Outcome> got(3);
+        std::vector<std::string> text(3);
+        int open = 3;
+        while (open > 0) {
+            JobEvent e;
+            REQUIRE(job->pop(e, std::chrono::seconds(120)));
+            REQUIRE(e.error.empty());
+            Outcome& o = got.at(size_t(e.choice));
+            o.text += e.text;
+            for (const auto& t : e.tokens) o.ids.push_back(t.id), o.logprobs.push_back(t.logprob);
+            if (!e.finish.empty()) o.finish = e.finish, o.completion_tokens = e.usage.completion_tokens, --open;
+        }
+        // Counted once: the copies did not evaluate it again.
+        CHECK(rig.metrics.prompt_tokens.load() - steps0 == p.prompt.size());
+        const uint64_t evaluated = (rig.metrics.prompt_tokens.load() - steps0) - (rig.metrics.prompt_tokens_reused.load() - reused0);
+        CHECK(evaluated <= p.prompt.size());
+        for (int k = 0; k < 3; ++k) {
+            JobParams one = params_for(*rig.tok, i, 24);
+            one.sampling.stream += uint64_t(k);
+            auto j = std::make_shared<Job>(one);
+            REQUIRE(rig.engine->submit(j));
+            CHECK(collect(*j) == got[size_t(k)]);
+        }
+        CHECK(got[0].ids != got[1].ids);
+    }
+    // More choices than free slots wait for them; the job beside finishes unchanged.
+    JobParams a = params_for(*rig.tok, 3, 16);
+    auto alone = std::make_shared<Job>(a);
+    REQUIRE(rig.engine->submit(alone));
+    const Outcome want = collect(*alone);
+    auto beside = std::make_shared<Job>(a);
+    JobParams many = params_for(*rig.tok, 1, 16);
+    many.n = 4;
+    auto wide = std::make_shared<Job>(many);
+    REQUIRE(rig.engine->submit(beside));
+    REQUIRE(rig.engine->submit(wide));
+    CHECK(collect(*beside) == want);
+    int finished = 0;
+    while (finished < 4) {
+        JobEvent e;
+        REQUIRE(wide->pop(e, std::chrono::seconds(120)));
+        REQUIRE(e.error.empty());
+        finished += e.finish.empty() ? 0 : 1;
+    }
+}

@@ -180,11 +180,67 @@ def suite_concurrency(binary, model, args, max_tokens=16, ks=(1, 3, 4, 6, 8)):
         check(a["completion_tokens"] == 32 and b["completion_tokens"] == 32, f"not 32 tokens: {a}, {b}")
         check(a["text"] != b["text"], f"seeds {seed_a} and {seed_b} gave the same text: {a['text']!r}")
         print("seeds: the same seed repeats its 32 sampled tokens, another seed samples other text", flush=True)
+        suite_choices(srv, sampled(seed_a))
         m = srv.metrics()
         check(m["lockstep_slots_busy"] == 0 and m["lockstep_queue_length"] == 0, f"slots or queue not empty: {m}")
         print(f"concurrency: ok ({int(m['lockstep_steps_total'])} steps, "
               f"{int(m['lockstep_prompt_tokens_reused_total'])} prompt tokens reused)", flush=True)
         return alone
+
+
+def choices_of(srv, body, stream):
+    """A request's choices as [(text, finish)] by index, and its usage."""
+    if not stream:
+        status, resp, _ = srv.post("/v1/completions", body)
+        check(status == 200, f"n={body.get('n')}: HTTP {status}: {resp}")
+        return [(c["text"], c["finish_reason"]) for c in sorted(resp["choices"], key=lambda c: c["index"])], resp["usage"]
+    events, done = srv.stream("/v1/completions", dict(body, stream=True, stream_options={"include_usage": True}))
+    check(done, "stream ended without [DONE]")
+    n = body.get("n", 1)
+    text, finish, usage = [""] * n, [None] * n, None
+    for ev in events:
+        usage = ev.get("usage") or usage
+        for c in ev.get("choices", []):
+            text[c["index"]] += c.get("text", "")
+            if c.get("finish_reason"):
+                check(finish[c["index"]] is None, f"choice {c['index']} finished twice")
+                finish[c["index"]] = c["finish_reason"]
+    return list(zip(text, finish)), usage
+
+
+def suite_choices(srv, single):
+    """n choices: the prompt is evaluated once and each choice draws its own tokens; choice 0
+    is the n = 1 answer of the same seed, streamed equals whole, and beside other requests each
+    is as alone."""
+    body = {"prompt": PROMPTS[3], "max_tokens": 32, "temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0,
+            "ignore_eos": True, "seed": 11, "n": 3}
+    m0 = srv.metrics()
+    whole, usage = choices_of(srv, body, False)
+    m1 = srv.metrics()
+    check(whole[0][0] == single["text"], f"choice 0 differs from the n = 1 answer:\n{whole[0]}\nvs\n{single}")
+    check(len({t for t, _ in whole}) == 3, f"three choices, not three different texts: {whole}")
+    check(usage["completion_tokens"] == 96, f"usage of 3 choices of 32 tokens: {usage}")
+    # The prompt was counted and evaluated once (the copies sample the same logits).
+    evaluated = (m1["lockstep_prompt_tokens_total"] - m0["lockstep_prompt_tokens_total"]) - \
+        (m1["lockstep_prompt_tokens_reused_total"] - m0["lockstep_prompt_tokens_reused_total"])
+    check(m1["lockstep_prompt_tokens_total"] - m0["lockstep_prompt_tokens_total"] == usage["prompt_tokens"],
+          f"prompt tokens counted {m1['lockstep_prompt_tokens_total'] - m0['lockstep_prompt_tokens_total']}, usage {usage}")
+    streamed, susage = choices_of(srv, body, True)
+    check(streamed == whole, f"streamed choices differ from whole:\n{streamed}\nvs\n{whole}")
+    results = [None] * 3
+
+    def worker(i):
+        time.sleep(0.02 * i)
+        if i == 0:
+            results[0] = choices_of(srv, body, i % 2 == 1)[0]
+        else:
+            req, chat = request_for(i, 16)
+            results[i] = generate(srv, req, chat, stream=False)
+
+    Workers(worker, 3).join(300, "choices beside others")
+    check(results[0] == whole, f"n = 3 beside other requests differs:\n{results[0]}\nvs\n{whole}")
+    print(f"choices: n = 3 gives 3 texts, choice 0 = the n = 1 answer, streamed = whole, the same beside others "
+          f"(prompt of {usage['prompt_tokens']} tokens, {int(evaluated)} evaluated)", flush=True)
 
 
 def suite_chat(binary, model, args, see_loading=True):
@@ -379,7 +435,8 @@ def suite_errors(binary, model, args):
             ({"prompt": "x", "max_tokens": 0}, "max_tokens"),
             ({"prompt": "x", "max_tokens": "ten"}, "max_tokens"),
             ({"prompt": "x", "max_tokens": 2 ** 70}, "max_tokens"),
-            ({"prompt": "x", "n": 2}, "n"),
+            ({"prompt": "x", "n": 0}, "n"),
+            ({"prompt": "x", "n": 1000}, "n"),
             ({"prompt": "x", "seed": "abc"}, "seed"),
             ({"prompt": "x", "stop": 5}, "stop"),
             ({"prompt": "x", "stop": [""]}, "stop"),
@@ -431,7 +488,7 @@ def suite_errors(binary, model, args):
         # parameters that change the output and are not implemented: refused by name; their
         # neutral values (what clients that send every field send) accepted
         for body, param in [({"response_format": {"type": "json_object"}}, "response_format"),
-                            ({"grammar": "root ::= \"a\""}, "grammar"), ({"suffix": "end"}, "suffix"),
+                            ({"grammar": "root ::= \"a\""}, "grammar"),
                             ({"mirostat": 2}, "mirostat"), ({"typical_p": 0.5}, "typical_p"),
                             ({"dry_multiplier": 0.8}, "dry_multiplier"), ({"min_tokens": 5}, "min_tokens"),
                             ({"xtc_probability": 0.5}, "xtc_probability"), ({"samplers": ["top_k"]}, "samplers")]:
@@ -439,6 +496,15 @@ def suite_errors(binary, model, args):
         expect(400, "POST", "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}],
                                                       "response_format": {"type": "json_schema", "json_schema": {}}},
                param="response_format")
+        # fill-in-the-middle on a model without its markers; echo with the prompt's logprobs
+        expect(400, "POST", "/v1/completions", {"prompt": "x", "suffix": "end"}, param="suffix")
+        expect(400, "POST", "/v1/completions", {"prompt": "x", "echo": True, "logprobs": 1}, param="echo")
+        st, resp, _ = srv.post("/v1/completions", {"prompt": "Hello there", "max_tokens": 3, "temperature": 0, "echo": True})
+        check(st == 200 and resp["choices"][0]["text"].startswith("Hello there"), f"echo: {resp}")
+        events, done = srv.stream("/v1/completions", {"prompt": "Hello there", "max_tokens": 3, "temperature": 0, "echo": True,
+                                                      "stream": True})
+        check(done and "".join(c.get("text", "") for e in events for c in e.get("choices", [])) == resp["choices"][0]["text"],
+              f"echo streamed differs: {events}")
         neutral = {"prompt": "Hello", "max_tokens": 2, "mirostat": 0, "typical_p": 1.0, "tfs_z": 1, "dry_multiplier": 0,
                    "xtc_probability": 0, "min_tokens": 0, "response_format": {"type": "text"}, "n_probs": 0}
         st, resp, _ = srv.post("/v1/completions", neutral)
@@ -748,11 +814,13 @@ def suite_openai(binary, model, args):
             if ch.choices and ch.choices[0].delta.content:
                 parts.append(ch.choices[0].delta.content)
         check("".join(parts) == ref["text"] and usage.completion_tokens == ref["completion_tokens"], (parts, usage, ref))
+        two = client.chat.completions.create(model=mid, messages=msgs, max_tokens=12, temperature=0.7, seed=5, n=2)
+        check([c.index for c in two.choices] == [0, 1] and two.choices[0].message.content == ref["text"], two)
         try:
-            client.completions.create(model=mid, prompt="x", max_tokens=2, n=2)
-            check(False, "n=2 was accepted")
+            client.completions.create(model=mid, prompt="x", max_tokens=2, n=3)
+            check(False, "n=3 was accepted by a server of 2 slots")
         except openai.BadRequestError as e:
-            check("n = 1" in str(e), str(e))
+            check("'n' must be between 1 and 2" in str(e), str(e))
         bad = openai.OpenAI(base_url=f"http://127.0.0.1:{srv.port}/v1", api_key="wrong", max_retries=0)
         try:
             bad.models.list()

@@ -70,7 +70,6 @@ const Unimplemented kUnimplemented[] = {
     {"response_format", {{"type", "text"}}, "structured output"},
     {"json_schema", nullptr, "structured output"},
     {"grammar", "", "grammar-constrained output"},
-    {"suffix", "", "fill-in-the-middle"},
     {"tool_choice", "none", "tool calls"},
     {"parallel_tool_calls", nullptr, "tool calls"},
     {"min_tokens", 0, "a minimum length"},
@@ -125,9 +124,14 @@ void parse_common(const json& body, const ApiContext& ctx, GenRequest& r) {
     } else {
         s.seed = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
     }
-    if (integer(body, "n", 1, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()) != 1)
-        throw ApiError(400, "only n = 1 is supported", "n");
-    if (boolean(body, "echo", false)) throw ApiError(400, "'echo' is not supported", "echo");
+    // n choices take n slots at once.
+    if (const int64_t n = integer(body, "n", 1, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+        n < 1 || n > ctx.n_slots)
+        throw ApiError(400, "'n' must be between 1 and " + std::to_string(ctx.n_slots) + " (the server's slots, --parallel), got " +
+                                std::to_string(n),
+                       "n");
+    else
+        r.job.n = int(n);
     if (const json* bo = field(body, "best_of"); bo && !(bo->is_number_integer() && bo->get<int64_t>() == 1))
         throw ApiError(400, "only best_of = 1 is supported", "best_of");
 
@@ -273,7 +277,27 @@ GenRequest parse_completion(const json& body, const ApiContext& ctx) {
         }
         return ids;
     };
-    if (p->is_string()) {
+    const json* suffix = field(body, "suffix");
+    if (suffix && !suffix->is_string()) throw ApiError(400, "'suffix' must be a string", "suffix");
+    if (suffix && !suffix->get_ref<const std::string&>().empty()) {
+        // Fill in the middle: prefix, suffix, then the model writes the middle (the
+        // prefix-suffix-middle order the code models are trained on, as llama-server's infill).
+        const Tokenizer::Fim fim = ctx.tok->fim();
+        if (!fim.ok()) throw ApiError(400, "'suffix' needs a model with fill-in-the-middle tokens; this one has none", "suffix");
+        const std::string* text = p->is_string() ? &p->get_ref<const std::string&>()
+                                  : p->is_array() && p->size() == 1 && (*p)[0].is_string() ? &(*p)[0].get_ref<const std::string&>()
+                                                                                             : nullptr;
+        if (!text) throw ApiError(400, "with 'suffix', 'prompt' must be a string", "prompt");
+        const std::string& sfx = suffix->get_ref<const std::string&>();
+        check_text_fits(text->size() + sfx.size(), ctx, "prompt");
+        std::vector<int32_t>& ids = r.job.prompt;
+        if (ctx.tok->add_bos_default() && ctx.tok->bos() >= 0) ids.push_back(ctx.tok->bos());
+        ids.push_back(fim.pre);
+        for (int32_t t : ctx.tok->encode(*text, false, false)) ids.push_back(t);
+        ids.push_back(fim.suf);
+        for (int32_t t : ctx.tok->encode(sfx, false, false)) ids.push_back(t);
+        ids.push_back(fim.mid);
+    } else if (p->is_string()) {
         check_text_fits(p->get_ref<const std::string&>().size(), ctx, "prompt");
         r.job.prompt = ctx.tok->encode(p->get<std::string>(), ctx.tok->add_bos_default(), true);
     } else if (p->is_array() && !p->empty() && (*p)[0].is_number()) {
@@ -287,6 +311,17 @@ GenRequest parse_completion(const json& body, const ApiContext& ctx) {
         throw ApiError(400, "one prompt per request: a batch of prompts is not supported", "prompt");
     } else {
         throw ApiError(400, "'prompt' must be a string or an array of token ids", "prompt");
+    }
+    // echo: the prompt's text before the completion's (its tokens as the tokenizer prints
+    // them, without the BOS). Its log-probabilities would need logits of every prompt token,
+    // which the engine does not keep: refused by name with logprobs.
+    if (boolean(body, "echo", false)) {
+        if (r.logprobs) throw ApiError(400, "'echo' with 'logprobs' (the prompt's log-probabilities) is not supported", "echo");
+        if (suffix && !suffix->get_ref<const std::string&>().empty())
+            throw ApiError(400, "'echo' with 'suffix' is not supported", "echo");
+        std::vector<int32_t> shown(r.job.prompt);
+        if (!shown.empty() && shown[0] == ctx.tok->bos() && ctx.tok->add_bos_default()) shown.erase(shown.begin());
+        r.echo = ctx.tok->decode(shown, false);
     }
     r.job.sampling.want_logprobs = r.logprobs;
     r.job.sampling.n_logprobs = r.top_logprobs;

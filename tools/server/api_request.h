@@ -1,6 +1,6 @@
 // OpenAI-style request bodies → what the engine runs. Every check a client can fail is made
 // here, before anything is queued: malformed JSON, a wrong type, a value out of range, a prompt
-// longer than a slot's context, n other than 1. Each throws ApiError, which the HTTP layer
+// longer than a slot's context, more choices than slots. Each throws ApiError, which the HTTP layer
 // turns into an OpenAI-style {"error": {...}} with its status.
 #pragma once
 #include <nlohmann/json.hpp>
@@ -30,6 +30,7 @@ struct ApiContext {
     std::string arch;
     const ChatTemplate* chat = nullptr;  // the template for arch and this vocabulary (null: by arch alone)
     int64_t n_ctx = 0;
+    int n_slots = 1;  // the most choices (n) a request may ask for
     SamplerParams defaults;  // the server's sampling flags (--temp, --top-k, ...): what a request leaves out
     std::vector<int32_t> eog_ids;  // the end-of-generation tokens (banned by ignore_eos)
     size_t max_piece_bytes = 0;    // Tokenizer::max_bytes_per_token: bounds a prompt's tokens by its bytes (0: no bound)
@@ -41,6 +42,7 @@ struct GenRequest {
     bool stream = false, include_usage = false;
     bool logprobs = false;
     int top_logprobs = 0;
+    std::string echo;  // completions with echo: the prompt's text, before each choice's
 };
 
 // Deeper JSON is refused (no request needs more than a few levels: messages, content parts,

@@ -86,26 +86,30 @@ json logprobs_json(const ResponseMeta& m, const std::vector<TokenOut>& tokens, c
     return {{"tokens", toks}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offs}};
 }
 
-json full_response(const ResponseMeta& m, const std::string& text, const std::vector<TokenOut>& tokens,
-                   const std::string& finish, const Usage& u, const Tokenizer& tok, const std::string& reasoning) {
-    json choice = {{"index", 0}, {"finish_reason", finish}};
-    choice["logprobs"] = m.logprobs ? logprobs_json(m, tokens, tok, 0) : json(nullptr);
-    if (m.chat) {
-        choice["message"] = {{"role", "assistant"}, {"content", text}};
-        if (!reasoning.empty()) choice["message"]["reasoning_content"] = reasoning;
-    } else
-        choice["text"] = text;
+json full_response(const ResponseMeta& m, const std::vector<ChoiceOut>& choices, const Usage& u, const Tokenizer& tok) {
+    json out = json::array();
+    for (size_t k = 0; k < choices.size(); ++k) {
+        const ChoiceOut& c = choices[k];
+        json choice = {{"index", k}, {"finish_reason", c.finish}};
+        choice["logprobs"] = m.logprobs ? logprobs_json(m, c.tokens, tok, 0) : json(nullptr);
+        if (m.chat) {
+            choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+            if (!c.reasoning.empty()) choice["message"]["reasoning_content"] = c.reasoning;
+        } else
+            choice["text"] = c.text;
+        out.push_back(std::move(choice));
+    }
     return {{"id", m.id},
             {"object", m.chat ? "chat.completion" : "text_completion"},
             {"created", m.created},
             {"model", m.model},
-            {"choices", json::array({choice})},
+            {"choices", out},
             {"usage", usage_json(u)}};
 }
 
-json stream_chunk(const ResponseMeta& m, const std::string& text, const std::vector<TokenOut>& tokens,
+json stream_chunk(const ResponseMeta& m, int index, const std::string& text, const std::vector<TokenOut>& tokens,
                   const std::string& finish, bool first, size_t text_offset, const Tokenizer& tok, const std::string& reasoning) {
-    json choice = {{"index", 0}};
+    json choice = {{"index", index}};
     choice["finish_reason"] = finish.empty() ? json(nullptr) : json(finish);
     choice["logprobs"] = m.logprobs && !tokens.empty() ? logprobs_json(m, tokens, tok, text_offset) : json(nullptr);
     if (m.chat) {

@@ -25,14 +25,19 @@ nlohmann::json error_body(int status, const std::string& message, const std::str
 nlohmann::json usage_json(const Usage& u);
 // The logprobs object for these tokens; text_offset counts bytes of the reply before them.
 nlohmann::json logprobs_json(const ResponseMeta& m, const std::vector<TokenOut>& tokens, const Tokenizer& tok, size_t text_offset);
-// A whole (non-streamed) response.
+// One choice of a whole answer, as the job's events built it.
+struct ChoiceOut {
+    std::string text, reasoning;
+    std::vector<TokenOut> tokens;
+    std::string finish;
+};
+// A whole (non-streamed) response, choices in order.
 // A chat's reasoning (a template that marks it: gpt-oss, Qwen 3 thinking) is the message's
 // reasoning_content, as llama.cpp and vLLM report it; absent when there is none.
-nlohmann::json full_response(const ResponseMeta& m, const std::string& text, const std::vector<TokenOut>& tokens,
-                             const std::string& finish, const Usage& u, const Tokenizer& tok, const std::string& reasoning = {});
-// One stream chunk: a text delta (with its tokens' logprobs) and/or the finish reason. The
-// first chat chunk carries the assistant role.
-nlohmann::json stream_chunk(const ResponseMeta& m, const std::string& text, const std::vector<TokenOut>& tokens,
+nlohmann::json full_response(const ResponseMeta& m, const std::vector<ChoiceOut>& choices, const Usage& u, const Tokenizer& tok);
+// One stream chunk of choice `index`: a text delta (with its tokens' logprobs) and/or the
+// finish reason. A choice's first chat chunk carries the assistant role.
+nlohmann::json stream_chunk(const ResponseMeta& m, int index, const std::string& text, const std::vector<TokenOut>& tokens,
                             const std::string& finish, bool first, size_t text_offset, const Tokenizer& tok,
                             const std::string& reasoning = {});
 // The last chunk of a stream with stream_options.include_usage: no choices, the usage.

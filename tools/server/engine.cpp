@@ -84,11 +84,13 @@ void Engine::run() {
 void Engine::drop_cancelled() {
     for (size_t i = 0; i < slots_.size(); ++i)
         if (Slot& sl = slots_[i]; sl.job && sl.job->cancelled()) {
-            // The slot's cache keeps what was evaluated: a later request may reuse it.
-            loop_.cancel(int(i));
-            sl.job.reset();
-            metrics_.requests_cancelled++;
+            // The slot's cache keeps what was evaluated: a later request may reuse it. (The
+            // job is let go first: a fork that waited on this slot ends, and with it the job's
+            // other slots, without coming back here.)
+            const std::shared_ptr<Job> job = std::move(sl.job);
             metrics_.slots_busy--;
+            if (sl.choice == 0) metrics_.requests_cancelled++;
+            loop_.cancel(int(i));
         }
     for (size_t i = 0; i < slots_.size(); ++i)
         if (Slot& sl = slots_[i]; sl.embed && sl.embed->job->cancelled()) {
@@ -108,66 +110,100 @@ void Engine::drop_cancelled() {
 
 void Engine::admit() {
     while (true) {
-        int best = -1;
+        std::vector<int> chosen;  // the job's slots, choice by choice
         {
             std::lock_guard<std::mutex> l(m_);
             if (queue_.empty()) return;
-            // The free slot whose cache shares the longest prefix with the prompt; among
-            // equals, the least recently used (its cache is the least likely to be wanted).
-            size_t best_common = 0;
-            const auto& prompt = queue_.front()->params.prompt;
-            for (size_t i = 0; i < slots_.size(); ++i) {
-                if (slots_[i].taken()) continue;
-                const auto& have = s_.seq_tokens(int(i));
+            const Job& front = *queue_.front();
+            const size_t n = size_t(std::max(1, front.params.n));
+            std::vector<int> free;
+            for (size_t i = 0; i < slots_.size(); ++i)
+                if (!slots_[i].taken()) free.push_back(int(i));
+            if (free.size() < n) return;  // (oldest first: later requests wait behind it)
+            // Choice 0: the free slot whose cache shares the longest prefix with the prompt;
+            // among equals, the least recently used (its cache is the least likely to be
+            // wanted). The other choices copy its prompt: the least recently used of the rest.
+            auto common = [&](int i) {
+                const auto& have = s_.seq_tokens(i);
+                const auto& prompt = front.params.prompt;
                 size_t c = 0;
                 while (c < have.size() && c < prompt.size() && have[c] == prompt[c]) ++c;
-                if (best < 0 || c > best_common || (c == best_common && slots_[i].last_used < slots_[size_t(best)].last_used))
-                    best = int(i), best_common = c;
-            }
-            if (best < 0) return;
-            Slot& sl = slots_[size_t(best)];
-            sl = Slot{};
-            sl.job = std::move(queue_.front());
+                return c;
+            };
+            std::stable_sort(free.begin(), free.end(), [&](int a, int b) { return slots_[size_t(a)].last_used < slots_[size_t(b)].last_used; });
+            size_t best = 0, best_common = common(free[0]);
+            for (size_t k = 1; k < free.size(); ++k)
+                if (const size_t c = common(free[k]); c > best_common) best = k, best_common = c;
+            chosen.push_back(free[best]);
+            free.erase(free.begin() + std::ptrdiff_t(best));
+            chosen.insert(chosen.end(), free.begin(), free.begin() + std::ptrdiff_t(n - 1));
+            std::shared_ptr<Job> job = std::move(queue_.front());
             queue_.pop_front();
             metrics_.queue_length = int64_t(queue_.size());
-            sl.last_used = ++clock_;
+            for (size_t k = 0; k < chosen.size(); ++k) {
+                Slot& sl = slots_[size_t(chosen[k])];
+                sl = Slot{};
+                sl.job = job;
+                sl.choice = int(k);
+                sl.last_used = ++clock_;
+            }
         }
-        metrics_.slots_busy++;
-        const int i = best;
-        Slot& sl = slots_[size_t(i)];
-        const JobParams& p = sl.job->params;
-        sl.sampler = std::make_unique<Sampler>(p.sampling);
-        if (spec_.mode != SpecMode::Off) sl.spec = std::make_unique<Speculator>(spec_);
-        sl.text = StopText(p.stop);
-        if (p.reply_template) sl.reply = std::make_unique<ReplySplitter>(*p.reply_template);
-        sl.usage.prompt_tokens = int64_t(p.prompt.size());
+        metrics_.slots_busy += int64_t(chosen.size());
+        const JobParams& p = slots_[size_t(chosen[0])].job->params;
         metrics_.prompt_tokens += p.prompt.size();
+        for (int i : chosen) {
+            Slot& sl = slots_[size_t(i)];
+            SamplerParams sp = p.sampling;
+            sp.stream += uint64_t(sl.choice);
+            sl.sampler = std::make_unique<Sampler>(sp);
+            if (spec_.mode != SpecMode::Off) sl.spec = std::make_unique<Speculator>(spec_);
+            sl.text = StopText(p.stop);
+            if (p.reply_template) sl.reply = std::make_unique<ReplySplitter>(*p.reply_template);
+            sl.usage.prompt_tokens = int64_t(p.prompt.size());
+        }
+        const int first = chosen[0];
         if (p.prompt.empty() || int64_t(p.prompt.size()) >= s_.params().n_ctx) {
-            finish(i, "", "the prompt has " + std::to_string(p.prompt.size()) + " tokens; a slot's context holds " +
-                              std::to_string(s_.params().n_ctx));
+            fail_job(first, "the prompt has " + std::to_string(p.prompt.size()) + " tokens; a slot's context holds " +
+                                std::to_string(s_.params().n_ctx));
             continue;
         }
-        DecodeLoop::Start st;
-        st.prompt = p.prompt;
-        st.sampler = sl.sampler.get();
-        st.spec = sl.spec.get();
-        st.n_predict = p.max_tokens;
-        st.hooks.on_token = [this, i](int32_t id, bool last) { return on_token(i, id, last); };
-        st.hooks.on_end = [this, i](EndReason why, const std::string& error) { on_end(i, why, error); };
+        auto starting = [&](int i) {
+            DecodeLoop::Start st;
+            st.prompt = p.prompt;
+            st.sampler = slots_[size_t(i)].sampler.get();
+            st.spec = slots_[size_t(i)].spec.get();
+            st.n_predict = p.max_tokens;
+            st.hooks.on_token = [this, i](int32_t id, bool last) { return on_token(i, id, last); };
+            st.hooks.on_end = [this, i](EndReason why, const std::string& error) { on_end(i, why, error); };
+            return st;
+        };
         try {
-            const int64_t kept = loop_.start(i, std::move(st));
-            sl.usage.cached_tokens = kept;
+            const int64_t kept = loop_.start(first, starting(first));
+            for (int i : chosen) slots_[size_t(i)].usage.cached_tokens = kept;
             metrics_.prompt_tokens_reused += uint64_t(kept);
+            for (size_t k = 1; k < chosen.size(); ++k) loop_.fork(first, chosen[k], starting(chosen[k]));
         } catch (const std::exception& e) {
             // (A failed cache edit, e.g. restoring a checkpoint: this request fails, the
             // slot starts afresh.)
-            finish(i, "", std::string("preparing the slot failed: ") + e.what());
+            fail_job(first, std::string("preparing the slot failed: ") + e.what());
             try {
-                s_.seq_rm(i, 0);
+                s_.seq_rm(first, 0);
             } catch (const std::exception&) {
             }
         }
     }
+}
+
+void Engine::fail_job(int i, const std::string& error) {
+    // One error ends the whole job: its other choices' slots are released silently.
+    const std::shared_ptr<Job> job = slots_[size_t(i)].job;
+    for (size_t j = 0; j < slots_.size(); ++j)
+        if (int(j) != i && slots_[j].job == job) {
+            loop_.cancel(int(j));
+            slots_[j].job.reset();
+            metrics_.slots_busy--;
+        }
+    finish(i, "", error);
 }
 
 void Engine::step() {
@@ -191,7 +227,7 @@ void Engine::on_end(int i, EndReason why, const std::string& error) {
         case EndReason::Stopped: finish(i, "stop", "", &last); break;
         case EndReason::Limit:
         case EndReason::ContextFull: finish(i, "length", "", &last); break;
-        case EndReason::Error: finish(i, "", error); break;
+        case EndReason::Error: fail_job(i, error); break;
     }
 }
 
@@ -228,6 +264,7 @@ bool Engine::on_token(int i, int32_t id, bool last) {
 }
 void Engine::emit(Slot& sl, Job& job, StopText::Out&& out, const std::string& finish, const std::string& error) {
     JobEvent e;
+    e.choice = sl.choice;
     e.text = std::move(out.text);
     e.reasoning = std::move(sl.reasoning);
     sl.reasoning.clear();

@@ -25,7 +25,8 @@ namespace ls::server {
 
 class Engine {
 public:
-    // The session's n_seq is the number of slots; at most max_queue requests wait for one.
+    // The session's n_seq is the number of slots; at most max_queue requests wait for one. A
+    // job of n choices waits until n slots are free.
     // While at most kSpecSlots slots are busy, generating slots check guesses from prompt
     // lookup (`spec`; mode off or lookup) in the same batch, as generate() does: the same
     // tokens, sooner, when the machine has slack.
@@ -60,6 +61,7 @@ private:
     };
     struct Slot {
         std::shared_ptr<Job> job;
+        int choice = 0;
         int64_t n_gen = 0;
         std::unique_ptr<Sampler> sampler;
         std::unique_ptr<Speculator> spec;  // null with speculation off
@@ -89,6 +91,8 @@ private:
     void on_end(int i, EndReason why, const std::string& error);
     // Ends slot i's job: `last` is what the final token released (if any).
     void finish(int i, const std::string& reason, const std::string& error = {}, StopText::Out* last = nullptr);
+    // Ends slot i's whole job with an error (every choice).
+    void fail_job(int i, const std::string& error);
     void emit(Slot& sl, Job& job, StopText::Out&& out, const std::string& finish, const std::string& error);
     // Embeddings (engine_embed.cpp): queued jobs to free slots; a batch of their next chunks.
     void admit_embed();

@@ -23,6 +23,9 @@ struct JobParams {
     // A chat whose template marks reasoning in the reply: the reply is read with its special
     // tokens through a ReplySplitter, the content is the text, the reasoning goes apart.
     const ChatTemplate* reply_template = nullptr;
+    // Choices (OpenAI's n): the prompt is evaluated once and each choice samples on with its
+    // own draw stream (choice k draws with sampling.stream + k). Each takes a slot.
+    int n = 1;
 };
 
 struct TokenOut {
@@ -37,14 +40,16 @@ struct Usage {
 };
 
 // One message from the engine: new text (whole UTF-8 characters, stop strings held back)
-// with the tokens it completes; the last one has `finish` ("stop" or "length") or `error`.
+// with the tokens it completes; a choice's last one has `finish` ("stop" or "length"); an
+// `error` ends the whole job.
 struct JobEvent {
+    int choice = 0;  // which of the job's n choices this is about
     std::string text;
     std::string reasoning;  // reply_template: new reasoning text (whole UTF-8 characters)
     std::vector<TokenOut> tokens;
     std::string finish, error;
     Usage usage;  // on the last event
-    bool last() const { return !finish.empty() || !error.empty(); }
+    bool last() const { return !finish.empty() || !error.empty(); }  // (of its choice)
 };
 
 class Job {

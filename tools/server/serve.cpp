@@ -70,6 +70,13 @@ std::string random_hex() {
     return buf;
 }
 
+// The usage of a job of several choices: the prompt once, every choice's tokens.
+void add_usage(Usage& sum, const Usage& u) {
+    sum.prompt_tokens = u.prompt_tokens;
+    sum.cached_tokens = u.cached_tokens;
+    sum.completion_tokens += u.completion_tokens;
+}
+
 // A request that failed after it was accepted: 503 while the server shuts down, else 500
 // (an engine error).
 json failure_body(const State& st, const std::string& error) {
@@ -89,8 +96,11 @@ bool pump(State& st, const std::shared_ptr<Job>& job, const ResponseMeta& meta, 
         return true;
     };
     auto sse = [&](const json& j) { return write("data: " + dump(j) + "\n\n"); };
-    size_t offset = 0;
-    bool first = true;
+    const size_t n = size_t(std::max(1, g.job.n));
+    std::vector<size_t> offset(n, 0);
+    std::vector<char> first(n, 1);
+    size_t open = n;
+    Usage usage;
     using clock = std::chrono::steady_clock;
     const auto keepalive = std::chrono::milliseconds(200);
     auto last_write = clock::now();
@@ -107,14 +117,22 @@ bool pump(State& st, const std::shared_ptr<Job>& job, const ResponseMeta& meta, 
             if (!sse(failure_body(st, e.error))) return false;
             break;
         }
-        if (!e.text.empty() || !e.tokens.empty() || !e.reasoning.empty() || (first && meta.chat)) {
-            if (!sse(stream_chunk(meta, e.text, e.tokens, "", first, offset, *st.tok, e.reasoning))) return false;
-            first = false;
-            for (const auto& t : e.tokens) offset += t.piece.size();
+        const size_t k = size_t(e.choice);
+        if (first[k] && !g.echo.empty()) {
+            // (echo comes without logprobs: parse_completion refuses the pair.)
+            if (!sse(stream_chunk(meta, e.choice, g.echo, {}, "", true, 0, *st.tok))) return false;
+            first[k] = 0;
+        }
+        if (!e.text.empty() || !e.tokens.empty() || !e.reasoning.empty() || (first[k] && meta.chat)) {
+            if (!sse(stream_chunk(meta, e.choice, e.text, e.tokens, "", first[k], offset[k], *st.tok, e.reasoning))) return false;
+            first[k] = 0;
+            for (const auto& t : e.tokens) offset[k] += t.piece.size();
         }
         if (!e.finish.empty()) {
-            if (!sse(stream_chunk(meta, "", {}, e.finish, first, offset, *st.tok))) return false;
-            if (g.include_usage && !sse(usage_chunk(meta, e.usage))) return false;
+            if (!sse(stream_chunk(meta, e.choice, "", {}, e.finish, first[k], offset[k], *st.tok))) return false;
+            add_usage(usage, e.usage);
+            if (--open > 0) continue;
+            if (g.include_usage && !sse(usage_chunk(meta, usage))) return false;
             if (!write("data: [DONE]\n\n")) return false;
             break;
         }
@@ -126,10 +144,12 @@ bool pump(State& st, const std::shared_ptr<Job>& job, const ResponseMeta& meta, 
 // A whole (non-streamed) answer: held until the job's result is known, so that a failure
 // after the request was accepted (shutdown: 503, an engine error: 500) still gets an error
 // status; a client that leaves meanwhile is noticed on its connection, and cancels the job.
-void answer_whole(State& st, const std::shared_ptr<Job>& job, const ResponseMeta& meta, httplib::Response& res) {
+void answer_whole(State& st, const std::shared_ptr<Job>& job, const ResponseMeta& meta, const std::string& echo, httplib::Response& res) {
     const socket_t fd = current_connection();
-    std::string text, reasoning;
-    std::vector<TokenOut> tokens;
+    std::vector<ChoiceOut> choices(size_t(std::max(1, job->params.n)));
+    for (ChoiceOut& c : choices) c.text = echo;
+    size_t open = choices.size();
+    Usage usage;
     auto last_check = std::chrono::steady_clock::now();
     while (true) {
         JobEvent e;
@@ -148,12 +168,17 @@ void answer_whole(State& st, const std::shared_ptr<Job>& job, const ResponseMeta
             send_json(res, body["error"]["code"].get<int>(), body);  // (one read of st.ready for both)
             return;
         }
-        text += e.text;
-        reasoning += e.reasoning;
-        tokens.insert(tokens.end(), e.tokens.begin(), e.tokens.end());
+        ChoiceOut& c = choices.at(size_t(e.choice));
+        c.text += e.text;
+        c.reasoning += e.reasoning;
+        c.tokens.insert(c.tokens.end(), e.tokens.begin(), e.tokens.end());
         if (!e.finish.empty()) {
-            send_json(res, 200, full_response(meta, text, tokens, e.finish, e.usage, *st.tok, reasoning));
-            return;
+            c.finish = e.finish;
+            add_usage(usage, e.usage);
+            if (--open == 0) {
+                send_json(res, 200, full_response(meta, choices, usage, *st.tok));
+                return;
+            }
         }
     }
 }
@@ -181,7 +206,7 @@ void handle_generate(State& st, bool chat, const httplib::Request& req, httplib:
     meta.created = int64_t(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
     meta.id = (chat ? "chatcmpl-" : "cmpl-") + random_hex();
     if (!g.stream) {
-        answer_whole(st, job, meta, res);
+        answer_whole(st, job, meta, g.echo, res);
         return;
     }
     auto gp = std::make_shared<GenRequest>(std::move(g));
@@ -420,6 +445,7 @@ int serve(const ServeConfig& c) {
         st.api.arch = st.model->hparams().arch;
         st.api.chat = &chat_template_for(st.api.arch, [&](std::string_view t) { return st.tok->find_token(t) >= 0; });
         st.api.n_ctx = st.session->params().n_ctx;
+        st.api.n_slots = int(st.session->params().n_seq);
         st.api.defaults = c.sampling;
         for (int32_t id = 0; id < st.tok->n_vocab(); ++id)
             if (st.tok->is_eog(id)) st.api.eog_ids.push_back(id);
