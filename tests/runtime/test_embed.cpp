@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/models/registry.h"
+#include "core/quant/quant.h"
 #include "core/runtime/embed.h"
 #include "core/runtime/session.h"
 #include "tests/support/kv_contract.h"
@@ -181,4 +182,46 @@ TEST_CASE("embed: pooling names, the GGUF key, normalization and refusals", "[em
     CHECK_THROWS_AS(embed(*s, 0, std::vector<int32_t>(17, 1), Pooling::Mean), std::length_error);
     CHECK_THROWS_AS(embed(*s, 0, {1, l.n_vocab()}, Pooling::Mean), std::out_of_range);
     CHECK(embed(*s, 0, std::vector<int32_t>(16, 1), Pooling::Mean).size() == size_t(l.model->hparams().n_embd));
+}
+
+TEST_CASE("embed: every family's hidden states are what its output matrix multiplies", "[embed]") {
+    // Each tiny family: the hidden states of 20 tokens (DecodeOutput::Hidden) times the output
+    // matrix (dequantized, on the host in double), soft-capped where the family caps, against
+    // the logits the same session gives. The two differ only by lockstep's float32 product.
+    for (const std::string kind : {"llama", "qwen3", "qwen3moe", "gemma2", "gptoss", "gemma4", "gemma4moe", "qwen3next", "qwen3nextmoe",
+                                   "qwen35", "qwen35moe"}) {
+        INFO(kind);
+        LoadedModel l = load_tiny("cpu", kind);
+        const GgufFile& f = l.model->gguf();
+        const int64_t E = l.model->hparams().n_embd, V = l.n_vocab();
+        const GgufTensorInfo* w = f.find_tensor("output.weight");
+        if (!w) w = f.find_tensor("token_embd.weight");
+        REQUIRE(w);
+        REQUIRE((w->ne[0] == E && w->ne[1] == V));
+        std::vector<float> W(size_t(E * V));
+        const size_t row_bytes = w->nbytes / size_t(V);
+        for (int64_t r = 0; r < V; ++r) dequantize_row(w->type, w->data + size_t(r) * row_bytes, W.data() + r * E, E);
+        const std::string arch = l.model->hparams().arch;
+        const bool capped = arch == "gemma2" || arch == "gemma4";  // (Gemma 3 has no final soft cap)
+        const double cap = capped ? f.get_float(arch + ".final_logit_softcapping", 30.0) : 0.0;
+        const std::vector<int32_t> toks = random_tokens(20, 7, l.n_vocab());
+        Batch b;
+        for (size_t i = 0; i < toks.size(); ++i) b.add(toks[i], 0, int32_t(i), true);
+        const std::vector<float> h = new_session(l, 64, 8, DType::F16)->decode(b, DecodeOutput::Hidden);
+        const std::vector<float> logits = new_session(l, 64, 8, DType::F16)->decode(b, DecodeOutput::Logits);
+        REQUIRE(h.size() == toks.size() * size_t(E));
+        REQUIRE(logits.size() == toks.size() * size_t(V));
+        double worst = 0, top = 0;
+        for (size_t t = 0; t < toks.size(); ++t)
+            for (int64_t v = 0; v < V; ++v) {
+                double x = 0;
+                for (int64_t e = 0; e < E; ++e) x += double(h[t * size_t(E) + size_t(e)]) * W[size_t(v * E + e)];
+                if (cap > 0) x = cap * std::tanh(x / cap);
+                worst = worst_of(worst, std::fabs(x - logits[t * size_t(V) + size_t(v)]));
+                top = std::max(top, std::fabs(x));
+            }
+        INFO("largest |h W - logits| = " << worst << ", largest |logit| " << top);
+        // float32 products of length n_embd (64) against double: measured below 1e-5.
+        CHECK(worst <= 1e-4 * std::max(1.0, top));
+    }
 }
