@@ -103,6 +103,7 @@ uint32_t Automaton::intern_state(uint32_t set, uint32_t cp, uint8_t need, uint8_
     uint32_t id = uint32_t(states_.size());
     states_.push_back(std::move(s));
     row_of_.push_back(-1);
+    plain_.push_back(-1);
     state_ids_.emplace(k, id);
     return id;
 }
@@ -174,6 +175,37 @@ int32_t Automaton::compute_next(uint32_t s, uint8_t b) {
     }
     rows_[size_t(row_of_[s]) * 256 + b] = result;
     return result;
+}
+
+bool Automaton::plain_loop(uint32_t s) {
+    if (plain_[s] >= 0) return plain_[s];
+    bool ok = states_[s].need == 0;
+    // Each stack's class holds all of U+0080..U+10FFFF or none of it: then every non-ASCII
+    // character moves the same stacks (a stack's successors do not depend on the character),
+    // and one of them (U+0080, C2 80) stands for all.
+    const auto& el = g_->elements();
+    for (uint32_t st : sets_[states_[s].set]) {
+        if (!ok) break;
+        if (st == 0) continue;
+        const CharClass& c = g_->char_class(el[nodes_[st].pos].arg);
+        bool any = c.intersects(0x80, 0x10FFFF);
+        bool all = true;
+        if (c.negated) {
+            for (const auto& r : c.ranges) all = all && !(r.first <= 0x10FFFF && 0x80 <= r.second);
+        } else {
+            all = false;
+            for (const auto& r : c.ranges) all = all || (r.first <= 0x80 && r.second >= 0x10FFFF);
+        }
+        ok = all || !any;
+    }
+    for (int b = 0x20; ok && b < 0x7F; ++b)
+        if (b != '"' && b != '\\') ok = next(s, uint8_t(b)) == int32_t(s);
+    if (ok) {
+        int32_t t = next(s, 0xC2);
+        ok = t >= 0 && next(uint32_t(t), 0x80) == int32_t(s);
+    }
+    plain_[s] = ok ? 1 : 0;
+    return ok;
 }
 
 const std::string& Automaton::key(uint32_t s) {

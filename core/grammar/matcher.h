@@ -56,10 +56,15 @@ public:
         return compute_next(s, byte);
     }
     bool accepting(uint32_t s) const { return states_[s].accepting; }
+    // Whether state s stays s on every "plain" character: printable ASCII but '"' and '\', and
+    // every non-ASCII character (the inside of a JSON string). From such a state every token of
+    // plain characters is allowed without walking it (token_mask.cpp). Memoized.
+    bool plain_loop(uint32_t s);
     bool can_continue(uint32_t s) const { return states_[s].can_continue; }
     // The state's content, independent of this arena's numbering: the grammar's fingerprint,
     // the unfinished UTF-8 sequence and the stacks as position lists, sorted. Equal keys mean
-    // equal futures, so a token-mask cache shared by matchers can key on it.
+    // equal futures, so a token-mask cache shared by matchers can key on it. The reference
+    // lasts until the next state is made.
     const std::string& key(uint32_t s);
     const Grammar& grammar() const { return *g_; }
     size_t n_states() const { return states_.size(); }
@@ -95,6 +100,7 @@ private:
     std::unordered_map<std::string, uint32_t> set_ids_;  // the id list's bytes -> set id
     std::vector<State> states_;
     std::vector<int32_t> row_of_;  // per state: its transition row, or -1 (apart: the walk's hot read)
+    std::vector<int8_t> plain_;    // per state: plain_loop, -1 not yet known
     std::unordered_map<uint64_t, uint32_t> state_ids_;
     std::vector<int32_t> rows_;
     size_t n_rows_ = 0;

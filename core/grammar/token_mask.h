@@ -55,18 +55,29 @@ private:
     static constexpr uint8_t kEog = 1, kSpecial = 2;
     struct Node {
         uint32_t end;        // the first node after this one's subtree
-        uint32_t tok_begin;  // its tokens: ids_[tok_begin, next node's tok_begin)
+        uint32_t tok_begin;  // its tokens: ids[tok_begin, next node's tok_begin)
         uint16_t depth;      // 1 for a token's first byte
         uint8_t byte;
     };
-    void walk(const Matcher& m, uint32_t* bits) const;
+    struct Trie {
+        std::vector<Node> nodes;  // preorder, plus a sentinel
+        std::vector<int32_t> ids;
+        size_t max_depth = 0;
+    };
+    Trie build_trie(std::vector<int32_t> ids) const;
+    // ORs into bits the tokens of `t` that the matcher allows.
+    void walk(const Trie& t, const Matcher& m, uint32_t* bits) const;
+    void compute(const Matcher& m, uint32_t* bits) const;
 
     std::vector<std::string> tokens_;
     std::vector<uint8_t> flags_;
     std::vector<int32_t> eog_ids_;
-    std::vector<Node> nodes_;  // preorder, plus a sentinel
-    std::vector<int32_t> ids_;
-    size_t max_depth_ = 0;
+    Trie all_;    // every text token
+    // The inside of a JSON string allows every token of "plain" characters (complete UTF-8,
+    // no '"', '\' or control character); from such a state (Automaton::plain_loop) those are
+    // set at once and only the other tokens are walked.
+    Trie other_;
+    std::vector<uint32_t> plain_bits_;
 
     // LRU over state keys (detail::Automaton::key).
     size_t capacity_;

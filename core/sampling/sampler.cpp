@@ -11,6 +11,10 @@ Sampler::Sampler(SamplerParams p, std::unique_ptr<SamplerStage> constraint) : p_
     if (!p_.logit_bias.empty()) chain_.push_back(make_logit_bias(p_.logit_bias));
     if (p_.repeat_penalty != 1.0f || p_.frequency_penalty != 0.0f || p_.presence_penalty != 0.0f)
         chain_.push_back(make_penalties(p_.repeat_penalty, p_.frequency_penalty, p_.presence_penalty, p_.repeat_last_n));
+    if (p_.grammar) {
+        if (!p_.grammar_vocab) throw std::invalid_argument("sampler: a grammar needs the vocabulary's token texts (grammar_vocab)");
+        chain_.push_back(make_grammar(p_.grammar, p_.grammar_vocab, p_.top_k, p_.temp <= 0.0f));
+    }
     if (constraint) chain_.push_back(std::move(constraint));
     if (p_.temp <= 0.0f) {
         chain_.push_back(make_greedy());

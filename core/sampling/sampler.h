@@ -33,6 +33,10 @@ struct SamplerParams {
     std::vector<std::pair<int32_t, float>> logit_bias;  // added to the logit; -inf bans a token
     bool want_logprobs = false;
     int n_logprobs = 0;  // how many top alternatives to report
+    // Constrained output: the text must follow this grammar (with `grammar_vocab`, the token
+    // texts of the model's vocabulary: grammar_vocab() in core/runtime).
+    std::shared_ptr<const grammar::Grammar> grammar;
+    std::shared_ptr<const grammar::TokenMask> grammar_vocab;
 };
 
 struct TokenLogprob {

@@ -305,41 +305,58 @@ void check_mask(const TokenMask& v, const Matcher& m) {
 
 TEST_CASE("token mask: equals allows() and an independent replay on a small vocabulary", "[grammar]") {
     auto v = small_vocab();
-    auto g = Grammar::parse(kJson);
-    // Along several documents, at every step: mask == allows() == "a fresh matcher that has
-    // taken the same bytes takes the token's bytes".
-    std::mt19937_64 rng(3);
-    Matcher walker(g);
-    for (int round = 0; round < 8; ++round) {
-        std::optional<std::string> doc;
-        while (!doc) doc = testing::random_walk(walker, rng, 200, 0.1);
-        Matcher m(g, v);
-        std::string taken;
-        for (size_t i = 0; i <= doc->size(); ++i) {
-            std::vector<uint32_t> bits(v->mask_words());
-            v->fill_mask(m, bits.data());
-            for (int32_t id = 0; id < v->n_vocab(); ++id) {
-                bool bit = (bits[size_t(id) / 32] >> (id % 32)) & 1;
-                bool want;
-                if (v->is_eog(id)) want = m.is_accepting();
-                else if (v->is_special(id) || v->token_bytes(id).empty()) want = false;
-                else {
-                    Matcher fresh(g);
-                    want = fresh.accept_bytes(taken) && fresh.accept_bytes(v->token_bytes(id));
+    // JSON (its strings take the plain-token shortcut), and strings whose classes leave out
+    // one ASCII letter or a block of non-ASCII characters (the shortcut must not apply).
+    const char* grammars[] = {kJson, "root ::= (\"\\\"\" [^\"x]* \"\\\"\" \" \"?)+\n",
+                              "root ::= \"\\\"\" [^\"\\\\\\x00-\\x1F\\u00e0-\\u00ff]* \"\\\"\"\n"};
+    for (const char* text : grammars) {
+        auto g = Grammar::parse(text);
+        INFO(text);
+        // Along several documents, at every step: mask == allows() == "a fresh matcher that has
+        // taken the same bytes takes the token's bytes".
+        std::mt19937_64 rng(3);
+        Matcher walker(g);
+        for (int round = 0; round < 8; ++round) {
+            std::optional<std::string> doc;
+            while (!doc) doc = testing::random_walk(walker, rng, 200, 0.1);
+            Matcher m(g, v);
+            std::string taken;
+            for (size_t i = 0; i <= doc->size(); ++i) {
+                std::vector<uint32_t> bits(v->mask_words());
+                v->fill_mask(m, bits.data());
+                for (int32_t id = 0; id < v->n_vocab(); ++id) {
+                    bool bit = TokenMask::test(bits.data(), id);
+                    bool want;
+                    if (v->is_eog(id)) want = m.is_accepting();
+                    else if (v->is_special(id) || v->token_bytes(id).empty()) want = false;
+                    else {
+                        Matcher fresh(g);
+                        want = fresh.accept_bytes(taken) && fresh.accept_bytes(v->token_bytes(id));
+                    }
+                    INFO("after " << taken.size() << " bytes, token " << id);
+                    REQUIRE(bit == want);
+                    REQUIRE(v->allows(m, id) == want);
                 }
-                INFO("after " << taken.size() << " bytes, token " << id);
-                REQUIRE(bit == want);
-                REQUIRE(v->allows(m, id) == want);
-            }
-            if (i < doc->size()) {
-                REQUIRE(m.accept_bytes(doc->substr(i, 1)));
-                taken += (*doc)[i];
+                if (i < doc->size()) {
+                    REQUIRE(m.accept_bytes(doc->substr(i, 1)));
+                    taken += (*doc)[i];
+                }
             }
         }
     }
     auto st = v->stats();
     CHECK(st.hits > 0);  // JSON states recur (the cache holds 4 masks)
     CHECK(st.misses > 0);
+    // The shortcut applies inside a JSON string and not in the other two.
+    Matcher in_string(Grammar::parse(kJson));
+    REQUIRE(in_string.accept_bytes("{\"ab"));
+    CHECK(in_string.automaton().plain_loop(in_string.state()));
+    Matcher no_x(Grammar::parse(grammars[1]));
+    REQUIRE(no_x.accept_bytes("\"ab"));
+    CHECK_FALSE(no_x.automaton().plain_loop(no_x.state()));
+    Matcher no_latin(Grammar::parse(grammars[2]));
+    REQUIRE(no_latin.accept_bytes("\"ab"));
+    CHECK_FALSE(no_latin.automaton().plain_loop(no_latin.state()));
 }
 
 TEST_CASE("token mask: end tokens only where the root may end, special and empty never", "[grammar]") {
@@ -511,4 +528,41 @@ TEST_CASE("json schema: what cannot be expressed is refused with the JSON pointe
     CHECK_THAT(err(R"({"type": "string", "pattern": "a", "maxLength": 3})"), Catch::Contains("#/pattern"));
     CHECK_THAT(err(R"({"type": "integer", "minimum": 5, "maximum": 4})"), Catch::Contains("no integer"));
     CHECK_THAT(err("[1, 2]"), Catch::Contains("at #:"));
+}
+
+TEST_CASE("GBNF: mangled grammars parse or fail with Error, never worse", "[grammar]") {
+    // Seeded mutations of real grammars (bytes replaced, inserted, deleted): the parser must
+    // answer with a grammar or an Error, and a grammar it takes must run.
+    std::mt19937_64 rng(11);
+    const std::string bases[] = {kJson, kArith, json_schema_to_gbnf(ordered_json::parse(R"({"type": "object",
+        "properties": {"a": {"type": "string", "pattern": "^[a-z]{2,4}$"}, "b": {"type": "integer", "minimum": -5}}})"))};
+    const char alphabet[] = "()[]{}|*+?.\"\\#-^:=,0123456789ax \n\t\x80\xC3\xFF";
+    int parsed = 0;
+    for (int i = 0; i < 3000; ++i) {
+        std::string g = bases[size_t(i) % 3];
+        for (int k = 0, n = 1 + int(rng() % 4); k < n; ++k) {
+            size_t at = rng() % (g.size() + 1);
+            char c = alphabet[rng() % (sizeof alphabet - 1)];
+            switch (rng() % 3) {
+                case 0: if (at < g.size()) g[at] = c; break;
+                case 1: g.insert(g.begin() + long(at), c); break;
+                default: if (at < g.size()) g.erase(at, 1); break;
+            }
+        }
+        std::shared_ptr<const Grammar> gr;
+        try {
+            gr = Grammar::parse(g);
+        } catch (const Error&) {
+            continue;
+        }
+        ++parsed;
+        try {
+            Matcher m(gr);
+            std::mt19937_64 walk_rng{static_cast<uint64_t>(i)};
+            testing::random_walk(m, walk_rng, 64, 0.2);
+        } catch (const Error&) {
+            // a limit (ambiguity) is a fine answer too
+        }
+    }
+    CHECK(parsed > 100);
 }

@@ -1,5 +1,8 @@
 #include "tools/cli/app.h"
 
+#include "core/grammar/json_schema.h"
+#include "core/runtime/grammar_vocab.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -115,6 +118,26 @@ SamplerParams App::sampler_params(const Options& o) const {
     p.min_p = o.min_p;
     p.repeat_penalty = o.repeat_penalty;
     p.seed = o.seed;
+    if (!o.grammar.empty() && !o.json_schema.empty()) throw UsageError("--grammar and --json-schema both constrain the output: give one");
+    if (!o.grammar.empty() || !o.json_schema.empty()) {
+        try {
+            std::string gbnf = o.grammar;
+            if (!o.json_schema.empty()) {
+                nlohmann::ordered_json schema;
+                try {
+                    schema = nlohmann::ordered_json::parse(o.json_schema);
+                } catch (const nlohmann::json::exception& e) {
+                    throw UsageError(std::string("--json-schema: not JSON: ") + e.what());
+                }
+                gbnf = grammar::json_schema_to_gbnf(schema);
+            }
+            p.grammar = grammar::Grammar::parse(gbnf);
+        } catch (const grammar::Error& e) {
+            throw UsageError(std::string(o.grammar.empty() ? "--json-schema: " : "--grammar: ") + e.what());
+        }
+        if (!grammar_vocab_) grammar_vocab_ = grammar_vocab(*tokenizer);
+        p.grammar_vocab = grammar_vocab_;
+    }
     return p;
 }
 

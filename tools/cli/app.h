@@ -23,6 +23,7 @@ struct App {
     std::unique_ptr<Session> draft_session;  // made by speculator()
     SessionParams session_params(const Options& o) const;
     SamplerParams sampler_params(const Options& o) const;
+    mutable std::shared_ptr<const grammar::TokenMask> grammar_vocab_;  // built on the first grammar
     SpecParams spec_params(const Options& o) const;
     // The guess source --spec asks for, for sequence 0 of `target` (null with --spec off).
     std::unique_ptr<Speculator> speculator(const Options& o, const Session& target);

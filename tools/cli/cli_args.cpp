@@ -2,11 +2,20 @@
 
 #include <algorithm>
 #include <charconv>
+#include <fstream>
 #include <set>
 #include <sstream>
 
 namespace ls::cli {
 namespace {
+
+std::string read_text_file(const std::string& flag, const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw UsageError(flag + ": cannot read '" + path + "'");
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
 
 const std::set<std::string> kCommands = {"run", "chat", "perplexity", "bench", "info", "devices", "serve", "embed"};
 
@@ -98,6 +107,10 @@ Options parse_args(int argc, char** argv) {
         else if (a == "--min-p") o.min_p = parse_number<float>(a, value());
         else if (a == "--repeat-penalty") o.repeat_penalty = parse_number<float>(a, value());
         else if (a == "--seed") { o.seed = parse_number<uint64_t>(a, value()); o.seed_set = true; }
+        else if (a == "--grammar") o.grammar = value();
+        else if (a == "--grammar-file") o.grammar = read_text_file(a, value());
+        else if (a == "-j" || a == "--json-schema") o.json_schema = value();
+        else if (a == "--json-schema-file") o.json_schema = read_text_file(a, value());
         else if (a == "--chunks") o.chunks = positive(parse_number<int64_t>(a, value()));
         else if (a == "--kl-divergence-base" || a == "--save-all-logits") o.kld_base = value();
         else if (a == "-ctk" || a == "--cache-type-k") o.type_k = parse_cache_type(a, value());
@@ -287,6 +300,8 @@ std::string usage(const std::string& command) {
         "  -n, --n-predict N       tokens to generate (default 128; -1: until end of generation)\n"
         "  --temp T                temperature, 0 = greedy (default 0.8)\n"
         "  --top-k N, --top-p P, --min-p P, --repeat-penalty R, --seed S\n"
+        "  --grammar GBNF, --grammar-file F   output constrained by a GBNF grammar (llama.cpp's syntax)\n"
+        "  -j, --json-schema S, --json-schema-file F   output constrained to JSON valid under schema S\n"
         "  --spec MODE             speculative decoding: off | lookup (default: guesses from earlier\n"
         "                          text of the sequence) | draft (guesses from -md); output is identical\n"
         "                          to --spec off, token for token\n"

@@ -29,6 +29,9 @@ struct Options {
     float temp = 0.8f, top_p = 0.95f, min_p = 0.05f, repeat_penalty = 1.0f;
     int top_k = 40;
     uint64_t seed = 0xC0FFEE;     // --seed
+    // Constrained output (llama.cpp's flags): GBNF text, or a JSON schema it is made from.
+    std::string grammar;          // --grammar, --grammar-file
+    std::string json_schema;      // -j/--json-schema, --json-schema-file
     bool seed_set = false;
     int64_t chunks = -1;          // --chunks (perplexity); -1: all
     std::string kld_base;         // --kl-divergence-base / --save-all-logits (perplexity)

@@ -1,7 +1,7 @@
 // Times the grammar token mask on a real vocabulary: a JSON-schema grammar is walked along a
 // document's tokens, and at each step the full mask is computed three ways (cold: a new
 // matcher, its transitions unlearned; warm: the matcher's transitions learned, no mask cache;
-// cached: a mask-cache hit), plus allows() on single tokens. At a few steps the mask is checked
+// cached: a mask-cache hit), plus allows() on single tokens. At every step the mask is checked
 // against allows() on every token.
 //
 //   grammar_mask_bench MODEL.gguf [SCHEMA.json]
@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
             allow_top.push_back(us_since(t) / 40.0);
             (void)hits;
         }
-        if (step % 10 == 0) {  // the mask against allows() on every token
+        {  // the mask against allows() on every token
             for (int32_t id = 0; id < n; ++id) {
                 bool bit = (bits[size_t(id) >> 5] >> (id & 31)) & 1;
                 if (bit != vocab->allows(m, id)) { std::printf("MISMATCH mask vs allows at step %zu, token %d\n", step, id); return 1; }
@@ -125,6 +125,10 @@ int main(int argc, char** argv) {
     std::printf("mask == allows() on all %d tokens at %zu steps; allowed per step: median %zu, min %zu, max %zu\n", n,
                 checked, allowed_counts[allowed_counts.size() / 2], *std::min_element(allowed_counts.begin(), allowed_counts.end()),
                 *std::max_element(allowed_counts.begin(), allowed_counts.end()));
+    size_t worst = size_t(std::max_element(warm.begin(), warm.end()) - warm.begin());
+    std::string prefix;
+    for (size_t k = 0; k < worst; ++k) prefix += tok.token_to_piece(ids[k], false);
+    std::printf("slowest warm step: %zu (%zu tokens allowed), after: %s\n", worst, allowed_counts[worst], prefix.c_str());
     report("fill_mask cold (new matcher)", cold);
     report("fill_mask warm matcher, no cache", warm);
     report("fill_mask cache hit", cached);

@@ -1,5 +1,7 @@
 #include "tools/server/api_request.h"
 
+#include "core/grammar/json_schema.h"
+
 #include <cmath>
 #include <limits>
 #include <random>
@@ -67,9 +69,6 @@ struct Unimplemented {
     const char* what;
 };
 const Unimplemented kUnimplemented[] = {
-    {"response_format", {{"type", "text"}}, "structured output"},
-    {"json_schema", nullptr, "structured output"},
-    {"grammar", "", "grammar-constrained output"},
     {"tool_choice", "none", "tool calls"},
     {"parallel_tool_calls", nullptr, "tool calls"},
     {"min_tokens", 0, "a minimum length"},
@@ -102,6 +101,64 @@ void refuse_unimplemented(const json& body) {
 // Bounds on what a request may ask the server to hold or check per token.
 constexpr size_t kMaxLogitBias = 1024, kMaxMessages = 4096;
 
+// Structured output: at most one of response_format (OpenAI: json_object, json_schema),
+// json_schema and grammar (llama-server's: a schema, GBNF text). The grammar constrains
+// sampling (core/sampling/grammar.cpp); what cannot be compiled is a 400 naming the field.
+void parse_constraint(const json& body, const ApiContext& ctx, GenRequest& r) {
+    std::string gbnf, from;
+    auto compile_schema = [&](const json& schema, const char* param) {
+        if (!schema.is_object() && !schema.is_boolean()) throw ApiError(400, std::string("'") + param + "': a JSON schema must be an object", param);
+        try {
+            gbnf = grammar::json_schema_to_gbnf(nlohmann::ordered_json::parse(schema.dump()));
+        } catch (const grammar::Error& e) {
+            throw ApiError(400, std::string("'") + param + "': " + e.what(), param, "invalid_schema");
+        }
+        from = param;
+    };
+    auto once = [&](const char* param) {
+        if (!from.empty())
+            throw ApiError(400, std::string("'") + param + "' and '" + from + "' both constrain the output: give one", param);
+    };
+    if (const json* rf = field(body, "response_format")) {
+        if (!rf->is_object() || !rf->contains("type") || !(*rf)["type"].is_string())
+            throw ApiError(400, "'response_format' must be an object with a string 'type'", "response_format");
+        const std::string type = (*rf)["type"];
+        if (type == "json_object") {
+            // (llama-server also takes a schema here.)
+            if (const json* sc = field(*rf, "schema"))
+                compile_schema(*sc, "response_format");
+            else
+                gbnf = grammar::json_object_gbnf(), from = "response_format";
+        } else if (type == "json_schema") {
+            const json* js = field(*rf, "json_schema");
+            if (!js || !js->is_object()) throw ApiError(400, "'response_format': json_schema needs a 'json_schema' object", "response_format");
+            const json* sc = field(*js, "schema");
+            compile_schema(sc ? *sc : json::object(), "response_format");
+        } else if (type != "text") {
+            throw ApiError(400, "'response_format': type must be \"text\", \"json_object\" or \"json_schema\", got \"" + type + "\"",
+                           "response_format");
+        }
+    }
+    if (const json* js = field(body, "json_schema")) {
+        once("json_schema");
+        compile_schema(*js, "json_schema");
+    }
+    if (const json* g = field(body, "grammar"); g && !(g->is_string() && g->get_ref<const std::string&>().empty())) {
+        once("grammar");
+        if (!g->is_string()) throw ApiError(400, "'grammar' must be a string (GBNF)", "grammar");
+        gbnf = g->get<std::string>();
+        from = "grammar";
+    }
+    if (from.empty()) return;
+    if (!ctx.grammar_vocab) throw ApiError(400, "structured output is not available on this server", from);
+    try {
+        r.job.sampling.grammar = grammar::Grammar::parse(gbnf);
+    } catch (const grammar::Error& e) {
+        throw ApiError(400, "'" + from + "': " + e.what(), from, "invalid_grammar");
+    }
+    r.job.sampling.grammar_vocab = ctx.grammar_vocab;
+}
+
 // The fields both endpoints share: sampling, length, stop strings, streaming.
 void parse_common(const json& body, const ApiContext& ctx, GenRequest& r) {
     refuse_unimplemented(body);
@@ -132,6 +189,7 @@ void parse_common(const json& body, const ApiContext& ctx, GenRequest& r) {
                        "n");
     else
         r.job.n = int(n);
+    parse_constraint(body, ctx, r);
     if (const json* bo = field(body, "best_of"); bo && !(bo->is_number_integer() && bo->get<int64_t>() == 1))
         throw ApiError(400, "only best_of = 1 is supported", "best_of");
 

@@ -34,6 +34,7 @@ struct ApiContext {
     SamplerParams defaults;  // the server's sampling flags (--temp, --top-k, ...): what a request leaves out
     std::vector<int32_t> eog_ids;  // the end-of-generation tokens (banned by ignore_eos)
     size_t max_piece_bytes = 0;    // Tokenizer::max_bytes_per_token: bounds a prompt's tokens by its bytes (0: no bound)
+    std::shared_ptr<const grammar::TokenMask> grammar_vocab;  // the vocabulary's texts, for constrained output
 };
 
 struct GenRequest {

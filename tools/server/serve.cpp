@@ -15,6 +15,7 @@
 
 #include "backends/registry.h"
 #include "core/models/registry.h"
+#include "core/runtime/grammar_vocab.h"
 #include "core/text/tokenizer.h"
 #include "tools/server/api_embed.h"
 #include "tools/server/api_request.h"
@@ -446,6 +447,7 @@ int serve(const ServeConfig& c) {
         st.api.chat = &chat_template_for(st.api.arch, [&](std::string_view t) { return st.tok->find_token(t) >= 0; });
         st.api.n_ctx = st.session->params().n_ctx;
         st.api.n_slots = int(st.session->params().n_seq);
+        st.api.grammar_vocab = grammar_vocab(*st.tok);
         st.api.defaults = c.sampling;
         for (int32_t id = 0; id < st.tok->n_vocab(); ++id)
             if (st.tok->is_eog(id)) st.api.eog_ids.push_back(id);
