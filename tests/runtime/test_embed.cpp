@@ -221,7 +221,7 @@ TEST_CASE("embed: every family's hidden states are what its output matrix multip
                 top = std::max(top, std::fabs(x));
             }
         INFO("largest |h W - logits| = " << worst << ", largest |logit| " << top);
-        // float32 products of length n_embd (64) against double: measured below 1e-5.
+        // lockstep's float32 products of length n_embd (64) against double.
         CHECK(worst <= 1e-4 * std::max(1.0, top));
     }
 }
