@@ -295,7 +295,11 @@ Tensor* Model::output_head(Graph& g, const Ubatch& ub, Tensor* x, float softcap,
     const int64_t T = int64_t(ub.tokens.size()), n_out = int64_t(ub.out_idx.size());
     if (n_out == 0) return nullptr;
     if (n_out < T && !all_rows) x = ops::get_rows(g, x, g.input(DType::I32, {n_out}, ub.out_idx.data(), "out_idx"));
-    x = ops::rms_norm(g, x, output_norm_, hp_.rms_eps);
+    x = ops::rms_norm(g, x, output_norm_, hp_.rms_eps);  // (n_embd, n_out)
+    if (ub.hidden) {
+        g.mark_output(x);
+        return x;
+    }
     Tensor* logits = ops::mul_mat(g, output_, x);  // (n_vocab, n_out)
     if (softcap > 0) logits = ops::softcap(g, logits, softcap);
     g.mark_output(logits);

@@ -42,6 +42,10 @@ struct Hparams {
 struct Ubatch {
     std::vector<int32_t> tokens, pos, seq;
     std::vector<int32_t> out_idx;  // indices (into tokens) whose logits are wanted, in order
+    // What out_idx's rows give: false, the logits; true, the final normalized hidden state
+    // (n_embd floats: what the output matrix multiplies), for embeddings. output_head honours
+    // it, so every family gives either.
+    bool hidden = false;
 };
 
 // The KV-cache row of every token of a ubatch in a ring of R rows per sequence slot,
@@ -144,7 +148,8 @@ public:
     virtual std::vector<RecurrentLayerSpec> recurrent_layout() const { return {}; }
 
     // Builds the graph of one ubatch; returns the logits F32 [n_vocab, out_idx.size()]
-    // (nullptr when no logits are wanted).
+    // (ub.hidden: the hidden states F32 [n_embd, out_idx.size()]; nullptr when no row is
+    // wanted). Every family ends with output_head, which makes the choice.
     virtual Tensor* build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const = 0;
     // The same for models with recurrent layers (rs is null when recurrent_layout() is empty).
     // Sessions call this one; models without recurrent state need not override it.
@@ -172,7 +177,9 @@ protected:
     void bind_embeddings();
     // The logits of the rows ub.out_idx asks for (only those go through the large output
     // projection): RMS norm with output_norm, then output, then soft-capped when softcap > 0.
-    // nullptr when none is wanted. `all_rows`: x holds exactly the wanted rows already.
+    // With ub.hidden, the normed rows themselves (no projection, no soft cap): the one place
+    // the hidden-state output is made. nullptr when none is wanted. `all_rows`: x holds
+    // exactly the wanted rows already.
     Tensor* output_head(Graph& g, const Ubatch& ub, Tensor* x, float softcap = 0.f, bool all_rows = false) const;
 
     Tensor* tok_embd_ = nullptr;     // (n_embd, n_vocab)

@@ -12,7 +12,7 @@ namespace ls {
 namespace {
 // What rank 0's sessions announce (Session::announce), each a list of int64: the command, then
 // its arguments.
-enum Cmd : int64_t { kOpen = 1, kDecode, kSeqRm, kSeqCp, kSeqKeep, kReset, kCheckpoint, kClose, kQuit };
+enum Cmd : int64_t { kOpen = 1, kDecode, kSeqRm, kSeqCp, kSeqKeep, kReset, kCheckpoint, kClose, kQuit, kDecodeHidden };
 
 // The link of a model placed over ranks (one of its devices is another rank's), else null.
 Transport* link_for(const Model& m) {
@@ -95,14 +95,14 @@ void Session::follow_rank0(const Model& m, Transport& link) {
             case kClose: s.reset(); break;
             // Rank 0 announces a batch only once it checked it, and an edit only once it made
             // it: any call that throws here means the ranks diverged, and ends the job.
-            case kDecode: {
+            case kDecode: case kDecodeHidden: {
                 need(2);
                 const size_t n = size_t(c[1]);
                 need(2 + 4 * n);
                 Batch b;
                 for (size_t i = 0; i < n; ++i)
                     b.add(int32_t(c[2 + i]), int32_t(c[2 + 2 * n + i]), int32_t(c[2 + n + i]), c[2 + 3 * n + i] != 0);
-                session().decode(b);
+                session().decode(b, c[0] == kDecodeHidden ? DecodeOutput::Hidden : DecodeOutput::Logits);
                 break;
             }
             case kSeqRm: case kSeqCp: case kSeqKeep: case kReset: case kCheckpoint: {
@@ -145,17 +145,18 @@ void Session::check_batch(const Batch& b) const {
     }
 }
 
-std::vector<float> Session::decode(const Batch& b) {
+std::vector<float> Session::decode(const Batch& b, DecodeOutput what) {
     check_batch(b);
     if (lead_) {
-        std::vector<int64_t> c{kDecode, int64_t(b.size())};
+        std::vector<int64_t> c{what == DecodeOutput::Hidden ? kDecodeHidden : kDecode, int64_t(b.size())};
         for (const auto* v : {&b.tokens, &b.pos, &b.seq}) c.insert(c.end(), v->begin(), v->end());
         c.insert(c.end(), b.logits.begin(), b.logits.end());
         announce(std::move(c));
     }
-    const int64_t n = int64_t(b.size()), n_vocab = m_.hparams().n_vocab;
+    const int64_t n = int64_t(b.size());
+    const int64_t row = what == DecodeOutput::Hidden ? m_.hparams().n_embd : m_.hparams().n_vocab;
     std::vector<float> out;
-    out.reserve(size_t(std::count(b.logits.begin(), b.logits.end(), uint8_t(1))) * size_t(n_vocab));
+    out.reserve(size_t(std::count_if(b.logits.begin(), b.logits.end(), [](uint8_t f) { return f != 0; })) * size_t(row));
     // Under mpirun, the other ranks run this batch with us from here: a failure now (a device out
     // of memory) would leave them waiting for rows, so it ends the job.
     Transport* link = link_;
@@ -175,6 +176,7 @@ std::vector<float> Session::decode(const Batch& b) {
     for (int64_t i0 = 0; i0 < n; i0 += p_.n_ubatch) {
         const int64_t i1 = std::min(n, i0 + p_.n_ubatch);
         Ubatch ub;
+        ub.hidden = what == DecodeOutput::Hidden;
         ub.tokens.assign(b.tokens.begin() + i0, b.tokens.begin() + i1);
         ub.pos.assign(b.pos.begin() + i0, b.pos.begin() + i1);
         ub.seq.assign(b.seq.begin() + i0, b.seq.begin() + i1);

@@ -31,6 +31,12 @@ struct Batch {
     void clear() { tokens.clear(), pos.clear(), seq.clear(), logits.clear(); }
 };
 
+// What Session::decode returns for each flagged token.
+enum class DecodeOutput {
+    Logits,  // n_vocab floats
+    Hidden,  // n_embd floats: the final normalized hidden state (embeddings)
+};
+
 class Session {
 public:
     // Throws std::invalid_argument naming the bad value (a context or ubatch below 1, a
@@ -54,8 +60,10 @@ public:
     // Evaluates a batch: each sequence's tokens must continue it, at positions seq_len(s),
     // seq_len(s)+1, ... in batch order. Everything is checked before anything is evaluated;
     // then the batch runs in ubatches of at most n_ubatch tokens, sequences mixed. Returns
-    // the logits (n_vocab each) of the tokens flagged for logits, in batch order.
-    std::vector<float> decode(const Batch& b);
+    // the logits (n_vocab each) of the tokens flagged for logits, in batch order; with
+    // DecodeOutput::Hidden their final normalized hidden states (n_embd each) instead. Either
+    // output of a token is the same bits whatever else shares its ubatch.
+    std::vector<float> decode(const Batch& b, DecodeOutput what = DecodeOutput::Logits);
 
     // Appends `tokens` to sequence `seq`. Returns the logits of tokens[first_logit..], or of
     // the last token only when first_logit < 0. A prompt that would run past n_ctx is an
@@ -102,6 +110,7 @@ public:
     // The pieces and bytes moved by the last graph run (more than one piece: a split model).
     const Scheduler::Stats& last_run() const { return sched_.last_run(); }
     int64_t n_vocab() const { return m_.hparams().n_vocab; }
+    int64_t n_embd() const { return m_.hparams().n_embd; }
 
 private:
     const Model& m_;

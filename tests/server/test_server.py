@@ -16,9 +16,17 @@ usage: test_server.py SUITE BINARY MODEL [serve args...]
   chat_split   the six-turn chat on a split model (placement flags in the args) gives the CPU's replies
   mpi_chat     the six-turn chat served by `mpirun -np N` (--mpi-np N in the args: pipeline stages)
                gives one process's replies; SIGTERM to the job ends it cleanly (exit 0)
+  embeddings   /v1/embeddings: every input shape (a string, strings, token ids, lists of them),
+               base64 equal to float, dimensions, each error; every vector byte-identical alone
+               and beside 1..8 concurrent generation and embedding requests; a model without
+               pooling refuses (run without --pooling: that check; with it: the rest)
+  embeddings_mpi  /v1/embeddings through `mpirun -np N` pipeline stages (--mpi-np N) equals one process
 """
+import base64
 import json
+import math
 import os
+import struct
 import re
 import signal
 import socket
@@ -288,6 +296,24 @@ def suite_mpi_chat(binary, model, args):
     print(f"mpi_chat: mpirun -np {n}: six turns equal one process's replies", flush=True)
 
 
+def suite_embeddings_mpi(binary, model, args):
+    """/v1/embeddings through pipeline stages (--mpi-np N in the args): the vectors of one process."""
+    i = args.index("--mpi-np")
+    n, rest = args[i + 1], args[:i] + args[i + 2:]
+    body = {"input": [PROMPTS[0], PROMPTS[3] * 2, PROMPTS[5]]}
+    with Server(binary, model, ["-np", "2"] + rest) as srv:
+        st, one, _ = srv.post("/v1/embeddings", body)
+        check(st == 200, f"one process: {st} {one}")
+    wrapper = mpi_wrapper(binary, n)
+    try:
+        with Server(wrapper, model, ["-np", "2"] + rest, see_loading=False) as srv:
+            st, staged, _ = srv.post("/v1/embeddings", body)
+    finally:
+        os.unlink(wrapper)
+    check(st == 200 and staged["data"] == one["data"], f"mpirun -np {n}: the vectors differ from one process's: {st}")
+    print(f"embeddings_mpi: mpirun -np {n}: {len(body['input'])} vectors equal one process's", flush=True)
+
+
 def skip_without_device(binary, args):
     """Exits 77 (skipped) when the GPU backend the args name (--backend X, or --device's first
     GPU name) has no device here."""
@@ -447,7 +473,7 @@ def suite_errors(binary, model, args):
                code="context_length_exceeded")
         # other endpoints
         expect(404, "GET", "/v1/nothing")
-        expect(404, "POST", "/v1/embeddings", {"input": "x"})
+        expect(400, "POST", "/v1/embeddings", {"input": "x"}, code="model_not_embedding")  # no pooling without --pooling
         expect(400, "POST", "/tokenize", {"content": 5}, param="content")
         expect(400, "POST", "/detokenize", {"tokens": [1, 10 ** 9]}, param="tokens")
         expect(400, "POST", "/detokenize", {"tokens": "abc"}, param="tokens")
@@ -824,6 +850,132 @@ def suite_backends(binary, model, args):
     print(f"backends: {' '.join(args)}, {len(reqs)} requests served two at a time equal the CPU backend's answers", flush=True)
 
 
+def suite_embeddings(binary, model, args):
+    """args: serve flags, --pooling among them unless the model's GGUF sets pooling_type."""
+    with Server(binary, model, ["-np", "4"] + args) as srv:
+        def emb(body, path="/v1/embeddings"):
+            status, resp, _ = srv.post(path, body)
+            check(status == 200, f"{body}: status {status}: {resp}")
+            return resp
+
+        r = emb({"input": PROMPTS[0], "model": "my-model"})
+        check(r["object"] == "list" and r["model"] == "my-model" and len(r["data"]) == 1, f"shape: {r}")
+        d0 = r["data"][0]
+        check(d0["object"] == "embedding" and d0["index"] == 0, f"item: {d0}")
+        v0 = d0["embedding"]
+        n_embd = len(v0)
+        check(abs(math.sqrt(sum(x * x for x in v0)) - 1) < 1e-5, "not L2-normalized by default")
+        status, tok, _ = srv.post("/tokenize", {"content": PROMPTS[0], "add_special": True})
+        ids = tok["tokens"]
+        check(r["usage"] == {"prompt_tokens": len(ids), "total_tokens": len(ids)}, f"usage {r['usage']} for {len(ids)} tokens")
+        r2 = emb({"input": PROMPTS[0]}, "/embeddings")
+        check(r2["data"][0]["embedding"] == v0 and r2["model"] != "my-model", "/embeddings differs, or the model was not the server's")
+        # Token ids: the same tokens as the text, the same vector.
+        check(emb({"input": ids})["data"][0]["embedding"] == v0, "token ids differ from their text")
+        # Several inputs in one request: each as if alone, in order.
+        alone = [emb({"input": p})["data"][0]["embedding"] for p in PROMPTS]
+        many = emb({"input": PROMPTS})
+        check([d["index"] for d in many["data"]] == list(range(len(PROMPTS))), "indices")
+        for i, d in enumerate(many["data"]):
+            check(d["embedding"] == alone[i], f"input {i} of a list differs from it alone")
+        lists = [srv.post("/tokenize", {"content": p, "add_special": True})[1]["tokens"] for p in PROMPTS[:3]]
+        for i, d in enumerate(emb({"input": lists})["data"]):
+            check(d["embedding"] == alone[i], f"token list {i} differs from its text")
+        check(len({tuple(v) for v in alone}) == len(alone), "two different texts gave the same vector")
+        # base64: the little-endian float32 bytes of the float answer, exactly.
+        b = emb({"input": PROMPTS[:2], "encoding_format": "base64"})
+        for i, d in enumerate(b["data"]):
+            raw = base64.b64decode(d["embedding"])
+            check(raw == struct.pack(f"<{n_embd}f", *alone[i]), f"base64 {i} is not the float answer's bytes")
+        # dimensions: the first k values, normalized again.
+        k = max(1, n_embd // 4)
+        t = emb({"input": PROMPTS[0], "dimensions": k})["data"][0]["embedding"]
+        norm = math.sqrt(sum(x * x for x in v0[:k]))
+        check(len(t) == k and all(abs(a - x / norm) < 1e-6 for a, x in zip(t, v0[:k])), "dimensions: not the renormalized prefix")
+        check(len(emb({"input": PROMPTS[0], "dimensions": n_embd})["data"][0]["embedding"]) == n_embd, "dimensions = n_embd")
+        print(f"embeddings: shapes ok (n_embd {n_embd}; strings, ids, lists, base64, dimensions)", flush=True)
+
+        # Beside concurrent generation and other embedding requests: the same bytes.
+        def raw_emb(i):
+            status, payload, _ = srv.request("POST", "/v1/embeddings", {"input": PROMPTS[i % len(PROMPTS)]})
+            check(status == 200, f"embedding {i}: {status} {payload[:200]}")
+            return json.loads(payload)["data"][0]["embedding"]
+
+        gen_alone = [generate(srv, *request_for(i, 12), stream=False) for i in range(4)]
+        for n in (1, 2, 4, 8):
+            results = [None] * n
+
+            def worker(i, n=n):
+                time.sleep(0.01 * i)
+                if i % 2 == 0:
+                    results[i] = raw_emb(i)
+                else:
+                    req, chat = request_for(i // 2 % 4, 12)
+                    results[i] = generate(srv, req, chat, stream=i % 4 == 1)
+
+            Workers(worker, n).join(300, f"{n} mixed requests")
+            for i in range(n):
+                if i % 2 == 0:
+                    check(results[i] == alone[i % len(PROMPTS)], f"{n} concurrent: embedding {i} differs from alone")
+                else:
+                    check(results[i] == gen_alone[i // 2 % 4], f"{n} concurrent: generation {i} differs from alone")
+            print(f"embeddings: {n} concurrent requests (embeddings and generations) identical to alone", flush=True)
+        # Eight embeddings of a long input at once, beside two generations: every chunk interleaves.
+        n_ctx = int(re.search(r"slots of (\d+) tokens", srv.text_log()).group(1))
+        long_text = " ".join(PROMPTS) * 3  # as long as a slot holds: many chunks at -ub 4
+        while len(srv.post("/tokenize", {"content": long_text, "add_special": True})[1]["tokens"]) > n_ctx:
+            long_text = long_text[: len(long_text) * 3 // 4]
+        long_alone = emb({"input": long_text})["data"][0]["embedding"]
+        results = [None] * 10
+
+        def worker(i):
+            if i < 8:
+                results[i] = emb({"input": [long_text, PROMPTS[i]]})["data"]
+            else:
+                results[i] = generate(srv, *request_for(i - 8, 12), stream=False)
+
+        Workers(worker, 10).join(300, "8 long embeddings beside 2 generations")
+        for i in range(8):
+            check(results[i][0]["embedding"] == long_alone and results[i][1]["embedding"] == alone[i], f"long embedding {i} differs")
+        check(results[8] == gen_alone[0] and results[9] == gen_alone[1], "generation beside long embeddings differs")
+        print("embeddings: 8 long two-input requests beside 2 generations identical to alone", flush=True)
+
+        bad = [
+            ({"input": ""}, "empty string"),
+            ({"input": []}, "empty list"),
+            ({"input": [[]]}, "empty token list"),
+            ({}, "no input"),
+            ({"input": 5}, "a number"),
+            ({"input": ["a", [1]]}, "mixed list"),
+            ({"input": [-1]}, "negative token id"),
+            ({"input": [10 ** 9]}, "token id past the vocabulary"),
+            ({"input": [[1, 2], [1, "x"]]}, "a string among token ids"),
+            ({"input": [1] * (n_ctx + 1)}, "longer than the context"),
+            ({"input": "hi", "encoding_format": "int8"}, "bad encoding_format"),
+            ({"input": "hi", "dimensions": 0}, "dimensions 0"),
+            ({"input": "hi", "dimensions": n_embd + 1}, "dimensions past n_embd"),
+            ({"input": "hi", "dimensions": "8"}, "dimensions a string"),
+            ({"input": "hi", "model": 3}, "model a number"),
+        ]
+        for body, what in bad:
+            status, resp, _ = srv.post("/v1/embeddings", body)
+            check(status == 400 and "error" in resp and resp["error"]["message"], f"{what}: {status} {resp}")
+        status, _, _ = srv.request("POST", "/v1/embeddings", raw="{not json")
+        check(status == 400, f"malformed JSON: {status}")
+        check(srv.get("/health")[0] == 200, "unhealthy after the errors")
+        m = srv.metrics()
+        check(m["lockstep_slots_busy"] == 0 and m["lockstep_queue_length"] == 0, f"slots or queue not empty: {m}")
+        print(f"embeddings: {len(bad) + 1} bad requests refused with 400", flush=True)
+    # Without --pooling (and a GGUF without the key): refused, naming the flag.
+    plain = [a for i, a in enumerate(args) if a != "--pooling" and (i == 0 or args[i - 1] != "--pooling")]
+    if plain != args:
+        with Server(binary, model, plain) as srv:
+            status, resp, _ = srv.post("/v1/embeddings", {"input": "hi"})
+            check(status == 400 and "no pooling" in resp["error"]["message"] and "--pooling" in resp["error"]["message"],
+                  f"a model without pooling: {status} {resp}")
+            print("embeddings: a model without pooling refuses with 400, naming --pooling", flush=True)
+
+
 if __name__ == "__main__":
     if len(sys.argv) < 4:
         print(__doc__)
@@ -831,4 +983,5 @@ if __name__ == "__main__":
     suite, binary, model, extra = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
     {"concurrency": suite_concurrency, "chat": suite_chat, "cancel": suite_cancel, "errors": suite_errors, "hostile": suite_hostile,
      "openai": suite_openai, "backends": suite_backends,
-     "chat_split": suite_chat_split, "mpi_chat": suite_mpi_chat}[suite](binary, model, extra)
+     "chat_split": suite_chat_split, "mpi_chat": suite_mpi_chat, "embeddings": suite_embeddings,
+     "embeddings_mpi": suite_embeddings_mpi}[suite](binary, model, extra)

@@ -151,6 +151,7 @@ std::vector<uint8_t> make_tiny_gemma3(const TinyGemma3Spec& s) {
     const std::string a = "gemma3.";
     put_arch_keys(w, {"gemma3", "tiny-gemma3 (random weights)", s.ctx, s.n_embd, s.n_layer, s.n_ff, s.n_head, s.n_head_kv, s.head_dim});
     w.set_u32(a + "attention.sliding_window", uint32_t(s.window));
+    if (s.pooling >= 0) w.set_u32(a + "pooling_type", uint32_t(s.pooling));
     w.set_f32(a + "attention.layer_norm_rms_epsilon", s.rms_eps);
     w.set_f32(a + "rope.freq_base", s.rope_base);
     put_tiny_vocab(w, s.n_vocab);

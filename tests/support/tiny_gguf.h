@@ -24,6 +24,7 @@ struct TinyGemma3Spec {
     uint64_t seed = 1;
     float rms_eps = 1e-6f;
     float rope_base = 1e6f;     // global layers (windowed layers use 10000, as Gemma 3 does)
+    int pooling = -1;           // >= 0: gemma3.pooling_type (embeddings; llama.cpp's numbers), else no key
 };
 
 // Throws std::invalid_argument naming the field when the spec cannot make a valid model

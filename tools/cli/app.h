@@ -38,5 +38,6 @@ int cmd_bench(const Options& o);
 int cmd_info(const Options& o);
 int cmd_devices(const Options& o);
 int cmd_serve(const Options& o);
+int cmd_embed(const Options& o);
 
 }  // namespace ls::cli

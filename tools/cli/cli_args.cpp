@@ -17,7 +17,7 @@ std::string read_text_file(const std::string& flag, const std::string& path) {
     return ss.str();
 }
 
-const std::set<std::string> kCommands = {"run", "chat", "perplexity", "bench", "info", "devices", "serve"};
+const std::set<std::string> kCommands = {"run", "chat", "perplexity", "bench", "info", "devices", "serve", "embed"};
 
 template <class T> T parse_number(const std::string& flag, const std::string& v) {
     T out{};
@@ -73,6 +73,7 @@ Options parse_args(int argc, char** argv) {
     if (!kCommands.count(o.command)) throw UsageError("unknown command '" + o.command + "'");
     const bool bench = o.command == "bench";
     const bool serve = o.command == "serve";
+    const bool embed = o.command == "embed";
     for (int i = 2; i < argc; ++i) {
         const std::string a = argv[i];
         auto value = [&]() -> std::string {
@@ -86,6 +87,7 @@ Options parse_args(int argc, char** argv) {
         if (a == "-h" || a == "--help") o.help = true;
         else if (a == "-m" || a == "--model") o.model = value();
         else if ((a == "-p" || a == "--prompt") && bench) o.bench_pp = parse_list(a, value());
+        else if ((a == "-p" || a == "--prompt") && embed) { o.prompts.push_back(value()); o.prompt_set = true; }
         else if (a == "-p" || a == "--prompt") { o.prompt = value(); o.prompt_set = true; }
         else if (a == "-f" || a == "--file") o.file = value();
         else if ((a == "-n" || a == "--n-predict" || a == "--n-gen") && bench) o.bench_tg = parse_list(a, value());
@@ -201,6 +203,21 @@ Options parse_args(int argc, char** argv) {
             const int64_t n = parse_number<int64_t>(a, value());
             if (n < 0 || n > 256) throw UsageError(a + " must be in [0, 256], got " + std::to_string(n));
             o.draft_min = int(n);
+        }
+        else if (a == "--pooling" && (serve || embed)) {
+            o.pooling = value();
+            if (o.pooling != "none" && o.pooling != "mean" && o.pooling != "cls" && o.pooling != "last")
+                throw UsageError("--pooling must be none, mean, cls or last; got '" + o.pooling + "'");
+        }
+        else if (a == "--embd-normalize" && (serve || embed)) {
+            const int64_t n = parse_number<int64_t>(a, value());
+            if (n < -1 || n > 64) throw UsageError("--embd-normalize must be -1 (none), 0 (max-abs int16), 1 (taxicab), 2 (euclidean) or a p-norm up to 64; got " + std::to_string(n));
+            o.embd_normalize = int(n);
+        }
+        else if (a == "--embd-output-format" && embed) {
+            o.embd_output_format = value();
+            if (o.embd_output_format != "json" && o.embd_output_format != "array")
+                throw UsageError("--embd-output-format must be json or array; got '" + o.embd_output_format + "'");
         }
         else if (a == "--host" && serve) o.host = value();
         else if (a == "--port" && serve) {
@@ -337,8 +354,23 @@ std::string usage(const std::string& command) {
                "  --spec off|lookup       while at most 2 slots are busy, generating slots check guesses from\n"
                "                          prompt lookup (default lookup; answers are identical either way)\n"
                "  --draft-max N, --draft-min N  as for run\n"
+               "  POST /v1/embeddings (and /embeddings): OpenAI's request (input: a string, strings, token ids\n"
+               "  or lists of them; encoding_format float|base64; dimensions), pooled as the GGUF's\n"
+               "  <arch>.pooling_type says, or:\n"
+               "  --pooling P             none | mean | cls | last: the pooling (default: the GGUF's; a file\n"
+               "                          without the key has none, and /v1/embeddings refuses)\n"
+               "  --embd-normalize N      -1 none, 0 max-abs int16, 1 taxicab, 2 euclidean (default), >2 p-norm\n"
                "  each step evaluates at most -ub tokens: one token of every generating slot, then prompt\n"
                "  chunks, oldest request first\n" + common;
+    if (command == "embed")
+        return "usage: lockstep embed [-m FILE] -p TEXT [-p TEXT ...] | -f FILE [options]\n"
+               "  prints one embedding per text: the final normalized hidden states, pooled and normalized\n"
+               "  -p TEXT                 a text (repeatable); -f FILE: one text per line\n"
+               "  --pooling P             none | mean | cls | last (default: the GGUF's <arch>.pooling_type;\n"
+               "                          a file without the key has none, which is refused)\n"
+               "  --embd-normalize N      -1 none, 0 max-abs int16, 1 taxicab, 2 euclidean (default), >2 p-norm\n"
+               "  --embd-output-format F  json (OpenAI's shape) | array ([[...],...]); default: one line of\n"
+               "                          numbers per text\n" + common;
     if (command == "info")
         return "usage: lockstep info [-m FILE] [--device LIST] [-ngl N] [placement options]\n"
                "  model metadata, tensor types and, with placement options, the plan: layers and bytes per device\n" + common;
@@ -352,6 +384,7 @@ std::string usage(const std::string& command) {
            "  info        model metadata, tensor types, memory\n"
            "  devices     the devices each backend can run on\n"
            "  serve       OpenAI-compatible HTTP server with continuous batching\n"
+           "  embed       embeddings of texts\n"
            "'lockstep COMMAND --help' shows a command's options.\n";
 }
 

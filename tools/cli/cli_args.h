@@ -67,6 +67,11 @@ struct Options {
     int read_timeout_s = 10;         // --read-timeout
     std::string cors_origin;         // --cors-origin (empty: no CORS headers)
     int64_t max_body_mib = 16;       // --max-body
+    // embed (and serve's /v1/embeddings): llama-embedding's flags
+    std::vector<std::string> prompts;  // embed: every -p, in order
+    std::string pooling;               // --pooling none|mean|cls|last ("": the GGUF's)
+    int embd_normalize = 2;            // --embd-normalize: -1 none, 0 max-abs int16, 1 taxicab, 2 euclidean, >2 p-norm
+    std::string embd_output_format;    // --embd-output-format: "" (plain lines), json, array
     bool help = false;
 };
 

@@ -39,6 +39,8 @@ int cmd_serve(const Options& o) {
     c.read_timeout_s = o.read_timeout_s;
     c.cors_origin = o.cors_origin;
     c.max_body_bytes = size_t(o.max_body_mib) << 20;
+    c.pooling = o.pooling;
+    c.embd_normalize = o.embd_normalize;
     return server::serve(c);
 }
 

@@ -1,4 +1,4 @@
-// lockstep: run, chat, perplexity, bench, info, devices, serve.
+// lockstep: run, chat, perplexity, bench, info, devices, serve, embed.
 #include <csignal>
 #include <cstdio>
 #include <exception>
@@ -75,6 +75,7 @@ int main(int argc, char** argv) {
         if (o.command == "info") return cmd_info(o);
         if (o.command == "devices") return cmd_devices(o);
         if (o.command == "serve") return cmd_serve(o);
+        if (o.command == "embed") return cmd_embed(o);
     } catch (const UsageError& e) {
         std::fprintf(stderr, "lockstep %s: %s\n\n%s", o.command.c_str(), e.what(), usage(o.command).c_str());
         return 2;

@@ -30,6 +30,7 @@ const char* kUsage =
     "  --vocab N         vocabulary size, >= 262 (default 300)\n"
     "  --window N        sliding window of the windowed layers (default 8; 0: none)\n"
     "  --ctx N           training context length (default 256)\n"
+    "  --pooling N       write gemma3.pooling_type N (0 none, 1 mean, 2 cls, 3 last; default: no key)\n"
     "  --type T          matmul weight type: f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_k..q6_k iq4_nl\n"
     "                    iq4_xs mxfp4 tq1_0 tq2_0 (default q8_0)\n"
     "  --seed N          random seed (default 1)\n"
@@ -101,6 +102,7 @@ int main(int argc, char** argv) {
             else if (flag == "--vocab") spec.n_vocab = as_int();
             else if (flag == "--window") spec.window = as_int();
             else if (flag == "--ctx") spec.ctx = as_int();
+            else if (flag == "--pooling") spec.pooling = as_int();
             else if (flag == "--seed") spec.seed = parse_u64(flag, v, std::numeric_limits<uint64_t>::max());
             else if (flag == "--type") {
                 try {

@@ -35,6 +35,15 @@ void Engine::shutdown() {
     queue_.clear();
     for (auto& sl : slots_)
         if (sl.job) sl.job->push(bye), sl.job.reset();
+    EmbedResult gone;
+    gone.error = bye.error;
+    for (auto& j : embed_queue_) j->finish(gone);
+    embed_queue_.clear();
+    for (auto& sl : slots_)
+        if (sl.embed) {
+            if (sl.embed->job) sl.embed->job->finish(gone), sl.embed->job.reset();
+            sl.embed.reset();
+        }
 }
 
 bool Engine::submit(std::shared_ptr<Job> job) {
@@ -43,7 +52,7 @@ bool Engine::submit(std::shared_ptr<Job> job) {
         if (stop_) return false;
         // Waiting requests beyond the free slots count against the queue's bound.
         const int64_t free_slots = int64_t(slots_.size()) - metrics_.slots_busy.load();
-        if (int64_t(queue_.size()) >= std::max<int64_t>(free_slots, 0) + int64_t(max_queue_)) return false;
+        if (int64_t(queue_.size() + embed_queue_.size()) >= std::max<int64_t>(free_slots, 0) + int64_t(max_queue_)) return false;
         queue_.push_back(std::move(job));
         metrics_.queue_length = int64_t(queue_.size());
     }
@@ -53,7 +62,7 @@ bool Engine::submit(std::shared_ptr<Job> job) {
 
 bool Engine::busy() const {
     for (const auto& sl : slots_)
-        if (sl.job) return true;
+        if (sl.taken()) return true;
     return false;
 }
 
@@ -61,12 +70,14 @@ void Engine::run() {
     while (true) {
         {
             std::unique_lock<std::mutex> l(m_);
-            cv_.wait(l, [&] { return stop_ || !queue_.empty() || busy(); });
+            cv_.wait(l, [&] { return stop_ || !queue_.empty() || !embed_queue_.empty() || busy(); });
             if (stop_) return;
         }
         drop_cancelled();
+        admit_embed();
         admit();
         step();
+        step_embed();
     }
 }
 
@@ -81,7 +92,16 @@ void Engine::drop_cancelled() {
             if (sl.choice == 0) metrics_.requests_cancelled++;
             loop_.cancel(int(i));
         }
+    for (size_t i = 0; i < slots_.size(); ++i)
+        if (Slot& sl = slots_[i]; sl.embed && sl.embed->job->cancelled()) {
+            metrics_.requests_cancelled++;
+            release_embed(int(i), true, "cancelled");
+        }
     std::lock_guard<std::mutex> l(m_);
+    const size_t embeds = embed_queue_.size();
+    embed_queue_.erase(std::remove_if(embed_queue_.begin(), embed_queue_.end(), [](const auto& j) { return j->cancelled(); }),
+                       embed_queue_.end());
+    metrics_.requests_cancelled += embeds - embed_queue_.size();
     const size_t before = queue_.size();
     queue_.erase(std::remove_if(queue_.begin(), queue_.end(), [](const auto& j) { return j->cancelled(); }), queue_.end());
     metrics_.requests_cancelled += before - queue_.size();
@@ -98,7 +118,7 @@ void Engine::admit() {
             const size_t n = size_t(std::max(1, front.params.n));
             std::vector<int> free;
             for (size_t i = 0; i < slots_.size(); ++i)
-                if (!slots_[i].job) free.push_back(int(i));
+                if (!slots_[i].taken()) free.push_back(int(i));
             if (free.size() < n) return;  // (oldest first: later requests wait behind it)
             // Choice 0: the free slot whose cache shares the longest prefix with the prompt;
             // among equals, the least recently used (its cache is the least likely to be

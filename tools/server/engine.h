@@ -16,6 +16,7 @@
 #include "core/runtime/session.h"
 #include "core/runtime/speculative.h"
 #include "core/text/tokenizer.h"
+#include "tools/server/embed_job.h"
 #include "tools/server/job.h"
 #include "tools/server/metrics.h"
 #include "tools/server/stop_text.h"
@@ -40,9 +41,24 @@ public:
 
     // Queues a job; false (and nothing queued) when every slot is busy and the queue is full.
     bool submit(std::shared_ptr<Job> job);
+    // Queues an embeddings job (the same bound). It takes a free slot like a generation
+    // request, and more while it has inputs to start and no generation request waits; each
+    // engine step, after the generation batch, evaluates the next chunks of the
+    // embeddings jobs (at most one ubatch in all) as a batch of its own, so that neither stalls
+    // the other; its vectors are the same bits
+    // whatever else the engine serves (DecodeOutput::Hidden, pooled in token order).
+    bool submit(std::shared_ptr<EmbedJob> job);
     int n_slots() const { return int(slots_.size()); }
 
 private:
+    // An admitted embeddings job: its inputs go to the slots it holds, one at a time each.
+    struct EmbedWork {
+        std::shared_ptr<EmbedJob> job;
+        uint64_t order = 0;  // admission, for oldest first
+        size_t next = 0;     // the next input to start
+        size_t done = 0;     // inputs finished
+        EmbedResult out;
+    };
     struct Slot {
         std::shared_ptr<Job> job;
         int choice = 0;
@@ -57,6 +73,12 @@ private:
         Usage usage;
         StopText::Out last;  // what the final token released, sent with the finish
         uint64_t last_used = 0;
+        // Or an embeddings job (engine_embed.cpp), which may hold several slots: the input this
+        // slot runs (its index in the job's inputs).
+        std::shared_ptr<EmbedWork> embed;
+        std::unique_ptr<EmbedRun> embed_run;
+        size_t embed_input = 0;
+        bool taken() const { return job || embed; }
     };
 
     void run();
@@ -72,6 +94,12 @@ private:
     // Ends slot i's whole job with an error (every choice).
     void fail_job(int i, const std::string& error);
     void emit(Slot& sl, Job& job, StopText::Out&& out, const std::string& finish, const std::string& error);
+    // Embeddings (engine_embed.cpp): queued jobs to free slots; a batch of their next chunks.
+    void admit_embed();
+    void step_embed();
+    // Frees slot i from its embeddings job; the job ends (answered with `error`, or its
+    // vectors) when `end`, and then every other slot it holds is freed too.
+    void release_embed(int i, bool end, const std::string& error = {});
 
     Session& s_;
     const Tokenizer& tok_;
@@ -85,6 +113,7 @@ private:
     std::mutex m_;
     std::condition_variable cv_;
     std::deque<std::shared_ptr<Job>> queue_;
+    std::deque<std::shared_ptr<EmbedJob>> embed_queue_;
     bool stop_ = false;
     std::thread thread_;
 };

@@ -17,6 +17,7 @@
 #include "core/models/registry.h"
 #include "core/runtime/grammar_vocab.h"
 #include "core/text/tokenizer.h"
+#include "tools/server/api_embed.h"
 #include "tools/server/api_request.h"
 #include "tools/server/api_response.h"
 #include "tools/server/engine.h"
@@ -38,6 +39,7 @@ struct State {
     std::unique_ptr<Session> session;
     std::unique_ptr<Engine> engine;
     ApiContext api;
+    EmbedContext embed;
     Metrics metrics;
     std::atomic<uint64_t> next_id{1};
 };
@@ -276,6 +278,11 @@ void routes(GatedServer& svr, State& st, const ServeConfig& c) {
     svr.Post("/completions", [&st](const httplib::Request& req, httplib::Response& res) { handle_generate(st, false, req, res); });
     svr.Post("/v1/chat/completions", [&st](const httplib::Request& req, httplib::Response& res) { handle_generate(st, true, req, res); });
     svr.Post("/chat/completions", [&st](const httplib::Request& req, httplib::Response& res) { handle_generate(st, true, req, res); });
+    auto embeddings = [&st](const httplib::Request& req, httplib::Response& res) {
+        handle_embeddings(st.embed, *st.engine, st.metrics, st.ready, req, res);
+    };
+    svr.Post("/v1/embeddings", embeddings);
+    svr.Post("/embeddings", embeddings);
     svr.Post("/tokenize", [&st](const httplib::Request& req, httplib::Response& res) {
         try {
             const json body = parse_json_object(req.body);
@@ -445,6 +452,7 @@ int serve(const ServeConfig& c) {
         for (int32_t id = 0; id < st.tok->n_vocab(); ++id)
             if (st.tok->is_eog(id)) st.api.eog_ids.push_back(id);
         st.api.max_piece_bytes = st.tok->max_bytes_per_token();
+        st.embed = embed_context(*st.model, *st.tok, st.session->params().n_ctx, c.pooling, c.embd_normalize, st.model_id);
         st.engine = std::make_unique<Engine>(*st.session, *st.tok, st.metrics, c.max_queue, c.spec);
         st.ready = true;
         std::fprintf(stderr, "lockstep serve: ready in %.1f s: %s, %d slots of %lld tokens each, ubatch %lld\n",

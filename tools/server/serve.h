@@ -33,6 +33,9 @@ struct ServeConfig {
     int read_timeout_s = 10;    // a request's head and body, from when the server awaits it (--read-timeout)
     size_t max_body_bytes = size_t(16) << 20;  // larger bodies get 413 before they are read
     std::string cors_origin;    // "": no CORS; "*" or one origin: Access-Control-Allow-Origin and preflights
+    // /v1/embeddings: --pooling ("": the GGUF's <arch>.pooling_type) and --embd-normalize.
+    std::string pooling;
+    int embd_normalize = 2;
 };
 
 // Listens, loads the model (GET /health answers 503 until it is ready), serves until SIGINT
