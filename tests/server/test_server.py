@@ -243,6 +243,67 @@ def suite_choices(srv, single):
           f"(prompt of {usage['prompt_tokens']} tokens, {int(evaluated)} evaluated)", flush=True)
 
 
+CALC = r'root ::= num (" " op " " num){0,3}' + "\nop ::= [-+*/]\nnum ::= [1-9] [0-9]{0,2}\n"
+CALC_RE = r"[1-9][0-9]{0,2}( [-+*/] [1-9][0-9]{0,2}){0,3}"
+PET_SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 12},
+                                               "age": {"type": "integer", "minimum": 0, "maximum": 30},
+                                               "kind": {"enum": ["cat", "dog", "bird"]}},
+              "required": ["name", "age", "kind"]}
+
+
+def suite_structured(binary, model, args):
+    """Constrained output: json_object answers parse as JSON objects, GBNF answers match the
+    grammar (checked by a regular expression, not by the server's matcher), json_schema answers
+    validate with Python's jsonschema; streamed equals whole; each alone equals beside others."""
+    import jsonschema
+    few_shot = 'Q: The cat as JSON.\nA: {"name": "Tom", "age": 3}\nQ: The dog as JSON.\nA:'
+    with Server(binary, model, ["-np", "8"] + args) as srv:
+        def run(k, body, chat):
+            req = dict(body, seed=1000 + k, temperature=0.9, max_tokens=48)
+            return generate(srv, req, chat, stream=k % 3 == 0)
+
+        results = {}
+
+        def worker(i):
+            k, kind = i // 3, ("object", "calc", "schema")[i % 3] if i < 60 else ("object", "calc")[i % 2]
+            if kind == "object":
+                results[i] = (kind, run(k, {"prompt": few_shot, "response_format": {"type": "json_object"}}, False))
+            elif kind == "calc":
+                results[i] = (kind, run(k, {"prompt": "Write a sum: ", "grammar": CALC}, False))
+            else:
+                results[i] = (kind, run(k, {"messages": [{"role": "user", "content": "Describe a pet as JSON."}],
+                                            "response_format": {"type": "json_schema",
+                                                                "json_schema": {"name": "pet", "strict": True, "schema": PET_SCHEMA}}},
+                                        True))
+
+        t0 = time.monotonic()
+        Workers(lambda j: [worker(i) for i in range(j, 120, 8)], 8).join(900, "120 constrained requests, 8 at a time")
+        took = time.monotonic() - t0
+        counts = {"object": 0, "calc": 0, "schema": 0}
+        for i in range(120):
+            kind, r = results[i]
+            check(r["finish"] == "stop", f"request {i} ({kind}) did not finish: {r}")
+            if kind == "object":
+                check(isinstance(json.loads(r["text"]), dict), f"request {i}: not a JSON object: {r['text']!r}")
+            elif kind == "calc":
+                check(re.fullmatch(CALC_RE, r["text"]) is not None, f"request {i}: outside the grammar: {r['text']!r}")
+            else:
+                jsonschema.validate(json.loads(r["text"]), PET_SCHEMA)
+            counts[kind] += 1
+        check(counts == {"object": 50, "calc": 50, "schema": 20}, counts)
+        print(f"structured: {counts['object']} json_object, {counts['calc']} GBNF and {counts['schema']} json_schema answers, "
+              f"seeded, all valid ({took:.1f} s)", flush=True)
+        # Each, alone, is what it was beside the others.
+        for i in (0, 1, 2, 4, 5):
+            k, kind = i // 3, results[i][0]
+            again = {"object": lambda: run(k + 1, {"prompt": few_shot, "response_format": {"type": "json_object"}}, False),
+                     "calc": lambda: run(k + 1, {"prompt": "Write a sum: ", "grammar": CALC}, False)}.get(kind)
+            if again is None:
+                continue
+            check(again() == results[i + 3][1], f"request {i + 3} ({kind}) alone differs from beside others")
+        print("structured: answers alone equal the same requests served beside 7 others", flush=True)
+
+
 def suite_chat(binary, model, args, see_loading=True):
     turns = ["Hi! Who are you?", "Tell me a fact about cats.", "And one about dogs?",
              "Which is bigger, a cat or a dog?", "Say something about birds.", "Thank you, goodbye."]
@@ -487,15 +548,24 @@ def suite_errors(binary, model, args):
         expect(400, "POST", "/v1/completions", raw='{"prompt": "x", "whatever": [1e400]}')
         # parameters that change the output and are not implemented: refused by name; their
         # neutral values (what clients that send every field send) accepted
-        for body, param in [({"response_format": {"type": "json_object"}}, "response_format"),
-                            ({"grammar": "root ::= \"a\""}, "grammar"),
-                            ({"mirostat": 2}, "mirostat"), ({"typical_p": 0.5}, "typical_p"),
+        for body, param in [({"mirostat": 2}, "mirostat"), ({"typical_p": 0.5}, "typical_p"),
                             ({"dry_multiplier": 0.8}, "dry_multiplier"), ({"min_tokens": 5}, "min_tokens"),
                             ({"xtc_probability": 0.5}, "xtc_probability"), ({"samplers": ["top_k"]}, "samplers")]:
             expect(400, "POST", "/v1/completions", dict(body, prompt="x"), param=param, code="unsupported_parameter")
-        expect(400, "POST", "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}],
-                                                      "response_format": {"type": "json_schema", "json_schema": {}}},
-               param="response_format")
+        # structured output that does not compile, or two constraints at once
+        hi = [{"role": "user", "content": "hi"}]
+        for body, param, code in [
+                ({"grammar": "root ::= ("}, "grammar", "invalid_grammar"),
+                ({"grammar": "root ::= undefined-rule"}, "grammar", "invalid_grammar"),
+                ({"grammar": 5}, "grammar", None),
+                ({"json_schema": {"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}}}, "json_schema", "invalid_schema"),
+                ({"json_schema": {"type": "strin"}}, "json_schema", "invalid_schema"),
+                ({"json_schema": "not a schema"}, "json_schema", None),
+                ({"response_format": {"type": "xml"}}, "response_format", None),
+                ({"response_format": {"type": "json_schema"}}, "response_format", None),
+                ({"response_format": {"type": "json_schema", "json_schema": {"schema": {"not": {}}}}}, "response_format", "invalid_schema"),
+                ({"response_format": {"type": "json_object"}, "grammar": "root ::= \"a\""}, "grammar", None)]:
+            expect(400, "POST", "/v1/chat/completions", dict(body, messages=hi), param=param, code=code)
         # fill-in-the-middle on a model without its markers; echo with the prompt's logprobs
         expect(400, "POST", "/v1/completions", {"prompt": "x", "suffix": "end"}, param="suffix")
         expect(400, "POST", "/v1/completions", {"prompt": "x", "echo": True, "logprobs": 1}, param="echo")
@@ -814,6 +884,18 @@ def suite_openai(binary, model, args):
             if ch.choices and ch.choices[0].delta.content:
                 parts.append(ch.choices[0].delta.content)
         check("".join(parts) == ref["text"] and usage.completion_tokens == ref["completion_tokens"], (parts, usage, ref))
+        # Structured output through the client's parse(): a pydantic model's strict schema.
+        from pydantic import BaseModel, Field
+
+        class Pet(BaseModel):
+            name: str = Field(max_length=12)
+            age: int = Field(ge=0, le=30)
+            kind: str = Field(pattern="^(cat|dog|bird)$")
+
+        for seed in range(5):
+            got = client.beta.chat.completions.parse(model=mid, messages=[{"role": "user", "content": "Describe a pet."}],
+                                                     response_format=Pet, max_tokens=64, seed=seed, temperature=0.9)
+            check(isinstance(got.choices[0].message.parsed, Pet), got)
         two = client.chat.completions.create(model=mid, messages=msgs, max_tokens=12, temperature=0.7, seed=5, n=2)
         check([c.index for c in two.choices] == [0, 1] and two.choices[0].message.content == ref["text"], two)
         try:
@@ -984,4 +1066,4 @@ if __name__ == "__main__":
     {"concurrency": suite_concurrency, "chat": suite_chat, "cancel": suite_cancel, "errors": suite_errors, "hostile": suite_hostile,
      "openai": suite_openai, "backends": suite_backends,
      "chat_split": suite_chat_split, "mpi_chat": suite_mpi_chat, "embeddings": suite_embeddings,
-     "embeddings_mpi": suite_embeddings_mpi}[suite](binary, model, extra)
+     "embeddings_mpi": suite_embeddings_mpi, "structured": suite_structured}[suite](binary, model, extra)
