@@ -529,7 +529,7 @@ bool contains(const Value& container, const Value& item) {
         return container.str().find(item.str()) != std::string::npos;
     }
     if (container.is_dict() || container.is_namespace()) return container.find(item) != nullptr;
-    if (container.is_list()) {
+    if (container.kind() == Value::Kind::List) {
         for (const Value& x : container.items())
             if (equals(x, item)) return true;
         return false;

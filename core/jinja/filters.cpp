@@ -53,7 +53,9 @@ Value f_length(Interp&, const Value& v, Args&) {
     switch (v.kind()) {
         case Value::Kind::Undefined: return Value(0);
         case Value::Kind::String: return Value(int64_t(cp_length(v.str())));
-        case Value::Kind::List: return Value(int64_t(v.items().size()));
+        case Value::Kind::List:
+            if (v.is_generator()) fail("object of type 'generator' has no len()");
+            return Value(int64_t(v.items().size()));
         case Value::Kind::Dict: return Value(int64_t(v.entries().size()));
         default: fail("object of type '" + v.type_name() + "' has no len()");
     }
@@ -392,13 +394,14 @@ Value select_impl(Interp& in, const Value& v, Args& a, bool by_attr, bool want) 
         targs.kw = a.kw;
     }
     Value::List out;
+    if (!v.truthy()) return Value::generator({});  // jinja2: `if value:` before iterating
     for (const Value& x : iterate(v)) {
         in.spend(1);
         Value y = by_attr ? attr_path(x, attribute) : x;
         bool r = test.empty() ? y.truthy() : run_test(in, test, y, targs);
         if (r == want) out.push_back(x);
     }
-    return Value::list(std::move(out));
+    return Value::generator(std::move(out));
 }
 Value f_select(Interp& in, const Value& v, Args& a) { return select_impl(in, v, a, false, true); }
 Value f_reject(Interp& in, const Value& v, Args& a) { return select_impl(in, v, a, false, false); }
@@ -407,6 +410,7 @@ Value f_rejectattr(Interp& in, const Value& v, Args& a) { return select_impl(in,
 
 Value f_map(Interp& in, const Value& v, Args& a) {
     Value::List out;
+    if (!v.truthy()) return Value::generator({});
     bool by_attr = a.pos.empty();
     for (auto& [k, x] : a.kw)
         if (k != "attribute" && k != "default") by_attr = false;
@@ -415,7 +419,7 @@ Value f_map(Interp& in, const Value& v, Args& a) {
         if (attribute.is_undefined()) fail("map: an attribute or a filter name is required");
         Value dflt = arg(a, 99, "default");
         for (const Value& x : iterate(v)) out.push_back(attr_path(x, attribute, dflt));
-        return Value::list(std::move(out));
+        return Value::generator(std::move(out));
     }
     if (a.pos.empty()) fail("map requires a filter argument");
     std::string name = a.pos[0].to_str();
@@ -427,7 +431,7 @@ Value f_map(Interp& in, const Value& v, Args& a) {
         Args copy = fargs;
         out.push_back(run_filter(in, name, x, copy));
     }
-    return Value::list(std::move(out));
+    return Value::generator(std::move(out));
 }
 
 Value f_attr(Interp&, const Value& v, Args& a) { return get_attr(v, arg(a, 0, "name").to_str()); }

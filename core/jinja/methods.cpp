@@ -454,6 +454,7 @@ Value get_attr(const Value& obj, const std::string& name) {
             if (const Value* v = obj.find(std::string_view(name))) return *v;
             return no_attribute(obj, name);
         case Value::Kind::List:
+            if (obj.is_generator()) return no_attribute(obj, name);
             if (in(kListMethods, name))
                 return Value::function(name, [obj, name](Args& a) { return list_method(obj, name, a); });
             if (in(kListUnsafe, name)) return unsafe(obj, name);
@@ -474,6 +475,7 @@ Value get_item(const Value& obj, const Value& key) {
             break;
         case Value::Kind::List:
         case Value::Kind::String:
+            if (obj.is_generator()) break;
             if (key.is_int() || key.is_bool()) {
                 int64_t i = key.as_int();
                 if (obj.is_list()) {

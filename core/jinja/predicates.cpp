@@ -25,7 +25,7 @@ bool t_float(Interp&, const Value& v, Args&) { return v.is_float(); }
 bool t_number(Interp&, const Value& v, Args&) { return v.is_number(); }
 bool t_string(Interp&, const Value& v, Args&) { return v.is_string(); }
 bool t_mapping(Interp&, const Value& v, Args&) { return v.is_dict(); }
-bool t_iterable(Interp&, const Value& v, Args&) { return v.is_undefined() || v.is_string() || v.is_list() || v.is_dict(); }
+bool t_iterable(Interp&, const Value& v, Args&) { return v.is_undefined() || v.is_string() || v.kind() == Value::Kind::List || v.is_dict(); }
 bool t_sequence(Interp&, const Value& v, Args&) { return v.is_undefined() || v.is_string() || v.is_list() || v.is_dict(); }
 bool t_callable(Interp&, const Value& v, Args&) { return v.is_callable() || v.is_namespace(); }
 bool t_escaped(Interp&, const Value& v, Args&) { return v.is_markup(); }

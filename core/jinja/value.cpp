@@ -13,7 +13,7 @@ void fail(std::string msg) { throw Fail{std::move(msg)}; }
 
 namespace {
 
-int child_depth(const Value& v) { return v.is_list() || v.is_dict() || v.is_namespace() ? v.depth() : 0; }
+int child_depth(const Value& v) { return v.kind() == Value::Kind::List || v.is_dict() || v.is_namespace() ? v.depth() : 0; }
 
 // Printing and comparing recurse over nested values; the depth cap on construction bounds it,
 // and this guard stops a namespace that holds itself.
@@ -39,6 +39,12 @@ Value Value::list(List items, bool tuple) {
     if (d + 1 > kMaxDepth) fail("value nested deeper than " + std::to_string(kMaxDepth) + " levels");
     v.depth_ = d + 1;
     v.list_ = std::make_shared<List>(std::move(items));
+    return v;
+}
+
+Value Value::generator(List items) {
+    Value v = list(std::move(items));
+    v.gen_ = true;
     return v;
 }
 
@@ -112,7 +118,7 @@ bool Value::truthy() const {
         case Kind::Int: return i_ != 0;
         case Kind::Float: return f_ != 0;
         case Kind::String: return !s_.empty();
-        case Kind::List: return !list_->empty();
+        case Kind::List: return gen_ || !list_->empty();
         case Kind::Dict: return !dict_->empty();
         default: return true;
     }
@@ -203,6 +209,7 @@ std::string Value::to_str() const {
         case Kind::Float: return float_repr(f_);
         case Kind::String: return s_;
         case Kind::List: {
+            if (gen_) return "<generator object>";
             DepthGuard g;
             std::string out = tuple_ ? "(" : "[";
             for (size_t i = 0; i < list_->size(); ++i) {
@@ -237,7 +244,7 @@ std::string Value::type_name() const {
         case Kind::Int: return "int";
         case Kind::Float: return "float";
         case Kind::String: return "str";
-        case Kind::List: return tuple_ ? "tuple" : "list";
+        case Kind::List: return gen_ ? "generator" : tuple_ ? "tuple" : "list";
         case Kind::Dict: return "dict";
         case Kind::Callable: return "function";
         case Kind::Namespace: return "Namespace";
@@ -286,6 +293,7 @@ bool equals(const Value& a, const Value& b) {
         case K::None: return true;
         case K::String: return a.str() == b.str();
         case K::List: {
+            if (a.is_generator() || b.is_generator()) return a.same_object(b);
             if (a.is_tuple() != b.is_tuple() || a.items().size() != b.items().size()) return false;
             DepthGuard g;
             for (size_t i = 0; i < a.items().size(); ++i)
@@ -382,6 +390,7 @@ void json_dump(std::string& out, const Value& v, const JsonFormat& f, int level)
         case Value::Kind::Float: out += json_float(v.as_float()); return;
         case Value::Kind::String: json_string(out, v.str()); return;
         case Value::Kind::List: {
+            if (v.is_generator()) fail("Object of type generator is not JSON serializable");
             DepthGuard g;
             if (v.items().empty()) {
                 out += "[]";

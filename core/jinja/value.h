@@ -44,6 +44,9 @@ class Value {
     // printing, comparing and destroying them cannot exhaust the stack.
     static constexpr int kMaxDepth = 400;
     static Value list(List items, bool tuple = false);
+    // What jinja2's select/reject/map return: a Python generator, iterable but without a
+    // length, always true, and not JSON serializable.
+    static Value generator(List items);
     static Value dict(Dict items);
     static Value namespace_(Dict items);
     static Value function(std::string name, Function fn);
@@ -61,7 +64,8 @@ class Value {
     bool is_float() const { return kind_ == Kind::Float; }
     bool is_number() const { return kind_ == Kind::Int || kind_ == Kind::Float || kind_ == Kind::Bool; }
     bool is_string() const { return kind_ == Kind::String; }
-    bool is_list() const { return kind_ == Kind::List; }
+    bool is_list() const { return kind_ == Kind::List && !gen_; }
+    bool is_generator() const { return kind_ == Kind::List && gen_; }
     bool is_tuple() const { return kind_ == Kind::List && tuple_; }
     bool is_dict() const { return kind_ == Kind::Dict; }
     bool is_callable() const { return kind_ == Kind::Callable; }
@@ -96,6 +100,7 @@ class Value {
         Function fn;
     };
     Kind kind_ = Kind::Undefined;
+    bool gen_ = false;
     bool tuple_ = false;  // a tuple (list), an unsafe attribute (undefined), or Markup (string)
     int depth_ = 0;
     int64_t i_ = 0;
