@@ -125,6 +125,14 @@ def tool_call_turns(args_as_string):
     ]
 
 
+PARALLEL_CALLS = {"role": "assistant", "content": None, "tool_calls": [
+    {"id": "call_a", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}},
+    {"id": "call_b", "type": "function", "function": {"name": "search", "arguments": {"query": "\"quotes\" & <tags>", "limit": 0.1}}},
+]}
+TOOL_A = {"role": "tool", "tool_call_id": "call_a", "name": "get_weather", "content": "{\"temperature\": 18}"}
+TOOL_B = {"role": "tool", "tool_call_id": "call_b", "name": "search", "content": "No results."}
+
+
 def conversations():
     tools = [WEATHER_TOOL, SEARCH_TOOL]
     docs = [{"title": "Zürich climate", "text": "Zürich has a temperate climate."},
@@ -146,6 +154,20 @@ def conversations():
         ("thinking_off", {"messages": [SYSTEM, USER1], "add_generation_prompt": True, "enable_thinking": False}),
         ("documents", {"messages": [USER1], "documents": docs, "add_generation_prompt": True}),
         ("not_alternating", {"messages": [USER1, USER2], "add_generation_prompt": True}),
+        ("content_parts", {"messages": [
+            {"role": "system", "content": [{"type": "text", "text": "Be brief."}]},
+            {"role": "user", "content": [{"type": "text", "text": "Describe Zürich"}, {"type": "text", "text": "in one line."}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "A lakeside city."}]},
+            {"role": "user", "content": "Thanks!"}], "add_generation_prompt": True}),
+        ("parallel_tool_calls", {"messages": [USER1, PARALLEL_CALLS, TOOL_A, TOOL_B, ASSIST1], "tools": tools,
+                                 "add_generation_prompt": False}),
+        # Callers that pass no tools or documents at all (not None), as llama.cpp's server does.
+        ("bare_system_user", {"messages": [SYSTEM, USER1], "add_generation_prompt": True, "bare": True}),
+        ("bare_multi_turn", {"messages": [USER1, ASSIST1, USER2], "add_generation_prompt": True, "bare": True}),
+        ("bare_tool_calls", {"messages": tool_call_turns(False), "tools": tools, "add_generation_prompt": True,
+                             "bare": True}),
+        ("bare_documents", {"messages": [SYSTEM, USER1], "documents": docs, "add_generation_prompt": True,
+                            "bare": True}),
     ]
 
 
@@ -155,8 +177,10 @@ def context_for(conv):
     ctx = {"messages": conv["messages"], "tools": conv.get("tools"), "documents": conv.get("documents"),
            "add_generation_prompt": conv["add_generation_prompt"], "bos_token": "<s>", "eos_token": "</s>"}
     for k, v in conv.items():
-        if k not in ctx:
+        if k not in ctx and k != "bare":
             ctx[k] = v
+    if conv.get("bare"):
+        ctx = {k: v for k, v in ctx.items() if v is not None}
     return ctx
 
 
