@@ -357,6 +357,7 @@ Interp::Flow Interp::exec_for(const Stmt& s, const ScopeP& scope) {
         return Flow::Normal;
     }
     int64_t n = int64_t(items.size());
+    auto last_changed = std::make_shared<Value>();  // loop.changed's memory, across iterations
     for (int64_t i = 0; i < n; ++i) {
         spend(1);
         auto frame = std::make_shared<Scope>();
@@ -377,6 +378,12 @@ Interp::Flow Interp::exec_for(const Stmt& s, const ScopeP& scope) {
         loop.emplace_back(Value("cycle"), Value::function("cycle", [i](Args& a) {
                               if (a.pos.empty()) fail("no items for cycling given");
                               return a.pos[size_t(i) % a.pos.size()];
+                          }));
+        loop.emplace_back(Value("changed"), Value::function("changed", [last_changed](Args& a) {
+                              Value now = Value::list(a.pos, true);
+                              if (!last_changed->is_undefined() && equals(*last_changed, now)) return Value(false);
+                              *last_changed = now;
+                              return Value(true);
                           }));
         frame->vars["loop"] = Value::dict(std::move(loop));
         Flow f = exec(s.body, frame);

@@ -129,7 +129,8 @@ Value f_escape(Interp&, const Value& v, Args&) {
 }
 
 Value f_capitalize(Interp&, const Value& v, Args&) {
-    auto cps = code_points(soft_str(v));
+    std::string s = soft_str(v);  // code_points views into it
+    auto cps = code_points(s);
     std::string out;
     for (size_t i = 0; i < cps.size(); ++i) out += i == 0 ? py_upper(cps[i]) : py_lower(cps[i]);
     return Value(out);
@@ -139,7 +140,8 @@ Value f_capitalize(Interp&, const Value& v, Args&) {
 Value f_title(Interp&, const Value& v, Args&) {
     std::string out;
     bool word_start = true;
-    for (auto c : code_points(soft_str(v))) {
+    std::string s = soft_str(v);
+    for (auto c : code_points(s)) {
         bool sep = c == "-" || c == "(" || c == "{" || c == "[" || c == "<" ||
                    (c.size() == 1 ? is_py_space(uint8_t(c[0])) : c == "\xc2\xa0" || c == "\xe3\x80\x80");
         if (sep) {
@@ -439,7 +441,8 @@ Value f_attr(Interp&, const Value& v, Args& a) { return get_attr(v, arg(a, 0, "n
 Value f_wordcount(Interp&, const Value& v, Args&) {
     int64_t n = 0;
     bool in_word = false;
-    for (auto c : code_points(soft_str(v))) {
+    std::string s = soft_str(v);
+    for (auto c : code_points(s)) {
         bool w = c.size() > 1 || std::isalnum(uint8_t(c[0])) || c[0] == '_';
         if (w && !in_word) ++n;
         in_word = w;
@@ -501,8 +504,23 @@ Value f_format(Interp&, const Value& v, Args& a) {
         if (k >= a.pos.size()) fail("not enough arguments for format string");
         const Value& x = a.pos[k++];
         char buf[512];
-        if (c == 's') out += x.to_str();
-        else if (c == 'r') out += x.repr();
+        if (c == 's' || c == 'r') {
+            // Width and precision count code points, as Python's do.
+            std::string t = c == 's' ? x.to_str() : x.repr();
+            bool left = spec.find('-') != std::string::npos;
+            size_t dot = spec.find('.');
+            std::string digits = spec.substr(0, dot);
+            digits.erase(std::remove_if(digits.begin(), digits.end(), [](char ch) { return ch < '0' || ch > '9'; }), digits.end());
+            if (dot != std::string::npos) {
+                auto cps = code_points(t);
+                size_t prec = size_t(std::atoi(spec.c_str() + dot + 1));
+                if (prec < cps.size()) t = std::string(cps[0].data(), size_t(cps[prec].data() - cps[0].data()));
+            }
+            size_t width = digits.empty() ? 0 : size_t(std::min(std::atoi(digits.c_str()), 1 << 20));
+            size_t n = cp_length(t);
+            if (n < width) t = left ? t + std::string(width - n, ' ') : std::string(width - n, ' ') + t;
+            out += t;
+        }
         else if (c == 'd' || c == 'i') {
             std::snprintf(buf, sizeof buf, ("%" + spec + "lld").c_str(), (long long)(x.is_float() ? int64_t(x.as_float()) : checked_int(x, "format")));
             out += buf;

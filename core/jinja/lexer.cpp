@@ -261,16 +261,18 @@ class Lexer {
         emit(block ? Token::BlockBegin : Token::VarBegin, block ? "{%" : "{{");
         advance_to(body);
         const char* end = block ? "%}" : "}}";
+        // Inside brackets an end tag is not one: `{{ {"a": {"b": 1}} }}` (jinja2's balancing stack).
+        std::string brackets;
         while (true) {
             if (pos_ >= s_.size()) syntax(line_, std::string("unexpected end of template, expected '") + end + "'");
             // The end tag wins over an operator: `-%}` is always a stripping end.
             char c = s_[pos_];
-            if ((c == '-' || c == '+') && s_.compare(pos_ + 1, 2, end) == 0 && (c == '-' || block)) {
+            if (brackets.empty() && (c == '-' || c == '+') && s_.compare(pos_ + 1, 2, end) == 0 && (c == '-' || block)) {
                 emit(block ? Token::BlockEnd : Token::VarEnd, end);
                 advance_to(pos_ + 1);
                 return close_tag(pos_ + 2, c, block && opt_.trim_blocks);
             }
-            if (s_.compare(pos_, 2, end) == 0) {
+            if (brackets.empty() && s_.compare(pos_, 2, end) == 0) {
                 emit(block ? Token::BlockEnd : Token::VarEnd, end);
                 return close_tag(pos_ + 2, 0, block && opt_.trim_blocks);
             }
@@ -304,6 +306,14 @@ class Lexer {
             for (const char* op : kOps) {
                 size_t n = std::strlen(op);
                 if (s_.compare(pos_, n, op) == 0) {
+                    if (n == 1 && (c == '(' || c == '[' || c == '{')) {
+                        brackets += c == '(' ? ')' : c == '[' ? ']' : '}';
+                    } else if (n == 1 && (c == ')' || c == ']' || c == '}')) {
+                        if (brackets.empty()) syntax(line_, std::string("unexpected '") + c + "'");
+                        if (brackets.back() != c)
+                            syntax(line_, std::string("unexpected '") + c + "', expected '" + brackets.back() + "'");
+                        brackets.pop_back();
+                    }
                     emit(Token::Op, op);
                     advance_to(pos_ + n);
                     matched = true;

@@ -92,9 +92,7 @@ Value split(const std::string& s, const Value& sep, int64_t maxsplit, bool from_
                 while (i < n && is_ws(i)) ++i;
                 if (i >= n) break;
                 if (maxsplit >= 0 && int64_t(words.size()) == maxsplit) {
-                    size_t e = n;
-                    while (e > i && is_ws(e - 1)) --e;
-                    words.emplace_back(i, e);
+                    words.emplace_back(i, n);  // the remainder keeps its trailing whitespace
                     break;
                 }
                 size_t b = i;
@@ -107,9 +105,7 @@ Value split(const std::string& s, const Value& sep, int64_t maxsplit, bool from_
                 while (e > 0 && is_ws(e - 1)) --e;
                 if (e == 0) break;
                 if (maxsplit >= 0 && int64_t(words.size()) == maxsplit) {
-                    size_t b = 0;
-                    while (b < e && is_ws(b)) ++b;
-                    words.emplace_back(b, e);
+                    words.emplace_back(0, e);
                     break;
                 }
                 size_t b = e;

@@ -27,7 +27,8 @@ bool t_string(Interp&, const Value& v, Args&) { return v.is_string(); }
 bool t_mapping(Interp&, const Value& v, Args&) { return v.is_dict(); }
 bool t_iterable(Interp&, const Value& v, Args&) { return v.is_undefined() || v.is_string() || v.kind() == Value::Kind::List || v.is_dict(); }
 bool t_sequence(Interp&, const Value& v, Args&) { return v.is_undefined() || v.is_string() || v.is_list() || v.is_dict(); }
-bool t_callable(Interp&, const Value& v, Args&) { return v.is_callable() || v.is_namespace(); }
+// Undefined has __call__ (it raises), so Python's callable() says yes.
+bool t_callable(Interp&, const Value& v, Args&) { return v.is_callable() || v.is_undefined(); }
 bool t_escaped(Interp&, const Value& v, Args&) { return v.is_markup(); }
 
 int64_t int_of(const Value& v, const char* what) {

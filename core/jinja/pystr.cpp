@@ -123,7 +123,12 @@ std::string py_strip(std::string_view s, bool left, bool right, const Value& cha
     return std::string(start, size_t(end - start));
 }
 
-std::string py_upper(std::string_view s) { return map_cps(s, to_upper); }
+std::string py_upper(std::string_view s) {
+    std::string out = map_cps(s, to_upper);
+    // The one common expansion: ß -> SS.
+    for (size_t p = out.find("\xc3\x9f"); p != std::string::npos; p = out.find("\xc3\x9f", p)) out.replace(p, 2, "SS");
+    return out;
+}
 std::string py_lower(std::string_view s) { return map_cps(s, to_lower); }
 
 std::string html_escape(std::string_view s) {
