@@ -24,6 +24,19 @@ struct At {
     }
 };
 
+// Counts how deeply evaluation has recursed (statements inside macros inside expressions...):
+// the parser bounds one template's nesting, this bounds nesting multiplied by macro calls.
+struct Nested {
+    Interp& in;
+    explicit Nested(Interp& in) : in(in) {
+        if (++in.eval_depth_ > in.opt_.max_nesting) {
+            --in.eval_depth_;
+            fail("evaluation nested deeper than " + std::to_string(in.opt_.max_nesting) + " levels");
+        }
+    }
+    ~Nested() { --in.eval_depth_; }
+};
+
 void Interp::spend(size_t n) {
     spent_ += n;
     if (spent_ > opt_.max_iterations)
@@ -206,6 +219,7 @@ Value Interp::apply_filters(const std::vector<ExprP>& filters, Value v, const Sc
 }
 
 Interp::Flow Interp::exec_stmt(const Stmt& s, const ScopeP& scope) {
+    Nested nested(*this);
     At at(*this, &s, nullptr);
     switch (s.kind) {
         case Stmt::K::Text: write(s.text); return Flow::Normal;
@@ -406,7 +420,9 @@ Value Interp::eval_call(const Expr& e, const ScopeP& scope, const Value* caller)
     expr_ = &e;
     if (fn.is_undefined()) fail(fn.str().empty() ? "call of an undefined value" : fn.str());
     if (!fn.is_callable()) fail("'" + fn.type_name() + "' object is not callable");
-    return fn.call(a);
+    Value r = fn.call(a);
+    if (r.str_size() > opt_.max_output) fail("string longer than " + std::to_string(opt_.max_output) + " bytes");
+    return r;
 }
 
 namespace {
@@ -548,6 +564,7 @@ bool contains(const Value& container, const Value& item) {
 }  // namespace
 
 Value Interp::eval(const Expr& e, const ScopeP& scope) {
+    Nested nested(*this);
     switch (e.kind) {
         case Expr::K::Literal: return e.value;
         case Expr::K::Name: {
@@ -639,7 +656,9 @@ Value Interp::eval(const Expr& e, const ScopeP& scope) {
             Value a = eval(*e.a, scope);
             Value b = eval(*e.b, scope);
             At at(*this, nullptr, &e);
-            return eval_binary(e.name, a, b);
+            Value r = eval_binary(e.name, a, b);
+            if (r.str_size() > opt_.max_output) fail("string longer than " + std::to_string(opt_.max_output) + " bytes");
+            return r;
         }
         case Expr::K::And: {
             Value a = eval(*e.a, scope);

@@ -65,7 +65,7 @@ Value f_trim(Interp&, const Value& v, Args& a) {
     return Value(py_strip(soft_str(v), true, true, arg(a, 0, "chars", Value(nullptr))));
 }
 
-Value f_join(Interp&, const Value& v, Args& a) {
+Value f_join(Interp& in, const Value& v, Args& a) {
     std::string d = arg(a, 0, "d", Value("")).to_str();
     Value attribute = arg(a, 1, "attribute", Value(nullptr));
     std::string out;
@@ -75,6 +75,7 @@ Value f_join(Interp&, const Value& v, Args& a) {
         if (!first) out += d;
         first = false;
         out += soft_str(x);
+        if (out.size() > in.opt().max_output) fail("string longer than " + std::to_string(in.opt().max_output) + " bytes");
     }
     return Value(out);
 }
@@ -613,7 +614,9 @@ FilterFn find_filter(std::string_view name) {
 Value run_filter(Interp& in, std::string_view name, const Value& v, Args& a) {
     FilterFn f = find_filter(name);
     if (!f) fail("No filter named '" + std::string(name) + "'.");
-    return f(in, v, a);
+    Value r = f(in, v, a);
+    if (r.str_size() > in.opt().max_output) fail("string longer than " + std::to_string(in.opt().max_output) + " bytes");
+    return r;
 }
 
 }  // namespace ls::jinja

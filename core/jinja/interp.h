@@ -42,6 +42,8 @@ class Interp {
     std::string* out_ = nullptr;
     size_t spent_ = 0;
     int call_depth_ = 0;
+    int eval_depth_ = 0;  // nested eval/exec frames: bounds the C++ stack a render uses
+    friend struct Nested;
     const Stmt* stmt_ = nullptr;  // innermost statement and expression being evaluated
     const Expr* expr_ = nullptr;
     friend struct At;

@@ -18,8 +18,9 @@ struct Options {
     std::function<std::string(const std::string& fmt)> strftime_now;
     // Bounds a hostile template meets as an Error instead of exhausting the machine.
     size_t max_output = 64u << 20;
-    size_t max_iterations = 10'000'000;  // loop iterations (and range/repeat sizes), whole render
-    int max_call_depth = 100;             // nested macro calls
+    size_t max_iterations = 1'000'000;  // loop iterations (and range/repeat sizes), whole render
+    int max_call_depth = 100;           // nested macro calls
+    int max_nesting = 1000;             // nested statements and expressions being evaluated
 };
 
 // what(): "chat template, line N: <construct>: <problem>". For raise_exception, construct is

@@ -74,9 +74,14 @@ Value Value::function(std::string name, Function fn) {
 
 Value Value::undefined(std::string why, bool unsafe) {
     Value v;
-    v.s_ = std::move(why);
+    v.s_ = std::make_shared<const std::string>(std::move(why));
     v.tuple_ = unsafe;
     return v;
+}
+
+const std::string& Value::empty_string() {
+    static const std::string e;
+    return e;
 }
 
 Value Value::markup(std::string s) {
@@ -117,7 +122,7 @@ bool Value::truthy() const {
         case Kind::Bool:
         case Kind::Int: return i_ != 0;
         case Kind::Float: return f_ != 0;
-        case Kind::String: return !s_.empty();
+        case Kind::String: return !str().empty();
         case Kind::List: return gen_ || !list_->empty();
         case Kind::Dict: return !dict_->empty();
         default: return true;
@@ -194,7 +199,7 @@ std::string str_repr(const std::string& s) {
 
 std::string Value::repr() const {
     switch (kind_) {
-        case Kind::String: return str_repr(s_);
+        case Kind::String: return str_repr(str());
         case Kind::Undefined: return "Undefined";
         default: return to_str();
     }
@@ -207,7 +212,7 @@ std::string Value::to_str() const {
         case Kind::Bool: return i_ ? "True" : "False";
         case Kind::Int: return std::to_string(i_);
         case Kind::Float: return float_repr(f_);
-        case Kind::String: return s_;
+        case Kind::String: return str();
         case Kind::List: {
             if (gen_) return "<generator object>";
             DepthGuard g;

@@ -36,9 +36,11 @@ class Value {
     Value(int i) : kind_(Kind::Int), i_(i) {}
     Value(int64_t i) : kind_(Kind::Int), i_(i) {}
     Value(double f) : kind_(Kind::Float), f_(f) {}
-    Value(std::string s) : kind_(Kind::String), s_(std::move(s)) {}
-    Value(std::string_view s) : kind_(Kind::String), s_(s) {}
-    Value(const char* s) : kind_(Kind::String), s_(s) {}
+    // Strings are shared, not copied: templates pass message contents around a lot, and a
+    // hostile one must not multiply a large string by copying it into a long list.
+    Value(std::string s) : kind_(Kind::String), s_(std::make_shared<const std::string>(std::move(s))) {}
+    Value(std::string_view s) : Value(std::string(s)) {}
+    Value(const char* s) : Value(std::string(s)) {}
 
     // Lists, tuples and dicts carry their nesting depth, refused past kMaxDepth so that
     // printing, comparing and destroying them cannot exhaust the stack.
@@ -73,10 +75,12 @@ class Value {
     bool unsafe() const { return kind_ == Kind::Undefined && tuple_; }
     bool is_markup() const { return kind_ == Kind::String && tuple_; }
 
+    size_t str_size() const { return s_ ? s_->size() : 0; }
     bool as_bool() const { return i_ != 0; }
     int64_t as_int() const { return kind_ == Kind::Float ? int64_t(f_) : i_; }
     double as_float() const { return kind_ == Kind::Float ? f_ : double(i_); }
-    const std::string& str() const { return s_; }  // a string's bytes, or an undefined's reason
+    // A string's bytes, or an undefined's reason.
+    const std::string& str() const { return s_ ? *s_ : empty_string(); }
     const List& items() const { return *list_; }
     const Dict& entries() const { return *dict_; }
     Dict& mutable_entries() const { return *dict_; }  // namespaces only: `set ns.x`
@@ -105,7 +109,8 @@ class Value {
     int depth_ = 0;
     int64_t i_ = 0;
     double f_ = 0;
-    std::string s_;
+    std::shared_ptr<const std::string> s_;
+    static const std::string& empty_string();
     std::shared_ptr<List> list_;
     std::shared_ptr<Dict> dict_;
     std::shared_ptr<Fn> fn_;
