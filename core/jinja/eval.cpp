@@ -468,7 +468,7 @@ Value Interp::eval_binary(const std::string& op, const Value& a, const Value& b)
             return Value(r);
         }
         if (a.is_string() && b.is_string()) {
-            if (a.str().size() + b.str().size() > opt_.max_output) fail("string too large");
+            if (a.str().size() + b.str().size() > opt_.max_output) fail("string longer than " + std::to_string(opt_.max_output) + " bytes");
             if (a.is_markup() || b.is_markup()) {
                 // Markup + str escapes the plain side, as markupsafe does.
                 return Value::markup((a.is_markup() ? a.str() : html_escape(a.str())) +
