@@ -142,11 +142,13 @@ std::string Interp::render(const Body& body, const Value& context) {
         }
         return Value::dict(std::move(d));
     });
-    g["namespace"] = Value::function("namespace", [](Args& a) {
+    g["namespace"] = Value::function("namespace", [self](Args& a) {
         Value::Dict d;
         if (!a.pos.empty() && a.pos[0].is_dict()) d = a.pos[0].entries();
         for (auto& [k, v] : a.kw) d.emplace_back(Value(k), v);
-        return Value::namespace_(std::move(d));
+        Value ns = Value::namespace_(std::move(d));
+        self->namespaces_.push_back(ns);
+        return ns;
     });
     g["raise_exception"] = Value::function("raise_exception", [](Args& a) -> Value {
         throw Fail{a.pos.empty() ? std::string() : a.pos[0].to_str(), true};
@@ -174,15 +176,21 @@ std::string Interp::render(const Body& body, const Value& context) {
 
     std::string out;
     out_ = &out;
+    auto release = [&] {
+        for (Value& ns : namespaces_) ns.mutable_entries().clear();
+        namespaces_.clear();
+    };
     try {
         exec(body, root);
     } catch (const Fail& f) {
-        // Break the cycles macros make (a macro's scope holds the macro) before leaving.
         Error e = to_error(f);
-        root->vars.clear();
+        release();
         throw e;
+    } catch (...) {
+        release();
+        throw;
     }
-    root->vars.clear();
+    release();
     return out;
 }
 

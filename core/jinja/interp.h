@@ -42,7 +42,10 @@ class Interp {
     std::string* out_ = nullptr;
     size_t spent_ = 0;
     int call_depth_ = 0;
-    int eval_depth_ = 0;  // nested eval/exec frames: bounds the C++ stack a render uses
+    int eval_depth_ = 0;
+    // Namespaces are the one mutable value, so the one way to make a reference cycle
+    // (`set ns.me = ns`); the render empties them all when it ends.
+    std::vector<Value> namespaces_;  // nested eval/exec frames: bounds the C++ stack a render uses
     friend struct Nested;
     const Stmt* stmt_ = nullptr;  // innermost statement and expression being evaluated
     const Expr* expr_ = nullptr;
