@@ -65,7 +65,7 @@ struct MacroParam {
 };
 
 struct Stmt {
-    enum class K { Text, Output, If, For, Set, SetBlock, Macro, CallBlock, FilterBlock, Break, Continue, Scope };
+    enum class K { Text, Output, If, For, Set, SetBlock, Macro, CallBlock, FilterBlock, Break, Continue, Scope, With };
     K kind;
     int line = 0;
     std::string text;                        // Text; Macro name
@@ -74,7 +74,7 @@ struct Stmt {
     Target target;                           // For, Set, SetBlock
     ExprP cond;                              // For: `if` filter
     Body body, else_body;                    // For, SetBlock, Macro, CallBlock, FilterBlock, Scope
-    std::vector<MacroParam> params;          // Macro, CallBlock (the caller's)
+    std::vector<MacroParam> params;          // Macro, CallBlock (the caller's); With: name = value
     std::vector<ExprP> filters;              // SetBlock, FilterBlock: Filter nodes with a null operand
     bool recursive = false;
     Stmt(K k, int l) : kind(k), line(l) {}

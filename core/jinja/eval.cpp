@@ -271,6 +271,13 @@ Interp::Flow Interp::exec_stmt(const Stmt& s, const ScopeP& scope) {
             write(capture(s.body, inner));
             return Flow::Normal;
         }
+        case Stmt::K::With: {
+            auto inner = std::make_shared<Scope>();
+            inner->parent = scope;
+            // Each value is evaluated in the outer frame, as jinja2 does.
+            for (const MacroParam& p : s.params) inner->vars[p.name] = eval(*p.dflt, scope);
+            return exec(s.body, inner);
+        }
         case Stmt::K::Break: return Flow::Break;
         case Stmt::K::Continue: return Flow::Continue;
     }

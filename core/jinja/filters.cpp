@@ -195,9 +195,10 @@ Value f_reverse(Interp&, const Value& v, Args&) {
         for (size_t i = cps.size(); i-- > 0;) out += cps[i];
         return Value(out);
     }
+    // Python's reversed(): an iterator, not a list.
     auto items = iterate(v);
     std::reverse(items.begin(), items.end());
-    return Value::list(std::move(items));
+    return Value::generator(std::move(items));
 }
 
 // Python's str.splitlines for the line breaks templates contain.
@@ -437,7 +438,7 @@ Value f_map(Interp& in, const Value& v, Args& a) {
     return Value::generator(std::move(out));
 }
 
-Value f_attr(Interp&, const Value& v, Args& a) { return get_attr(v, arg(a, 0, "name").to_str()); }
+Value f_attr(Interp&, const Value& v, Args& a) { return get_attr(v, arg(a, 0, "name").to_str(), false); }
 
 Value f_wordcount(Interp&, const Value& v, Args&) {
     int64_t n = 0;

@@ -41,7 +41,8 @@ bool run_test(Interp& in, std::string_view name, const Value& v, Args& a);
 Value run_filter(Interp& in, std::string_view name, const Value& v, Args& a);
 
 // x.name as jinja2's sandbox resolves it: a Python attribute (method) first, then an item.
-Value get_attr(const Value& obj, const std::string& name);
+// `items` false: a Python attribute only (the `attr` filter), never a dict's key.
+Value get_attr(const Value& obj, const std::string& name, bool items = true);
 // x[key]: an item first, then (for a string key) an attribute.
 Value get_item(const Value& obj, const Value& key);
 

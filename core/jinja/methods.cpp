@@ -436,7 +436,7 @@ Value unsafe(const Value& obj, const std::string& name) {
 
 }  // namespace
 
-Value get_attr(const Value& obj, const std::string& name) {
+Value get_attr(const Value& obj, const std::string& name, bool items) {
     switch (obj.kind()) {
         case Value::Kind::Undefined: fail(obj.str());
         case Value::Kind::String:
@@ -447,6 +447,7 @@ Value get_attr(const Value& obj, const std::string& name) {
             if (in(kDictMethods, name))
                 return Value::function(name, [obj, name](Args& a) { return dict_method(obj, name, a); });
             if (in(kDictUnsafe, name)) return unsafe(obj, name);
+            if (!items) return no_attribute(obj, name);
             if (const Value* v = obj.find(std::string_view(name))) return *v;
             return no_attribute(obj, name);
         case Value::Kind::List:

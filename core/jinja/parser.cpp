@@ -121,6 +121,24 @@ class Parser {
         if (n == "macro") return parse_macro();
         if (n == "call") return parse_call_block();
         if (n == "filter") return parse_filter_block();
+        if (n == "with") {
+            // {% with a = 1, b = x %}...{% endwith %}: the names live in a frame of their own.
+            auto s = std::make_unique<Stmt>(Stmt::K::With, tk.line);
+            next();
+            while (cur().type != Token::BlockEnd) {
+                if (!s->params.empty()) expect_op(",");
+                MacroParam p;
+                p.name = expect_name();
+                expect_op("=");
+                p.dflt = parse_expression();
+                s->params.push_back(std::move(p));
+            }
+            expect_block_end();
+            s->body = block_body("with", {"endwith"});
+            next();
+            expect_block_end();
+            return s;
+        }
         if (n == "generation") {
             // Hugging Face's AssistantTracker marks the assistant's tokens; for rendering it is
             // its body.

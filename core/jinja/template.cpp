@@ -59,6 +59,10 @@ void check_body(const Body& body, bool soft) {
                 check_body(s->body, false);
                 check_body(s->else_body, false);
                 break;
+            case Stmt::K::With:
+                for (const auto& p : s->params) check_expr(p.dflt.get(), soft);
+                check_body(s->body, soft);
+                break;
             case Stmt::K::Macro:
             case Stmt::K::CallBlock:
                 for (const auto& p : s->params) check_expr(p.dflt.get(), false);

@@ -86,6 +86,7 @@ TEST_CASE("jinja: macros, call blocks, filter blocks, generation", "[jinja]") {
     CHECK(render("{% filter upper %}hi {{ s }}{% endfilter %}") == "HI HELLO WORLD");
     CHECK(render("{% generation %}gen{% endgeneration %}") == "gen");
     CHECK(render("{% raw %}{{ not parsed }}{% endraw %}") == "{{ not parsed }}");
+    CHECK(render("{% with a = 1, b = 2 %}{{ a + b }}{% endwith %}{{ a is defined }}") == "3False");
 }
 
 TEST_CASE("jinja: undefined behaves as jinja2's default Undefined", "[jinja]") {
@@ -170,6 +171,8 @@ TEST_CASE("jinja: hostile templates meet limits, not crashes", "[jinja]") {
     std::string ifs;
     for (int i = 0; i < 5000; ++i) ifs += "{% if true %}";
     CHECK(error_of(ifs).problem.find("nested deeper") != std::string::npos);
+    // A namespace holding itself: printing stops, and the render releases it (no leak).
+    CHECK(error_of("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}").problem.find("nested") != std::string::npos);
     // A list nested by a loop cannot grow deeper than printing can follow.
     CHECK(error_of("{% set ns = namespace(l=[]) %}{% for i in range(100000) %}{% set ns.l = [ns.l] %}{% endfor %}{{ ns.l }}")
               .problem.find("nested") != std::string::npos);
