@@ -232,7 +232,7 @@ class Parser {
         next();
         s->target = parse_target(false);
         if (!skip_name("in")) error("expected 'in', got " + describe(cur()));
-        s->expr = parse_tuple(false, false);
+        s->expr = parse_tuple(false);
         if (skip_name("if")) s->cond = parse_expression();
         s->recursive = skip_name("recursive");
         if (s->recursive) error("recursive loops are not supported");
@@ -333,9 +333,9 @@ class Parser {
 
     // ---- expressions ----
 
-    // A comma list becomes a tuple; `explicit_parens` false in `for`/`if` heads.
-    ExprP parse_tuple(bool with_condexpr, bool allow_filter_if = true) {
-        (void)allow_filter_if;
+    // A comma list becomes a tuple. `for` and `if` heads parse without conditional
+    // expressions, so that `for x in xs if cond` keeps its `if`.
+    ExprP parse_tuple(bool with_condexpr) {
         int line = cur().line;
         std::vector<ExprP> items;
         bool is_tuple = false;
