@@ -184,9 +184,17 @@ def context_for(conv):
     return ctx
 
 
-def render_python(env, source, ctx):
+def render_python(env, source, ctx, compiled={}):
     try:
-        return {"ok": True, "text": env.from_string(source).render(**ctx)}
+        if source not in compiled:
+            try:
+                compiled[source] = env.from_string(source)
+            except Exception as e:  # noqa: BLE001 - remembered: each render raises it again
+                compiled[source] = e
+        t = compiled[source]
+        if isinstance(t, Exception):
+            raise t
+        return {"ok": True, "text": t.render(**ctx)}
     except jinja2.exceptions.TemplateError as e:
         raised = type(e) is jinja2.exceptions.TemplateError  # raise_exception's own class
         return {"ok": False, "error": f"{type(e).__name__}: {e}", "raised": raised, "message": str(e)}

@@ -49,7 +49,13 @@ int main(int argc, char** argv) {
         std::cerr << "usage: jinja_render cases.json [out.json]\n";
         return 2;
     }
-    json cases = json::parse(read_file(argv[1]));
+    json cases;
+    try {
+        cases = json::parse(read_file(argv[1]));
+    } catch (const std::exception& e) {
+        std::cerr << "jinja_render: " << argv[1] << ": " << e.what() << "\n";
+        return 2;
+    }
     std::map<std::string, std::string> sources;
     json results = json::array();
     for (const json& c : cases) {
