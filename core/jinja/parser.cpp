@@ -655,6 +655,18 @@ class Parser {
                 continue;
             }
             if (is_op("]")) break;
+            if (is_op(",") && !slice && parts[0]) {
+                // x[a, b] indexes with the tuple (a, b), as in Python.
+                auto t = node(Expr::K::Tuple, line);
+                t->items.push_back(std::move(parts[0]));
+                while (skip_op(",")) {
+                    if (is_op("]")) break;
+                    t->items.push_back(parse_expression());
+                }
+                parts[0] = std::move(t);
+                if (!is_op("]")) error("expected ']', got " + describe(cur()));
+                break;
+            }
             if (parts[k]) error("expected ':' or ']', got " + describe(cur()));
             parts[k] = parse_expression();
         }

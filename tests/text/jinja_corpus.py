@@ -12,6 +12,7 @@ import argparse
 import glob
 import json
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -202,6 +203,32 @@ def render_python(env, source, ctx, compiled={}):
         return {"ok": False, "error": f"{type(e).__name__}: {e}", "raised": False, "message": str(e)}
 
 
+# Mutations: random edits of the corpus templates (inserted tag and operator fragments,
+# deletions, spliced slices), so that both sides also meet broken and odd syntax. Agreement is
+# on whether it renders and, when it does, on the text.
+MUTATION_TOKENS = ["{", "}", "%", "(", ")", "[", "]", "-", "+", '"', "'", "|", ".", " is ", " not ", " if ",
+                   " else ", "{% endif %}", "{% endfor %}", "{{", "}}", "{%", "%}", "#", "\\", "~", "*", "**",
+                   "//", " in ", ",", "="]
+
+
+def mutants(sources, n, seed=7):
+    rng = random.Random(seed)
+    convs = conversations()
+    for i in range(n):
+        s = rng.choice(sources)
+        for _ in range(rng.randint(1, 4)):
+            p = rng.randrange(len(s) + 1)
+            r = rng.random()
+            if r < 0.4:
+                s = s[:p] + rng.choice(MUTATION_TOKENS) + s[p:]
+            elif r < 0.8:
+                s = s[:p] + s[p + rng.randint(1, 5):]
+            else:
+                q = rng.randrange(len(s) + 1)
+                s = s[:p] + s[q:q + 40] + s[p:]
+        yield f"mutant-{i}", s, rng.choice(convs)
+
+
 def find_corpus():
     env = os.environ.get("LOCKSTEP_CHAT_TEMPLATES")
     if env:
@@ -222,6 +249,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--render", default=os.environ.get("JINJA_RENDER", "jinja_render"))
     ap.add_argument("--only", default="")
+    ap.add_argument("--mutants", type=int, default=300, help="random template mutations to compare too")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
 
@@ -244,6 +272,17 @@ def main():
             labels.append((os.path.basename(path), name))
 
     with tempfile.TemporaryDirectory() as tmp:
+        sources = [open(p, encoding="utf-8").read() for p in templates]
+        n_mut = 0
+        for mname, msrc, (cname, conv) in mutants(sources, args.mutants if sources else 0):
+            mpath = os.path.join(tmp, mname + ".jinja")
+            with open(mpath, "w", encoding="utf-8") as f:
+                f.write(msrc)
+            ctx = context_for(conv)
+            cases.append({"template": mpath, "context": ctx, "now": NOW})
+            expected.append(render_python(env, msrc, ctx, {}))
+            labels.append((mname, cname))
+            n_mut += 1
         cpath, opath = os.path.join(tmp, "cases.json"), os.path.join(tmp, "out.json")
         with open(cpath, "w", encoding="utf-8") as f:
             json.dump(cases, f, ensure_ascii=False)
@@ -285,7 +324,7 @@ def main():
         print(f"{tag} {tname}" + (f" ({ALLOW[tname]})" if allowed else ""))
         for cname, problem in items[: (len(items) if args.verbose else 3)]:
             print(f"    {cname}: {problem}")
-    print(f"{len(templates)} templates x {len(convs)} conversations = {len(cases)} renders: "
+    print(f"{len(templates)} templates x {len(convs)} conversations + {n_mut} mutants = {len(cases)} renders: "
           f"{identical} identical, {expected_errors} expected errors (both raised), "
           f"{sum(len(v) for v in failures.values())} differing ({mismatched} not allowed); "
           f"allow-list: {len(ALLOW)} templates")
