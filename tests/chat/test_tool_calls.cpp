@@ -1,0 +1,451 @@
+// Tool calls read out of model replies, per format: single and parallel calls, content before
+// a call, reasoning, non-ASCII and escaped JSON, malformed output, markers split across pieces
+// and text that only looks like a marker; every reply pushed whole, byte by byte and in random
+// splits must give the same events. Then format detection over the real templates, and the
+// forced-call grammars.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "core/chat/tool_grammar.h"
+#include "core/chat/tool_parse.h"
+#include "core/chat/tool_prompt.h"
+
+using namespace ls::chat;
+using nlohmann::ordered_json;
+
+namespace {
+
+struct Run {
+    std::vector<Event> events;
+    Message msg;
+    std::optional<ParseError> error;
+};
+
+// Adjacent text of one kind, and argument pieces of one call, joined.
+std::vector<Event> joined(const std::vector<Event>& es) {
+    std::vector<Event> out;
+    for (const Event& e : es) {
+        if (!out.empty() && out.back().kind == e.kind &&
+            (e.kind == Event::Content || e.kind == Event::Reasoning || (e.kind == Event::CallArgs && out.back().index == e.index))) {
+            out.back().text += e.text;
+            continue;
+        }
+        out.push_back(e);
+    }
+    return out;
+}
+
+ParserOptions options(std::vector<ToolSpec> tools = {}) {
+    ParserOptions o;
+    o.make_id = [](size_t i) { return "call_s" + std::to_string(i); };
+    o.tools = std::move(tools);
+    return o;
+}
+
+Run run_split(Format f, std::string_view text, const std::vector<size_t>& cuts, const ParserOptions& opt) {
+    ToolCallParser p(f, opt);
+    Run r;
+    size_t at = 0;
+    for (size_t cut : cuts) {
+        auto es = p.push(text.substr(at, cut - at));
+        r.events.insert(r.events.end(), es.begin(), es.end());
+        at = cut;
+    }
+    auto es = p.push(text.substr(at));
+    r.events.insert(r.events.end(), es.begin(), es.end());
+    es = p.finish();
+    r.events.insert(r.events.end(), es.begin(), es.end());
+    r.events = joined(r.events);
+    r.msg.apply(r.events);
+    r.error = p.error();
+    return r;
+}
+
+std::string describe(const std::vector<Event>& es);
+
+// Parses `text` whole, then byte by byte and in random splits, and checks they agree.
+Run parse(Format f, std::string_view text, const ParserOptions& opt = options()) {
+    Run whole = run_split(f, text, {}, opt);
+    std::vector<size_t> bytes;
+    for (size_t i = 1; i < text.size(); ++i) bytes.push_back(i);
+    Run bw = run_split(f, text, bytes, opt);
+    INFO("format " << format_name(f) << ", byte by byte: " << text);
+    CHECK(describe(bw.events) == describe(whole.events));
+    CHECK(bw.error.has_value() == whole.error.has_value());
+    std::mt19937 rng(1234);
+    for (int t = 0; t < 20 && text.size() > 2; ++t) {
+        std::vector<size_t> cuts;
+        for (size_t i = 1; i < text.size(); ++i)
+            if (rng() % 5 == 0) cuts.push_back(i);
+        Run r = run_split(f, text, cuts, opt);
+        INFO("random split " << t);
+        CHECK(describe(r.events) == describe(whole.events));
+        CHECK(r.error.has_value() == whole.error.has_value());
+    }
+    return whole;
+}
+
+// Events as text, for failure messages.
+std::string describe(const std::vector<Event>& es) {
+    std::string o;
+    for (const Event& e : es) {
+        const char* k[] = {"content", "reasoning", "call", "args"};
+        o += std::string("[") + k[e.kind] + " " + std::to_string(e.index) + " " + e.id + " " + e.name + " |" + e.text + "|]\n";
+    }
+    return o;
+}
+
+ordered_json args(const Message& m, size_t i) { return ordered_json::parse(m.tool_calls.at(i).arguments); }
+
+void check_call(const Message& m, size_t i, const std::string& name, const ordered_json& a) {
+    REQUIRE(m.tool_calls.size() > i);
+    CHECK(m.tool_calls[i].name == name);
+    CHECK(args(m, i) == a);
+}
+
+std::filesystem::path templates_dir() {
+    if (const char* e = std::getenv("LOCKSTEP_CHAT_TEMPLATES")) return e;
+    return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path().parent_path() / "shared/data/chat-templates";
+}
+
+std::string read_text(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+const ordered_json kParis = {{"city", "Paris"}};
+
+}  // namespace
+
+TEST_CASE("hermes: calls between <tool_call> tags", "[tools]") {
+    SECTION("a single call, ids from the caller") {
+        Run r = parse(Format::Hermes, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>");
+        CHECK_FALSE(r.error);
+        CHECK(r.msg.content.empty());
+        check_call(r.msg, 0, "get_weather", kParis);
+        CHECK(r.msg.tool_calls[0].id == "call_s0");
+        // announced once, then its arguments
+        REQUIRE(r.events.size() == 2);
+        CHECK(r.events[0].kind == Event::CallStart);
+        CHECK(r.events[1].text == "{\"city\": \"Paris\"}");
+    }
+    SECTION("content before, parallel calls, whitespace between dropped") {
+        Run r = parse(Format::Hermes,
+                      "Let me check both.\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n"
+                      "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"Europe/Paris\"}}\n</tool_call>\n");
+        CHECK_FALSE(r.error);
+        CHECK(r.msg.content == "Let me check both.");
+        check_call(r.msg, 0, "get_weather", kParis);
+        check_call(r.msg, 1, "get_time", {{"tz", "Europe/Paris"}});
+        CHECK(r.msg.tool_calls[1].id == "call_s1");
+    }
+    SECTION("non-ASCII and escapes in arguments, arguments before name") {
+        Run r = parse(Format::Hermes,
+                      "<tool_call>{\"arguments\": {\"q\": \"caf\\u00e9 \\\"crème\\\" 東京 }{\", \"n\": [1, {\"a\": null}]}, \"name\": \"search\"}</tool_call>");
+        CHECK_FALSE(r.error);
+        check_call(r.msg, 0, "search", {{"q", "café \"crème\" 東京 }{"}, {"n", {1, {{"a", nullptr}}}}});
+    }
+    SECTION("arguments as a JSON string") {
+        Run r = parse(Format::Hermes, "<tool_call>{\"name\": \"f\", \"arguments\": \"{\\\"x\\\": 1}\"}</tool_call>");
+        check_call(r.msg, 0, "f", {{"x", 1}});
+    }
+    SECTION("several objects in one block, closer missing at the end") {
+        Run r = parse(Format::Hermes, "<tool_call>\n{\"name\": \"a\", \"arguments\": {}}\n{\"name\": \"b\", \"arguments\": {\"k\": true}}");
+        CHECK_FALSE(r.error);
+        check_call(r.msg, 0, "a", ordered_json::object());
+        check_call(r.msg, 1, "b", {{"k", true}});
+    }
+    SECTION("text that looks like a marker is content") {
+        Run r = parse(Format::Hermes, "Use <tool_ca or <tool_call> tags, like <tool_call>this</tool_call>. a<b");
+        CHECK_FALSE(r.error);
+        CHECK(r.msg.tool_calls.empty());
+        CHECK(r.msg.content == "Use <tool_ca or <tool_call> tags, like <tool_call>this</tool_call>. a<b");
+    }
+    SECTION("malformed arguments after the call was announced: an error") {
+        Run r = parse(Format::Hermes, "<tool_call>{\"name\": \"f\", \"arguments\": {\"x\": 1,, }}</tool_call>");
+        REQUIRE(r.error);
+        CHECK(r.error->call_index == 0);
+        REQUIRE(r.msg.tool_calls.size() == 1);
+    }
+    SECTION("a call cut off by the end of the reply: an error") {
+        Run r = parse(Format::Hermes, "<tool_call>{\"name\": \"f\", \"arguments\": {\"x\": ");
+        REQUIRE(r.error);
+    }
+    SECTION("a marker split across pieces never reaches the content") {
+        ToolCallParser p(Format::Hermes, options());
+        Message m;
+        m.apply(p.push("Sure.<tool_"));
+        CHECK(m.content == "Sure.");
+        m.apply(p.push("call>{\"name\""));
+        CHECK(m.tool_calls.empty());
+        m.apply(p.push(": \"f\", \"arguments\": {\"a\""));
+        REQUIRE(m.tool_calls.size() == 1);
+        CHECK(m.tool_calls[0].arguments == "{\"a\"");
+        m.apply(p.push(": 1}}</tool_call>"));
+        m.apply(p.finish());
+        CHECK(m.content == "Sure.");
+        CHECK(m.tool_calls[0].arguments == "{\"a\": 1}");
+    }
+}
+
+TEST_CASE("qwen3-coder, seed-oss and glm: arguments as XML elements", "[tools]") {
+    ToolSpec weather{"get_weather", "", ordered_json::parse(R"({"type":"object","properties":{"city":{"type":"string"},"zip":{"type":"string"},"days":{"type":"integer"}}})")};
+    SECTION("qwen3-coder with typed values") {
+        Run r = parse(Format::Qwen3Coder,
+                      "I'll look.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nSão Paulo \"centro\"\n</parameter>\n"
+                      "<parameter=zip>\n01000\n</parameter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>",
+                      options({weather}));
+        CHECK_FALSE(r.error);
+        CHECK(r.msg.content == "I'll look.");
+        check_call(r.msg, 0, "get_weather", {{"city", "São Paulo \"centro\""}, {"zip", "01000"}, {"days", 3}});
+    }
+    SECTION("qwen3-coder parallel, untyped values read as JSON where they are") {
+        Run r = parse(Format::Qwen3Coder,
+                      "<tool_call>\n<function=a>\n<parameter=n>\n42\n</parameter>\n<parameter=o>\n{\"x\": [1]}\n</parameter>\n</function>\n</tool_call>\n"
+                      "<tool_call>\n<function=b>\n</function>\n</tool_call>");
+        CHECK_FALSE(r.error);
+        check_call(r.msg, 0, "a", {{"n", 42}, {"o", {{"x", {1}}}}});
+        check_call(r.msg, 1, "b", ordered_json::object());
+    }
+    SECTION("qwen3-coder: a parameter never closed is an error") {
+        Run r = parse(Format::Qwen3Coder, "<tool_call>\n<function=a>\n<parameter=n>\n42");
+        CHECK(r.error);
+    }
+    SECTION("qwen3-coder: <tool_call> without a function is content") {
+        Run r = parse(Format::Qwen3Coder, "write <tool_call> then <function=NAME> on its own line");
+        CHECK(r.msg.tool_calls.empty());
+        CHECK(r.msg.content == "write <tool_call> then <function=NAME> on its own line");
+    }
+    SECTION("seed-oss") {
+        Run r = parse(Format::SeedOss, "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Paris</parameter>\n</function>\n</seed:tool_call>");
+        check_call(r.msg, 0, "get_weather", kParis);
+    }
+    SECTION("glm 4.5") {
+        Run r = parse(Format::Glm45,
+                      "Checking.\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n</tool_call>"
+                      "<tool_call>noargs\n</tool_call>");
+        CHECK_FALSE(r.error);
+        CHECK(r.msg.content == "Checking.");
+        check_call(r.msg, 0, "get_weather", {{"city", "Paris"}, {"days", 3}});
+        check_call(r.msg, 1, "noargs", ordered_json::object());
+    }
+}
+
+TEST_CASE("llama 3.x: JSON calls and <|python_tag|>", "[tools]") {
+    std::vector<ToolSpec> tools = {{"get_weather", "", {}}, {"get_time", "", {}}};
+    SECTION("a call is the reply") {
+        Run r = parse(Format::Llama3, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}", options(tools));
+        CHECK_FALSE(r.error);
+        CHECK(r.msg.content.empty());
+        check_call(r.msg, 0, "get_weather", kParis);
+    }
+    SECTION("type: function, and two calls apart by ;") {
+        Run r = parse(Format::Llama3,
+                      " {\"type\": \"function\", \"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}; {\"name\": \"get_time\", \"parameters\": {}}",
+                      options(tools));
+        CHECK_FALSE(r.error);
+        check_call(r.msg, 0, "get_weather", kParis);
+        check_call(r.msg, 1, "get_time", ordered_json::object());
+    }
+    SECTION("JSON that is not a call is content") {
+        Run r = parse(Format::Llama3, "{\"name\": \"Bob\", \"age\": 3}", options(tools));
+        CHECK(r.msg.tool_calls.empty());
+        CHECK(r.msg.content == "{\"name\": \"Bob\", \"age\": 3}");
+        Run r2 = parse(Format::Llama3, "{\"name\": \"unknown_fn\", \"parameters\": {}}", options(tools));
+        CHECK(r2.msg.tool_calls.empty());
+        Run r3 = parse(Format::Llama3, "The answer is {\"name\": \"get_time\"}.", options(tools));
+        CHECK(r3.msg.tool_calls.empty());
+    }
+    SECTION("builtin tools after <|python_tag|>") {
+        Run r = parse(Format::Llama3, "<|python_tag|>brave_search.call(query=\"weather in \\\"Paris\\\"\", n=3)");
+        CHECK_FALSE(r.error);
+        check_call(r.msg, 0, "brave_search", {{"query", "weather in \"Paris\""}, {"n", 3}});
+        Run c = parse(Format::Llama3, "<|python_tag|>import math\nprint(math.pi)");
+        check_call(c.msg, 0, "python", {{"code", "import math\nprint(math.pi)"}});
+        Run j = parse(Format::Llama3, "Let me search.<|python_tag|>{\"name\": \"get_time\", \"parameters\": {}}");
+        CHECK(j.msg.content == "Let me search.");
+        check_call(j.msg, 0, "get_time", ordered_json::object());
+    }
+}
+
+TEST_CASE("mistral: [TOOL_CALLS] in both forms", "[tools]") {
+    SECTION("nemo: a JSON array with the model's ids") {
+        Run r = parse(Format::MistralNemo,
+                      "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}, \"id\": \"a1B2c3D4e\"}, "
+                      "{\"name\": \"get_time\", \"arguments\": {}, \"id\": \"zzzzzzzz9\"}]");
+        CHECK_FALSE(r.error);
+        check_call(r.msg, 0, "get_weather", kParis);
+        CHECK(r.msg.tool_calls[0].id == "a1B2c3D4e");
+        CHECK(r.msg.tool_calls[1].id == "zzzzzzzz9");
+    }
+    SECTION("nemo: no id given") {
+        Run r = parse(Format::MistralNemo, "[TOOL_CALLS] [{\"name\": \"f\", \"arguments\": {\"x\": \"ü\"}}]");
+        check_call(r.msg, 0, "f", {{"x", "ü"}});
+        CHECK(r.msg.tool_calls[0].id == "call_s0");
+    }
+    SECTION("nemo: not an array is content; broken array after a call is an error") {
+        Run r = parse(Format::MistralNemo, "[TOOL_CALLS] none today");
+        CHECK(r.msg.tool_calls.empty());
+        CHECK(r.msg.content == "[TOOL_CALLS] none today");
+        Run e = parse(Format::MistralNemo, "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {}} x");
+        CHECK(e.error);
+    }
+    SECTION("v11: name[ARGS]json, several, content before") {
+        Run r = parse(Format::Mistral,
+                      "Checking.[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}[TOOL_CALLS]get_time[ARGS]{\"tz\": \"\\u6771\\u4eac\"}");
+        CHECK_FALSE(r.error);
+        CHECK(r.msg.content == "Checking.");
+        check_call(r.msg, 0, "get_weather", kParis);
+        check_call(r.msg, 1, "get_time", {{"tz", "東京"}});
+    }
+    SECTION("v11 with [CALL_ID]") {
+        Run r = parse(Format::Mistral, "[TOOL_CALLS]get_weather[CALL_ID]Ab3dE6gh9[ARGS]{\"city\": \"Paris\"}");
+        check_call(r.msg, 0, "get_weather", kParis);
+        CHECK(r.msg.tool_calls[0].id == "Ab3dE6gh9");
+    }
+    SECTION("v11: arguments that are not JSON") {
+        Run r = parse(Format::Mistral, "[TOOL_CALLS]f[ARGS]{\"a\": tru}");
+        CHECK(r.error);
+    }
+}
+
+TEST_CASE("gpt-oss harmony: channels and calls", "[tools]") {
+    SECTION("reasoning, then a call") {
+        Run r = parse(Format::Harmony,
+                      "<|channel|>analysis<|message|>Need weather. Use tool.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather "
+                      "<|constrain|>json<|message|>{\"city\":\"Paris\"}<|call|>");
+        CHECK_FALSE(r.error);
+        CHECK(r.msg.reasoning == "Need weather. Use tool.");
+        CHECK(r.msg.content.empty());
+        check_call(r.msg, 0, "get_weather", kParis);
+    }
+    SECTION("recipient before the channel, <|call|> left out by the server, then a final answer elsewhere") {
+        Run r = parse(Format::Harmony, "<|channel|>analysis<|message|>x<|end|><|start|>assistant to=functions.f<|channel|>commentary json<|message|>{\"a\": [1, 2]}");
+        CHECK_FALSE(r.error);
+        check_call(r.msg, 0, "f", {{"a", {1, 2}}});
+        Run f = parse(Format::Harmony, "<|channel|>analysis<|message|>Simple.<|end|><|start|>assistant<|channel|>final<|message|>Hello <|there|>!<|return|>");
+        CHECK(f.msg.reasoning == "Simple.");
+        CHECK(f.msg.content == "Hello <|there|>!");
+        CHECK(f.msg.tool_calls.empty());
+    }
+    SECTION("a commentary preamble is content; parallel calls") {
+        Run r = parse(Format::Harmony,
+                      "<|channel|>commentary<|message|>Checking two cities.<|end|><|start|>assistant<|channel|>commentary to=functions.w <|constrain|>json<|message|>{\"city\":\"Paris\"}<|call|>"
+                      "<|start|>assistant<|channel|>commentary to=functions.w <|constrain|>json<|message|>{\"city\":\"Oslo\"}<|call|>");
+        CHECK(r.msg.content == "Checking two cities.");
+        check_call(r.msg, 0, "w", kParis);
+        check_call(r.msg, 1, "w", {{"city", "Oslo"}});
+    }
+    SECTION("bad arguments") {
+        Run r = parse(Format::Harmony, "<|channel|>commentary to=functions.w <|constrain|>json<|message|>{city: Paris}<|call|>");
+        CHECK(r.error);
+    }
+}
+
+TEST_CASE("gemma 4: <|tool_call>call:name{...}<tool_call|>", "[tools]") {
+    Run r = parse(Format::Gemma4,
+                  "Let me check.<|tool_call>call:get_weather{city:<|\"|>Paris, \"FR\" {x}<|\"|>,days:3,opts:{metric:true,tags:[<|\"|>a<|\"|>,<|\"|>b<|\"|>]}}<tool_call|>"
+                  "<|tool_call>call:get_time{}<tool_call|>");
+    CHECK_FALSE(r.error);
+    CHECK(r.msg.content == "Let me check.");
+    check_call(r.msg, 0, "get_weather", {{"city", "Paris, \"FR\" {x}"}, {"days", 3}, {"opts", {{"metric", true}, {"tags", {"a", "b"}}}}});
+    check_call(r.msg, 1, "get_time", ordered_json::object());
+    Run t = parse(Format::Gemma4, "<|channel>thought\nhmm<channel|>The <|tool_call> marker is how I call tools.");
+    CHECK(t.msg.tool_calls.empty());
+    CHECK(t.msg.content == "<|channel>thought\nhmm<channel|>The <|tool_call> marker is how I call tools.");
+    Run b = parse(Format::Gemma4, "<|tool_call>call:f{a:<|\"|>unterminated}<tool_call|>");
+    CHECK(b.error);
+}
+
+TEST_CASE("generic JSON replies (gemma 3, phi, no native format)", "[tools]") {
+    Run r = parse(Format::Generic, "{\"tool_calls\": [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}, {\"name\": \"g\", \"arguments\": {}}]}");
+    CHECK_FALSE(r.error);
+    check_call(r.msg, 0, "get_weather", kParis);
+    check_call(r.msg, 1, "g", ordered_json::object());
+    Run one = parse(Format::Generic, "```json\n{\"tool_call\": {\"name\": \"f\", \"arguments\": {}}}\n```");
+    CHECK(one.msg.tool_calls.empty());  // fenced: not the format, shown as written
+    Run one2 = parse(Format::Generic, "{\"tool_call\": {\"name\": \"f\", \"arguments\": {\"s\": \"\\n\"}}}");
+    check_call(one2.msg, 0, "f", {{"s", "\n"}});
+    Run resp = parse(Format::Generic, "{\"response\": \"Hi \\\"there\\\" — ok\"}");
+    CHECK(resp.msg.content == "Hi \"there\" — ok");
+    Run plain = parse(Format::Generic, "Just text {not json}");
+    CHECK(plain.msg.content == "Just text {not json}");
+    Run broken = parse(Format::Generic, "{\"tool_calls\": [{\"name\": \"f\"");
+    CHECK(broken.msg.content == "{\"tool_calls\": [{\"name\": \"f\"");
+}
+
+TEST_CASE("deepseek r1 and v3.1", "[tools]") {
+    Run r = parse(Format::DeepSeekR1,
+                  "I will call it.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Paris\"}\n```<｜tool▁call▁end｜>\n"
+                  "<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_time\n```json\n{}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>");
+    CHECK_FALSE(r.error);
+    CHECK(r.msg.content == "I will call it.");
+    check_call(r.msg, 0, "get_weather", kParis);
+    check_call(r.msg, 1, "get_time", ordered_json::object());
+    Run v = parse(Format::DeepSeekV31,
+                  "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Paris\"}<｜tool▁call▁end｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{\"q\": \"日本\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>");
+    CHECK_FALSE(v.error);
+    check_call(v.msg, 0, "get_weather", kParis);
+    check_call(v.msg, 1, "f", {{"q", "日本"}});
+    Run bad = parse(Format::DeepSeekV31, "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{\"q\": ");
+    CHECK(bad.error);
+}
+
+TEST_CASE("granite, nemotron v2, apriel, firefunction, command-r7b: JSON arrays", "[tools]") {
+    Run g = parse(Format::Granite, "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}, {\"name\": \"g\", \"arguments\": {}}]");
+    CHECK_FALSE(g.error);
+    check_call(g.msg, 0, "get_weather", kParis);
+    check_call(g.msg, 1, "g", ordered_json::object());
+    Run n = parse(Format::NemotronV2, "Sure. <TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]</TOOLCALL>");
+    CHECK(n.msg.content == "Sure.");
+    check_call(n.msg, 0, "get_weather", kParis);
+    Run a = parse(Format::Apriel, "<tool_calls>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]</tool_calls>");
+    check_call(a.msg, 0, "get_weather", kParis);
+    Run f = parse(Format::FireFunction, " functools[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]");
+    check_call(f.msg, 0, "get_weather", kParis);
+    Run c = parse(Format::CommandR7B,
+                  "<|START_THINKING|>I should look it up.<|END_THINKING|><|START_ACTION|>[\n    {\"tool_call_id\": \"0\", \"tool_name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}\n]<|END_ACTION|>");
+    CHECK_FALSE(c.error);
+    CHECK(c.msg.reasoning == "I should look it up.");
+    CHECK(c.msg.content.empty());
+    check_call(c.msg, 0, "get_weather", kParis);
+    Run cr = parse(Format::CommandR7B, "<|START_THINKING|>easy<|END_THINKING|><|START_RESPONSE|>Hello!<|END_RESPONSE|>");
+    CHECK(cr.msg.content == "Hello!");
+    CHECK(cr.msg.reasoning == "easy");
+}
+
+TEST_CASE("functionary v3.1 and v3.2, kimi k2", "[tools]") {
+    Run f1 = parse(Format::FunctionaryV31, "Checking.<function=get_weather>{\"city\": \"Paris\"}</function><function=g>{}</function>");
+    CHECK(f1.msg.content == "Checking.");
+    check_call(f1.msg, 0, "get_weather", kParis);
+    check_call(f1.msg, 1, "g", ordered_json::object());
+    Run fp = parse(Format::FunctionaryV31, "<|python_tag|>print(1)");
+    check_call(fp.msg, 0, "python", {{"code", "print(1)"}});
+    Run f2 = parse(Format::FunctionaryV32, "all\nLet me check.>>>get_weather\n{\"city\": \"Paris\"}>>>get_time\n{}");
+    CHECK_FALSE(f2.error);
+    CHECK(f2.msg.content == "Let me check.");
+    check_call(f2.msg, 0, "get_weather", kParis);
+    check_call(f2.msg, 1, "get_time", ordered_json::object());
+    Run f2c = parse(Format::FunctionaryV32, "all\nHello >>> world");
+    CHECK(f2c.msg.content == "Hello >>> world");  // " world" is no recipient: the ">>>" was text
+    Run k = parse(Format::KimiK2,
+                  "Let me see.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"city\": \"Paris\"}<|tool_call_end|>"
+                  "<|tool_call_begin|>functions.get_time:1<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>");
+    CHECK_FALSE(k.error);
+    CHECK(k.msg.content == "Let me see.");
+    check_call(k.msg, 0, "get_weather", kParis);
+    CHECK(k.msg.tool_calls[0].id == "functions.get_weather:0");
+    check_call(k.msg, 1, "get_time", ordered_json::object());
+}
+
+TEST_CASE("no tools: everything is content", "[tools]") {
+    Run r = parse(Format::None, "<tool_call>{\"name\": \"f\"}</tool_call>");
+    CHECK(r.msg.content == "<tool_call>{\"name\": \"f\"}</tool_call>");
+}
