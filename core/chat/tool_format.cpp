@@ -17,7 +17,7 @@ bool has(std::string_view s, std::string_view needle) { return s.find(needle) !=
 // The format a template writes its calls in, by the markers it renders; Generic when none.
 Format from_template(std::string_view t) {
     if (t.empty()) return Format::None;
-    if (has(t, "<|channel|>") && (has(t, "<|constrain|>") || has(t, "to=functions"))) return Format::Harmony;
+    if (has(t, "<|channel|>") && (has(t, "<|constrain|>") || has(t, "to=functions") || has(t, "<|call|>"))) return Format::Harmony;
     if (has(t, "<|tool_call>") && has(t, "<tool_call|>")) return Format::Gemma4;
     if (has(t, "tool▁calls▁begin") || has(t, "tool▁call▁begin"))
         return has(t, "```json") ? Format::DeepSeekR1 : Format::DeepSeekV31;
@@ -76,7 +76,7 @@ Format detect_format(std::string_view template_source, std::string_view arch) {
         Format a = from_arch(arch);
         // A template that renders tools its own (unread) way keeps Generic; one that renders
         // no tools at all, or none, falls to the architecture's native format.
-        if (f == Format::None || template_source.find("tool") == std::string_view::npos) return a;
+        if (f == Format::None || template_source.find("tools") == std::string_view::npos) return a;
     }
     return f;
 }
