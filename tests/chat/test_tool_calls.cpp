@@ -7,6 +7,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -110,7 +112,8 @@ void check_call(const Message& m, size_t i, const std::string& name, const order
 
 std::filesystem::path templates_dir() {
     if (const char* e = std::getenv("LOCKSTEP_CHAT_TEMPLATES")) return e;
-    return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path().parent_path() / "shared/data/chat-templates";
+    // <source>/../shared/data/chat-templates (a relative __FILE__ is taken from the working directory)
+    return std::filesystem::absolute(__FILE__).parent_path().parent_path().parent_path().parent_path() / "shared/data/chat-templates";
 }
 
 std::string read_text(const std::filesystem::path& p) {
@@ -559,4 +562,261 @@ TEST_CASE("format names round-trip; ids; tools from JSON", "[tools]") {
     std::string prompt = generic_tool_prompt(tools, true);
     CHECK(prompt.find("get_weather") != std::string::npos);
     CHECK(prompt.find("\"tool_calls\"") != std::string::npos);
+}
+
+// ---- forced-call grammars ----
+
+namespace {
+
+// A small GBNF reader and backtracking matcher (bytes; enough for these grammars: literals,
+// classes, groups, alternatives, * + ? {n} {n,m}), to check that a grammar accepts the
+// format's calls and that the parser reads what it accepts.
+struct Gbnf {
+    struct Node {
+        enum K { Seq, Alt, Lit, Cls, Ref, Rep } k = Seq;
+        std::vector<Node> kids;
+        std::string text;                          // Lit: bytes; Ref: name
+        std::vector<std::pair<int, int>> ranges;   // Cls
+        bool neg = false;
+        int min = 0, max = -1;                     // Rep
+    };
+    std::map<std::string, Node> rules;
+    std::string src;
+    size_t i = 0;
+
+    explicit Gbnf(std::string s) : src(std::move(s)) {
+        for (;;) {
+            ws(true);
+            if (i >= src.size()) break;
+            std::string name = ident();
+            ws(false);
+            if (src.compare(i, 3, "::=") != 0) throw std::runtime_error("expected ::= after " + name);
+            i += 3;
+            if (rules.count(name)) throw std::runtime_error("rule defined twice: " + name);
+            rules[name] = alt();
+        }
+    }
+    void ws(bool newlines) {
+        while (i < src.size()) {
+            if (src[i] == '#') {
+                while (i < src.size() && src[i] != '\n') ++i;
+            } else if (src[i] == ' ' || src[i] == '\t' || (newlines && (src[i] == '\n' || src[i] == '\r'))) {
+                ++i;
+            } else {
+                break;
+            }
+        }
+    }
+    static bool name_char(char c) { return isalnum((unsigned char)c) || c == '-' || c == '_'; }
+    std::string ident() {
+        size_t b = i;
+        while (i < src.size() && name_char(src[i])) ++i;
+        if (b == i) throw std::runtime_error("expected a name at " + std::to_string(i));
+        return src.substr(b, i - b);
+    }
+    // Is a new rule starting here (name ::=)?
+    bool rule_head() {
+        size_t j = i;
+        while (j < src.size() && name_char(src[j])) ++j;
+        while (j < src.size() && (src[j] == ' ' || src[j] == '\t')) ++j;
+        return j > i && src.compare(j, 3, "::=") == 0;
+    }
+    int esc_char() {
+        char c = src[i++];
+        if (c != '\\') return (unsigned char)c;
+        c = src[i++];
+        return c == 'n' ? '\n' : c == 't' ? '\t' : c == 'r' ? '\r' : (unsigned char)c;
+    }
+    Node alt() {
+        Node a;
+        a.k = Node::Alt;
+        a.kids.push_back(seq());
+        while (i < src.size() && src[i] == '|') {
+            ++i;
+            a.kids.push_back(seq());
+        }
+        return a;
+    }
+    Node seq() {
+        Node s;
+        for (;;) {
+            ws(true);
+            if (i >= src.size() || src[i] == '|' || src[i] == ')' || rule_head()) return s;
+            Node n;
+            if (src[i] == '"') {
+                n.k = Node::Lit;
+                ++i;
+                while (src[i] != '"') n.text += char(esc_char());
+                ++i;
+            } else if (src[i] == '[') {
+                n.k = Node::Cls;
+                ++i;
+                if (src[i] == '^') n.neg = true, ++i;
+                while (src[i] != ']') {
+                    int lo = esc_char(), hi = lo;
+                    if (src[i] == '-' && src[i + 1] != ']') ++i, hi = esc_char();
+                    n.ranges.push_back({lo, hi});
+                }
+                ++i;
+            } else if (src[i] == '(') {
+                ++i;
+                n = alt();
+                ws(true);
+                if (src[i++] != ')') throw std::runtime_error("expected )");
+            } else {
+                n.k = Node::Ref;
+                n.text = ident();
+            }
+            // postfix
+            while (i < src.size() && (src[i] == '*' || src[i] == '+' || src[i] == '?' || src[i] == '{')) {
+                Node r;
+                r.k = Node::Rep;
+                char c = src[i++];
+                if (c == '*') r.min = 0, r.max = -1;
+                if (c == '+') r.min = 1, r.max = -1;
+                if (c == '?') r.min = 0, r.max = 1;
+                if (c == '{') {
+                    size_t e = src.find('}', i);
+                    std::string in = src.substr(i, e - i);
+                    size_t comma = in.find(',');
+                    r.min = std::stoi(in.substr(0, comma));
+                    r.max = comma == std::string::npos ? r.min : (comma + 1 == in.size() ? -1 : std::stoi(in.substr(comma + 1)));
+                    i = e + 1;
+                }
+                r.kids.push_back(std::move(n));
+                n = std::move(r);
+            }
+            s.kids.push_back(std::move(n));
+        }
+    }
+
+    std::string_view text;
+    using K = std::function<bool(size_t)>;
+    bool m(const Node& n, size_t p, const K& k) {
+        switch (n.k) {
+        case Node::Lit: return text.compare(p, n.text.size(), n.text) == 0 && k(p + n.text.size());
+        case Node::Cls: {
+            if (p >= text.size()) return false;
+            int c = (unsigned char)text[p];
+            bool in = false;
+            for (auto [lo, hi] : n.ranges) in |= c >= lo && c <= hi;
+            return in != n.neg && k(p + 1);
+        }
+        case Node::Ref: {
+            auto it = rules.find(n.text);
+            if (it == rules.end()) throw std::runtime_error("undefined rule " + n.text);
+            return m(it->second, p, k);
+        }
+        case Node::Alt:
+            for (const Node& a : n.kids)
+                if (m(a, p, k)) return true;
+            return false;
+        case Node::Seq: return seq_m(n, 0, p, k);
+        case Node::Rep: return rep_m(n, 0, p, k);
+        }
+        return false;
+    }
+    bool seq_m(const Node& n, size_t j, size_t p, const K& k) {
+        if (j == n.kids.size()) return k(p);
+        return m(n.kids[j], p, [&](size_t q) { return seq_m(n, j + 1, q, k); });
+    }
+    bool rep_m(const Node& n, int count, size_t p, const K& k) {
+        if (n.max < 0 || count < n.max)
+            if (m(n.kids[0], p, [&](size_t q) { return q != p && rep_m(n, count + 1, q, k); })) return true;
+        return count >= n.min && k(p);
+    }
+    bool accepts(std::string_view s) {
+        text = s;
+        return m(rules.at("root"), 0, [&](size_t q) { return q == s.size(); });
+    }
+};
+
+// The trivial schema converter: any JSON object (an integer where the schema says so, for
+// the XML formats' values), its helpers defined again for every tool with the same text.
+std::string any_object_rules(const ordered_json& schema, const std::string& name) {
+    bool integer = schema.is_object() && schema.contains("type") && schema["type"] == "integer";
+    return name + (integer ? " ::= [0-9]+\n" : " ::= t-obj\n") +
+                  "t-obj ::= \"{\" t-ws (t-kv (\",\" t-ws t-kv)*)? \"}\"\n"
+                  "t-kv ::= t-str t-ws \":\" t-ws t-val t-ws\n"
+                  "t-val ::= t-str | t-obj | [-0-9]+ | \"true\" | \"false\" | \"null\" | \"[\" t-ws (t-val (\",\" t-ws t-val)*)? \"]\"\n"
+                  "t-str ::= \"\\\"\" ([^\"\\\\] | \"\\\\\" [\"\\\\nt])* \"\\\"\"\n"
+                  "t-ws ::= [ \\t\\n]*\n";
+}
+
+}  // namespace
+
+TEST_CASE("forced-call grammars accept the format's calls, and the parser reads them", "[tools]") {
+    std::vector<ToolSpec> tools = {
+        {"get_weather", "", ordered_json::parse(R"({"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer"}},"required":["city"]})")},
+        {"get_time", "", ordered_json::parse(R"({"type":"object","properties":{}})")},
+    };
+    struct Case {
+        Format f;
+        std::string one, two;  // a call of get_weather; two calls (parallel)
+    };
+    const std::string A = "{\"city\": \"Paris\"}";
+    const std::vector<Case> cases = {
+        {Format::Hermes, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": " + A + "}\n</tool_call>",
+         "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": " + A + "}\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>"},
+        {Format::Qwen3Coder, "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>",
+         "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>\n"
+         "<tool_call>\n<function=get_time>\n</function>\n</tool_call>"},
+        {Format::SeedOss, "<seed:tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</seed:tool_call>", ""},
+        {Format::Glm45, "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>",
+         "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>\n<tool_call>get_time\n</tool_call>"},
+        {Format::Llama3, "{\"name\": \"get_weather\", \"parameters\": " + A + "}",
+         "{\"name\": \"get_weather\", \"parameters\": " + A + "}; {\"name\": \"get_time\", \"parameters\": {}}"},
+        {Format::MistralNemo, "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": " + A + ", \"id\": \"abcDEF123\"}]",
+         "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": " + A + ", \"id\": \"abcDEF123\"}, {\"name\": \"get_time\", \"arguments\": {}, \"id\": \"abcDEF124\"}]"},
+        {Format::Mistral, "[TOOL_CALLS]get_weather[ARGS]" + A, "[TOOL_CALLS]get_weather[ARGS]" + A + "[TOOL_CALLS]get_time[ARGS]{}"},
+        {Format::Harmony, "<|channel|>analysis<|message|>Use the tool.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>" + A + "<|call|>", ""},
+        {Format::Gemma4, "<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>}<tool_call|>",
+         "<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>,days:3}<tool_call|><|tool_call>call:get_time{}<tool_call|>"},
+        {Format::Generic, "{\"tool_call\": {\"name\": \"get_weather\", \"arguments\": " + A + "}}",
+         "{\"tool_calls\": [{\"name\": \"get_weather\", \"arguments\": " + A + "}, {\"name\": \"get_time\", \"arguments\": {}}]}"},
+        {Format::DeepSeekR1, "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n" + A + "\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>", ""},
+        {Format::DeepSeekV31, "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>" + A + "<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+         "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>" + A + "<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{}<｜tool▁call▁end｜><｜tool▁calls▁end｜>"},
+        {Format::Granite, "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": " + A + "}]",
+         "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": " + A + "}, {\"name\": \"get_time\", \"arguments\": {}}]"},
+        {Format::NemotronV2, "<TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": " + A + "}]</TOOLCALL>", ""},
+        {Format::Apriel, "<tool_calls>[{\"name\": \"get_weather\", \"arguments\": " + A + "}]</tool_calls>", ""},
+        {Format::FireFunction, " functools[{\"name\": \"get_weather\", \"arguments\": " + A + "}]", ""},
+        {Format::CommandR7B, "<|START_THINKING|>Look it up.<|END_THINKING|><|START_ACTION|>[\n    {\"tool_call_id\": \"0\", \"tool_name\": \"get_weather\", \"parameters\": " + A + "}\n]<|END_ACTION|>", ""},
+        {Format::FunctionaryV31, "<function=get_weather>" + A + "</function>", ""},
+        {Format::FunctionaryV32, "get_weather\n" + A, "get_weather\n" + A + ">>>get_time\n{}"},
+        {Format::KimiK2, "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>" + A + "<|tool_call_end|><|tool_calls_section_end|>",
+         "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>" + A +
+             "<|tool_call_end|><|tool_call_begin|>functions.get_time:1<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>"},
+    };
+    for (const Case& c : cases) {
+        INFO("format " << format_name(c.f));
+        std::string single = tool_call_gbnf(c.f, tools, false, any_object_rules);
+        std::string multi = tool_call_gbnf(c.f, tools, true, any_object_rules);
+        INFO(single);
+        Gbnf g1(single), gp(multi);
+        CHECK(g1.accepts(c.one));
+        CHECK_FALSE(g1.accepts(c.one + "x"));
+        CHECK_FALSE(g1.accepts("Sure! " + c.one));
+        Run r = parse(c.f, c.one, options(tools));
+        CHECK_FALSE(r.error);
+        check_call(r.msg, 0, "get_weather", kParis);
+        if (!c.two.empty()) {
+            CHECK(gp.accepts(c.two));
+            CHECK_FALSE(g1.accepts(c.two));
+            Run r2 = parse(c.f, c.two, options(tools));
+            CHECK_FALSE(r2.error);
+            CHECK(r2.msg.tool_calls.size() == 2);
+        }
+        // a named tool_choice: only that function
+        Gbnf named(tool_call_gbnf(c.f, {tools[1]}, false, any_object_rules));
+        CHECK_FALSE(named.accepts(c.one));
+        // the lazy trigger is where the grammar's text begins
+        CallTrigger t = call_trigger(c.f);
+        bool starts_with_word = false;
+        for (const std::string& w : t.words) starts_with_word |= c.one.rfind(w, 0) == 0 || c.one.find(w) != std::string::npos;
+        CHECK((starts_with_word || t.at_start));
+    }
+    CHECK_THROWS_AS(tool_call_gbnf(Format::None, tools, false, any_object_rules), std::invalid_argument);
+    CHECK_THROWS_AS(tool_call_gbnf(Format::Hermes, {}, false, any_object_rules), std::invalid_argument);
 }
