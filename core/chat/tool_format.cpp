@@ -81,6 +81,36 @@ Format detect_format(std::string_view template_source, std::string_view arch) {
     return f;
 }
 
+std::vector<std::string_view> format_markers(Format f) {
+    switch (f) {
+    case Format::None:
+    case Format::Generic: return {};
+    case Format::Hermes:
+    case Format::Qwen3Coder: return {"<tool_call>", "</tool_call>"};
+    case Format::Glm45: return {"<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>"};
+    case Format::SeedOss: return {"<seed:tool_call>", "</seed:tool_call>"};
+    case Format::Llama3: return {"<|python_tag|>", "<|eom_id|>"};
+    case Format::MistralNemo: return {"[TOOL_CALLS]"};
+    case Format::Mistral: return {"[TOOL_CALLS]", "[ARGS]", "[CALL_ID]"};
+    case Format::Harmony: return {"<|start|>", "<|channel|>", "<|message|>", "<|constrain|>", "<|end|>", "<|call|>", "<|return|>"};
+    case Format::Gemma4: return {"<|tool_call>", "<tool_call|>", "<|\"|>"};
+    case Format::DeepSeekR1:
+    case Format::DeepSeekV31:
+        return {"<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"};
+    case Format::Granite: return {"<|tool_call|>"};
+    case Format::NemotronV2: return {"<TOOLCALL>", "</TOOLCALL>"};
+    case Format::Apriel: return {"<tool_calls>", "</tool_calls>"};
+    case Format::FireFunction: return {};
+    case Format::CommandR7B:
+        return {"<|START_ACTION|>", "<|END_ACTION|>", "<|START_THINKING|>", "<|END_THINKING|>", "<|START_RESPONSE|>", "<|END_RESPONSE|>"};
+    case Format::FunctionaryV31: return {"<|python_tag|>"};
+    case Format::FunctionaryV32: return {};
+    case Format::KimiK2:
+        return {"<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool_call_end|>"};
+    }
+    return {};
+}
+
 bool format_gives_ids(Format f) {
     return f == Format::MistralNemo || f == Format::Mistral || f == Format::KimiK2 || f == Format::Generic;
 }

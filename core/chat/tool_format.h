@@ -57,6 +57,11 @@ Format detect_format(std::string_view template_source, std::string_view arch = {
 bool format_gives_ids(Format f);
 size_t format_id_length(Format f);
 
+// The marker texts a format's calls are written with that vocabularies hold as special
+// (control) tokens: the server must decode them into the reply text (render_special) for the
+// parser to see the calls, as ChatTemplate::marker_piece does for reasoning markers.
+std::vector<std::string_view> format_markers(Format f);
+
 // A function the client declared ("tools": [{"type":"function","function":{..}}]).
 struct ToolSpec {
     std::string name;

@@ -42,6 +42,7 @@ int starts(std::string_view s, std::string_view m) {
 Found find_first(std::string_view s, const std::vector<std::string_view>& markers, bool final) {
     Found best{npos, -1};
     for (size_t k = 0; k < markers.size(); ++k) {
+        if (markers[k].empty()) continue;
         size_t at = s.find(markers[k]);
         if (at == npos) continue;
         // The earliest wins; at the same offset the longer one (a marker that begins another).
@@ -53,7 +54,7 @@ Found find_first(std::string_view s, const std::vector<std::string_view>& marker
     // Hold back the longest tail that some marker begins with.
     size_t hold = 0;
     for (std::string_view m : markers)
-        for (size_t n = std::min(m.size() - 1, s.size()); n > hold; --n)
+        for (size_t n = std::min(m.empty() ? 0 : m.size() - 1, s.size()); n > hold; --n)
             if (s.substr(s.size() - n) == m.substr(0, n)) {
                 hold = n;
                 break;

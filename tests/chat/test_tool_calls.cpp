@@ -553,6 +553,8 @@ TEST_CASE("format names round-trip; ids; tools from JSON", "[tools]") {
     for (int i = 0; i <= int(Format::KimiK2); ++i) CHECK(format_from_name(format_name(Format(i))) == Format(i));
     CHECK(format_id_length(Format::MistralNemo) == 9);
     CHECK(format_gives_ids(Format::KimiK2));
+    CHECK(format_markers(Format::Mistral).size() == 3);
+    CHECK(format_markers(Format::Generic).empty());
     auto tools = tools_from_json(ordered_json::parse(
         R"([{"type":"function","function":{"name":"get_weather","description":"Weather","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}])"));
     REQUIRE(tools.size() == 1);
@@ -819,4 +821,72 @@ TEST_CASE("forced-call grammars accept the format's calls, and the parser reads 
     }
     CHECK_THROWS_AS(tool_call_gbnf(Format::None, tools, false, any_object_rules), std::invalid_argument);
     CHECK_THROWS_AS(tool_call_gbnf(Format::Hermes, {}, false, any_object_rules), std::invalid_argument);
+}
+
+// ---- every JSON-argument format, one table ----
+
+namespace {
+
+// One call of `name` with `args` (JSON text) as format f writes it; "" for formats whose
+// arguments are not JSON text (XML, Gemma 4: tested above).
+std::string wrap(Format f, const std::string& name, const std::string& a) {
+    switch (f) {
+    case Format::Hermes: return "<tool_call>\n{\"name\": \"" + name + "\", \"arguments\": " + a + "}\n</tool_call>";
+    case Format::Llama3: return "{\"name\": \"" + name + "\", \"parameters\": " + a + "}";
+    case Format::MistralNemo: return "[TOOL_CALLS][{\"name\": \"" + name + "\", \"arguments\": " + a + ", \"id\": \"abcDEF123\"}]";
+    case Format::Mistral: return "[TOOL_CALLS]" + name + "[ARGS]" + a;
+    case Format::Harmony: return "<|channel|>commentary to=functions." + name + " <|constrain|>json<|message|>" + a + "<|call|>";
+    case Format::Generic: return "{\"tool_call\": {\"name\": \"" + name + "\", \"arguments\": " + a + "}}";
+    case Format::DeepSeekR1: return "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>" + name + "\n```json\n" + a + "\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
+    case Format::DeepSeekV31: return "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>" + name + "<｜tool▁sep｜>" + a + "<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
+    case Format::Granite: return "<|tool_call|>[{\"name\": \"" + name + "\", \"arguments\": " + a + "}]";
+    case Format::NemotronV2: return "<TOOLCALL>[{\"name\": \"" + name + "\", \"arguments\": " + a + "}]</TOOLCALL>";
+    case Format::Apriel: return "<tool_calls>[{\"name\": \"" + name + "\", \"arguments\": " + a + "}]</tool_calls>";
+    case Format::FireFunction: return "functools[{\"name\": \"" + name + "\", \"arguments\": " + a + "}]";
+    case Format::CommandR7B: return "<|START_ACTION|>[{\"tool_call_id\": \"0\", \"tool_name\": \"" + name + "\", \"parameters\": " + a + "}]<|END_ACTION|>";
+    case Format::FunctionaryV31: return "<function=" + name + ">" + a + "</function>";
+    case Format::FunctionaryV32: return name + "\n" + a;
+    case Format::KimiK2:
+        return "<|tool_calls_section_begin|><|tool_call_begin|>functions." + name + ":0<|tool_call_argument_begin|>" + a + "<|tool_call_end|><|tool_calls_section_end|>";
+    default: return "";
+    }
+}
+
+}  // namespace
+
+TEST_CASE("every JSON format: escapes and non-ASCII, malformed arguments, near-markers", "[tools]") {
+    std::vector<ToolSpec> tools = {{"search", "", {}}};
+    const std::string tricky = R"({"q": "naïve \"quoted\" back\\slash \u00e9 日本語 🙂 </tool_call> [ARGS] }{", "n": -1.5e3, "list": [true, null, {"x": []}]})";
+    for (int fi = 0; fi <= int(Format::KimiK2); ++fi) {
+        Format f = Format(fi);
+        std::string call = wrap(f, "search", tricky);
+        if (call.empty()) continue;
+        INFO("format " << format_name(f));
+        Run r = parse(f, call, options(tools));
+        CHECK_FALSE(r.error);
+        check_call(r.msg, 0, "search", ordered_json::parse(tricky));
+        CHECK(r.msg.content.empty());
+
+        // Arguments that are not JSON: an error once the call was announced (Generic, which
+        // reads its object whole, shows such a reply as content instead).
+        Run bad = parse(f, wrap(f, "search", R"({"q": tru})"), options(tools));
+        if (f == Format::Generic) {
+            CHECK(bad.msg.tool_calls.empty());
+            CHECK_FALSE(bad.error);
+        } else {
+            CHECK(bad.error);
+        }
+
+        // Text holding the start of each trigger word, but no call, is content as written.
+        for (const std::string& w : call_trigger(f).words) {
+            for (size_t n = 1; n < w.size(); n += 3) {
+                std::string text = "all\nSee " + w.substr(0, n) + " here, and " + w.substr(0, n);
+                if (f == Format::FunctionaryV32) text = "all\nSee it";  // ">>>" opens a part there
+                Run t = parse(f, text, options(tools));
+                CHECK(t.msg.tool_calls.empty());
+                CHECK_FALSE(t.error);
+                CHECK(t.msg.content == (f == Format::FunctionaryV32 ? "See it" : text));
+            }
+        }
+    }
 }
