@@ -230,6 +230,8 @@ Options parse_args(int argc, char** argv) {
             if (n > 256) throw UsageError(a + " must be at most 256, got " + std::to_string(n));
             o.n_parallel = int(n);
         }
+        else if (a == "--chat-template-file") o.chat_template = read_text_file(a, value());
+        else if (a == "--chat-template-name") o.chat_template_name = value();
         else if (a == "--cors-origin" && serve) {
             o.cors_origin = value();
             if (o.cors_origin.empty() || o.cors_origin.find_first_of(" \r\n,") != std::string::npos)
@@ -348,6 +350,9 @@ std::string usage(const std::string& command) {
                "  --read-timeout S        a request's headers and body must arrive within S seconds (default 10);\n"
                "                          idle and slow connections wait off the worker threads until then\n"
                "  --max-body MIB          largest request body (default 16); more get 413\n"
+               "  --chat-template-file F  render chats with this Jinja template instead of the model's own\n"
+               "                          (tokenizer.chat_template; without one, a built-in table by architecture)\n"
+               "  --chat-template-name N  the model file's named template tokenizer.chat_template.N (e.g. tool_use)\n"
                "  --cors-origin ORIGIN    let browser apps from ORIGIN (or *) call the API: CORS headers, and\n"
                "                          OPTIONS preflights answered before the key check (default: none)\n"
                "  --temp, --top-k, --top-p, --min-p, --repeat-penalty: defaults for what a request leaves out\n"

@@ -66,6 +66,8 @@ struct Options {
     int timeout_s = 600;             // --timeout
     int read_timeout_s = 10;         // --read-timeout
     std::string cors_origin;         // --cors-origin (empty: no CORS headers)
+    std::string chat_template;       // --chat-template-file (its text)
+    std::string chat_template_name;  // --chat-template-name: tokenizer.chat_template.<name>
     int64_t max_body_mib = 16;       // --max-body
     // embed (and serve's /v1/embeddings): llama-embedding's flags
     std::vector<std::string> prompts;  // embed: every -p, in order

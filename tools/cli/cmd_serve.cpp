@@ -38,6 +38,8 @@ int cmd_serve(const Options& o) {
     c.timeout_s = o.timeout_s;
     c.read_timeout_s = o.read_timeout_s;
     c.cors_origin = o.cors_origin;
+    c.chat_template = o.chat_template;
+    c.chat_template_name = o.chat_template_name;
     c.max_body_bytes = size_t(o.max_body_mib) << 20;
     c.pooling = o.pooling;
     c.embd_normalize = o.embd_normalize;

@@ -1,8 +1,13 @@
 #include "tools/server/api_request.h"
 
+#include "core/chat/chat_format.h"
+#include "core/chat/tool_grammar.h"
 #include "core/grammar/json_schema.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <set>
 #include <limits>
 #include <random>
 
@@ -10,7 +15,58 @@ namespace ls::server {
 
 using nlohmann::json;
 
+using nlohmann::ordered_json;
+
 namespace {
+
+// A JSON schema's grammar as rules of a larger one (a forced tool call's arguments): every
+// rule the converter wrote is renamed under `name` (its root becomes `name` itself), so the
+// rules of several schemas cannot collide. Names are renamed where GBNF has names: outside
+// string literals, character classes and comments.
+std::string schema_rules(const ordered_json& schema, const std::string& name) {
+    const std::string g = grammar::json_schema_to_gbnf(schema);
+    auto is_name = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'; };
+    std::set<std::string> defined;
+    for (size_t at = 0; at < g.size();) {
+        size_t eol = g.find('\n', at);
+        if (eol == std::string::npos) eol = g.size();
+        const std::string line = g.substr(at, eol - at);
+        const size_t def = line.find("::=");
+        if (def != std::string::npos) {
+            size_t b = 0, e = def;
+            while (b < e && std::isspace(static_cast<unsigned char>(line[b]))) ++b;
+            while (e > b && std::isspace(static_cast<unsigned char>(line[e - 1]))) --e;
+            if (e > b && std::all_of(line.begin() + std::ptrdiff_t(b), line.begin() + std::ptrdiff_t(e), is_name)) defined.insert(line.substr(b, e - b));
+        }
+        at = eol + 1;
+    }
+    std::string out;
+    for (size_t i = 0; i < g.size();) {
+        const char c = g[i];
+        if (c == '"' || c == '[') {
+            const char close = c == '"' ? '"' : ']';
+            size_t j = i + 1;
+            while (j < g.size() && g[j] != close) j += g[j] == '\\' ? 2 : 1;
+            out.append(g, i, std::min(j + 1, g.size()) - i);
+            i = j + 1;
+        } else if (c == '#') {
+            size_t j = g.find('\n', i);
+            if (j == std::string::npos) j = g.size();
+            out.append(g, i, j - i);
+            i = j;
+        } else if (is_name(c)) {
+            size_t j = i;
+            while (j < g.size() && is_name(g[j])) ++j;
+            const std::string word = g.substr(i, j - i);
+            out += !defined.count(word) ? word : word == "root" ? name : name + "-" + word;
+            i = j;
+        } else {
+            out += c;
+            ++i;
+        }
+    }
+    return out;
+}
 
 std::string type_name(const json& v) {
     if (v.is_null()) return "null";
@@ -397,9 +453,39 @@ GenRequest parse_chat(const json& body, const ApiContext& ctx) {
     r.logprobs = boolean(body, "logprobs", false);
     r.top_logprobs = int(integer(body, "top_logprobs", 0, 0, 20));
     if (r.top_logprobs > 0 && !r.logprobs) throw ApiError(400, "'top_logprobs' needs 'logprobs': true", "top_logprobs");
-    for (const char* k : {"tools", "functions"})
-        if (const json* t = field(body, k); t && !(t->is_array() && t->empty()))
-            throw ApiError(400, "tool calls are not supported", k);
+    if (const json* f = field(body, "functions"); f && !(f->is_array() && f->empty()))
+        throw ApiError(400, "'functions' (the deprecated form of tools) is not supported: use 'tools'", "functions");
+
+    // Tools, and which of them the model must call.
+    std::vector<chat::ToolSpec> tools;
+    ordered_json tools_json;
+    if (const json* t = field(body, "tools"); t && !(t->is_array() && t->empty())) {
+        if (!t->is_array()) throw ApiError(400, "'tools' must be an array of tool definitions", "tools");
+        tools_json = ordered_json::parse(t->dump());
+        try {
+            tools = chat::tools_from_json(tools_json);
+        } catch (const std::invalid_argument& e) {
+            throw ApiError(400, std::string("'tools': ") + e.what(), "tools");
+        }
+    }
+    std::string choice = tools.empty() ? "none" : "auto", forced;
+    if (const json* tc = field(body, "tool_choice")) {
+        if (tc->is_string() && (*tc == "none" || *tc == "auto" || *tc == "required")) {
+            choice = tc->get<std::string>();
+        } else if (tc->is_object() && tc->value("type", "") == "function" && tc->contains("function") && (*tc)["function"].is_object() &&
+                   (*tc)["function"].contains("name") && (*tc)["function"]["name"].is_string()) {
+            choice = "function";
+            forced = (*tc)["function"]["name"].get<std::string>();
+            bool known = false;
+            for (const auto& t : tools) known = known || t.name == forced;
+            if (!known) throw ApiError(400, "'tool_choice' names the function '" + forced + "', which is not in 'tools'", "tool_choice");
+        } else {
+            throw ApiError(400, "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}",
+                           "tool_choice");
+        }
+        if (choice != "none" && tools.empty()) throw ApiError(400, "'tool_choice' asks for a tool call, but 'tools' is empty", "tool_choice");
+    }
+    const bool parallel = boolean(body, "parallel_tool_calls", true);
 
     const json* msgs = field(body, "messages");
     if (!msgs) throw ApiError(400, "'messages' is required", "messages");
@@ -409,6 +495,7 @@ GenRequest parse_chat(const json& body, const ApiContext& ctx) {
                        "messages");
     size_t text_bytes = 0;
     std::vector<ChatMsg> chat;
+    ordered_json messages = ordered_json::array();
     for (size_t i = 0; i < msgs->size(); ++i) {
         const json& m = (*msgs)[i];
         const std::string where = "messages[" + std::to_string(i) + "]";
@@ -417,11 +504,27 @@ GenRequest parse_chat(const json& body, const ApiContext& ctx) {
         if (!role || !role->is_string()) throw ApiError(400, where + ".role must be a string", "messages");
         std::string rn = role->get<std::string>();
         if (rn == "developer") rn = "system";
-        if (rn != "system" && rn != "user" && rn != "assistant")
-            throw ApiError(400, where + ".role '" + rn + "' is not one of system, developer, user, assistant", "messages");
+        if (rn != "system" && rn != "user" && rn != "assistant" && rn != "tool")
+            throw ApiError(400, where + ".role '" + rn + "' is not one of system, developer, user, assistant, tool", "messages");
+        const json* calls = field(m, "tool_calls");
+        if (calls && !calls->is_null()) {
+            if (rn != "assistant") throw ApiError(400, where + ".tool_calls: only an assistant message makes tool calls", "messages");
+            if (!calls->is_array()) throw ApiError(400, where + ".tool_calls must be an array", "messages");
+            for (const json& c : *calls) {
+                const json* fn = c.is_object() ? field(c, "function") : nullptr;
+                if (!fn || !fn->is_object() || !fn->contains("name") || !(*fn)["name"].is_string() ||
+                    (fn->contains("arguments") && !(*fn)["arguments"].is_string() && !(*fn)["arguments"].is_object()))
+                    throw ApiError(400, where + ".tool_calls entries must be {\"type\": \"function\", \"function\": {\"name\": ..., \"arguments\": ...}}",
+                                   "messages");
+            }
+        }
+        if (rn == "tool") {
+            const json* id = field(m, "tool_call_id");
+            if (id && !id->is_string()) throw ApiError(400, where + ".tool_call_id must be a string", "messages");
+        }
         std::string text;
         const json* content = field(m, "content");
-        if (!content) {
+        if (!content || content->is_null()) {
             if (rn != "assistant") throw ApiError(400, where + ".content is required", "messages");
         } else if (content->is_string()) {
             text = content->get<std::string>();
@@ -437,26 +540,80 @@ GenRequest parse_chat(const json& body, const ApiContext& ctx) {
         text_bytes += text.size();
         check_text_fits(text_bytes, ctx, "messages");
         chat.push_back({rn, text});
+        ordered_json om = ordered_json::parse(m.dump());
+        om["role"] = rn;
+        if (!content || content->is_null()) om["content"] = nullptr;
+        messages.push_back(std::move(om));
     }
     // Thinking and reasoning effort, as llama.cpp and vLLM take them: chat_template_kwargs
     // {"enable_thinking": bool, "reasoning_effort": ...} or OpenAI's top-level reasoning_effort.
     ChatOptions opt;
+    ordered_json kwargs = ordered_json::object();
     const auto effort = [&](const json& obj, const char* key) {
         if (const json* e = field(obj, key)) {
             if (!e->is_string() || (*e != "low" && *e != "medium" && *e != "high"))
                 throw ApiError(400, std::string("'") + key + "' must be \"low\", \"medium\" or \"high\"", key);
             opt.reasoning_effort = e->get<std::string>();
+            kwargs["reasoning_effort"] = opt.reasoning_effort;
         }
     };
     effort(body, "reasoning_effort");
     if (const json* kw = field(body, "chat_template_kwargs")) {
         if (!kw->is_object()) throw ApiError(400, "'chat_template_kwargs' must be an object", "chat_template_kwargs");
+        for (const auto& [k, v] : kw->items()) kwargs[k] = ordered_json::parse(v.dump());
         if (field(*kw, "enable_thinking")) opt.thinking = boolean(*kw, "enable_thinking", false) ? 1 : 0;
         effort(*kw, "reasoning_effort");
     }
-    const ChatTemplate& tmpl = ctx.chat ? *ctx.chat : chat_template_for(ctx.arch);
-    r.job.prompt = ctx.tok->encode(format_chat(chat, true, tmpl, opt), ctx.tok->add_bos_default(), true);
-    if (tmpl.has_reasoning()) r.job.reply_template = &tmpl;
+    const bool call_tools = choice != "none";
+    std::string text;
+    bool add_bos = ctx.tok->add_bos_default();
+    const ChatTemplate* reply_markers = nullptr;
+    if (ctx.format) {
+        chat::ChatInput in;
+        in.messages = std::move(messages);
+        if (call_tools) in.tools = tools_json;
+        in.parallel_tool_calls = parallel;
+        in.kwargs = std::move(kwargs);
+        in.builtin = opt;
+        try {
+            text = ctx.format->render(in);
+        } catch (const chat::TemplateError& e) {
+            throw ApiError(400, std::string("the model's chat template failed on this conversation: ") + e.what(), "messages", "template_error");
+        }
+        // (A template that writes the BOS itself: not a second one.)
+        if (ctx.format->starts_with_bos(text)) add_bos = false;
+        reply_markers = &ctx.format->builtin();
+    } else {
+        if (call_tools) throw ApiError(400, "tool calls need the model's chat template, which this server has not loaded", "tools");
+        reply_markers = ctx.chat ? ctx.chat : &chat_template_for(ctx.arch);
+        text = format_chat(chat, true, *reply_markers, opt);
+    }
+    r.job.prompt = ctx.tok->encode(text, add_bos, true);
+    if (reply_markers->has_reasoning()) r.job.reply_template = reply_markers;
+    if (call_tools) {
+        const chat::Format f = ctx.format->tool_format();
+        r.tool_format = f == chat::Format::None ? chat::Format::Generic : f;
+        r.tools = tools;
+        r.parallel_tool_calls = parallel;
+        for (std::string_view mk : chat::format_markers(r.tool_format)) r.job.render_markers.emplace_back(mk);
+        // Harmony's calls live in its channel headers, which the reasoning splitter would
+        // take apart: the tool-call reader splits the reply itself.
+        if (r.tool_format == chat::Format::Harmony) r.job.reply_template = nullptr;
+        if (choice == "required" || choice == "function") {
+            if (r.job.sampling.grammar) throw ApiError(400, "'tool_choice' forces a tool call: it cannot be combined with a grammar or response_format", "tool_choice");
+            std::vector<chat::ToolSpec> allowed;
+            for (const auto& t : tools)
+                if (choice == "required" || t.name == forced) allowed.push_back(t);
+            try {
+                const std::string gbnf = chat::tool_call_gbnf(r.tool_format, allowed, parallel && choice == "required", schema_rules);
+                r.job.sampling.grammar = grammar::Grammar::parse(gbnf);
+            } catch (const grammar::Error& e) {
+                throw ApiError(400, std::string("'tools': a function's parameters cannot be enforced: ") + e.what(), "tools", "invalid_schema");
+            }
+            if (!ctx.grammar_vocab) throw ApiError(400, "forced tool calls are not available on this server", "tool_choice");
+            r.job.sampling.grammar_vocab = ctx.grammar_vocab;
+        }
+    }
     r.job.sampling.want_logprobs = r.logprobs;
     r.job.sampling.n_logprobs = r.top_logprobs;
     check_prompt(r, ctx);

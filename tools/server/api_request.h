@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/chat/chat_format.h"
 #include "core/text/tokenizer.h"
 #include "tools/server/job.h"
 
@@ -29,6 +30,7 @@ struct ApiContext {
     const Tokenizer* tok = nullptr;
     std::string arch;
     const ChatTemplate* chat = nullptr;  // the template for arch and this vocabulary (null: by arch alone)
+    const chat::ChatFormat* format = nullptr;  // the model's chat format (its Jinja template): chats render with it
     int64_t n_ctx = 0;
     int n_slots = 1;  // the most choices (n) a request may ask for
     SamplerParams defaults;  // the server's sampling flags (--temp, --top-k, ...): what a request leaves out
@@ -44,6 +46,10 @@ struct GenRequest {
     bool logprobs = false;
     int top_logprobs = 0;
     std::string echo;  // completions with echo: the prompt's text, before each choice's
+    // Chat with tools the model may call: the reply is read for calls in this format.
+    chat::Format tool_format = chat::Format::None;
+    std::vector<chat::ToolSpec> tools;
+    bool parallel_tool_calls = true;
 };
 
 // Deeper JSON is refused (no request needs more than a few levels: messages, content parts,

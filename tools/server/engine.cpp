@@ -242,6 +242,14 @@ bool Engine::on_token(int i, int32_t id, bool last) {
     t.id = id;
     // An id past the tokenizer's vocabulary (embedding rows can outnumber it) has no text.
     t.piece = id < tok_.n_vocab() ? tok_.token_to_piece(id, false) : std::string();
+    // A tool-call format's markers that are control tokens: their text goes to the reader.
+    std::string marker;
+    if (!p.render_markers.empty() && id < tok_.n_vocab() && tok_.token_type(id) == TokenType::Control) {
+        const std::string& txt = tok_.token_text(id);
+        for (const std::string& m : p.render_markers)
+            if (!txt.empty() && m.find(txt) != std::string::npos) marker = txt;
+        if (!marker.empty()) t.piece = marker;
+    }
     if (p.sampling.want_logprobs) {
         t.logprob = sl.sampler->last_logprob();
         t.top = sl.sampler->last_top();
@@ -249,7 +257,7 @@ bool Engine::on_token(int i, int32_t id, bool last) {
     sl.sampled.push_back(t);
     std::string content = t.piece;
     if (sl.reply) {
-        ReplySplitter::Out r = sl.reply->push(id < tok_.n_vocab() ? reply_piece(tok_, id, p.reply_template) : std::string());
+        ReplySplitter::Out r = sl.reply->push(!marker.empty() ? marker : id < tok_.n_vocab() ? reply_piece(tok_, id, p.reply_template) : std::string());
         content = std::move(r.content);
         sl.reasoning += sl.reasoning_utf8.push(r.reasoning);
     }

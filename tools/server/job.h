@@ -26,6 +26,9 @@ struct JobParams {
     // Choices (OpenAI's n): the prompt is evaluated once and each choice samples on with its
     // own draw stream (choice k draws with sampling.stream + k). Each takes a slot.
     int n = 1;
+    // Control tokens whose text the reply must show (a tool-call format's markers, read by the
+    // HTTP side): every other control token stays out of the text.
+    std::vector<std::string> render_markers;
 };
 
 struct TokenOut {

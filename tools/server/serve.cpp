@@ -38,6 +38,7 @@ struct State {
     std::unique_ptr<Tokenizer> tok;
     std::unique_ptr<Session> session;
     std::unique_ptr<Engine> engine;
+    std::unique_ptr<chat::ChatFormat> format;
     ApiContext api;
     EmbedContext embed;
     Metrics metrics;
@@ -448,6 +449,17 @@ int serve(const ServeConfig& c) {
         st.api.n_ctx = st.session->params().n_ctx;
         st.api.n_slots = int(st.session->params().n_seq);
         st.api.grammar_vocab = grammar_vocab(*st.tok);
+        try {
+            st.format = std::make_unique<chat::ChatFormat>(
+                chat::ChatFormat::from_model(st.model->gguf(), *st.tok, st.api.arch, c.chat_template, c.chat_template_name));
+        } catch (const chat::TemplateError& e) {
+            // The user's own template must work; a broken one in the file falls back to the
+            // built-in table, saying so.
+            if (!c.chat_template.empty()) throw std::runtime_error(std::string("--chat-template-file: ") + e.what());
+            std::fprintf(stderr, "lockstep serve: the model's chat template does not parse (%s); chats use the built-in one for %s\n",
+                         e.what(), st.api.arch.c_str());
+        }
+        st.api.format = st.format.get();
         st.api.defaults = c.sampling;
         for (int32_t id = 0; id < st.tok->n_vocab(); ++id)
             if (st.tok->is_eog(id)) st.api.eog_ids.push_back(id);

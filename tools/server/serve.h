@@ -36,6 +36,9 @@ struct ServeConfig {
     // /v1/embeddings: --pooling ("": the GGUF's <arch>.pooling_type) and --embd-normalize.
     std::string pooling;
     int embd_normalize = 2;
+    // Chats render with the model's own template (tokenizer.chat_template); these override it:
+    // a Jinja source (--chat-template-file) or one of the file's named templates.
+    std::string chat_template, chat_template_name;
 };
 
 // Listens, loads the model (GET /health answers 503 until it is ready), serves until SIGINT
