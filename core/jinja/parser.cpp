@@ -218,7 +218,9 @@ class Parser {
         t.names.push_back(first);
         while (skip_op(",")) {
             t.tuple = true;
-            if (cur().type != Token::Name) break;
+            // `for a, in xs` may end on a comma; `set a, = x` may not (as in jinja2).
+            if (!with_namespace && is_name("in")) break;
+            if (cur().type != Token::Name) error("unexpected " + describe(cur()));
             t.names.push_back(expect_name());
         }
         for (const auto& nm : t.names)

@@ -31,8 +31,6 @@ struct Error : std::runtime_error {
     Error(int line, std::string construct, std::string problem);
 };
 
-struct Stmt;
-
 class Template {
  public:
     explicit Template(std::string_view source, Options opt = {});  // throws Error on syntax errors
