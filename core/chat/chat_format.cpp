@@ -119,23 +119,21 @@ ordered_json generic_history(const ordered_json& messages, const ordered_json& t
 
 std::string ChatFormat::render(const ChatInput& in) const {
     const bool tools = in.tools.is_array() && !in.tools.empty();
+    bool has_tool_messages = false;
+    for (const ordered_json& m : in.messages) has_tool_messages = has_tool_messages || m.value("role", "") == "tool" || m.contains("tool_calls");
     if (!jinja_) {
-        // The built-in table knows plain conversations only.
-        if (tools) throw TemplateError("this model has no chat template of its own, and the built-in one takes no tools");
+        // The built-in table knows plain conversations: tools go in as the Generic format's
+        // system prompt, calls and results as its JSON.
+        const ordered_json msgs_in = tools || has_tool_messages ? generic_history(in.messages, tools ? in.tools : ordered_json::array(), in.parallel_tool_calls)
+                                                                : in.messages;
         std::vector<ChatMsg> msgs;
-        for (const ordered_json& m : in.messages) {
-            if (m.value("role", "") == "tool" || m.contains("tool_calls"))
-                throw TemplateError("this model has no chat template of its own, and the built-in one takes no tool messages");
-            msgs.push_back({m.value("role", ""), text_of(m.value("content", ordered_json("")))});
-        }
+        for (const ordered_json& m : msgs_in) msgs.push_back({m.value("role", ""), text_of(m.value("content", ordered_json("")))});
         return format_chat(msgs, in.add_generation_prompt, *builtin_, in.builtin);
     }
     ordered_json ctx = ordered_json::object();
     for (const auto& [k, v] : in.kwargs.items()) ctx[k] = v;
     const bool generic = tool_format_ == Format::Generic || tool_format_ == Format::None;
     const bool parallel = in.parallel_tool_calls;
-    bool has_tool_messages = false;
-    for (const ordered_json& m : in.messages) has_tool_messages = has_tool_messages || m.value("role", "") == "tool" || m.contains("tool_calls");
     if (generic && (tools || has_tool_messages))
         ctx["messages"] = for_template(generic_history(in.messages, tools ? in.tools : ordered_json::array(), parallel));
     else

@@ -304,6 +304,96 @@ def suite_structured(binary, model, args):
         print("structured: answers alone equal the same requests served beside 7 others", flush=True)
 
 
+WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "The weather in a city",
+                                           "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 20}},
+                                                          "required": ["city"]}}}
+TIME = {"type": "function", "function": {"name": "get_time", "description": "The time in a time zone",
+                                        "parameters": {"type": "object", "properties": {"zone": {"enum": ["UTC", "CET", "PST"]}},
+                                                       "required": ["zone"]}}}
+
+
+def calls_of(srv, body, stream):
+    """A chat's tool calls [(id, name, arguments)], content and finish, whole or rebuilt from
+    the stream's deltas."""
+    if not stream:
+        status, resp, _ = srv.post("/v1/chat/completions", body)
+        check(status == 200, f"HTTP {status}: {resp}")
+        m = resp["choices"][0]["message"]
+        calls = [(c["id"], c["function"]["name"], c["function"]["arguments"]) for c in m.get("tool_calls") or []]
+        return calls, m.get("content"), resp["choices"][0]["finish_reason"]
+    events, done = srv.stream("/v1/chat/completions", dict(body, stream=True))
+    check(done, "stream ended without [DONE]")
+    calls, content, finish = {}, "", None
+    for ev in events:
+        for ch in ev.get("choices", []):
+            d = ch.get("delta", {})
+            content += d.get("content") or ""
+            for c in d.get("tool_calls") or []:
+                if "id" in c:
+                    calls[c["index"]] = [c["id"], c["function"]["name"], ""]
+                calls[c["index"]][2] += c["function"].get("arguments", "")
+            finish = ch.get("finish_reason") or finish
+    return [tuple(calls[i]) for i in sorted(calls)], content or None, finish
+
+
+def suite_tools(binary, model, args):
+    """Tool calls: forced calls (tool_choice required or named) are valid calls of the named
+    tools, whose arguments validate against the tools' schemas; streamed equals whole; the
+    result goes back as a tool message and the model answers; bad tool requests are 400s. On
+    the default model's built-in template (the Generic JSON format), then with a Qwen 2.5
+    template from the corpus (Hermes <tool_call> format, rendered by the Jinja interpreter)."""
+    import jsonschema
+    corpus = os.environ.get("LOCKSTEP_CHAT_TEMPLATES") or os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data",
+                                                                        "chat-templates")
+    qwen = os.path.join(corpus, "Qwen-Qwen2.5-7B-Instruct.jinja")
+    variants = [("built-in (Generic)", [])]
+    if os.path.exists(qwen):
+        variants.append(("Qwen 2.5 template (Hermes)", ["--chat-template-file", qwen]))
+    else:
+        print(f"SKIP (part): no chat template corpus at {corpus}: the Hermes format is not run", flush=True)
+    schemas = {t["function"]["name"]: t["function"]["parameters"] for t in (WEATHER, TIME)}
+    for what, extra in variants:
+        with Server(binary, model, ["-np", "4"] + args + extra) as srv:
+            ask = [{"role": "user", "content": "What is the weather in Paris, and the time in CET?"}]
+            n = 0
+            for seed in range(6):
+                for choice in ("required", {"type": "function", "function": {"name": "get_time"}}):
+                    body = {"messages": ask, "tools": [WEATHER, TIME], "tool_choice": choice, "parallel_tool_calls": False,
+                            "max_tokens": 64, "seed": seed, "temperature": 0.8}
+                    whole = calls_of(srv, body, False)
+                    streamed = calls_of(srv, body, True)
+                    check(whole == streamed, f"{what}: streamed tool calls differ:\n{streamed}\nvs\n{whole}")
+                    calls, content, finish = whole
+                    check(len(calls) == 1 and finish == "tool_calls", f"{what}: {choice}: not one call: {whole}")
+                    cid, name, arguments = calls[0]
+                    if isinstance(choice, dict):
+                        check(name == "get_time", f"{what}: named get_time, called {name}")
+                    jsonschema.validate(json.loads(arguments), schemas[name])
+                    n += 1
+            # The loop: the call's result goes back and the model answers in text.
+            call = {"id": cid, "type": "function", "function": {"name": name, "arguments": arguments}}
+            follow = ask + [{"role": "assistant", "content": None, "tool_calls": [call]},
+                            {"role": "tool", "tool_call_id": cid, "name": name, "content": "Sunny, 21 C"}]
+            st, resp, _ = srv.post("/v1/chat/completions", {"messages": follow, "tools": [WEATHER, TIME], "tool_choice": "none",
+                                                            "max_tokens": 16, "seed": 1})
+            check(st == 200 and isinstance(resp["choices"][0]["message"]["content"], str) and
+                  not resp["choices"][0]["message"].get("tool_calls"), f"{what}: the answer after the tool result: {resp}")
+            # Bad tool requests.
+            for bad, param in [({"tools": [{"type": "retrieval"}]}, "tools"), ({"tools": "x"}, "tools"),
+                               ({"tools": [WEATHER], "tool_choice": {"type": "function", "function": {"name": "nope"}}}, "tool_choice"),
+                               ({"tool_choice": "required"}, "tool_choice"), ({"tools": [WEATHER], "tool_choice": "sometimes"}, "tool_choice"),
+                               ({"tools": [WEATHER], "tool_choice": "required", "grammar": "root ::= \"x\""}, "tool_choice")]:
+                st, resp, _ = srv.post("/v1/chat/completions", dict(bad, messages=ask))
+                check(st == 400 and resp["error"]["param"] == param, f"{what}: {bad}: HTTP {st} {resp}")
+            for msgs in ([{"role": "tool", "content": "x", "tool_call_id": 5}],
+                         [{"role": "user", "content": "x", "tool_calls": [{"function": {"name": "f"}}]}],
+                         [{"role": "assistant", "tool_calls": [{"type": "function"}]}]):
+                st, resp, _ = srv.post("/v1/chat/completions", {"messages": msgs})
+                check(st == 400 and resp["error"]["param"] == "messages", f"{what}: {msgs}: HTTP {st} {resp}")
+            print(f"tools ({what}): {n} forced calls valid under their schemas, streamed = whole; tool result answered; "
+                  f"9 bad requests refused", flush=True)
+
+
 def suite_chat(binary, model, args, see_loading=True):
     turns = ["Hi! Who are you?", "Tell me a fact about cats.", "And one about dogs?",
              "Which is bigger, a cat or a dog?", "Say something about birds.", "Thank you, goodbye."]
@@ -1066,4 +1156,4 @@ if __name__ == "__main__":
     {"concurrency": suite_concurrency, "chat": suite_chat, "cancel": suite_cancel, "errors": suite_errors, "hostile": suite_hostile,
      "openai": suite_openai, "backends": suite_backends,
      "chat_split": suite_chat_split, "mpi_chat": suite_mpi_chat, "embeddings": suite_embeddings,
-     "embeddings_mpi": suite_embeddings_mpi, "structured": suite_structured}[suite](binary, model, extra)
+     "embeddings_mpi": suite_embeddings_mpi, "structured": suite_structured, "tools": suite_tools}[suite](binary, model, extra)

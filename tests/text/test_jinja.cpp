@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/jinja/template.h"
+#include "tests/support/test_util.h"
 
 using namespace ls::jinja;
 
@@ -181,7 +182,7 @@ TEST_CASE("jinja: hostile templates meet limits, not crashes", "[jinja]") {
 TEST_CASE("jinja: every corpus template parses", "[jinja]") {
     namespace fs = std::filesystem;
     const char* env = std::getenv("LOCKSTEP_CHAT_TEMPLATES");
-    fs::path dir = env ? fs::path(env) : fs::path(LOCKSTEP_SOURCE_DIR) / ".." / "shared" / "data" / "chat-templates";
+    fs::path dir = env ? fs::path(env) : fs::path(ls::test::source_dir()) / ".." / "shared" / "data" / "chat-templates";
     if (!fs::is_directory(dir)) {
         WARN("no chat template corpus at " << dir.string() << "; set LOCKSTEP_CHAT_TEMPLATES");
         return;

@@ -125,8 +125,6 @@ struct Unimplemented {
     const char* what;
 };
 const Unimplemented kUnimplemented[] = {
-    {"tool_choice", "none", "tool calls"},
-    {"parallel_tool_calls", nullptr, "tool calls"},
     {"min_tokens", 0, "a minimum length"},
     {"typical_p", 1, "typical sampling"},
     {"tfs_z", 1, "tail-free sampling"},

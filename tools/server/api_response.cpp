@@ -95,6 +95,14 @@ json full_response(const ResponseMeta& m, const std::vector<ChoiceOut>& choices,
         if (m.chat) {
             choice["message"] = {{"role", "assistant"}, {"content", c.text}};
             if (!c.reasoning.empty()) choice["message"]["reasoning_content"] = c.reasoning;
+            if (!c.tool_calls.empty()) {
+                // (OpenAI: content null when the reply is only calls.)
+                if (c.text.empty()) choice["message"]["content"] = nullptr;
+                json calls = json::array();
+                for (const chat::ToolCall& t : c.tool_calls)
+                    calls.push_back({{"id", t.id}, {"type", "function"}, {"function", {{"name", t.name}, {"arguments", t.arguments}}}});
+                choice["message"]["tool_calls"] = std::move(calls);
+            }
         } else
             choice["text"] = c.text;
         out.push_back(std::move(choice));
@@ -126,6 +134,16 @@ json stream_chunk(const ResponseMeta& m, int index, const std::string& text, con
             {"created", m.created},
             {"model", m.model},
             {"choices", json::array({choice})}};
+}
+
+json tool_calls_chunk(const ResponseMeta& m, int index, const json& calls, bool first) {
+    json delta = {{"tool_calls", calls}};
+    if (first) delta["role"] = "assistant";
+    return {{"id", m.id},
+            {"object", "chat.completion.chunk"},
+            {"created", m.created},
+            {"model", m.model},
+            {"choices", json::array({{{"index", index}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", nullptr}}})}};
 }
 
 json usage_chunk(const ResponseMeta& m, const Usage& u) {

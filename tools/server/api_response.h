@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/chat/tool_parse.h"
 #include "core/text/tokenizer.h"
 #include "tools/server/job.h"
 
@@ -30,6 +31,7 @@ struct ChoiceOut {
     std::string text, reasoning;
     std::vector<TokenOut> tokens;
     std::string finish;
+    std::vector<chat::ToolCall> tool_calls;  // read from the reply (a chat with tools)
 };
 // A whole (non-streamed) response, choices in order.
 // A chat's reasoning (a template that marks it: gpt-oss, Qwen 3 thinking) is the message's
@@ -40,6 +42,9 @@ nlohmann::json full_response(const ResponseMeta& m, const std::vector<ChoiceOut>
 nlohmann::json stream_chunk(const ResponseMeta& m, int index, const std::string& text, const std::vector<TokenOut>& tokens,
                             const std::string& finish, bool first, size_t text_offset, const Tokenizer& tok,
                             const std::string& reasoning = {});
+// A chat stream chunk of choice `index` carrying tool-call deltas (OpenAI's shape: a call's
+// first delta has its index, id, type and name; later ones add to its arguments).
+nlohmann::json tool_calls_chunk(const ResponseMeta& m, int index, const nlohmann::json& calls, bool first);
 // The last chunk of a stream with stream_options.include_usage: no choices, the usage.
 nlohmann::json usage_chunk(const ResponseMeta& m, const Usage& u);
 

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "backends/registry.h"
@@ -72,6 +73,35 @@ std::string random_hex() {
     return buf;
 }
 
+// The ids of a request's tool calls: from its seed, its choice and the call's index, so an
+// answer is the same bytes whatever else is served; formats that carry ids of a fixed length
+// (Mistral's nine letters and digits) get them so.
+chat::MakeCallId call_ids(const GenRequest& g, int choice) {
+    const uint64_t seed = g.job.sampling.seed, stream = g.job.sampling.stream + uint64_t(choice);
+    const size_t len = chat::format_id_length(g.tool_format);
+    return [seed, stream, len](size_t i) {
+        auto mix = [](uint64_t x) {
+            x += 0x9E3779B97F4A7C15ull;
+            x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+            x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+            return x ^ (x >> 31);
+        };
+        uint64_t h = mix(mix(mix(seed ^ 0x746F6F6Cull) ^ stream) ^ uint64_t(i));
+        static const char kAlnum[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+        if (len > 0) {
+            std::string id;
+            for (size_t k = 0; k < len; ++k, h /= 62) {
+                if (h < 62) h = mix(h + k);
+                id += kAlnum[h % 62];
+            }
+            return id;
+        }
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "call_%016llx", (unsigned long long)h);
+        return std::string(buf);
+    };
+}
+
 // The usage of a job of several choices: the prompt once, every choice's tokens.
 void add_usage(Usage& sum, const Usage& u) {
     sum.prompt_tokens = u.prompt_tokens;
@@ -100,9 +130,52 @@ bool pump(State& st, const std::shared_ptr<Job>& job, const ResponseMeta& meta, 
     auto sse = [&](const json& j) { return write("data: " + dump(j) + "\n\n"); };
     const size_t n = size_t(std::max(1, g.job.n));
     std::vector<size_t> offset(n, 0);
-    std::vector<char> first(n, 1);
+    std::vector<char> first(n, 1), called(n, 0);
     size_t open = n;
     Usage usage;
+    // A chat with tools: each choice's text goes through the format's reader, whose events
+    // become content, reasoning and tool-call deltas.
+    std::vector<std::unique_ptr<chat::ToolCallParser>> parsers(n);
+    if (g.tool_format != chat::Format::None)
+        for (size_t k = 0; k < n; ++k)
+            parsers[k] = std::make_unique<chat::ToolCallParser>(g.tool_format, chat::ParserOptions{call_ids(g, int(k)), g.tools});
+    auto send_events = [&](int choice, const std::vector<chat::Event>& evs, const std::vector<TokenOut>& tokens, const std::string& reasoning) {
+        const size_t k = size_t(choice);
+        std::string text, think = reasoning;
+        auto flush_text = [&](bool force) {
+            if (text.empty() && think.empty() && !force) return true;
+            const bool ok = sse(stream_chunk(meta, choice, text, {}, "", first[k], offset[k], *st.tok, think));
+            first[k] = 0;
+            text.clear(), think.clear();
+            return ok;
+        };
+        for (const chat::Event& ev : evs) {
+            if (ev.kind == chat::Event::Content) text += ev.text;
+            else if (ev.kind == chat::Event::Reasoning) think += ev.text;
+            else {
+                if (!flush_text(false)) return false;
+                json call = {{"index", ev.index}};
+                if (ev.kind == chat::Event::CallStart) {
+                    call["id"] = ev.id;
+                    call["type"] = "function";
+                    call["function"] = {{"name", ev.name}, {"arguments", ""}};
+                    called[k] = 1;
+                } else {
+                    call["function"] = {{"arguments", ev.text}};
+                }
+                if (!sse(tool_calls_chunk(meta, choice, json::array({call}), first[k]))) return false;
+                first[k] = 0;
+            }
+        }
+        if (!tokens.empty() && meta.logprobs) {
+            // (The tokens' logprobs in a chunk of their own: the reader may hold their text.)
+            if (!flush_text(false)) return false;
+            if (!sse(stream_chunk(meta, choice, "", tokens, "", first[k], offset[k], *st.tok))) return false;
+            first[k] = 0;
+        }
+        for (const auto& t : tokens) offset[k] += t.piece.size();
+        return flush_text(first[k] && meta.chat);
+    };
     using clock = std::chrono::steady_clock;
     const auto keepalive = std::chrono::milliseconds(200);
     auto last_write = clock::now();
@@ -125,13 +198,24 @@ bool pump(State& st, const std::shared_ptr<Job>& job, const ResponseMeta& meta, 
             if (!sse(stream_chunk(meta, e.choice, g.echo, {}, "", true, 0, *st.tok))) return false;
             first[k] = 0;
         }
-        if (!e.text.empty() || !e.tokens.empty() || !e.reasoning.empty() || (first[k] && meta.chat)) {
+        if (parsers[k]) {
+            if (!send_events(e.choice, parsers[k]->push(e.text), e.tokens, e.reasoning)) return false;
+            if (!e.finish.empty()) {
+                if (!send_events(e.choice, parsers[k]->finish(), {}, "")) return false;
+                if (const auto& err = parsers[k]->error()) {
+                    if (!sse(failure_body(st, "the model's tool call " + std::to_string(err->call_index) + " is malformed: " + err->message)))
+                        return false;
+                    break;
+                }
+            }
+        } else if (!e.text.empty() || !e.tokens.empty() || !e.reasoning.empty() || (first[k] && meta.chat)) {
             if (!sse(stream_chunk(meta, e.choice, e.text, e.tokens, "", first[k], offset[k], *st.tok, e.reasoning))) return false;
             first[k] = 0;
             for (const auto& t : e.tokens) offset[k] += t.piece.size();
         }
         if (!e.finish.empty()) {
-            if (!sse(stream_chunk(meta, e.choice, "", {}, e.finish, first[k], offset[k], *st.tok))) return false;
+            const std::string finish = called[k] && e.finish == "stop" ? "tool_calls" : e.finish;
+            if (!sse(stream_chunk(meta, e.choice, "", {}, finish, first[k], offset[k], *st.tok))) return false;
             add_usage(usage, e.usage);
             if (--open > 0) continue;
             if (g.include_usage && !sse(usage_chunk(meta, usage))) return false;
@@ -146,7 +230,8 @@ bool pump(State& st, const std::shared_ptr<Job>& job, const ResponseMeta& meta, 
 // A whole (non-streamed) answer: held until the job's result is known, so that a failure
 // after the request was accepted (shutdown: 503, an engine error: 500) still gets an error
 // status; a client that leaves meanwhile is noticed on its connection, and cancels the job.
-void answer_whole(State& st, const std::shared_ptr<Job>& job, const ResponseMeta& meta, const std::string& echo, httplib::Response& res) {
+void answer_whole(State& st, const std::shared_ptr<Job>& job, const ResponseMeta& meta, const GenRequest& g, httplib::Response& res) {
+    const std::string& echo = g.echo;
     const socket_t fd = current_connection();
     std::vector<ChoiceOut> choices(size_t(std::max(1, job->params.n)));
     for (ChoiceOut& c : choices) c.text = echo;
@@ -178,6 +263,19 @@ void answer_whole(State& st, const std::shared_ptr<Job>& job, const ResponseMeta
             c.finish = e.finish;
             add_usage(usage, e.usage);
             if (--open == 0) {
+                if (g.tool_format != chat::Format::None)
+                    for (size_t k = 0; k < choices.size(); ++k) {
+                        // The reply read for tool calls. Malformed calls leave the reply as
+                        // its text (nothing was sent yet that would have to be taken back).
+                        ChoiceOut& ch = choices[k];
+                        std::optional<chat::ParseError> err;
+                        chat::Message msg = chat::parse_reply(g.tool_format, ch.text, chat::ParserOptions{call_ids(g, int(k)), g.tools}, &err);
+                        if (err) continue;
+                        ch.text = msg.content;
+                        ch.reasoning += msg.reasoning;
+                        ch.tool_calls = std::move(msg.tool_calls);
+                        if (!ch.tool_calls.empty() && ch.finish == "stop") ch.finish = "tool_calls";
+                    }
                 send_json(res, 200, full_response(meta, choices, usage, *st.tok));
                 return;
             }
@@ -208,7 +306,7 @@ void handle_generate(State& st, bool chat, const httplib::Request& req, httplib:
     meta.created = int64_t(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
     meta.id = (chat ? "chatcmpl-" : "cmpl-") + random_hex();
     if (!g.stream) {
-        answer_whole(st, job, meta, g.echo, res);
+        answer_whole(st, job, meta, g, res);
         return;
     }
     auto gp = std::make_shared<GenRequest>(std::move(g));
