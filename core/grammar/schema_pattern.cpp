@@ -3,6 +3,7 @@
 // '\' as \\, a control character as its escape. Classes and '.' produce only characters that
 // need no escape (plus the escaped forms of '"', '\' and \t \n \r where a positive class names
 // them): a subset of what the pattern allows, never more.
+#include "core/rules/utf8_rule.h"
 #include <algorithm>
 #include <cstdio>
 #include <vector>
@@ -14,23 +15,6 @@ namespace {
 
 using Ranges = std::vector<std::pair<uint32_t, uint32_t>>;
 
-void append_utf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-        out += char(cp);
-    } else if (cp < 0x800) {
-        out += char(0xC0 | (cp >> 6));
-        out += char(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        out += char(0xE0 | (cp >> 12));
-        out += char(0x80 | ((cp >> 6) & 0x3F));
-        out += char(0x80 | (cp & 0x3F));
-    } else {
-        out += char(0xF0 | (cp >> 18));
-        out += char(0x80 | ((cp >> 12) & 0x3F));
-        out += char(0x80 | ((cp >> 6) & 0x3F));
-        out += char(0x80 | (cp & 0x3F));
-    }
-}
 
 // One code point inside a GBNF class.
 void class_char(std::string& out, uint32_t cp) {
@@ -42,7 +26,7 @@ void class_char(std::string& out, uint32_t cp) {
         std::snprintf(buf, sizeof buf, "\\x%02X", cp);
         out += buf;
     } else {
-        append_utf8(out, cp);
+        ls::utf8_append(out, cp);
     }
 }
 
@@ -64,7 +48,7 @@ std::string json_char_literal(uint32_t cp) {
         return buf;
     }
     std::string out = "\"";
-    append_utf8(out, cp);
+    ls::utf8_append(out, cp);
     return out + "\"";
 }
 

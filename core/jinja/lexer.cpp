@@ -1,3 +1,4 @@
+#include "core/rules/utf8_rule.h"
 #include "core/jinja/lexer.h"
 
 #include <cstring>
@@ -43,23 +44,6 @@ size_t ws_run(std::string_view s, size_t i) {
     return j - i;
 }
 
-void append_utf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-        out += char(cp);
-    } else if (cp < 0x800) {
-        out += char(0xC0 | (cp >> 6));
-        out += char(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        out += char(0xE0 | (cp >> 12));
-        out += char(0x80 | ((cp >> 6) & 0x3F));
-        out += char(0x80 | (cp & 0x3F));
-    } else {
-        out += char(0xF0 | (cp >> 18));
-        out += char(0x80 | ((cp >> 12) & 0x3F));
-        out += char(0x80 | ((cp >> 6) & 0x3F));
-        out += char(0x80 | (cp & 0x3F));
-    }
-}
 
 int hexval(char c) {
     if (c >= '0' && c <= '9') return c - '0';
@@ -103,7 +87,7 @@ std::string unescape(std::string_view s, int line) {
                     cp = cp * 16 + uint32_t(hexval(s[++i]));
                 }
                 if (cp > 0x10FFFF) syntax(line, "illegal Unicode character in a string literal");
-                append_utf8(out, cp);
+                ls::utf8_append(out, cp);
                 break;
             }
             default:
@@ -111,7 +95,7 @@ std::string unescape(std::string_view s, int line) {
                     uint32_t cp = uint32_t(e - '0');
                     for (int k = 0; k < 2 && i + 1 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '7'; ++k)
                         cp = cp * 8 + uint32_t(s[++i] - '0');
-                    append_utf8(out, cp);
+                    ls::utf8_append(out, cp);
                 } else {
                     out += '\\';
                     out += e;

@@ -1,5 +1,6 @@
 // Python str behaviour over UTF-8: code point indexing, Unicode whitespace, case mapping for
 // the scripts chat templates meet (ASCII, Latin-1, Greek, Cyrillic).
+#include "core/rules/utf8_rule.h"
 #include <algorithm>
 
 #include "core/jinja/internal.h"
@@ -22,23 +23,6 @@ uint32_t decode(std::string_view c) {
     return cp;
 }
 
-void encode(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-        out += char(cp);
-    } else if (cp < 0x800) {
-        out += char(0xC0 | (cp >> 6));
-        out += char(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        out += char(0xE0 | (cp >> 12));
-        out += char(0x80 | ((cp >> 6) & 0x3F));
-        out += char(0x80 | (cp & 0x3F));
-    } else {
-        out += char(0xF0 | (cp >> 18));
-        out += char(0x80 | ((cp >> 12) & 0x3F));
-        out += char(0x80 | ((cp >> 6) & 0x3F));
-        out += char(0x80 | (cp & 0x3F));
-    }
-}
 
 uint32_t to_upper(uint32_t c) {
     if (c >= 'a' && c <= 'z') return c - 32;
@@ -70,7 +54,7 @@ std::string map_cps(std::string_view s, F f) {
     out.reserve(s.size());
     for (size_t i = 0; i < s.size();) {
         size_t n = cp_len_at(s, i);
-        encode(out, f(decode(s.substr(i, n))));
+        ls::utf8_append(out, f(decode(s.substr(i, n))));
         i += n;
     }
     return out;

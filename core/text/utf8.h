@@ -1,6 +1,7 @@
 // UTF-8 as the tokenizers and the token stream need it: validation by the Unicode
 // well-formedness table, encoding, and a stream that holds back unfinished sequences.
 #pragma once
+#include "core/rules/utf8_rule.h"
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -12,7 +13,7 @@ namespace ls {
 // start one (invalid lead, bad continuation, overlong, surrogate, truncated).
 size_t utf8_valid_len(std::string_view s, size_t i);
 // Appends the UTF-8 encoding of cp.
-void utf8_append(std::string& out, uint32_t cp);
+// utf8_append: core/rules/utf8_rule.h
 
 // Streaming detokenizer: push token pieces, get back only complete, valid UTF-8.
 // A partial multi-byte sequence is held until the next push; bytes that can never form

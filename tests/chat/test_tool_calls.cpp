@@ -278,7 +278,7 @@ TEST_CASE("llama 3.x: JSON calls and <|python_tag|>", "[tools]") {
     }
 }
 
-TEST_CASE("mistral: [TOOL_CALLS] in both forms", "[tools]") {
+TEST_CASE("mistral: TOOL_CALLS in both forms", "[tools]") {
     SECTION("nemo: a JSON array with the model's ids") {
         Run r = parse(Format::MistralNemo,
                       "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}, \"id\": \"a1B2c3D4e\"}, "
@@ -549,7 +549,7 @@ TEST_CASE("detection: every corpus template gets its family's format", "[tools]"
     CHECK(detect_format("", "gemma3") == Format::Generic);
 }
 
-TEST_CASE("format names round-trip; ids; tools from JSON", "[tools]") {
+TEST_CASE("format names round-trip, ids, tools from JSON", "[tools]") {
     for (int i = 0; i <= int(Format::KimiK2); ++i) CHECK(format_from_name(format_name(Format(i))) == Format(i));
     CHECK(format_id_length(Format::MistralNemo) == 9);
     CHECK(format_gives_ids(Format::KimiK2));

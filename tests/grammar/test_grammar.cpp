@@ -210,7 +210,7 @@ TEST_CASE("matcher: repetition bounds", "[grammar]") {
     CHECK_FALSE(full_match(z, "ab"));
 }
 
-TEST_CASE("matcher: the state depends only on the bytes; rollback equals replay", "[grammar]") {
+TEST_CASE("matcher: the state depends only on the bytes, rollback equals replay", "[grammar]") {
     auto g = Grammar::parse(kJson);
     Matcher walker(g);
     std::mt19937_64 rng(7);

@@ -7,7 +7,7 @@
 using namespace ls;
 using ls::test::StageRun;
 
-TEST_CASE("sampler stage top_k: the k best in order, ties to the lower id, NaN last; off keeps every id", "[sampling]") {
+TEST_CASE("sampler stage top_k: the k best in order, ties to the lower id, NaN last, off keeps every id", "[sampling]") {
     const float nan = std::numeric_limits<float>::quiet_NaN();
     const std::vector<float> l{0.5f, nan, 2.0f, 2.0f, -1.0f, 3.0f};
     CHECK(StageRun(l).run(*make_top_k(3)).c.ids == std::vector<int32_t>{5, 2, 3});

@@ -74,7 +74,7 @@ TEST_CASE("server completion: suffix builds prefix, suffix, middle with the mode
     CHECK(param_of([&] { parse_completion({{"prompt", "x"}, {"suffix", "y"}}, context(plain)); }) == "suffix");
 }
 
-TEST_CASE("server completion: echo carries the prompt's text; echo with logprobs is refused by name", "[server]") {
+TEST_CASE("server completion: echo carries the prompt's text, echo with logprobs is refused by name", "[server]") {
     const Tokenizer tok = byte_vocab({"<s>"});
     const ApiContext ctx = context(tok);
     CHECK(parse_completion({{"prompt", "Hello there"}, {"echo", true}}, ctx).echo == "Hello there");

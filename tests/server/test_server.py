@@ -986,6 +986,24 @@ def suite_openai(binary, model, args):
             got = client.beta.chat.completions.parse(model=mid, messages=[{"role": "user", "content": "Describe a pet."}],
                                                      response_format=Pet, max_tokens=64, seed=seed, temperature=0.9)
             check(isinstance(got.choices[0].message.parsed, Pet), got)
+        # A tool-calling loop through the client: a forced call, its result, the answer.
+        ask = [{"role": "user", "content": "What is the weather in Paris?"}]
+        r = client.chat.completions.create(model=mid, messages=ask, tools=[WEATHER], tool_choice="required",
+                                           parallel_tool_calls=False, max_tokens=64, seed=2)
+        call = r.choices[0].message.tool_calls[0]
+        check(r.choices[0].finish_reason == "tool_calls" and call.function.name == "get_weather" and
+              isinstance(json.loads(call.function.arguments)["city"], str), r)
+        streamed = {}
+        for ch in client.chat.completions.create(model=mid, messages=ask, tools=[WEATHER], tool_choice="required",
+                                                 parallel_tool_calls=False, max_tokens=64, seed=2, stream=True):
+            for d in (ch.choices[0].delta.tool_calls or []) if ch.choices else []:
+                got = streamed.setdefault(d.index, {"id": d.id, "name": d.function.name, "arguments": ""})
+                got["arguments"] += d.function.arguments or ""
+        check(streamed == {0: {"id": call.id, "name": "get_weather", "arguments": call.function.arguments}}, (streamed, call))
+        answer = client.chat.completions.create(model=mid, max_tokens=16, seed=2, tools=[WEATHER], tool_choice="none", messages=ask + [
+            r.choices[0].message.model_dump(exclude_none=True),
+            {"role": "tool", "tool_call_id": call.id, "content": "Sunny, 21 C"}])
+        check(isinstance(answer.choices[0].message.content, str), answer)
         two = client.chat.completions.create(model=mid, messages=msgs, max_tokens=12, temperature=0.7, seed=5, n=2)
         check([c.index for c in two.choices] == [0, 1] and two.choices[0].message.content == ref["text"], two)
         try:
@@ -999,7 +1017,8 @@ def suite_openai(binary, model, args):
             check(False, "a wrong key was accepted")
         except openai.AuthenticationError:
             pass
-    print(f"openai: the openai {openai.__version__} client drove completions and chat, streamed and not", flush=True)
+    print(f"openai: the openai {openai.__version__} client drove completions and chat, streamed and not, n = 2, parse() "
+          f"with a pydantic model, and a tool-calling loop", flush=True)
 
 
 def suite_backends(binary, model, args):

@@ -3,6 +3,7 @@
 #include <iostream>
 #include <unistd.h>
 
+#include "core/chat/chat_format.h"
 #include "core/runtime/generate.h"
 #include "tools/cli/app.h"
 
@@ -35,7 +36,10 @@ int cmd_chat(const Options& o) {
     if (!o.system.empty()) msgs.push_back({"system", o.system});
     const std::string& arch = app.model->hparams().arch;
     const Tokenizer& tok = *app.tokenizer;
-    const ChatTemplate& tmpl = chat_template_for(arch, [&](std::string_view t) { return tok.find_token(t) >= 0; });
+    // The model's own template (tokenizer.chat_template, or --chat-template-file /
+    // --chat-template-name), else the built-in one of its family.
+    const chat::ChatFormat format = chat::ChatFormat::from_model(app.model->gguf(), tok, arch, o.chat_template, o.chat_template_name);
+    const ChatTemplate& tmpl = format.builtin();
     const bool continue_tokens = tmpl.continue_from_seen;
     std::vector<int32_t> seen;  // continue_tokens: every token of the conversation so far, as the model saw it
     const bool tty = isatty(fileno(stdin));
@@ -53,7 +57,10 @@ int cmd_chat(const Options& o) {
             const std::vector<int32_t> more = tok.encode(std::string(tmpl.turn_close) + format_chat({{"user", line}}, true, tmpl), false, true);
             ids.insert(ids.end(), more.begin(), more.end());
         } else {
-            ids = tok.encode(format_chat(msgs, true, tmpl), tok.add_bos_default(), true);
+            chat::ChatInput in;
+            for (const ChatMsg& m : msgs) in.messages.push_back({{"role", m.role}, {"content", m.content}});
+            const std::string text = format.render(in);
+            ids = tok.encode(text, tok.add_bos_default() && !format.starts_with_bos(text), true);
         }
         if (int64_t(ids.size()) >= s.params().n_ctx)
             throw std::runtime_error("conversation has " + std::to_string(ids.size()) + " tokens, more than the context of " +
