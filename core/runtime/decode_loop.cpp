@@ -211,6 +211,12 @@ bool DecodeLoop::step() {
     for (const Rows& g : groups) {
         const int i = g.slot;
         Slot& sl = slots_[size_t(i)];
+        if (!sl.active) {
+            // Ended while this step's rows were read (a hook ended it with another slot: the
+            // choices of one request): its rows are skipped.
+            row += g.guesses.size() + 1;
+            continue;
+        }
         Speculator* spec = sl.st.spec;
         // Row r follows the token at g.start + r. A guess is kept while the slot samples it.
         size_t used = 0;

@@ -97,10 +97,10 @@ TEST_CASE("server chat: reasoning_content in responses and stream chunks", "[ser
     ResponseMeta m;
     m.chat = true;
     m.id = "x";
-    json full = full_response(m, {ChoiceOut{"Hello", "The user greets.", {}, "stop"}}, Usage{}, tok);
+    json full = full_response(m, {ChoiceOut{"Hello", "The user greets.", {}, "stop", {}}}, Usage{}, tok);
     CHECK(full["choices"][0]["message"]["content"] == "Hello");
     CHECK(full["choices"][0]["message"]["reasoning_content"] == "The user greets.");
-    CHECK_FALSE(full_response(m, {ChoiceOut{"Hello", "", {}, "stop"}}, Usage{}, tok)["choices"][0]["message"].contains("reasoning_content"));
+    CHECK_FALSE(full_response(m, {ChoiceOut{"Hello", "", {}, "stop", {}}}, Usage{}, tok)["choices"][0]["message"].contains("reasoning_content"));
     json chunk = stream_chunk(m, 0, "", {}, "", false, 0, tok, "thinking");
     CHECK(chunk["choices"][0]["delta"]["reasoning_content"] == "thinking");
     CHECK_FALSE(chunk["choices"][0]["delta"].contains("content"));
