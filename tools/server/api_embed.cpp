@@ -180,7 +180,7 @@ void handle_embeddings(const EmbedContext& ctx, Engine& engine, Metrics& metrics
     // that leaves meanwhile cancels the job.
     const socket_t fd = current_connection();
     EmbedResult out;
-    while (!job->wait(out, std::chrono::milliseconds(50))) {
+    while (!job->pop(out, std::chrono::milliseconds(50))) {
         if (client_gone(fd)) {
             job->cancel();
             res.status = 499;  // (nginx's "client closed request": counted, never sent)

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/runtime/embed.h"
+#include "tools/server/channel.h"
 
 namespace ls::server {
 
@@ -25,33 +26,7 @@ struct EmbedResult {
     std::string error;  // set: the request failed after it was accepted
 };
 
-class EmbedJob {
-public:
-    explicit EmbedJob(EmbedParams p) : params(std::move(p)) {}
-    const EmbedParams params;
-
-    void finish(EmbedResult r) {
-        {
-            std::lock_guard<std::mutex> l(m_);
-            result_ = std::move(r);
-        }
-        cv_.notify_all();
-    }
-    // Waits up to `timeout`; false if the result has not come.
-    bool wait(EmbedResult& r, std::chrono::milliseconds timeout) {
-        std::unique_lock<std::mutex> l(m_);
-        if (!cv_.wait_for(l, timeout, [&] { return result_.has_value(); })) return false;
-        r = std::move(*result_);
-        return true;
-    }
-    void cancel() { cancelled_.store(true); }
-    bool cancelled() const { return cancelled_.load(); }
-
-private:
-    std::mutex m_;
-    std::condition_variable cv_;
-    std::optional<EmbedResult> result_;
-    std::atomic<bool> cancelled_{false};
-};
+// One result per request: the engine pushes it when the vectors are pooled, or the error.
+using EmbedJob = Channel<EmbedParams, EmbedResult>;
 
 }  // namespace ls::server

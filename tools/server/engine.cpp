@@ -37,11 +37,11 @@ void Engine::shutdown() {
         if (sl.job) sl.job->push(bye), sl.job.reset();
     EmbedResult gone;
     gone.error = bye.error;
-    for (auto& j : embed_queue_) j->finish(gone);
+    for (auto& j : embed_queue_) j->push(gone);
     embed_queue_.clear();
     for (auto& sl : slots_)
         if (sl.embed) {
-            if (sl.embed->job) sl.embed->job->finish(gone), sl.embed->job.reset();
+            if (sl.embed->job) sl.embed->job->push(gone), sl.embed->job.reset();
             sl.embed.reset();
         }
 }

@@ -88,7 +88,7 @@ void Engine::release_embed(int i, bool end, const std::string& error) {
         w->out.pooled.clear();
         w->out.error = error;
     }
-    w->job->finish(std::move(w->out));
+    w->job->push(std::move(w->out));
     w->job.reset();
 }
 

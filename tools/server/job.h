@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/sampling/sampler.h"
+#include "tools/server/channel.h"
 #include "core/text/chat_template.h"
 
 namespace ls::server {
@@ -55,35 +56,6 @@ struct JobEvent {
     bool last() const { return !finish.empty() || !error.empty(); }  // (of its choice)
 };
 
-class Job {
-public:
-    explicit Job(JobParams p) : params(std::move(p)) {}
-    const JobParams params;
-
-    void push(JobEvent e) {
-        {
-            std::lock_guard<std::mutex> l(m_);
-            q_.push_back(std::move(e));
-        }
-        cv_.notify_all();
-    }
-    // Waits up to `timeout` for an event; false if none came.
-    bool pop(JobEvent& e, std::chrono::milliseconds timeout) {
-        std::unique_lock<std::mutex> l(m_);
-        if (!cv_.wait_for(l, timeout, [&] { return !q_.empty(); })) return false;
-        e = std::move(q_.front());
-        q_.pop_front();
-        return true;
-    }
-    // The client went away: the engine drops the job at its next step.
-    void cancel() { cancelled_.store(true); }
-    bool cancelled() const { return cancelled_.load(); }
-
-private:
-    std::mutex m_;
-    std::condition_variable cv_;
-    std::deque<JobEvent> q_;
-    std::atomic<bool> cancelled_{false};
-};
+using Job = Channel<JobParams, JobEvent>;
 
 }  // namespace ls::server
