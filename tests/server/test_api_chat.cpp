@@ -6,6 +6,7 @@
 
 #include "core/runtime/generate.h"
 #include "core/text/tokenizer.h"
+#include "tests/server/byte_vocab.h"
 #include "tools/server/api_request.h"
 #include "tools/server/api_response.h"
 #include "tools/server/stop_text.h"
@@ -17,23 +18,12 @@ using nlohmann::json;
 namespace {
 
 Tokenizer harmony_vocab() {
-    Vocab v;
-    v.kind = TokenizerKind::BytePairGpt2;
-    v.pre = "gpt-4o";
-    // Every byte's bytes_to_unicode character, then the specials.
-    int n = 0;
-    for (int b = 0; b < 256; ++b) {
-        const bool direct = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-        std::string s;
-        utf8_append(s, direct ? uint32_t(b) : uint32_t(256 + n++));
-        v.tokens.push_back(s);
-        v.types.push_back(1);
-    }
+    std::vector<std::pair<std::string, int32_t>> specials;
     for (const char* t : {"<|start|>", "<|message|>", "<|end|>", "<|channel|>", "<|return|>", "<|call|>", "<|im_start|>", "<|im_end|>",
-                          "<think>", "</think>"}) {
-        v.tokens.push_back(t);
-        v.types.push_back(std::string_view(t).starts_with("<|") ? 3 : 4);
-    }
+                          "<think>", "</think>"})
+        specials.emplace_back(t, std::string_view(t).starts_with("<|") ? 3 : 4);
+    Vocab v = test::byte_vocab(specials);
+    v.pre = "gpt-4o";
     v.eos_id = int32_t(v.tokens.size()) - 6;  // <|return|>
     return Tokenizer(std::move(v));
 }

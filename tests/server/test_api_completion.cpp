@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/text/tokenizer.h"
+#include "tests/server/byte_vocab.h"
 #include "tools/server/api_request.h"
 
 using namespace ls;
@@ -13,17 +14,9 @@ using nlohmann::json;
 namespace {
 
 Tokenizer byte_vocab(const std::vector<std::string>& specials, bool fim_ids = false) {
-    Vocab v;
-    v.kind = TokenizerKind::BytePairGpt2;
-    int n = 0;
-    for (int b = 0; b < 256; ++b) {
-        const bool direct = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-        std::string s;
-        utf8_append(s, direct ? uint32_t(b) : uint32_t(256 + n++));
-        v.tokens.push_back(s);
-        v.types.push_back(1);
-    }
-    for (const std::string& t : specials) v.tokens.push_back(t), v.types.push_back(3);
+    std::vector<std::pair<std::string, int32_t>> typed;
+    for (const std::string& t : specials) typed.emplace_back(t, 3);
+    Vocab v = test::byte_vocab(typed);
     v.bos_id = 256;
     v.add_bos = true;
     if (fim_ids) v.fim_pre_id = 257, v.fim_suf_id = 258, v.fim_mid_id = 259;
