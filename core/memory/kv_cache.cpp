@@ -27,7 +27,7 @@ KvCache::KvCache(Backend& be, const std::vector<KvLayerSpec>& layers, const KvCa
     : KvCache(std::vector<Backend*>(layers.size(), &be), layers, cfg) {}
 
 KvCache::KvCache(const std::vector<Backend*>& layer_backends, const std::vector<KvLayerSpec>& layers, const KvCacheConfig& cfg)
-    : be_(layer_backends), cfg_(cfg), specs_(layers), len_(cfg.n_seq, 0) {
+    : be_(layer_backends), cfg_(cfg), specs_(layers), len_(cfg.n_seq, 0), top_(cfg.n_seq, 0) {
     if (be_.size() != layers.size())
         throw std::invalid_argument("kv cache: " + std::to_string(be_.size()) + " backends for " + std::to_string(layers.size()) + " layers");
     if (cfg.n_ctx <= 0) throw std::invalid_argument("kv cache: the context size must be at least 1, got " + std::to_string(cfg.n_ctx));
@@ -105,6 +105,7 @@ size_t KvCache::bytes() const {
 void KvCache::clear() {
     for (auto& b : buffers_) b->backend->fill(*b, 0, b->size, 0);
     std::fill(len_.begin(), len_.end(), 0);
+    std::fill(top_.begin(), top_.end(), 0);
 }
 
 void KvCache::check_slot(int s, const char* what) const {
@@ -118,11 +119,15 @@ bool KvCache::can_rm(int s, int64_t p0) const {
     if (p0 < 0) throw std::out_of_range("seq_rm: negative position " + std::to_string(p0));
     const int64_t n = len_[size_t(s)];
     if (p0 >= n || p0 == 0) return true;  // nothing dropped, or a restart that needs no key
+    // Rows are written in position order, so the ring holds positions top-R..n-1, where top
+    // (>= n) is the furthest position ever written: rolled-back positions overwrote the
+    // oldest rows too.
+    const int64_t top = std::max(n, top_[size_t(s)]);
     for (size_t il = 0; il < specs_.size(); ++il) {
         const int64_t W = specs_[il].window, R = rows_[il];
-        // The keys p0 will need, max(0,p0-W+1)..p0-1, must still be in the ring, which holds
-        // positions n-R..n-1 (for a wrapped ring this is n - p0 <= R - W + 1).
-        if (W > 0 && std::max<int64_t>(0, p0 - W + 1) < n - R) return false;
+        // The keys p0 will need, max(0,p0-W+1)..p0-1, must still be in the ring (for a
+        // wrapped ring never rolled back this is n - p0 <= R - W + 1).
+        if (W > 0 && std::max<int64_t>(0, p0 - W + 1) < top - R) return false;
     }
     return true;
 }
@@ -132,6 +137,7 @@ bool KvCache::seq_rm(int s, int64_t p0) {
     // Rows at positions >= p0 stay as they are: a later query at p reads only keys <= p,
     // and every such key from p0 on is rewritten before it is read.
     len_[size_t(s)] = std::min(len_[size_t(s)], p0);
+    if (p0 == 0) top_[size_t(s)] = 0;  // a restart rewrites every key before reading it
     return true;
 }
 
@@ -147,6 +153,7 @@ bool KvCache::seq_cp(int src, int dst, int64_t p1) {
             const size_t slot_bytes = size_t(rows_[il]) * t->nb[1];
             if (slot_bytes) be_[il]->copy(*t->buffer, t->offset + size_t(dst) * slot_bytes, t->offset + size_t(src) * slot_bytes, slot_bytes);
         }
+    top_[size_t(dst)] = p1 == 0 ? 0 : std::max(len_[size_t(src)], top_[size_t(src)]);  // the copied rows' history
     len_[size_t(dst)] = p1;
     return true;
 }
@@ -156,7 +163,7 @@ void KvCache::seq_keep(int s) {
     // Emptied slots keep their bytes: a sequence restarted at position 0 rewrites every key
     // before reading it.
     for (int i = 0; i < cfg_.n_seq; ++i)
-        if (i != s) len_[size_t(i)] = 0;
+        if (i != s) len_[size_t(i)] = top_[size_t(i)] = 0;
 }
 
 }  // namespace ls

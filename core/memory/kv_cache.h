@@ -1,6 +1,7 @@
 // KV memory: per layer a K and a V cache tensor of n_seq slots x R rows, ring-indexed as
 // SEMANTICS.md section 1 says (windowed layers R = min(n_ctx, W + B), full layers R = n_ctx).
 #pragma once
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -43,7 +44,11 @@ public:
 
     // Length (next position) of each sequence slot.
     int64_t seq_len(int s) const { return len_.at(s); }
-    void set_seq_len(int s, int64_t n) { len_.at(s) = n; }
+    // n is also the ring's new frontier if past it (see top_).
+    void set_seq_len(int s, int64_t n) {
+        len_.at(s) = n;
+        top_.at(s) = std::max(top_.at(s), n);
+    }
     // Empties every slot with one buffer fill.
     void clear();
     // Whether seq_rm(s, p0) would succeed: every windowed layer's ring still holds the keys
@@ -67,6 +72,11 @@ private:
     std::vector<Tensor> k_, v_;
     std::vector<std::unique_ptr<Buffer>> buffers_;  // one per distinct backend
     std::vector<int64_t> len_;
+    // Per slot, one past the highest position written since the slot last started at 0. A
+    // rollback (seq_rm after speculative guesses, a shorter reused prefix) lowers len_ but not
+    // the rows those positions overwrote: a windowed ring holds positions top-R.. of the
+    // sequence, not len-R.., until writes pass top again.
+    std::vector<int64_t> top_;
 
     void check_slot(int s, const char* what) const;
 };

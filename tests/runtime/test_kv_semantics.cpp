@@ -195,6 +195,24 @@ TEST_CASE("kv: multi-turn prefix reuse with seq_rm equals a fresh evaluation of 
         REQUIRE_BIT_IDENTICAL(s->eval(transcript, 0), fresh(transcript, 0), nv);
     }
 
+    SECTION("rolled-back positions overwrote ring rows: restoring past them is refused") {
+        // Speculative guesses are written, then rolled back: len drops to 26, but positions
+        // 26..29 took the rows of 14..17. Going back to 22 needs keys 15..21; with len alone
+        // (ring 14..25) it looked possible and gave other logits than a fresh evaluation.
+        s->eval(A, 0);
+        REQUIRE(s->seq_rm(0, 26));
+        REQUIRE_FALSE(s->seq_rm(0, 22));
+        REQUIRE(s->seq_len(0) == 26);
+        REQUIRE(s->seq_rm(0, 25));  // keys 18..24: still there
+        std::vector<int32_t> transcript = concat(head(A, 25), C);
+        REQUIRE_BIT_IDENTICAL(s->eval(C, 0), fresh(transcript, 25), nv);
+        // Writes past the old frontier move it on: 35 -> back to 31 (keys 24..30, rows of 23..34).
+        REQUIRE(s->seq_rm(0, 31));
+        REQUIRE_FALSE(s->seq_rm(0, 26));
+        transcript = concat(head(transcript, 31), D);
+        REQUIRE_BIT_IDENTICAL(s->eval(D, 0), fresh(transcript, 31), nv);
+    }
+
     SECTION("rolling back to position 0 needs no key and always succeeds") {
         s->eval(A, 0);  // n = 30 > R: the ring has wrapped
         REQUIRE_FALSE(s->seq_rm(0, 1));  // position 1 needs key 0, long overwritten

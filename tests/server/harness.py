@@ -294,22 +294,30 @@ def gen_path(chat):
 
 def normalise_whole(resp, chat):
     ch = resp["choices"][0]
-    text = ch["message"]["content"] if chat else ch["text"]
+    text = (ch["message"]["content"] or "") if chat else ch["text"]
     lp = ch.get("logprobs")
     if lp is not None:
         lp = lp["content"] if chat else [list(x) for x in zip(lp["tokens"], lp["token_logprobs"], lp["top_logprobs"])]
-    return {"text": text, "finish": ch["finish_reason"], "logprobs": lp,
-            "completion_tokens": resp["usage"]["completion_tokens"]}
+    out = {"text": text, "finish": ch["finish_reason"], "logprobs": lp,
+           "completion_tokens": resp["usage"]["completion_tokens"]}
+    if chat and ch["message"].get("tool_calls"):
+        out["tool_calls"] = [(c["id"], c["function"]["name"], c["function"]["arguments"]) for c in ch["message"]["tool_calls"]]
+    return out
 
 
 def normalise_stream(events, chat):
-    text, finish, lp, usage, finishes = "", None, None, None, 0
+    text, finish, lp, usage, finishes, calls = "", None, None, None, 0, {}
     for ev in events:
         if "usage" in ev and ev.get("usage"):
             usage = ev["usage"]
         for ch in ev.get("choices", []):
             if chat:
                 text += ch.get("delta", {}).get("content", "") or ""
+                for c in ch.get("delta", {}).get("tool_calls") or []:
+                    if "id" in c:
+                        assert c["index"] not in calls, f"tool call {c['index']} opened twice"
+                        calls[c["index"]] = [c["id"], c["function"]["name"], ""]
+                    calls[c["index"]][2] += c["function"].get("arguments", "")
             else:
                 text += ch.get("text", "")
             if ch.get("finish_reason"):
@@ -322,6 +330,8 @@ def normalise_stream(events, chat):
     assert finishes == 1, f"{finishes} finish_reason chunks"
     out = {"text": text, "finish": finish, "logprobs": lp}
     out["completion_tokens"] = usage["completion_tokens"] if usage else None
+    if calls:
+        out["tool_calls"] = [tuple(calls[i]) for i in sorted(calls)]
     return out
 
 
