@@ -192,7 +192,7 @@ class Server:
             c.close()
             raise AssertionError(f"stream {path}: HTTP {r.status}: {payload!r}")
         assert r.getheader("Content-Type", "").startswith("text/event-stream")
-        events, done, buf = [], False, b""
+        events, done, buf, name = [], False, b"", None
         while True:
             line = r.readline()
             if not line:
@@ -202,6 +202,9 @@ class Server:
                 continue
             if line.startswith(b":"):
                 continue  # an SSE comment (keep-alive)
+            if line.startswith(b"event: "):
+                name = line[7:].decode()  # the Responses API's typed events: the data says the same type
+                continue
             assert line.startswith(b"data: "), line
             data = line[6:]
             if data == b"[DONE]":
@@ -209,6 +212,9 @@ class Server:
                 break
             # Every chunk is whole UTF-8: strict decoding fails on a split character.
             ev = json.loads(data.decode("utf-8", errors="strict"))
+            if name is not None:
+                assert ev.get("type") == name, (name, ev)
+                name = None
             events.append(ev)
             if on_chunk is not None and on_chunk(len(events) - 1, ev) is False:
                 c.sock.close()

@@ -21,6 +21,7 @@
 #include "tools/server/api_embed.h"
 #include "tools/server/api_request.h"
 #include "tools/server/api_response.h"
+#include "tools/server/api_responses.h"
 #include "tools/server/engine.h"
 #include "tools/server/http_gate.h"
 
@@ -119,15 +120,18 @@ json failure_body(const State& st, const std::string& error) {
 // means the client left, and cancels the job. Between results it writes keep-alives (an SSE
 // comment) so a client that left is noticed even while its request waits or generates. A
 // failure after the stream began is an error event, then the end of the stream.
-bool pump(State& st, const std::shared_ptr<Job>& job, const ResponseMeta& meta, const GenRequest& g, httplib::DataSink& sink) {
+// `responses` (POST /v1/responses): the chat chunks become that API's typed events.
+bool pump(State& st, const std::shared_ptr<Job>& job, const ResponseMeta& meta, const GenRequest& g, httplib::DataSink& sink,
+          ResponsesStream* responses = nullptr) {
     auto write = [&](const std::string& s) {
+        if (s.empty()) return true;
         if (!sink.write(s.data(), s.size())) {
             job->cancel();
             return false;
         }
         return true;
     };
-    auto sse = [&](const json& j) { return write("data: " + dump(j) + "\n\n"); };
+    auto sse = [&](const json& j) { return write(responses ? responses->chunk(j) : "data: " + dump(j) + "\n\n"); };
     const size_t n = size_t(std::max(1, g.job.n));
     std::vector<size_t> offset(n, 0);
     std::vector<char> first(n, 1), called(n, 0);
@@ -219,7 +223,7 @@ bool pump(State& st, const std::shared_ptr<Job>& job, const ResponseMeta& meta, 
             add_usage(usage, e.usage);
             if (--open > 0) continue;
             if (g.include_usage && !sse(usage_chunk(meta, usage))) return false;
-            if (!write("data: [DONE]\n\n")) return false;
+            if (!write(responses ? responses->end() : "data: [DONE]\n\n")) return false;
             break;
         }
     }
@@ -230,7 +234,8 @@ bool pump(State& st, const std::shared_ptr<Job>& job, const ResponseMeta& meta, 
 // A whole (non-streamed) answer: held until the job's result is known, so that a failure
 // after the request was accepted (shutdown: 503, an engine error: 500) still gets an error
 // status; a client that leaves meanwhile is noticed on its connection, and cancels the job.
-void answer_whole(State& st, const std::shared_ptr<Job>& job, const ResponseMeta& meta, const GenRequest& g, httplib::Response& res) {
+void answer_whole(State& st, const std::shared_ptr<Job>& job, const ResponseMeta& meta, const GenRequest& g, httplib::Response& res,
+                  const ResponsesMeta* responses = nullptr) {
     const std::string& echo = g.echo;
     const socket_t fd = current_connection();
     std::vector<ChoiceOut> choices(size_t(std::max(1, job->params.n)));
@@ -276,18 +281,35 @@ void answer_whole(State& st, const std::shared_ptr<Job>& job, const ResponseMeta
                         ch.tool_calls = std::move(msg.tool_calls);
                         if (!ch.tool_calls.empty() && ch.finish == "stop") ch.finish = "tool_calls";
                     }
-                send_json(res, 200, full_response(meta, choices, usage, *st.tok));
+                const json whole = full_response(meta, choices, usage, *st.tok);
+                send_json(res, 200, responses ? chat_to_response(*responses, whole) : whole);
                 return;
             }
         }
     }
 }
 
-void handle_generate(State& st, bool chat, const httplib::Request& req, httplib::Response& res) {
+enum class Endpoint { Completions, Chat, Responses };
+
+void handle_generate(State& st, Endpoint kind, const httplib::Request& req, httplib::Response& res) {
+    const bool chat = kind != Endpoint::Completions;
     GenRequest g;
+    std::shared_ptr<ResponsesMeta> responses;
     try {
         const json body = parse_json_object(req.body);
-        g = chat ? parse_chat(body, st.api) : parse_completion(body, st.api);
+        if (kind == Endpoint::Responses) {
+            responses = std::make_shared<ResponsesMeta>();
+            responses->request = body;
+            try {
+                g = parse_chat(responses_to_chat(body), st.api);
+            } catch (ApiError& e) {
+                e.param = responses_param(e.param);
+                throw;
+            }
+            g.include_usage = true;  // (response.completed carries it)
+        } else {
+            g = chat ? parse_chat(body, st.api) : parse_completion(body, st.api);
+        }
     } catch (const ApiError& e) {
         send_error(res, e);
         return;
@@ -305,17 +327,23 @@ void handle_generate(State& st, bool chat, const httplib::Request& req, httplib:
     meta.model = st.model_id;
     meta.created = int64_t(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
     meta.id = (chat ? "chatcmpl-" : "cmpl-") + random_hex();
+    if (responses) {
+        responses->id = "resp_" + random_hex();
+        responses->model = meta.model;
+        responses->created = meta.created;
+    }
     if (!g.stream) {
-        answer_whole(st, job, meta, g, res);
+        answer_whole(st, job, meta, g, res, responses.get());
         return;
     }
     auto gp = std::make_shared<GenRequest>(std::move(g));
+    auto rs = responses ? std::make_shared<ResponsesStream>(*responses) : nullptr;
     res.set_chunked_content_provider(
         "text/event-stream",
-        [&st, job, meta, gp](size_t, httplib::DataSink& sink) {
+        [&st, job, meta, gp, rs](size_t, httplib::DataSink& sink) {
             // httplib calls this outside its own exception handling: nothing may escape.
             try {
-                return pump(st, job, meta, *gp, sink);
+                return pump(st, job, meta, *gp, sink, rs.get());
             } catch (const std::exception& e) {
                 std::fprintf(stderr, "lockstep serve: response failed: %s\n", e.what());
                 job->cancel();
@@ -373,10 +401,10 @@ void routes(GatedServer& svr, State& st, const ServeConfig& c) {
                   {{"object", "list"},
                    {"data", json::array({{{"id", st.model_id}, {"object", "model"}, {"created", 0}, {"owned_by", "lockstep"}}})}});
     });
-    svr.Post("/v1/completions", [&st](const httplib::Request& req, httplib::Response& res) { handle_generate(st, false, req, res); });
-    svr.Post("/completions", [&st](const httplib::Request& req, httplib::Response& res) { handle_generate(st, false, req, res); });
-    svr.Post("/v1/chat/completions", [&st](const httplib::Request& req, httplib::Response& res) { handle_generate(st, true, req, res); });
-    svr.Post("/chat/completions", [&st](const httplib::Request& req, httplib::Response& res) { handle_generate(st, true, req, res); });
+    for (const auto& [path, kind] : {std::pair{"/v1/completions", Endpoint::Completions}, std::pair{"/completions", Endpoint::Completions},
+                                     std::pair{"/v1/chat/completions", Endpoint::Chat}, std::pair{"/chat/completions", Endpoint::Chat},
+                                     std::pair{"/v1/responses", Endpoint::Responses}, std::pair{"/responses", Endpoint::Responses}})
+        svr.Post(path, [&st, kind = kind](const httplib::Request& req, httplib::Response& res) { handle_generate(st, kind, req, res); });
     auto embeddings = [&st](const httplib::Request& req, httplib::Response& res) {
         handle_embeddings(st.embed, *st.engine, st.metrics, st.ready, req, res);
     };
