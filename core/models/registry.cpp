@@ -31,6 +31,7 @@ constexpr Family kFamilies[] = {
     {"gemma2", &make<Gemma>},
     {"gpt-oss", &make<GptOss>},
     {"gemma3", &make<Gemma>},
+    {"gemma-embedding", &make<Gemma>},
     {"gemma4", &make<Gemma4>},
     {"qwen3next", &make_qwen3_hybrid<HEADS_GROUPED>},
     {"qwen35", &make_qwen3_hybrid<HEADS_TILED>},

@@ -2,6 +2,8 @@
 // tokenizer (core/text/tokenizer_wpm.cpp), against tools/oracle/bert_tiny.py: BERT's tokenizer
 // written from its definition, and a float64 numpy forward pass with non-causal attention,
 // pooled and L2-normalized (tests/data/bert_tiny.oracle, bert_tiny.gguf, nomicbert_tiny.gguf).
+// EmbeddingGemma ("gemma-embedding", core/models/gemma.cpp) against
+// tools/oracle/gemma_embedding_tiny.py (tests/data/gemmaembed_tiny.{gguf,oracle}).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -49,8 +51,8 @@ std::string unjson(const std::string& s) {
     return out;
 }
 
-void read_oracle(std::vector<TokCase>& toks, std::vector<EmbCase>& cases) {
-    std::ifstream f(test_data("bert_tiny.oracle"));
+void read_oracle(std::vector<TokCase>& toks, std::vector<EmbCase>& cases, const std::string& file = "bert_tiny.oracle") {
+    std::ifstream f(test_data(file));
     REQUIRE(f);
     std::string line;
     while (std::getline(f, line)) {
@@ -243,4 +245,36 @@ TEST_CASE("encoders: a bert GGUF missing a tensor or with a wrong shape is refus
     CHECK_THROWS_WITH(load_model(swapped, *be), Catch::Contains("blk.0.attn_q.bias") && Catch::Contains("[64]"));
     const std::string no_pos = patched("nomicbert_tiny.gguf", {{"blk.0.attn_qkv.weight", "blk.0.attn_qkv.weighx"}}, "nomic_noqkv.gguf");
     CHECK_THROWS_WITH(load_model(no_pos, *be), Catch::Contains("blk.0.attn_q.weight"));
+}
+
+TEST_CASE("encoders: tiny EmbeddingGemma matches the float64 oracle, the same bits on every backend", "[embed][families]") {
+    std::vector<TokCase> toks;
+    std::vector<EmbCase> cases;
+    read_oracle(toks, cases, "gemmaembed_tiny.oracle");
+    REQUIRE(cases.size() >= 12);
+    double worst = 1.0;
+    std::vector<std::vector<float>> first;
+    for (const std::string& bk : all_backend_names()) {
+        LoadedModel l = load_tiny(bk, "gemmaembed");
+        REQUIRE(!l.model->hparams().causal);
+        REQUIRE(!l.model->hparams().has_logits);
+        REQUIRE(model_pooling(*l.model) == Pooling::Mean);
+        auto s = new_session(l, 64, 16, DType::F16, 2);
+        size_t k = 0;
+        for (const EmbCase& c : cases) {
+            INFO(pooling_name(c.pooling) << ", " << c.tokens.size() << " tokens, backend " << bk);
+            const std::vector<float> got = embed(*s, 1, c.tokens, c.pooling);
+            REQUIRE(got.size() == c.want.size());
+            const double cs = cosine(got, c.want);
+            worst = std::min(worst, cs);
+            // float32 through 6 layers against float64 (the same F16-rounded weights), F16 K/V rows.
+            CHECK(cs >= 0.9999);
+            if (first.size() <= k) first.push_back(got);
+            else CHECK(same_bits(got, first[k]));
+            ++k;
+        }
+        // Past the reach of the symmetric window (W / 2 + 1 = 9 tokens): refused, naming why.
+        CHECK_THROWS_WITH(embed(*s, 0, std::vector<int32_t>(10, 7), Pooling::Mean), Catch::Contains("symmetric sliding window"));
+    }
+    WARN("worst cosine of EmbeddingGemma against the oracle: 1 - " << (1.0 - worst));
 }
