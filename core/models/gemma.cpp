@@ -12,6 +12,9 @@ void Gemma::load_arch() {
     const GgufFile& f = *file_;
     const std::string arch = f.get_string("general.architecture");
     const bool g2 = arch == "gemma2";
+    // EmbeddingGemma: Gemma 3 layers attending both ways, no output projection (its states,
+    // after the final norm, are pooled as <arch>.pooling_type says).
+    const bool embedding = arch == "gemma-embedding";
     const std::string a = arch + ".";
     auto bad = [&](const std::string& what) { throw std::runtime_error(arch + ": " + what); };
     hp_.arch = arch;
@@ -58,11 +61,24 @@ void Gemma::load_arch() {
                      : is_27b     ? 1.0f / std::sqrt(float(hp_.n_embd / n_head))
                                   : 1.0f / std::sqrt(float(hd_k));
     if (!std::isfinite(hp_.attn_scale) || hp_.attn_scale <= 0) bad("attention.scale must be a positive number");
+    if (embedding) {
+        hp_.causal = false;
+        hp_.has_logits = false;
+        // Its local layers' window is symmetric (llama.cpp: keys with |p - k| <= W / 2). An input
+        // of at most W / 2 + 1 tokens is within every query's reach, so those layers attend over
+        // the whole input, as the global ones do; a longer one is refused (build_graph).
+        bidir_reach_ = int32_t(window / 2);
+        if (window <= 0) bad("attention.sliding_window is missing or 0");
+        for (const char* t : {"dense_2.weight", "dense_3.weight"})
+            if (f.find_tensor(t))
+                bad(std::string("the file has the sentence-transformers dense projection '") + t +
+                    "' (converted with --sentence-transformers-dense-modules), which lockstep does not apply yet");
+    }
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
         const bool local = il % period < period - 1;
         // Gemma 3's local layers use base 10000 and ignore rope scaling.
         const bool g3_local = local && !g2;
-        hp_.layers.push_back({.window = local ? int32_t(window) : 0, .rope_base = g3_local ? 10000.f : base_global,
+        hp_.layers.push_back({.window = local && !embedding ? int32_t(window) : 0, .rope_base = g3_local ? 10000.f : base_global,
                               .rope_scale = g3_local ? 1.f : scale_global, .n_head = int32_t(n_head),
                               .n_head_kv = int32_t(n_head_kv), .head_dim_k = int32_t(hd_k), .head_dim_v = int32_t(hd_v)});
     }
@@ -93,7 +109,13 @@ Tensor* Gemma::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
     const int64_t T = int64_t(ub.tokens.size()), E = hp_.n_embd;
     const float eps = hp_.rms_eps;
     Tensor* tokens = g.input(DType::I32, {T}, ub.tokens.data(), "tokens");
-    Tensor* pos = g.input(DType::I32, {T}, ub.pos.data(), "pos");
+    if (bidir_reach_ > 0)
+        for (int32_t p : ub.pos)
+            if (p > bidir_reach_)
+                throw std::length_error(hp_.arch + ": an input of more than " + std::to_string(bidir_reach_ + 1) +
+                                        " tokens reaches past the symmetric sliding window of its local layers, which lockstep "
+                                        "does not implement yet (shorter inputs are exact)");
+    Tensor* pos = attn_positions(g, ub, hp_.causal);  // each query's last visible key
     Tensor* seq = g.input(DType::I32, {T}, ub.seq.data(), "seq");
     CacheRows cache_rows(g, ub);
     RopeTables rope_tables(g, ub.pos);

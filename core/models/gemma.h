@@ -8,6 +8,7 @@ namespace ls {
 // GELU-gated FFN, embeddings scaled by sqrt(n_embd), tied output. Gemma 2 soft-caps the
 // attention scores and the final logits; Gemma 3 has per-head q/k RMS norms instead, and its
 // sliding layers rotate with base 10000 and no scaling. What differs is read as data.
+// EmbeddingGemma ("gemma-embedding") is Gemma 3 attending both ways, with no output projection.
 class Gemma final : public Model {
 public:
     Tensor* build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const override;
@@ -28,6 +29,7 @@ private:
     };
     std::vector<Layer> layers_;
     float attn_softcap_ = 0.f, final_softcap_ = 0.f;  // 0: off (Gemma 3)
+    int32_t bidir_reach_ = 0;  // gemma-embedding: W / 2, the reach of its symmetric window; 0: none
 };
 
 }  // namespace ls

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "core/quant/quant.h"
+#include "core/rules/attention_rule.h"
 
 namespace ls {
 
@@ -247,6 +248,14 @@ Tensor* Model::expert_weight(const std::string& name, int64_t k, int64_t n, int6
     return t;
 }
 
+Tensor* attn_positions(Graph& g, const Ubatch& ub, bool causal) {
+    const int64_t T = int64_t(ub.tokens.size());
+    if (causal) return g.input(DType::I32, {T}, ub.pos.data(), "pos");
+    std::vector<int32_t> last(static_cast<size_t>(T));
+    attn_last_keys(ub.pos.data(), ub.seq.data(), T, false, last.data());
+    return g.input(DType::I32, {T}, last.data(), "attn_last_key");  // (copied now)
+}
+
 Tensor* CacheRows::operator()(int64_t R) {
     for (auto& [r, t] : by_ring_)
         if (r == R) return t;
@@ -294,8 +303,11 @@ void Model::bind_embeddings() {
 Tensor* Model::output_head(Graph& g, const Ubatch& ub, Tensor* x, float softcap, bool all_rows) const {
     const int64_t T = int64_t(ub.tokens.size()), n_out = int64_t(ub.out_idx.size());
     if (n_out == 0) return nullptr;
+    if (!ub.hidden && !hp_.has_logits)
+        throw std::invalid_argument(hp_.arch + " is an embedding model: it gives embeddings (hidden states), not logits");
     if (n_out < T && !all_rows) x = ops::get_rows(g, x, g.input(DType::I32, {n_out}, ub.out_idx.data(), "out_idx"));
-    x = ops::rms_norm(g, x, output_norm_, hp_.rms_eps);  // (n_embd, n_out)
+    // (Encoders end with a LayerNorm of their own and have no output_norm.)
+    if (output_norm_) x = ops::rms_norm(g, x, output_norm_, hp_.rms_eps);  // (n_embd, n_out)
     if (ub.hidden) {
         g.mark_output(x);
         return x;

@@ -35,6 +35,13 @@ struct Hparams {
     int64_t n_embd = 0, n_layer = 0, n_ff = 0, n_vocab = 0, n_ctx_train = 0;
     float rms_eps = 1e-6f;
     float attn_scale = 1.f;
+    // Encoders (BERT, nomic-bert) attend both ways: every token of a sequence sees the whole
+    // sequence (attn_last_keys, core/rules/attention_rule.h). Such a model evaluates an input
+    // in one ubatch.
+    bool causal = true;
+    // false: an embedding model with no output projection; it gives hidden states only
+    // (Ubatch::hidden), and a request for logits is refused.
+    bool has_logits = true;
     std::vector<LayerParams> layers;
 };
 
@@ -85,6 +92,10 @@ private:
     };
     std::vector<Made> made_;
 };
+
+// The attention op's position input for a ubatch: per token, the last key position its query
+// sees (attn_last_keys): its own position when causal, its sequence's last one otherwise.
+Tensor* attn_positions(Graph& g, const Ubatch& ub, bool causal);
 
 // The projections of a standard attention block and their biases (null where absent).
 struct AttnWeights {

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "core/models/bert.h"
 #include "core/models/gemma.h"
 #include "core/models/gemma4.h"
 #include "core/models/gpt_oss.h"
@@ -30,10 +31,13 @@ constexpr Family kFamilies[] = {
     {"gemma2", &make<Gemma>},
     {"gpt-oss", &make<GptOss>},
     {"gemma3", &make<Gemma>},
+    {"gemma-embedding", &make<Gemma>},
     {"gemma4", &make<Gemma4>},
     {"qwen3next", &make_qwen3_hybrid<HEADS_GROUPED>},
     {"qwen35", &make_qwen3_hybrid<HEADS_TILED>},
     {"qwen35moe", &make_qwen3_hybrid<HEADS_TILED>},
+    {"bert", &make<Bert>},
+    {"nomic-bert", &make<Bert>},
 };
 
 }  // namespace

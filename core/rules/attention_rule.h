@@ -16,6 +16,23 @@ namespace ls {
 LS_HD inline int64_t attn_first_key(int64_t p, int64_t W) { return W > 0 && p - W + 1 > 0 ? p - W + 1 : 0; }
 // Cache row of key position k of sequence slot s in a ring of R rows per slot.
 LS_HD inline int64_t ring_row(int64_t s, int64_t k, int64_t R) { return s * R + k % R; }
+// Non-causal (encoder) attention, as the same op: the attention op's position input holds,
+// per query, the LAST key position it sees, and the visible keys are attn_first_key(p, W)..p.
+// A causal model passes each token's own position. A non-causal model (BERT, nomic-bert)
+// passes, for every token of sequence s, the highest position of s in the ubatch, so each
+// query sees its whole sequence (every key before and after it). That needs the sequence
+// whole in one ubatch, starting at position 0 (Session::decode refuses anything else): a key
+// of a later ubatch cannot be seen. Core computes this table once per ubatch (a graph input,
+// as CacheRows does for ring rows), so every backend's kernel runs it unchanged.
+inline void attn_last_keys(const int32_t* pos, const int32_t* seq, int64_t T, bool causal, int32_t* out) {
+    for (int64_t t = 0; t < T; ++t) {
+        int32_t last = pos[t];
+        if (!causal)
+            for (int64_t u = 0; u < T; ++u)
+                if (seq[u] == seq[t]) last = std::max(last, pos[u]);
+        out[t] = last;
+    }
+}
 // Checks that a query (s, p) can be answered from a cache of n_seq slots of R rows.
 inline void check_attention_query(int64_t s, int64_t p, int64_t W, int64_t R, int64_t n_seq) {
     if (s < 0 || s >= n_seq)

@@ -72,6 +72,11 @@ EmbedRun::EmbedRun(Session& s, int seq, std::vector<int32_t> tokens, Pooling poo
     if (int64_t(tokens_.size()) > s.params().n_ctx)
         throw std::length_error("the input has " + std::to_string(tokens_.size()) + " tokens, more than the context of " +
                                 std::to_string(s.params().n_ctx) + " (raise -c)");
+    // An encoder attends both ways: an input is evaluated whole, in one ubatch (Session::decode).
+    if (!s.model().hparams().causal && int64_t(tokens_.size()) > s.params().n_ubatch)
+        throw std::length_error("the input has " + std::to_string(tokens_.size()) + " tokens, more than the ubatch of " +
+                                std::to_string(s.params().n_ubatch) + "; " + s.model().hparams().arch +
+                                " attends both ways and evaluates an input in one ubatch (raise -ub)");
     const int64_t n_vocab = s.n_vocab();
     for (int32_t t : tokens_)
         if (t < 0 || t >= n_vocab)
@@ -86,7 +91,9 @@ size_t EmbedRun::add_to(Batch& b, int64_t max_tokens) {
     if (s_.seq_len(seq_) != int64_t(at_))
         throw std::runtime_error("embedding: sequence " + std::to_string(seq_) + " was changed while it was evaluated");
     const size_t n = tokens_.size();
-    const size_t end = max_tokens <= 0 ? n : std::min(n, at_ + size_t(max_tokens));
+    size_t end = max_tokens <= 0 ? n : std::min(n, at_ + size_t(max_tokens));
+    // An encoder's input goes whole or waits for a batch with room for it.
+    if (!s_.model().hparams().causal && end < n) end = at_;
     size_t flagged = 0;
     for (size_t i = at_; i < end; ++i) {
         const bool want = pooling_ == Pooling::Mean || (pooling_ == Pooling::Cls && i == 0) || (pooling_ == Pooling::Last && i == n - 1);

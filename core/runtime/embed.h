@@ -46,10 +46,11 @@ std::vector<float> embd_truncate(const std::vector<float>& pooled, int64_t n, in
 class EmbedRun {
 public:
     // Throws std::invalid_argument for Pooling::None or Rank, std::length_error for an empty
-    // input or one longer than the context, std::out_of_range for a token outside the
+    // input or one longer than the context (or, for a non-causal model, than the ubatch), std::out_of_range for a token outside the
     // vocabulary: all before anything is evaluated.
     EmbedRun(Session& s, int seq, std::vector<int32_t> tokens, Pooling pooling);
-    // Appends up to max_tokens of the tokens still to evaluate to `b` (max_tokens <= 0: all),
+    // Appends up to max_tokens of the tokens still to evaluate to `b` (max_tokens <= 0: all;
+    // a non-causal model's input whole or, where it does not fit, nothing this time),
     // flagging those whose states the pooling needs. Returns the number of flagged tokens: the
     // rows of the decode's output (DecodeOutput::Hidden) that take() reads, in batch order.
     // Empties the sequence before its first chunk.

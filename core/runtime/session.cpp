@@ -147,6 +147,21 @@ void Session::check_batch(const Batch& b) const {
 
 std::vector<float> Session::decode(const Batch& b, DecodeOutput what) {
     check_batch(b);
+    const Hparams& hp = m_.hparams();
+    if (what == DecodeOutput::Logits && !hp.has_logits)
+        throw std::invalid_argument(hp.arch + " is an embedding model: it gives embeddings, not logits (no text generation)");
+    // A non-causal model's query sees keys after it, so a sequence must be evaluated whole in
+    // one ubatch (core/rules/attention_rule.h, attn_last_keys): llama.cpp asks the same.
+    if (!hp.causal) {
+        if (int64_t(b.size()) > p_.n_ubatch)
+            throw std::length_error("a batch of " + std::to_string(b.size()) + " tokens is larger than the ubatch of " +
+                                    std::to_string(p_.n_ubatch) + ": " + hp.arch +
+                                    " attends both ways and evaluates each input in one ubatch (raise -ub)");
+        for (size_t i = 0; i < b.size(); ++i)
+            if (kv_->seq_len(b.seq[i]) != 0)
+                throw std::invalid_argument("sequence " + std::to_string(b.seq[i]) + " already holds tokens: " + hp.arch +
+                                            " attends both ways and evaluates each input whole, in one ubatch");
+    }
     if (lead_) {
         std::vector<int64_t> c{what == DecodeOutput::Hidden ? kDecodeHidden : kDecode, int64_t(b.size())};
         for (const auto* v : {&b.tokens, &b.pos, &b.seq}) c.insert(c.end(), v->begin(), v->end());

@@ -18,6 +18,8 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool
             m.encode_spm(frag, first_fragment && m.v.add_space_prefix, out);
         else if (m.v.kind == TokenizerKind::BpeSentencePiece)
             m.encode_bpe_spm(frag, out);
+        else if (m.v.kind == TokenizerKind::WordPiece)
+            m.encode_wpm(frag, out);
         else
             m.encode_bpe(frag, out);
         first_fragment = false;
@@ -51,6 +53,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool
     }
     emit_text(text.substr(start));
     if (m.v.add_eos && m.v.eos_id >= 0) out.push_back(m.v.eos_id);
+    if (add_bos && m.v.add_sep && m.v.sep_id >= 0) out.push_back(m.v.sep_id);
     return out;
 }
 

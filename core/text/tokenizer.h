@@ -27,8 +27,9 @@ enum class TokenType : int32_t {
 };
 
 // SentencePiece: merges by score ("llama"); BytePairGpt2: byte-level BPE ("gpt2");
-// BpeSentencePiece: BPE merges by rank over "▁"-escaped text with byte fallback ("gemma4").
-enum class TokenizerKind { SentencePiece, BytePairGpt2, BpeSentencePiece };
+// BpeSentencePiece: BPE merges by rank over "▁"-escaped text with byte fallback ("gemma4");
+// WordPiece: BERT's greedy longest-match pieces ("bert", tokenizer_wpm.cpp).
+enum class TokenizerKind { SentencePiece, BytePairGpt2, BpeSentencePiece, WordPiece };
 
 struct Vocab {
     TokenizerKind kind = TokenizerKind::SentencePiece;
@@ -37,6 +38,9 @@ struct Vocab {
     std::vector<int32_t> types;       // TokenType values; empty = all Normal
     std::vector<std::string> merges;  // gpt2: "left right", ranked by order
     int32_t bos_id = -1, eos_id = -1, unk_id = -1, pad_id = -1;
+    // WordPiece: [SEP], appended after the text when special tokens are added (add_sep).
+    int32_t sep_id = -1;
+    bool add_sep = false;
     int32_t eot_id = -1;  // -1: detected from the token texts (<end_of_turn>, <|eot_id|>, ...)
     // Fill-in-the-middle markers (prefix, suffix, middle); -1: detected from the token texts
     // (<|fim_prefix|>, <fim_prefix>, <｜fim▁begin｜>, ...) as llama.cpp does.
@@ -56,7 +60,7 @@ public:
     static Tokenizer from_gguf(const GgufFile& f);
 
     // add_bos adds the BOS token only if the vocab has one (and add_eos from the vocab is
-    // honoured too). parse_special: control-token texts in `text` become their ids;
+    // honoured too; WordPiece: add_bos adds [CLS] before and [SEP] after, as BERT does). parse_special: control-token texts in `text` become their ids;
     // user-defined pieces are always matched.
     std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special) const;
     // The bytes a token stands for: "▁" -> ' ', <0xXX> -> the byte, byte-level pieces

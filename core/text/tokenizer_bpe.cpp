@@ -458,6 +458,8 @@ void Tokenizer::Impl::encode_bpe_spm_chunk(std::string_view word, std::vector<in
 
 size_t Tokenizer::max_bytes_per_token() const {
     const Impl& m = *impl_;
+    // WordPiece: one unknown token stands for a whole word, of any length.
+    if (m.v.kind == TokenizerKind::WordPiece) return 0;
     // Every character becomes some token: the unknown token (one character, at most 4 bytes,
     // for a symbol the vocabulary lacks), or its bytes' tokens.
     bool spelled = m.v.unk_id >= 0;

@@ -16,6 +16,8 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& f) {
         v.kind = TokenizerKind::BytePairGpt2;
     } else if (model == "gemma4") {
         v.kind = TokenizerKind::BpeSentencePiece;
+    } else if (model == "bert") {
+        v.kind = TokenizerKind::WordPiece;
     } else {
         throw std::runtime_error("tokenizer: unsupported tokenizer.ggml.model '" + model + "'");
     }
@@ -48,6 +50,15 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& f) {
     // Gemma 4 always starts with <bos> (its template writes it); llama.cpp forces this too.
     if (v.kind == TokenizerKind::BpeSentencePiece) v.add_bos = true;
     v.add_eos = f.get_bool("tokenizer.ggml.add_eos_token", false);
+    if (v.kind == TokenizerKind::WordPiece) {
+        // BERT: [CLS] text [SEP]. The converter writes [CLS] as cls_token_id (llama.cpp reads
+        // it as the BOS) and [SEP] as seperator_token_id (sic).
+        if (v.bos_id < 0) v.bos_id = id("tokenizer.ggml.cls_token_id");
+        v.sep_id = id("tokenizer.ggml.seperator_token_id");
+        v.add_bos = f.get_bool("tokenizer.ggml.add_bos_token", true);
+        v.add_sep = f.get_bool("tokenizer.ggml.add_sep_token", true);
+        if (v.unk_id < 0) throw std::runtime_error("tokenizer: a WordPiece (bert) vocabulary needs tokenizer.ggml.unknown_token_id");
+    }
     v.add_space_prefix = f.get_bool("tokenizer.ggml.add_space_prefix", spm);
     // Byte-level BPE: the regex split (tokenizer_bpe.cpp refuses a name it does not implement;
     // without the key, GPT-2's). The other kinds have a split of their own and ignore it.

@@ -70,6 +70,8 @@ struct Tokenizer::Impl {
     void encode_bpe_spm(std::string_view frag, std::vector<int32_t>& out) const;
     void encode_bpe_spm_chunk(std::string_view word, std::vector<int32_t>& out) const;
     void build_bpe();
+    void encode_wpm(std::string_view frag, std::vector<int32_t>& out) const;
+    size_t wpm_max_len = 0;  // WordPiece: the longest piece, in bytes
 };
 
 // The split and ignore_merges for a tokenizer.ggml.pre value ("" is GPT-2's); throws
@@ -81,6 +83,10 @@ struct BpePre {
 BpePre bpe_pre_for(std::string_view name);
 // Calls `piece` with each pre-token of `frag` (the text between special tokens) in order.
 void bpe_pre_split(Tokenizer::Impl::Pre pre, std::string_view frag, const std::function<void(std::string_view)>& piece);
+
+// WordPiece's pre-tokenization (tokenizer_wpm.cpp): the words of `text`, each lower-cased with
+// accents dropped; punctuation, ASCII symbols and CJK ideographs are words of their own.
+std::vector<std::string> wpm_words(std::string_view text);
 
 // "<0xAB>" -> 0xAB, else -1: the byte-fallback pieces, read when the vocabulary is indexed
 // and again when a token is turned back into bytes.

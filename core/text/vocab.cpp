@@ -44,7 +44,7 @@ Tokenizer::Tokenizer(Vocab vocab) {
         throw std::runtime_error("tokenizer: token_type size " + std::to_string(v.types.size()) +
                                  " != vocab size " + std::to_string(n));
     if (v.scores.empty()) v.scores.assign(n, 0.0f);
-    for (int32_t* id : {&v.bos_id, &v.eos_id, &v.unk_id, &v.pad_id, &v.eot_id, &v.fim_pre_id, &v.fim_suf_id, &v.fim_mid_id})
+    for (int32_t* id : {&v.bos_id, &v.eos_id, &v.unk_id, &v.pad_id, &v.sep_id, &v.eot_id, &v.fim_pre_id, &v.fim_suf_id, &v.fim_mid_id})
         if (*id >= int32_t(n) || *id < -1)
             throw std::runtime_error("tokenizer: special token id " + std::to_string(*id) + " out of range");
 
@@ -122,6 +122,8 @@ Tokenizer::Tokenizer(Vocab vocab) {
     m.eog_ids.erase(std::unique(m.eog_ids.begin(), m.eog_ids.end()), m.eog_ids.end());
 
     if (v.kind == TokenizerKind::BytePairGpt2 || v.kind == TokenizerKind::BpeSentencePiece) m.build_bpe();
+    if (v.kind == TokenizerKind::WordPiece)
+        for (const std::string& t : v.tokens) m.wpm_max_len = std::max(m.wpm_max_len, t.size());
     impl_ = std::move(impl);
 }
 

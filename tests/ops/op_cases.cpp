@@ -9,6 +9,7 @@
 #include <iterator>
 
 #include "core/ir/ops.h"
+#include "core/rules/attention_rule.h"
 #include "core/quant/quant.h"
 #include "core/rules/rope_rule.h"
 
@@ -509,6 +510,19 @@ std::vector<OpCase> op_cases() {
     // and GQA, the form the CUDA tiles split into a partial per key block and fold in rounds
     // (more than sixteen partials: the fold's batched reads), with sinks.
     add_attention({0, 1216, 2, 8, 2, 64, 0.f, {1150, 1215, 700}, {0, 1, 1}}, true);
+    // Non-causal attention (BERT-style encoders): the position input holds each query's last
+    // visible key, its sequence's last position in the ubatch (attn_last_keys), so every query
+    // sees its whole sequence. A 100-token input from position 0 (the query-tile form, two key
+    // blocks, keys after each query), and two inputs interleaved in one ubatch (the per-query
+    // form), each alone in its slot.
+    auto non_causal = [](A a) {
+        std::vector<int32_t> last(a.pos.size());
+        attn_last_keys(a.pos.data(), a.seq.data(), int64_t(a.pos.size()), false, last.data());
+        a.pos = last;
+        return a;
+    };
+    add_attention(non_causal(run({0, 128, 1, 4, 4, 64, 0.f, {}, {}}, 100, 0, 0)));
+    add_attention(non_causal({0, 40, 2, 4, 4, 32, 0.f, {0, 0, 1, 1, 2, 2, 3, 4, 5, 6}, {0, 1, 0, 1, 0, 1, 0, 0, 0, 0}}));
     return c;
 }
 

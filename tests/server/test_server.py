@@ -1190,6 +1190,39 @@ def suite_embeddings(binary, model, args):
             print("embeddings: a model without pooling refuses with 400, naming --pooling", flush=True)
 
 
+def suite_embeddings_encoder(binary, model, args):
+    """An encoder-only model (bert, nomic-bert: tests/data/bert_tiny.gguf, whose GGUF sets mean
+    pooling): /v1/embeddings answers, each input of a list as alone; generation requests get a
+    400 naming the reason; an input longer than the ubatch (a non-causal model evaluates an
+    input whole) gets an error naming -ub; the server keeps serving after each refusal."""
+    with Server(binary, model, ["-np", "2"] + args) as srv:
+        def emb(body):
+            status, resp, _ = srv.post("/v1/embeddings", body)
+            check(status == 200, f"{body}: status {status}: {resp}")
+            return resp
+
+        texts = ["Hello world!", "The quick brown fox jumped over the lazy dog.", "Café naïve EMBEDDINGS (search_query)"]
+        alone = [emb({"input": t})["data"][0]["embedding"] for t in texts]
+        for v in alone:
+            check(abs(math.sqrt(sum(x * x for x in v)) - 1) < 1e-5, "not L2-normalized")
+        check(len({tuple(v) for v in alone}) == len(alone), "two different texts gave the same vector")
+        many = emb({"input": texts})["data"]
+        check([d["embedding"] for d in many] == alone, "inputs of a list differ from each alone")
+        status, tok, _ = srv.post("/tokenize", {"content": texts[0], "add_special": True})
+        ids = tok["tokens"]
+        check(status == 200 and ids[0] == 2 and ids[-1] == 3, f"WordPiece: [CLS] ... [SEP] expected, got {ids}")
+        check(emb({"input": ids})["data"][0]["embedding"] == alone[0], "token ids differ from their text")
+        print(f"embeddings_encoder: {len(texts)} vectors, lists and ids as alone, [CLS]..[SEP] tokens {ids}", flush=True)
+        for path, body in (("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}),
+                           ("/v1/completions", {"prompt": "hello", "max_tokens": 4})):
+            status, resp, _ = srv.post(path, body)
+            check(status == 400 and "embedding model" in resp["error"]["message"], f"{path} on an encoder: {status} {resp}")
+        status, resp, _ = srv.post("/v1/embeddings", {"input": " ".join(["the quick brown fox"] * 12)})
+        check(status == 400 and "ubatch" in json.dumps(resp) and "-ub" in json.dumps(resp), f"an input longer than the ubatch: {status} {resp}")
+        check(emb({"input": texts[1]})["data"][0]["embedding"] == alone[1], "after the refusals, a vector differs")
+        print("embeddings_encoder: generation refused with 400, a too-long input refused naming -ub, still serving", flush=True)
+
+
 if __name__ == "__main__":
     if len(sys.argv) < 4:
         print(__doc__)
@@ -1198,4 +1231,5 @@ if __name__ == "__main__":
     {"concurrency": suite_concurrency, "chat": suite_chat, "cancel": suite_cancel, "errors": suite_errors, "hostile": suite_hostile,
      "openai": suite_openai, "backends": suite_backends,
      "chat_split": suite_chat_split, "mpi_chat": suite_mpi_chat, "embeddings": suite_embeddings,
+     "embeddings_encoder": suite_embeddings_encoder,
      "embeddings_mpi": suite_embeddings_mpi, "structured": suite_structured, "tools": suite_tools}[suite](binary, model, extra)

@@ -102,6 +102,12 @@ EmbedRequest parse_embeddings(const json& body, const EmbedContext& ctx) {
         if (int64_t(inputs[i].size()) > ctx.n_ctx)
             throw ApiError(400, "'input' " + std::to_string(i) + " has " + std::to_string(inputs[i].size()) +
                                     " tokens, more than a slot's context of " + std::to_string(ctx.n_ctx), "input", "context_length_exceeded");
+    for (size_t i = 0; ctx.one_ubatch > 0 && i < inputs.size(); ++i)
+        if (int64_t(inputs[i].size()) > ctx.one_ubatch)
+            throw ApiError(400, "'input' " + std::to_string(i) + " has " + std::to_string(inputs[i].size()) + " tokens, more than the ubatch of " +
+                                    std::to_string(ctx.one_ubatch) + ": " + ctx.arch +
+                                    " attends both ways and evaluates an input in one ubatch (start the server with a larger -ub)",
+                           "input", "context_length_exceeded");
     if (auto f = body.find("encoding_format"); f != body.end() && !f->is_null()) {
         if (!f->is_string() || (*f != "float" && *f != "base64"))
             throw ApiError(400, "'encoding_format' must be \"float\" or \"base64\", got " + f->dump(), "encoding_format");

@@ -30,6 +30,9 @@ struct EmbedContext {
     int normalize = 2;    // --embd-normalize (llama.cpp's numbers; 2: euclidean)
     size_t max_piece_bytes = 0;  // Tokenizer::max_bytes_per_token (0: no bound)
     std::string model_id;  // answered as "model" when the request names none
+    // A non-causal model (an encoder) evaluates an input whole, in one ubatch: the longest
+    // input it takes (0: no such limit).
+    int64_t one_ubatch = 0;
 };
 
 // The context of a loaded model: pooling from `pooling` ("none", "mean", "cls", "last"; "" the

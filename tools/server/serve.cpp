@@ -293,6 +293,12 @@ enum class Endpoint { Completions, Chat, Responses };
 
 void handle_generate(State& st, Endpoint kind, const httplib::Request& req, httplib::Response& res) {
     const bool chat = kind != Endpoint::Completions;
+    // An encoder (BERT, nomic-bert) has no output projection: it embeds, it does not generate.
+    if (st.model && !st.model->hparams().has_logits) {
+        send_error(res, ApiError(400, st.model->hparams().arch + " is an embedding model: it serves /v1/embeddings, not text generation", "",
+                                 "", "invalid_request_error"));
+        return;
+    }
     GenRequest g;
     std::shared_ptr<ResponsesMeta> responses;
     try {
@@ -591,6 +597,7 @@ int serve(const ServeConfig& c) {
             if (st.tok->is_eog(id)) st.api.eog_ids.push_back(id);
         st.api.max_piece_bytes = st.tok->max_bytes_per_token();
         st.embed = embed_context(*st.model, *st.tok, st.session->params().n_ctx, c.pooling, c.embd_normalize, st.model_id);
+        if (!st.model->hparams().causal) st.embed.one_ubatch = st.session->params().n_ubatch;
         st.engine = std::make_unique<Engine>(*st.session, *st.tok, st.metrics, c.max_queue, c.spec);
         st.ready = true;
         std::fprintf(stderr, "lockstep serve: ready in %.1f s: %s, %d slots of %lld tokens each, ubatch %lld\n",

@@ -1,0 +1,280 @@
+// BERT-style encoders (core/models/bert.cpp: "bert", "nomic-bert") and their WordPiece
+// tokenizer (core/text/tokenizer_wpm.cpp), against tools/oracle/bert_tiny.py: BERT's tokenizer
+// written from its definition, and a float64 numpy forward pass with non-causal attention,
+// pooled and L2-normalized (tests/data/bert_tiny.oracle, bert_tiny.gguf, nomicbert_tiny.gguf).
+// EmbeddingGemma ("gemma-embedding", core/models/gemma.cpp) against
+// tools/oracle/gemma_embedding_tiny.py (tests/data/gemmaembed_tiny.{gguf,oracle}).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "core/gguf/gguf.h"
+#include "core/models/registry.h"
+#include "core/runtime/embed.h"
+#include "core/runtime/session.h"
+#include "core/text/tokenizer.h"
+#include "tests/support/kv_contract.h"
+#include "tests/support/test_util.h"
+
+using namespace ls;
+using namespace ls::test;
+using namespace std::string_literals;
+
+namespace {
+
+struct TokCase {
+    std::string text;
+    std::vector<int32_t> ids;
+};
+struct EmbCase {
+    std::string model;
+    Pooling pooling;
+    std::vector<int32_t> tokens;
+    std::vector<double> want;
+};
+
+// A JSON string as the oracle writes it (json.dumps, ensure_ascii=False): \" \\ \n \t escapes.
+std::string unjson(const std::string& s) {
+    REQUIRE(s.size() >= 2);
+    std::string out;
+    for (size_t i = 1; i + 1 < s.size(); ++i) {
+        if (s[i] != '\\') {
+            out += s[i];
+            continue;
+        }
+        const char c = s[++i];
+        out += c == 'n' ? '\n' : c == 't' ? '\t' : c == 'r' ? '\r' : c;
+    }
+    return out;
+}
+
+void read_oracle(std::vector<TokCase>& toks, std::vector<EmbCase>& cases, const std::string& file = "bert_tiny.oracle") {
+    std::ifstream f(test_data(file));
+    REQUIRE(f);
+    std::string line;
+    while (std::getline(f, line)) {
+        if (line.empty() || line[0] == '#') continue;
+        std::istringstream h(line);
+        std::string word;
+        h >> word;
+        if (word == "text") {
+            TokCase t;
+            t.text = unjson(line.substr(5));
+            REQUIRE(std::getline(f, line));
+            std::istringstream g(line);
+            size_t n = 0;
+            g >> word >> n;
+            REQUIRE(word == "tok");
+            t.ids.resize(n);
+            for (auto& x : t.ids) g >> x;
+            toks.push_back(std::move(t));
+            continue;
+        }
+        REQUIRE(word == "case");
+        EmbCase c;
+        std::string pooling;
+        size_t n = 0;
+        h >> c.model >> pooling >> n;
+        c.pooling = parse_pooling(pooling);
+        c.tokens.resize(n);
+        for (auto& t : c.tokens) h >> t;
+        REQUIRE(std::getline(f, line));
+        std::istringstream v(line);
+        double x;
+        while (v >> x) c.want.push_back(x);
+        cases.push_back(std::move(c));
+    }
+}
+
+double cosine(const std::vector<float>& a, const std::vector<double>& b) {
+    double ab = 0, aa = 0, bb = 0;
+    for (size_t i = 0; i < a.size(); ++i) ab += a[i] * b[i], aa += double(a[i]) * a[i], bb += b[i] * b[i];
+    return ab / std::sqrt(aa * bb);
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// The file's bytes with every `from` replaced by `to` (the same length), written to a scratch
+// file: a tensor renamed (missing), two names swapped (a wrong shape), a key's value changed.
+std::string patched(const std::string& file, const std::vector<std::pair<std::string, std::string>>& subs, const std::string& name) {
+    std::ifstream in(test_data(file), std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (const auto& [from, to] : subs) {
+        REQUIRE(from.size() == to.size());
+        for (size_t at = bytes.find(from); at != std::string::npos; at = bytes.find(from, at + 1)) bytes.replace(at, from.size(), to);
+    }
+    const std::string path = temp_path(name);
+    std::ofstream(path, std::ios::binary) << bytes;
+    return path;
+}
+
+}  // namespace
+
+TEST_CASE("WordPiece: the bert vocabulary tokenizes as BERT's definition does", "[embed][text]") {
+    std::vector<TokCase> toks;
+    std::vector<EmbCase> cases;
+    read_oracle(toks, cases);
+    REQUIRE(toks.size() >= 5);
+    for (const char* file : {"bert_tiny.gguf", "nomicbert_tiny.gguf"}) {
+        auto f = GgufFile::open(test_data(file));
+        const Tokenizer tok = Tokenizer::from_gguf(*f);
+        REQUIRE(tok.kind() == TokenizerKind::WordPiece);
+        for (const TokCase& t : toks) {
+            INFO(file << ": '" << t.text << "'");
+            CHECK(tok.encode(t.text, true, false) == t.ids);
+            // Without special tokens: no [CLS] and no [SEP].
+            const std::vector<int32_t> bare(t.ids.begin() + 1, t.ids.end() - 1);
+            CHECK(tok.encode(t.text, false, false) == bare);
+        }
+        // Control tokens in the text: pieces with parse_special, punctuation and words without.
+        const int32_t cls = tok.find_token("[CLS]"), sep = tok.find_token("[SEP]"), unk = tok.unk();
+        REQUIRE(cls >= 0);
+        REQUIRE(sep >= 0);
+        CHECK(tok.encode("[SEP] hello", false, true) == std::vector<int32_t>{sep, tok.find_token("\xE2\x96\x81hello")});
+        CHECK(tok.encode("[SEP]", false, false) ==
+              std::vector<int32_t>{tok.find_token("\xE2\x96\x81["), tok.find_token("\xE2\x96\x81s"), tok.find_token("e"),
+                                   tok.find_token("p"), tok.find_token("\xE2\x96\x81]")});
+        // A word with a character no piece has is one [UNK]; words around it are kept.
+        CHECK(tok.encode("hello \xCE\xA9mega world", false, false) ==
+              std::vector<int32_t>{tok.find_token("\xE2\x96\x81hello"), unk, tok.find_token("\xE2\x96\x81world")});
+        // Pieces decode back: "▁" is a space, a continuation joins the word.
+        CHECK(tok.decode(tok.encode("unbelievable dogs", false, false)) == " unbelievable dogs");
+        CHECK(tok.max_bytes_per_token() == 0);  // one [UNK] stands for a whole word
+    }
+}
+
+TEST_CASE("WordPiece: a bert vocabulary without an unknown token, or an unknown tokenizer, is refused by name", "[embed][text]") {
+    const std::string bad = patched("bert_tiny.gguf", {{"tokenizer.ggml.model\x08\x00\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00" "bert"s,
+                                                        "tokenizer.ggml.model\x08\x00\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00" "bort"s}},
+                                    "bert_bort.gguf");
+    auto f = GgufFile::open(bad);
+    CHECK_THROWS_WITH(Tokenizer::from_gguf(*f), Catch::Contains("unsupported tokenizer.ggml.model 'bort'"));
+    const std::string no_unk = patched("bert_tiny.gguf", {{"tokenizer.ggml.unknown_token_id", "tokenizer.ggml.unknown_token_xx"}}, "bert_nounk.gguf");
+    auto g = GgufFile::open(no_unk);
+    CHECK_THROWS_WITH(Tokenizer::from_gguf(*g), Catch::Contains("unknown_token_id"));
+}
+
+TEST_CASE("encoders: tiny bert and nomic-bert embeddings match the float64 oracle, the same bits on every backend", "[embed][families]") {
+    std::vector<TokCase> toks;
+    std::vector<EmbCase> cases;
+    read_oracle(toks, cases);
+    REQUIRE(cases.size() >= 16);
+    double worst = 1.0;
+    for (const std::string kind : {"bert", "nomicbert"}) {
+        std::vector<std::vector<float>> first;  // per case, the reference backend's
+        for (const std::string& bk : all_backend_names()) {
+            LoadedModel l = load_tiny(bk, kind);
+            REQUIRE(!l.model->hparams().causal);
+            REQUIRE(model_pooling(*l.model) == Pooling::Mean);
+            // A ubatch that holds every input (70 tokens at most): each evaluated in one.
+            auto s = new_session(l, 96, 80, DType::F16, 2);
+            size_t k = 0;
+            for (const EmbCase& c : cases) {
+                if (c.model != kind + "_tiny.gguf") continue;
+                INFO(kind << " " << pooling_name(c.pooling) << ", " << c.tokens.size() << " tokens, backend " << bk);
+                const std::vector<float> got = embed(*s, 1, c.tokens, c.pooling);
+                REQUIRE(got.size() == c.want.size());
+                const double cs = cosine(got, c.want);
+                worst = std::min(worst, cs);
+                // float32 through 2 post-norm layers against float64, F16 K/V rows.
+                CHECK(cs >= 0.9999);
+                if (first.size() <= k) first.push_back(got);
+                else CHECK(same_bits(got, first[k]));
+                ++k;
+            }
+            // Side by side in both slots of one batch (each sees only its own sequence): the
+            // same bits as alone.
+            for (Pooling pl : {Pooling::Mean, Pooling::Cls}) {
+                std::vector<std::vector<int32_t>> inputs;
+                std::vector<size_t> ks;
+                size_t j = 0;
+                for (const EmbCase& c : cases) {
+                    if (c.model != kind + "_tiny.gguf") continue;
+                    if (c.pooling == pl) inputs.push_back(c.tokens), ks.push_back(j);
+                    ++j;
+                }
+                INFO(kind << " " << pooling_name(pl) << " side by side, backend " << bk);
+                const auto many = embed_many(*s, {0, 1}, inputs, pl);
+                for (size_t q = 0; q < many.size(); ++q) CHECK(same_bits(many[q], first[ks[q]]));
+            }
+        }
+    }
+    WARN("worst cosine of the encoders against the oracle: 1 - " << (1.0 - worst));
+}
+
+TEST_CASE("encoders: an input longer than the ubatch, a continued sequence and a request for logits are refused", "[embed]") {
+    LoadedModel l = load_tiny("cpu", "bert");
+    auto s = new_session(l, 96, 32, DType::F16, 2);
+    std::vector<int32_t> long_input(70, 5), short_input(20, 6);
+    long_input.front() = 2, long_input.back() = 3;
+    // Non-causal: an input is evaluated whole, so one longer than the ubatch cannot be.
+    CHECK_THROWS_WITH(embed(*s, 0, long_input, Pooling::Mean), Catch::Contains("more than the ubatch of 32") && Catch::Contains("-ub"));
+    // Two inputs that fit only one at a time in a ubatch: embed_many waits for room, and each
+    // gets what it gets alone.
+    const std::vector<int32_t> other(25, 7);
+    const auto many = embed_many(*s, {0, 1}, {short_input, other}, Pooling::Mean);
+    CHECK(same_bits(many[0], embed(*s, 0, short_input, Pooling::Mean)));
+    CHECK(same_bits(many[1], embed(*s, 1, other, Pooling::Mean)));
+    // A decode that would continue a sequence, or that asks for logits.
+    Batch b;
+    b.add(5, 0, int32_t(s->seq_len(0)), true);
+    CHECK_THROWS_WITH(s->decode(b, DecodeOutput::Hidden), Catch::Contains("already holds tokens"));
+    s->seq_rm(0, 0);
+    Batch c;
+    c.add(5, 0, 0, true);
+    CHECK_THROWS_WITH(s->decode(c, DecodeOutput::Logits), Catch::Contains("embedding model"));
+    Batch big;
+    for (int32_t i = 0; i < 40; ++i) big.add(5, 1, i, false);
+    s->seq_rm(1, 0);
+    CHECK_THROWS_WITH(s->decode(big, DecodeOutput::Hidden), Catch::Contains("larger than the ubatch"));
+}
+
+TEST_CASE("encoders: a bert GGUF missing a tensor or with a wrong shape is refused by name", "[embed]") {
+    auto be = make_backend("cpu");
+    const std::string missing = patched("bert_tiny.gguf", {{"blk.1.ffn_down.bias", "blk.1.ffn_down.bia_"}}, "bert_missing.gguf");
+    CHECK_THROWS_WITH(load_model(missing, *be), Catch::Contains("blk.1.ffn_down.bias"));
+    // Two biases of different lengths (64 and 128) trade names.
+    const std::string swapped = patched("bert_tiny.gguf", {{"blk.0.ffn_up.bias", "blk.0.TMP_XY.bias"}, {"blk.0.attn_q.bias", "blk.0.ffn_up.bias"},
+                                                           {"blk.0.TMP_XY.bias", "blk.0.attn_q.bias"}},
+                                        "bert_swapped.gguf");
+    CHECK_THROWS_WITH(load_model(swapped, *be), Catch::Contains("blk.0.attn_q.bias") && Catch::Contains("[64]"));
+    const std::string no_pos = patched("nomicbert_tiny.gguf", {{"blk.0.attn_qkv.weight", "blk.0.attn_qkv.weighx"}}, "nomic_noqkv.gguf");
+    CHECK_THROWS_WITH(load_model(no_pos, *be), Catch::Contains("blk.0.attn_q.weight"));
+}
+
+TEST_CASE("encoders: tiny EmbeddingGemma matches the float64 oracle, the same bits on every backend", "[embed][families]") {
+    std::vector<TokCase> toks;
+    std::vector<EmbCase> cases;
+    read_oracle(toks, cases, "gemmaembed_tiny.oracle");
+    REQUIRE(cases.size() >= 12);
+    double worst = 1.0;
+    std::vector<std::vector<float>> first;
+    for (const std::string& bk : all_backend_names()) {
+        LoadedModel l = load_tiny(bk, "gemmaembed");
+        REQUIRE(!l.model->hparams().causal);
+        REQUIRE(!l.model->hparams().has_logits);
+        REQUIRE(model_pooling(*l.model) == Pooling::Mean);
+        auto s = new_session(l, 64, 16, DType::F16, 2);
+        size_t k = 0;
+        for (const EmbCase& c : cases) {
+            INFO(pooling_name(c.pooling) << ", " << c.tokens.size() << " tokens, backend " << bk);
+            const std::vector<float> got = embed(*s, 1, c.tokens, c.pooling);
+            REQUIRE(got.size() == c.want.size());
+            const double cs = cosine(got, c.want);
+            worst = std::min(worst, cs);
+            // float32 through 6 layers against float64 (the same F16-rounded weights), F16 K/V rows.
+            CHECK(cs >= 0.9999);
+            if (first.size() <= k) first.push_back(got);
+            else CHECK(same_bits(got, first[k]));
+            ++k;
+        }
+        // Past the reach of the symmetric window (W / 2 + 1 = 9 tokens): refused, naming why.
+        CHECK_THROWS_WITH(embed(*s, 0, std::vector<int32_t>(10, 7), Pooling::Mean), Catch::Contains("symmetric sliding window"));
+    }
+    WARN("worst cosine of EmbeddingGemma against the oracle: 1 - " << (1.0 - worst));
+}

@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""A tiny random-weight EmbeddingGemma (GGUF arch "gemma-embedding") and its float64 numpy oracle.
+
+Writes tests/data/gemmaembed_tiny.gguf: Gemma 3 layers (6, so that the sixth is global: rope
+base 1e6 there, 10000 in the five sliding ones), hidden 64, 2 query heads and 1 kv head of 32,
+per-head q/k RMS norms, norms before and after attention and FFN, GELU-gated FFN, embeddings
+scaled by sqrt(n_embd), a final RMS norm, mean pooling (pooling_type 1), sliding window 16;
+matrices F16 (the oracle computes with the same rounded values), norms F32. No tokenizer: the
+tests give token ids. And tests/data/gemmaembed_tiny.oracle, in tools/oracle/embed_numpy.py's
+format ('case MODEL POOLING N ids' then n_embd floats).
+
+The forward pass is written here from the architecture (Gemma 3 as llama.cpp's gemma-embedding
+graph runs it: non-causal attention, its sliding layers' window symmetric, |p - k| <= W / 2),
+float64 throughout, independent of lockstep. The inputs are at most W / 2 + 1 = 9 tokens, so
+every key is within every query's reach (lockstep refuses longer inputs for now).
+
+Usage: tools/oracle/gemma_embedding_tiny.py OUT_DIR
+"""
+import math
+import os
+import sys
+
+import gguf
+import numpy as np
+
+E, L, H, HKV, D, F, V, CTX, W = 64, 6, 2, 1, 32, 64, 64, 128, 16
+EPS = 1e-6
+BASE_GLOBAL, BASE_LOCAL = 1e6, 1e4
+INPUTS = [[2], [2, 10, 11, 12, 1], [2, 40, 41, 7, 7, 8, 63, 30, 1], [2, 5, 9, 60, 33, 1]]
+
+
+def make_weights(rng):
+    r = lambda *s, sc=0.2: rng.standard_normal(s) * sc
+    w = {"token_embd.weight": r(V, E, sc=0.3).astype(np.float16), "output_norm.weight": (1 + r(E, sc=0.1)).astype(np.float32)}
+    for il in range(L):
+        p = f"blk.{il}."
+        w[p + "attn_norm.weight"] = 1 + r(E, sc=0.1)
+        w[p + "attn_q.weight"] = r(H * D, E, sc=0.25)
+        w[p + "attn_k.weight"] = r(HKV * D, E, sc=0.25)
+        w[p + "attn_v.weight"] = r(HKV * D, E, sc=0.25)
+        w[p + "attn_output.weight"] = r(E, H * D, sc=0.25)
+        w[p + "attn_q_norm.weight"] = 1 + r(D, sc=0.1)
+        w[p + "attn_k_norm.weight"] = 1 + r(D, sc=0.1)
+        w[p + "post_attention_norm.weight"] = 1 + r(E, sc=0.1)
+        w[p + "ffn_norm.weight"] = 1 + r(E, sc=0.1)
+        w[p + "ffn_gate.weight"] = r(F, E, sc=0.25)
+        w[p + "ffn_up.weight"] = r(F, E, sc=0.25)
+        w[p + "ffn_down.weight"] = r(E, F, sc=0.25)
+        w[p + "post_ffw_norm.weight"] = 1 + r(E, sc=0.1)
+    return {k: (v.astype(np.float16) if v.ndim == 2 else v.astype(np.float32)) for k, v in w.items()}
+
+
+def write_gguf(path, w):
+    g = gguf.GGUFWriter(path, "gemma-embedding")
+    a = "gemma-embedding."
+    g.add_uint32(a + "embedding_length", E)
+    g.add_uint32(a + "block_count", L)
+    g.add_uint32(a + "feed_forward_length", F)
+    g.add_uint32(a + "context_length", CTX)
+    g.add_uint32(a + "attention.head_count", H)
+    g.add_uint32(a + "attention.head_count_kv", HKV)
+    g.add_uint32(a + "attention.key_length", D)
+    g.add_uint32(a + "attention.value_length", D)
+    g.add_float32(a + "attention.layer_norm_rms_epsilon", EPS)
+    g.add_uint32(a + "attention.sliding_window", W)
+    g.add_float32(a + "rope.freq_base", BASE_GLOBAL)
+    g.add_bool(a + "attention.causal", False)
+    g.add_uint32(a + "pooling_type", 1)
+    for k, v in w.items():
+        g.add_tensor(k, v)
+    g.write_header_to_file()
+    g.write_kv_data_to_file()
+    g.write_tensors_to_file()
+    g.close()
+
+
+def rms(x, wt):
+    return x / np.sqrt(np.mean(x * x, -1, keepdims=True) + EPS) * wt
+
+
+def gelu(x):
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def rope_neox(x, pos, base):  # x (T, heads, D): pairs (i, i + D/2)
+    half = D // 2
+    inv = base ** (-np.arange(half) * 2.0 / D)
+    ang = pos[:, None] * inv[None, :]
+    c, s = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
+    a, b = x[..., :half], x[..., half:]
+    return np.concatenate([a * c - b * s, a * s + b * c], -1)
+
+
+def forward(w, ids):
+    w = {k: v.astype(np.float64) for k, v in w.items()}
+    T = len(ids)
+    pos = np.arange(T, dtype=np.float64)
+    x = w["token_embd.weight"][ids] * math.sqrt(E)
+    for il in range(L):
+        p = f"blk.{il}."
+        local = il % 6 < 5
+        h = rms(x, w[p + "attn_norm.weight"])
+        q = (h @ w[p + "attn_q.weight"].T).reshape(T, H, D)
+        k = (h @ w[p + "attn_k.weight"].T).reshape(T, HKV, D)
+        v = (h @ w[p + "attn_v.weight"].T).reshape(T, HKV, D)
+        q, k = rms(q, w[p + "attn_q_norm.weight"]), rms(k, w[p + "attn_k_norm.weight"])
+        base = BASE_LOCAL if local else BASE_GLOBAL
+        q, k = rope_neox(q, pos, base), rope_neox(k, pos, base)
+        k, v = np.repeat(k, H // HKV, 1), np.repeat(v, H // HKV, 1)
+        s = np.einsum("thd,uhd->htu", q, k) / math.sqrt(D)
+        if local:  # the symmetric window: |p - k| <= W / 2 (all of these inputs)
+            far = np.abs(pos[:, None] - pos[None, :]) > W // 2
+            s = np.where(far[None], -np.inf, s)
+        s = np.exp(s - s.max(-1, keepdims=True))
+        s /= s.sum(-1, keepdims=True)
+        o = np.einsum("htu,uhd->thd", s, v).reshape(T, H * D) @ w[p + "attn_output.weight"].T
+        x = x + rms(o, w[p + "post_attention_norm.weight"])
+        h = rms(x, w[p + "ffn_norm.weight"])
+        f = (gelu(h @ w[p + "ffn_gate.weight"].T) * (h @ w[p + "ffn_up.weight"].T)) @ w[p + "ffn_down.weight"].T
+        x = x + rms(f, w[p + "post_ffw_norm.weight"])
+    return rms(x, w["output_norm.weight"])
+
+
+def main():
+    out = sys.argv[1]
+    w = make_weights(np.random.default_rng(34))
+    write_gguf(os.path.join(out, "gemmaembed_tiny.gguf"), w)
+    lines = ["# tools/oracle/gemma_embedding_tiny.py: float64 EmbeddingGemma embeddings (final RMS norm, pooled, L2-normalized)"]
+    for ids in INPUTS:
+        h = forward(w, np.array(ids))
+        for pool, vec in (("mean", h.mean(0)), ("cls", h[0]), ("last", h[-1])):
+            vec = vec / np.linalg.norm(vec)
+            lines.append(f"case gemmaembed_tiny.gguf {pool} {len(ids)} " + " ".join(map(str, ids)))
+            lines.append(" ".join(f"{x:.9e}" for x in vec))
+    with open(os.path.join(out, "gemmaembed_tiny.oracle"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
