@@ -33,31 +33,37 @@ DS = ["<｜User｜>", "<｜Assistant｜>", "<｜tool▁calls▁begin｜>", "<｜
       "<｜tool▁output▁end｜>", "<｜tool▁sep｜>"]
 DS_ENDS = {"bos": "<｜begin▁of▁sentence｜>", "eos": "<｜end▁of▁sentence｜>"}
 QWEN_TOOLS = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"]
+QWEN_TURNS = ["<|im_start|>", "<|im_end|>"]
+LLAMA_TURNS = ["<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]
 MISTRAL = ["<s>", "</s>", "[INST]", "[/INST]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]", "[TOOL_RESULTS]", "[/TOOL_RESULTS]",
            "[TOOL_CALLS]"]
 MISTRAL_V7 = MISTRAL + ["[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[TOOL_CONTENT]", "[ARGS]", "[CALL_ID]"]
 GRANITE_ROLES = ["<|start_of_role|>", "<|end_of_role|>", "<|end_of_text|>"]
 
 # name, template (corpus file), tiny model (tests/data), format the server must name, vocabulary:
-# control tokens, user-defined tokens, BOS/EOS/EOT texts (absent: the tiny model's own), and a
-# training context where the tiny model's is too short for a prompt with tools.
+# control tokens, user-defined tokens, BOS/EOS/EOT texts (absent: the tiny model's own), a
+# training context where the tiny model's is too short for a prompt with tools, and markers the
+# tiny vocabulary holds already (`has`). Each of these must encode as one token.
 FAMILIES = [
-    ("qwen2.5", "Qwen-Qwen2.5-7B-Instruct", "qwen3_tiny", "hermes", dict(user=QWEN_TOOLS)),
-    ("qwen3", "Qwen-Qwen3-0.6B", "qwen3_tiny", "hermes", dict(user=QWEN_TOOLS)),
-    ("qwq", "Qwen-QwQ-32B", "qwen3moe_tiny", "hermes", dict(user=QWEN_TOOLS)),
+    ("qwen2.5", "Qwen-Qwen2.5-7B-Instruct", "qwen3_tiny", "hermes", dict(user=QWEN_TOOLS, has=QWEN_TURNS)),
+    ("qwen3", "Qwen-Qwen3-0.6B", "qwen3_tiny", "hermes", dict(user=QWEN_TOOLS, has=QWEN_TURNS + ["<think>", "</think>"])),
+    ("qwq", "Qwen-QwQ-32B", "qwen3moe_tiny", "hermes", dict(user=QWEN_TOOLS, has=QWEN_TURNS + ["<think>", "</think>"])),
     ("llama3.1", "meta-llama-Llama-3.1-8B-Instruct", "llama_tiny", "llama3",
-     dict(control=["<|python_tag|>", "<|eom_id|>"], eos="<|eot_id|>", eot="<|eot_id|>")),
+     dict(control=["<|python_tag|>", "<|eom_id|>"], eos="<|eot_id|>", eot="<|eot_id|>", has=LLAMA_TURNS)),
     ("llama3.2", "meta-llama-Llama-3.2-3B-Instruct", "llama_tiny", "llama3",
-     dict(control=["<|python_tag|>", "<|eom_id|>"], eos="<|eot_id|>", eot="<|eot_id|>")),
+     dict(control=["<|python_tag|>", "<|eom_id|>"], eos="<|eot_id|>", eot="<|eot_id|>", has=LLAMA_TURNS)),
     ("llama3.3", "meta-llama-Llama-3.3-70B-Instruct", "llama_tiny", "llama3",
-     dict(control=["<|python_tag|>", "<|eom_id|>"], eos="<|eot_id|>", eot="<|eot_id|>")),
+     dict(control=["<|python_tag|>", "<|eom_id|>"], eos="<|eot_id|>", eot="<|eot_id|>", has=LLAMA_TURNS)),
     ("mistral-nemo", "mistralai-Mistral-Nemo-Instruct-2407", "llama_tiny", "mistral-nemo", dict(control=MISTRAL, bos="<s>", eos="</s>")),
     ("mistral-small-3.2", "Mistral-Small-3.2-24B-Instruct-2506", "llama_tiny", "mistral", dict(control=MISTRAL_V7, bos="<s>", eos="</s>")),
     # (Devstral's default system prompt is ~4700 tokens of the tiny byte-level vocabulary.)
     ("devstral", "unsloth-mistral-Devstral-Small-2507", "llama_tiny", "mistral", dict(control=MISTRAL_V7, bos="<s>", eos="</s>", ctx=8192)),
-    ("gpt-oss", "openai-gpt-oss-120b", "gptoss_tiny", "gpt-oss-harmony", dict()),  # the tiny vocabulary has harmony's tokens
-    ("gemma2", "google-gemma-2-2b-it", "gemma2_tiny", "generic", dict()),
-    ("gemma4", "google-gemma-4-31B-it", "gemma4_tiny", "gemma4", dict(ctx=2048, user=['<|"|>', "<|tool>", "<tool|>"], control=["<|think|>"])),
+    # (The tiny gpt-oss vocabulary has harmony's tokens.)
+    ("gpt-oss", "openai-gpt-oss-120b", "gptoss_tiny", "gpt-oss-harmony",
+     dict(has=["<|start|>", "<|channel|>", "<|message|>", "<|constrain|>", "<|end|>", "<|call|>", "<|return|>"])),
+    ("gemma2", "google-gemma-2-2b-it", "gemma2_tiny", "generic", dict(has=["<start_of_turn>", "<end_of_turn>"])),
+    ("gemma4", "google-gemma-4-31B-it", "gemma4_tiny", "gemma4", dict(ctx=2048, user=['<|"|>', "<|tool>", "<tool|>"], control=["<|think|>"],
+                                                               has=["<|turn>", "<turn|>", "<|tool_call>", "<tool_call|>", "<|tool_response>"])),
     ("deepseek-r1-distill-llama", "deepseek-ai-DeepSeek-R1-Distill-Llama-8B", "llama_tiny", "deepseek-r1",
      dict(control=list(DS_ENDS.values()), user=DS + ["<think>", "</think>"], **DS_ENDS)),
     ("deepseek-r1-distill-qwen", "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", "qwen3_tiny", "deepseek-r1",
@@ -112,7 +118,7 @@ def whole_calls(client, **kw):
     return calls, m.content, r.choices[0].finish_reason, m
 
 
-def run_family(openai, binary, model, name, fmt, ctx, Pet):
+def run_family(openai, binary, model, name, fmt, ctx, markers, Pet):
     import jsonschema
     t0 = time.monotonic()
     with Server(binary, model, ["-np", "2", "-c", str(ctx)]) as srv:
@@ -120,6 +126,10 @@ def run_family(openai, binary, model, name, fmt, ctx, Pet):
         check("does not parse" not in log, f"{name}: the template was refused:\n{log}")
         check(f"chat template: Jinja (the model's), tool calls: {fmt}\n" in log,
               f"{name}: the server does not read the template's calls as {fmt}:\n{log}")
+        for mk in markers:
+            st, tok, _ = srv.post("/tokenize", {"content": mk, "with_pieces": True})
+            check(st == 200 and len(tok["tokens"]) == 1 and tok["tokens"][0]["piece"] == mk,
+                  f"{name}: {mk} is not one token of the vocabulary: {tok}")
         client = openai.OpenAI(base_url=f"http://127.0.0.1:{srv.port}/v1", api_key="none", max_retries=0)
         mid = client.models.list().data[0].id
         ask = [{"role": "system", "content": "You help with weather and time."},
@@ -156,7 +166,7 @@ def run_family(openai, binary, model, name, fmt, ctx, Pet):
         got = client.beta.chat.completions.parse(model=mid, messages=[{"role": "user", "content": "Describe a pet."}],
                                                  response_format=Pet, max_tokens=160, seed=4, temperature=0.9)
         check(isinstance(got.choices[0].message.parsed, Pet), f"{name}: parse(): {got}")
-    print(f"{name}: {fmt}: {n} forced calls valid under their schemas, streamed = whole; the tool result answered "
+    print(f"{name}: {fmt}: {len(markers)} markers single tokens; {n} forced calls valid under their schemas, streamed = whole; the tool result answered "
           f"(none, auto); parse() validated ({time.monotonic() - t0:.1f} s)", flush=True)
 
 
@@ -194,7 +204,8 @@ def main():
         pid = os.fork()
         if pid == 0:
             try:
-                run_family(openai, binary, model, name, fmt, max(2048, vocab.get("ctx", 0)), Pet)
+                markers = vocab.get("control", []) + vocab.get("user", []) + vocab.get("has", [])
+                run_family(openai, binary, model, name, fmt, max(2048, vocab.get("ctx", 0)), markers, Pet)
             except SystemExit as e:
                 os._exit(e.code if isinstance(e.code, int) else 1)
             except BaseException:  # noqa: BLE001 - reported as this family's failure
