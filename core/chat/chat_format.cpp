@@ -115,6 +115,54 @@ ordered_json generic_history(const ordered_json& messages, const ordered_json& t
     return out;
 }
 
+// What a template may refuse that a conversation still means, and the form it is given again
+// in (as llama.cpp's template polyfills do): an assistant message of calls without content
+// (templates that concatenate or test message.content: content ""), calls' arguments as the
+// client's JSON string (templates that concatenate them: DeepSeek R1's), a system message
+// (templates that raise on one: Gemma 2's; it goes before the first user message's text).
+constexpr unsigned kEmptyContent = 1, kStringArguments = 2, kNoSystem = 4;
+
+// The messages (for_template's) adapted; `changed` says whether any adaptation applied.
+ordered_json adapted(const ordered_json& messages, const ordered_json& original, unsigned how, bool& changed) {
+    ordered_json out = messages;
+    changed = false;
+    for (size_t i = 0; i < out.size(); ++i) {
+        ordered_json& m = out[i];
+        if ((how & kEmptyContent) && m.value("role", "") == "assistant" && (!m.contains("content") || m["content"].is_null())) {
+            m["content"] = "";
+            changed = true;
+        }
+        if ((how & kStringArguments) && m.contains("tool_calls") && m["tool_calls"].is_array() && i < original.size() &&
+            original[i].contains("tool_calls") && original[i]["tool_calls"].is_array())
+            for (size_t k = 0; k < m["tool_calls"].size() && k < original[i]["tool_calls"].size(); ++k) {
+                ordered_json& call = m["tool_calls"][k];
+                const ordered_json& was = original[i]["tool_calls"][k];
+                ordered_json* fn = call.contains("function") && call["function"].is_object() ? &call["function"] : &call;
+                const ordered_json* wfn = was.contains("function") && was["function"].is_object() ? &was["function"] : &was;
+                if (fn->contains("arguments") && !(*fn)["arguments"].is_string()) {
+                    (*fn)["arguments"] = wfn->contains("arguments") && (*wfn)["arguments"].is_string()
+                                             ? (*wfn)["arguments"]
+                                             : ordered_json((*fn)["arguments"].dump(-1, ' ', false, ordered_json::error_handler_t::replace));
+                    changed = true;
+                }
+            }
+    }
+    if ((how & kNoSystem) && !out.empty() && out[0].value("role", "") == "system") {
+        const std::string sys = text_of(out[0].value("content", ordered_json("")));
+        out.erase(out.begin());
+        bool put = false;
+        for (ordered_json& m : out)
+            if (m.value("role", "") == "user") {
+                m["content"] = sys + "\n\n" + text_of(m.value("content", ordered_json("")));
+                put = true;
+                break;
+            }
+        if (!put) out.insert(out.begin(), ordered_json{{"role", "user"}, {"content", sys}});
+        changed = true;
+    }
+    return out;
+}
+
 }  // namespace
 
 std::string ChatFormat::render(const ChatInput& in) const {
@@ -134,10 +182,11 @@ std::string ChatFormat::render(const ChatInput& in) const {
     for (const auto& [k, v] : in.kwargs.items()) ctx[k] = v;
     const bool generic = tool_format_ == Format::Generic || tool_format_ == Format::None;
     const bool parallel = in.parallel_tool_calls;
-    if (generic && (tools || has_tool_messages))
-        ctx["messages"] = for_template(generic_history(in.messages, tools ? in.tools : ordered_json::array(), parallel));
-    else
-        ctx["messages"] = for_template(in.messages);
+    const ordered_json original = generic && (tools || has_tool_messages)
+                                      ? generic_history(in.messages, tools ? in.tools : ordered_json::array(), parallel)
+                                      : in.messages;
+    const ordered_json messages = for_template(original);
+    ctx["messages"] = messages;
     if (tools && !generic) ctx["tools"] = in.tools;
     ctx["add_generation_prompt"] = in.add_generation_prompt;
     ctx["bos_token"] = bos_;
@@ -145,6 +194,27 @@ std::string ChatFormat::render(const ChatInput& in) const {
     try {
         return jinja_->render(jinja::from_json(ctx));
     } catch (const jinja::Error& e) {
+        // The template refused the conversation as it came: the adapted forms, fewest changes
+        // first; its first error where none renders.
+        for (unsigned how : {kEmptyContent, kStringArguments, kEmptyContent | kStringArguments, kNoSystem,
+                             kNoSystem | kEmptyContent, kNoSystem | kStringArguments, kNoSystem | kEmptyContent | kStringArguments}) {
+            bool changed = false;
+            ordered_json again = adapted(messages, original, how, changed);
+            // (A combination whose every part applies; a part that changes nothing was tried.)
+            bool all = changed;
+            for (unsigned part : {kEmptyContent, kStringArguments, kNoSystem})
+                if ((how & part) && how != part) {
+                    bool c = false;
+                    adapted(messages, original, part, c);
+                    all = all && c;
+                }
+            if (!all) continue;
+            ctx["messages"] = std::move(again);
+            try {
+                return jinja_->render(jinja::from_json(ctx));
+            } catch (const jinja::Error&) {
+            }
+        }
         throw TemplateError(e.what());
     }
 }

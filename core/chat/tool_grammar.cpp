@@ -112,6 +112,44 @@ std::string xml_args(Gbnf& g, Format f, const ToolSpec& t, size_t i, const Schem
     return seq;
 }
 
+// Gemma 4's arguments, {key:value,...}: the declared parameters (required ones in order, then
+// optional ones that may be left out), strings between <|"|> quotes (a string enum's values as
+// its alternatives; maxLength kept, such a string without '<'), numbers, booleans and null as JSON writes them, anything
+// else in Gemma's own value syntax. Without required parameters: any of its objects.
+std::string gemma4_args(Gbnf& g, const ToolSpec& t, size_t i, const SchemaRules& schema_rules) {
+    const ordered_json* props = property_list(t);
+    if (!props || props->empty()) return "\"{}\"";
+    std::string req, opt;
+    size_t j = 0;
+    for (const auto& [key, schema] : props->items()) {
+        const std::string vrule = "tool-" + std::to_string(i) + "-arg-" + std::to_string(j++);
+        const std::string q = "\"<|\\\"|>\"";  // the GBNF literal "<|\"|>"
+        std::string body;
+        if (schema.is_object() && schema.contains("enum") && schema["enum"].is_array() && !schema["enum"].empty()) {
+            for (const auto& v : schema["enum"])
+                body += (body.empty() ? "" : " | ") + (v.is_string() ? lit("<|\"|>" + v.get<std::string>() + "<|\"|>") : lit(v.dump()));
+        } else if (schema.is_object() && schema.value("type", ordered_json()) == "string") {
+            // (A length-limited string holds no '<': then each character counts one.)
+            if (schema.contains("maxLength") && schema["maxLength"].is_number_unsigned())
+                body = q + " [^<]{0," + std::to_string(schema["maxLength"].get<uint64_t>()) + "} " + q;
+            else
+                body = q + " ([^<] | \"<\" [^|])* " + q;
+        } else if (schema.is_object() && schema.contains("type") && schema["type"].is_string() &&
+                   (schema["type"] == "integer" || schema["type"] == "number" || schema["type"] == "boolean" || schema["type"] == "null")) {
+            g.add_rules(schema_rules(schema, vrule + "-json"));
+            body = vrule + "-json";
+        } else {
+            body = "tc-g-val";
+        }
+        g.rule(vrule, body);
+        const std::string kv = lit(key + ":") + " " + vrule;
+        if (required(t, key)) req += (req.empty() ? "" : " \",\" ") + kv;
+        else opt += " (\",\" " + kv + ")?";
+    }
+    if (req.empty()) return "tc-g-obj";
+    return "\"{\" " + req + opt + " \"}\"";
+}
+
 }  // namespace
 
 std::string tool_call_gbnf(Format f, const std::vector<ToolSpec>& tools, bool parallel, const SchemaRules& schema_rules) {
@@ -148,8 +186,9 @@ std::string tool_call_gbnf(Format f, const std::vector<ToolSpec>& tools, bool pa
             call = lit("{\"name\": " + name_json + ", \"arguments\": ") + " " + a + " " + lit(", \"id\": \"") + " [a-zA-Z0-9]{9} " + lit("\"}");
             break;
         case Format::Mistral: call = lit("[TOOL_CALLS]" + t.name + "[ARGS]") + " " + a; break;
-        case Format::Harmony: call = lit("<|channel|>commentary to=functions." + t.name + " <|constrain|>json<|message|>") + " " + a + " " + lit("<|call|>"); break;
-        case Format::Gemma4: call = lit("<|tool_call>call:" + t.name) + " tc-g-obj " + lit("<tool_call|>"); break;
+        // (<|call|> ends generation: where it is a control token the call ends before it.)
+        case Format::Harmony: call = lit("<|channel|>commentary to=functions." + t.name + " <|constrain|>json<|message|>") + " " + a + " " + lit("<|call|>") + "?"; break;
+        case Format::Gemma4: call = lit("<|tool_call>call:" + t.name) + " " + gemma4_args(g, t, i, schema_rules) + " " + lit("<tool_call|>"); break;
         case Format::Generic:
         case Format::Granite:
         case Format::NemotronV2:

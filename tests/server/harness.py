@@ -398,6 +398,36 @@ def wait_for(cond, timeout, what):
         time.sleep(0.005)
 
 
+def template_corpus():
+    """The folder of chat templates real models ship (test data outside the project):
+    $LOCKSTEP_CHAT_TEMPLATES, else ../shared/data/chat-templates beside the checkout."""
+    return os.environ.get("LOCKSTEP_CHAT_TEMPLATES") or os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data",
+                                                                      "chat-templates")
+
+
+def import_openai():
+    """The official openai client, from the cache folder tools/scripts/test.sh installs it
+    into; exits 77 (skipped) where it is not installed."""
+    cache = os.environ.get("LOCKSTEP_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "lockstep")
+    sys.path.insert(0, os.path.join(cache, "pyclient"))
+    try:
+        import openai
+    except ImportError:
+        print("SKIP: the openai package is not installed (tools/scripts/test.sh installs it)", flush=True)
+        sys.exit(77)
+    return openai
+
+
+# Two functions for the tool-call tests: a string argument and an enum.
+WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "The weather in a city",
+                                           "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 20}},
+                                                          "required": ["city"]}}}
+TIME = {"type": "function", "function": {"name": "get_time", "description": "The time in a time zone",
+                                        "parameters": {"type": "object", "properties": {"zone": {"enum": ["UTC", "CET", "PST"]}},
+                                                       "required": ["zone"]}}}
+
+
 def check(cond, msg):
     if not cond:
         print("FAIL:", msg, flush=True)

@@ -35,7 +35,8 @@ import sys
 import threading
 import time
 
-from harness import Server, Workers, check, gen_path, generate, mpi_wrapper, normalise_stream, wait_for
+from harness import (TIME, WEATHER, Server, Workers, check, gen_path, generate, import_openai, mpi_wrapper, normalise_stream,
+                     template_corpus, wait_for)
 
 PROMPTS = [
     "The history of the printing press",
@@ -324,14 +325,6 @@ def suite_structured(binary, model, args):
         print("structured: answers alone equal the same requests served beside 7 others", flush=True)
 
 
-WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "The weather in a city",
-                                           "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 20}},
-                                                          "required": ["city"]}}}
-TIME = {"type": "function", "function": {"name": "get_time", "description": "The time in a time zone",
-                                        "parameters": {"type": "object", "properties": {"zone": {"enum": ["UTC", "CET", "PST"]}},
-                                                       "required": ["zone"]}}}
-
-
 def calls_of(srv, body, stream):
     """A chat's tool calls [(id, name, arguments)], content and finish, whole or rebuilt from
     the stream's deltas."""
@@ -363,8 +356,7 @@ def suite_tools(binary, model, args):
     the default model's built-in template (the Generic JSON format), then with a Qwen 2.5
     template from the corpus (Hermes <tool_call> format, rendered by the Jinja interpreter)."""
     import jsonschema
-    corpus = os.environ.get("LOCKSTEP_CHAT_TEMPLATES") or os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data",
-                                                                        "chat-templates")
+    corpus = template_corpus()
     qwen = os.path.join(corpus, "Qwen-Qwen2.5-7B-Instruct.jinja")
     variants = [("built-in (Generic)", [])]
     if os.path.exists(qwen):
@@ -963,15 +955,7 @@ def suite_hostile(binary, model, args):
 
 
 def suite_openai(binary, model, args):
-    # tools/scripts/test.sh installs the client into the cache folder fetch_model.sh uses.
-    cache = os.environ.get("LOCKSTEP_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "lockstep")
-    sys.path.insert(0, os.path.join(cache, "pyclient"))
-    try:
-        import openai
-    except ImportError:
-        print("SKIP: the openai package is not installed (tools/scripts/test.sh installs it)", flush=True)
-        sys.exit(77)
+    openai = import_openai()
     with Server(binary, model, ["-np", "2"] + args, api_key="k") as srv:
         client = openai.OpenAI(base_url=f"http://127.0.0.1:{srv.port}/v1", api_key="k")
         mid = client.models.list().data[0].id

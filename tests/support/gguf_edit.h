@@ -115,5 +115,69 @@ inline int requantize_gguf(const std::string& src, const std::string& out, DType
     return converted;
 }
 
-}  // namespace ls::test
+// A vocabulary edit: tokens put into a vocabulary's unused slots (or retyped where the text is
+// already there), as a real model's vocabulary holds its template's markers, and which tokens
+// are BOS, EOS and EOT; optionally a chat template. For test models of a family's format.
+struct VocabEdit {
+    std::vector<std::pair<std::string, int32_t>> tokens;  // text, TokenType (3 control, 4 user-defined)
+    std::string bos, eos, eot;                            // token texts; empty: unchanged
+    std::optional<std::string> chat_template;             // tokenizer.chat_template
+    uint32_t context_length = 0;                          // > 0: <arch>.context_length
+};
 
+// Copies `src` (which has a tokenizer) to `out` with `edit` applied. Throws naming the token
+// when the vocabulary has no unused slot left for it, or a BOS/EOS/EOT text it does not hold.
+inline void edit_vocab(const std::string& src, const std::string& out, const VocabEdit& edit) {
+    auto f = GgufFile::open(src);
+    const GgufValue* tv = f->find("tokenizer.ggml.tokens");
+    const GgufValue* ty = f->find("tokenizer.ggml.token_type");
+    if (!tv || !ty) throw std::runtime_error(src + ": no tokenizer.ggml.tokens and token_type to edit");
+    std::vector<std::string> tokens = tv->strings;
+    std::vector<int32_t> types;
+    for (int64_t x : ty->ints) types.push_back(int32_t(x));
+    for (uint64_t x : ty->uints) types.push_back(int32_t(x));
+    if (types.size() != tokens.size()) throw std::runtime_error(src + ": token_type and tokens differ in length");
+    auto find = [&](const std::string& t) -> int64_t {
+        for (size_t i = 0; i < tokens.size(); ++i)
+            if (tokens[i] == t) return int64_t(i);
+        return -1;
+    };
+    size_t next_unused = 0;
+    for (const auto& [text, type] : edit.tokens) {
+        int64_t id = find(text);
+        if (id < 0) {
+            while (next_unused < types.size() && types[next_unused] != 5) ++next_unused;  // 5: unused
+            if (next_unused == types.size()) throw std::runtime_error(src + ": no unused token slot left for " + text);
+            id = int64_t(next_unused);
+            tokens[size_t(id)] = text;
+        }
+        types[size_t(id)] = type;
+    }
+    std::set<std::string> drop = {"tokenizer.ggml.tokens", "tokenizer.ggml.token_type", "tokenizer.chat_template"};
+    std::vector<std::pair<std::string, int64_t>> ids;
+    for (const auto& [key, text] : {std::pair<std::string, std::string>{"tokenizer.ggml.bos_token_id", edit.bos},
+                                    {"tokenizer.ggml.eos_token_id", edit.eos}, {"tokenizer.ggml.eot_token_id", edit.eot}}) {
+        if (text.empty()) continue;
+        const int64_t id = find(text);
+        if (id < 0) throw std::runtime_error(src + ": " + key + ": the vocabulary has no token " + text);
+        ids.emplace_back(key, id);
+        drop.insert(key);
+    }
+    if (!edit.chat_template && f->find("tokenizer.chat_template")) drop.erase("tokenizer.chat_template");
+    std::string ctx_key;
+    if (edit.context_length > 0) {
+        const GgufValue* arch = f->find("general.architecture");
+        if (!arch || arch->type != GgufType::STRING) throw std::runtime_error(src + ": no general.architecture for the context length");
+        ctx_key = std::get<std::string>(arch->scalar) + ".context_length";
+        drop.insert(ctx_key);
+    }
+    rewrite_gguf(src, out, drop, {}, [&](GgufWriter& w) {
+        w.set_string_array("tokenizer.ggml.tokens", tokens);
+        w.set_i32_array("tokenizer.ggml.token_type", types);
+        for (const auto& [key, id] : ids) w.set_u32(key, uint32_t(id));
+        if (edit.chat_template) w.set_string("tokenizer.chat_template", *edit.chat_template);
+        if (!ctx_key.empty()) w.set_u32(ctx_key, edit.context_length);
+    });
+}
+
+}  // namespace ls::test

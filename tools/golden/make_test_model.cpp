@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -39,6 +41,14 @@ const char* kUsage =
     "  --requantize FILE instead: copy FILE (any model) with every matrix whose rows fit the\n"
     "                    --type's blocks (token embedding included) requantized to that type by the\n"
     "                    reference quantizers; the same FILE and type always give the same bytes\n"
+    "  --tokens-for FILE instead: copy FILE's model and tokenizer with the tokens below put in its\n"
+    "                    unused slots (or retyped where FILE has them): a vocabulary that holds a\n"
+    "                    family's chat markers as the real model's does\n"
+    "    --control TEXT      a control token (repeatable)\n"
+    "    --user-token TEXT   a user-defined token, matched and shown as text (repeatable)\n"
+    "    --bos/--eos/--eot TEXT  the token that is BOS, EOS or EOT (written as its id)\n"
+    "    --chat-template FILE    tokenizer.chat_template from FILE\n"
+    "    --ctx N                 <arch>.context_length N (the model's own without it)\n"
     "  --shape NAME      instead: random weights in a real model's shapes, with the types\n"
     "                    llama.cpp's Q4_K_M gives each matrix (--seed applies; the other options\n"
     "                    do not): gemma3-270m, gemma3-1b, llama3.2-1b, qwen3-8b\n"
@@ -69,7 +79,8 @@ uint64_t parse_u64(const std::string& flag, const std::string& v, uint64_t max) 
 
 int main(int argc, char** argv) {
     ls::TinyGemma3Spec spec;
-    std::string out, vocab_for, requantize, shape;
+    std::string out, vocab_for, requantize, shape, tokens_for;
+    ls::test::VocabEdit vedit;
     int threads = int(std::max(1u, std::thread::hardware_concurrency()));
     try {
         for (int i = 1; i < argc; ++i) {
@@ -88,6 +99,17 @@ int main(int argc, char** argv) {
                 out = v;
             } else if (flag == "--vocab-for") vocab_for = v;
             else if (flag == "--requantize") requantize = v;
+            else if (flag == "--tokens-for") tokens_for = v;
+            else if (flag == "--control") vedit.tokens.emplace_back(v, 3);
+            else if (flag == "--user-token") vedit.tokens.emplace_back(v, 4);
+            else if (flag == "--bos") vedit.bos = v;
+            else if (flag == "--eos") vedit.eos = v;
+            else if (flag == "--eot") vedit.eot = v;
+            else if (flag == "--chat-template") {
+                std::ifstream in(v, std::ios::binary);
+                if (!in) throw UsageError("--chat-template: cannot read '" + v + "'");
+                vedit.chat_template = std::string(std::istreambuf_iterator<char>(in), {});
+            }
             else if (flag == "--shape") shape = v;
             else if (flag == "--threads") {
                 threads = as_int();
@@ -101,7 +123,7 @@ int main(int argc, char** argv) {
             else if (flag == "--ff") spec.n_ff = as_int();
             else if (flag == "--vocab") spec.n_vocab = as_int();
             else if (flag == "--window") spec.window = as_int();
-            else if (flag == "--ctx") spec.ctx = as_int();
+            else if (flag == "--ctx") spec.ctx = int(vedit.context_length = uint32_t(as_int()));
             else if (flag == "--pooling") spec.pooling = as_int();
             else if (flag == "--seed") spec.seed = parse_u64(flag, v, std::numeric_limits<uint64_t>::max());
             else if (flag == "--type") {
@@ -114,7 +136,10 @@ int main(int argc, char** argv) {
         }
         if (out.empty()) throw UsageError("--out FILE is required");
         if (!shape.empty()) (void)ls::find_model_shape(shape);
-        if (requantize.empty() && vocab_for.empty() && shape.empty()) ls::check_tiny_gemma3(spec);
+        const bool editing = !vedit.tokens.empty() || !vedit.bos.empty() || !vedit.eos.empty() || !vedit.eot.empty() ||
+                             vedit.chat_template.has_value();
+        if (editing && tokens_for.empty()) throw UsageError("--control, --user-token, --bos, --eos, --eot and --chat-template need --tokens-for");
+        if (requantize.empty() && vocab_for.empty() && shape.empty() && tokens_for.empty()) ls::check_tiny_gemma3(spec);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "lockstep-make-test-model: %s\n\n%s", e.what(), kUsage);
         return 2;
@@ -131,6 +156,17 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "lockstep-make-test-model: %s\n", e.what());
             return 1;
         }
+        return 0;
+    }
+    if (!tokens_for.empty()) {
+        try {
+            ls::test::edit_vocab(tokens_for, out, vedit);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "lockstep-make-test-model: %s\n", e.what());
+            return 1;
+        }
+        std::printf("wrote %s: %s with %zu tokens added or retyped%s\n", out.c_str(), tokens_for.c_str(), vedit.tokens.size(),
+                    vedit.chat_template ? " and a chat template" : "");
         return 0;
     }
     if (!requantize.empty()) {

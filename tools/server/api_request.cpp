@@ -609,7 +609,7 @@ GenRequest parse_chat(const json& body, const ApiContext& ctx) {
                 throw ApiError(400, std::string("'tools': a function's parameters cannot be enforced: ") + e.what(), "tools", "invalid_schema");
             }
             if (!ctx.grammar_vocab) throw ApiError(400, "forced tool calls are not available on this server", "tool_choice");
-            r.job.sampling.grammar_vocab = ctx.grammar_vocab;
+            r.job.sampling.grammar_vocab = ctx.tool_grammar_vocab ? ctx.tool_grammar_vocab : ctx.grammar_vocab;
         }
     }
     r.job.sampling.want_logprobs = r.logprobs;

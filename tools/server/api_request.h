@@ -37,6 +37,8 @@ struct ApiContext {
     std::vector<int32_t> eog_ids;  // the end-of-generation tokens (banned by ignore_eos)
     size_t max_piece_bytes = 0;    // Tokenizer::max_bytes_per_token: bounds a prompt's tokens by its bytes (0: no bound)
     std::shared_ptr<const grammar::TokenMask> grammar_vocab;  // the vocabulary's texts, for constrained output
+    // The same with the tool-call format's control-token markers as their text (forced calls).
+    std::shared_ptr<const grammar::TokenMask> tool_grammar_vocab;
 };
 
 struct GenRequest {

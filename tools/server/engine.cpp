@@ -276,7 +276,11 @@ void Engine::emit(Slot& sl, Job& job, StopText::Out&& out, const std::string& fi
     e.text = std::move(out.text);
     e.reasoning = std::move(sl.reasoning);
     sl.reasoning.clear();
-    for (size_t k : out.tokens) e.tokens.push_back(sl.sampled.at(k));
+    // (Text the reasoning splitter released when the reply ended at its first token, an end of
+    // generation, counts as a token that was never sampled: it has no logprobs to send. It used
+    // to throw here, after the job had left its slot, and the client waited for ever.)
+    for (size_t k : out.tokens)
+        if (k < sl.sampled.size()) e.tokens.push_back(sl.sampled[k]);
     e.finish = finish;
     e.error = error;
     e.usage = sl.usage;

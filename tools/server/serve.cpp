@@ -592,6 +592,21 @@ int serve(const ServeConfig& c) {
                          e.what(), st.api.arch.c_str());
         }
         st.api.format = st.format.get();
+        if (st.format) {
+            // Forced calls: the format's markers that this vocabulary holds as control tokens
+            // are their text to the grammar (another trie only where there are such markers).
+            const std::vector<std::string_view> markers = chat::format_markers(st.format->tool_format());
+            bool control = false;
+            for (std::string_view m : markers)
+                if (const int32_t id = st.tok->find_token(m); id >= 0 && st.tok->token_type(id) == TokenType::Control) control = true;
+            if (control) st.api.tool_grammar_vocab = grammar_vocab(*st.tok, markers);
+        }
+        // Which template chats use and how its replies' tool calls are read: a family whose
+        // template is refused, or whose calls fall back to the generic format, shows here.
+        if (st.format && st.format->is_jinja())
+            std::fprintf(stderr, "lockstep serve: chat template: Jinja (%s), tool calls: %s\n",
+                         c.chat_template.empty() ? "the model's" : "--chat-template-file",
+                         std::string(chat::format_name(st.format->tool_format())).c_str());
         st.api.defaults = c.sampling;
         for (int32_t id = 0; id < st.tok->n_vocab(); ++id)
             if (st.tok->is_eog(id)) st.api.eog_ids.push_back(id);
