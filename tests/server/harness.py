@@ -405,16 +405,19 @@ def template_corpus():
                                                                       "chat-templates")
 
 
-def import_openai():
+def import_openai(required=True):
     """The official openai client, from the cache folder tools/scripts/test.sh installs it
-    into; exits 77 (skipped) where it is not installed."""
+    into; where it is not installed, exits 77 (skipped), or (not required) says so and
+    returns None."""
     cache = os.environ.get("LOCKSTEP_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "lockstep")
     sys.path.insert(0, os.path.join(cache, "pyclient"))
     try:
         import openai
     except ImportError:
-        print("SKIP: the openai package is not installed (tools/scripts/test.sh installs it)", flush=True)
+        print(f"SKIP{'' if required else ' (part)'}: the openai package is not installed (tools/scripts/test.sh installs it)", flush=True)
+        if not required:
+            return None
         sys.exit(77)
     return openai
 

@@ -7,10 +7,9 @@ constrains the answer; the openai client's responses.create / parse work; bad re
 usage: test_responses.py BINARY MODEL [serve args...]
 """
 import json
-import os
 import sys
 
-from harness import Server, check, generate
+from harness import Server, check, generate, import_openai
 
 WEATHER = {"type": "function", "name": "get_weather", "description": "The weather in a city",
            "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 20}}, "required": ["city"]}}
@@ -104,15 +103,10 @@ def main(binary, model, args):
         print("responses: text.format json_schema answers validate", flush=True)
 
         # The openai client, where installed.
-        cache = os.environ.get("LOCKSTEP_CACHE") or os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "lockstep")
-        sys.path.insert(0, os.path.join(cache, "pyclient"))
-        try:
-            import openai
-            from pydantic import BaseModel
-        except ImportError:
-            openai = None
-            print("SKIP (part): the openai client is not installed (tools/scripts/test.sh installs it)", flush=True)
+        openai = import_openai(required=False)
         if openai:
+            from pydantic import BaseModel
+
             client = openai.OpenAI(base_url=f"http://127.0.0.1:{srv.port}/v1", api_key="x")
             r = client.responses.create(model="m", input="Tell me about the sea.", max_output_tokens=12, temperature=0)
             check(r.output_text == whole(srv, {"input": "Tell me about the sea.", "max_output_tokens": 12, "temperature": 0})["output"][0]["content"][0]["text"], r)

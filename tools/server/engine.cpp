@@ -289,25 +289,35 @@ void Engine::emit(Slot& sl, Job& job, StopText::Out&& out, const std::string& fi
 
 void Engine::finish(int i, const std::string& reason, const std::string& error, StopText::Out* last) {
     Slot& sl = slots_[size_t(i)];
-    // What was released last, then whatever the stop-string check still holds back.
-    StopText::Out out = last ? std::move(*last) : StopText::Out{};
-    if (sl.reply && !sl.text.stopped()) {
-        // What the splitter held back (text that might have begun a marker) ends the reply.
-        ReplySplitter::Out r = sl.reply->finish();
-        sl.reasoning += sl.reasoning_utf8.push(r.reasoning);
-        StopText::Out more = sl.text.push(r.content, false);
-        out.text += more.text;
-        out.tokens.insert(out.tokens.end(), more.tokens.begin(), more.tokens.end());
-    }
-    if (sl.reply) sl.reasoning += sl.reasoning_utf8.flush();
-    StopText::Out rest = sl.text.finish();
-    out.text += rest.text;
-    out.tokens.insert(out.tokens.end(), rest.tokens.begin(), rest.tokens.end());
     // The slot is free and counted so before the client hears of it.
     std::shared_ptr<Job> job = std::move(sl.job);
     metrics_.slots_busy--;
-    if (error.empty()) metrics_.requests_finished++;
-    emit(sl, *job, std::move(out), reason, error);
+    try {
+        // What was released last, then whatever the stop-string check still holds back.
+        StopText::Out out = last ? std::move(*last) : StopText::Out{};
+        if (sl.reply && !sl.text.stopped()) {
+            // What the splitter held back (text that might have begun a marker) ends the reply.
+            ReplySplitter::Out r = sl.reply->finish();
+            sl.reasoning += sl.reasoning_utf8.push(r.reasoning);
+            StopText::Out more = sl.text.push(r.content, false);
+            out.text += more.text;
+            out.tokens.insert(out.tokens.end(), more.tokens.begin(), more.tokens.end());
+        }
+        if (sl.reply) sl.reasoning += sl.reasoning_utf8.flush();
+        StopText::Out rest = sl.text.finish();
+        out.text += rest.text;
+        out.tokens.insert(out.tokens.end(), rest.tokens.begin(), rest.tokens.end());
+        if (error.empty()) metrics_.requests_finished++;
+        emit(sl, *job, std::move(out), reason, error);
+    } catch (const std::exception& e) {
+        // The job has left its slot, so nothing later would answer it: whatever failed here,
+        // its client hears of it instead of waiting for ever.
+        JobEvent ev;
+        ev.choice = sl.choice;
+        ev.error = error.empty() ? std::string("finishing the answer failed: ") + e.what() : error;
+        ev.usage = sl.usage;
+        job->push(std::move(ev));
+    }
 }
 
 }  // namespace ls::server
