@@ -37,9 +37,10 @@ ctest_log="$(mktemp)"
 # Only the entries that need a real GPU may be skipped here (LOCKSTEP_ALLOW_SKIP, names
 # separated by spaces); lavapipe runs Vulkan everywhere, so a skipped vulkan_suite means a
 # broken loader or driver, and CI must not pass green on it.
-# jinja_corpus needs the template corpus beside the checkout (../shared/data/chat-templates):
+# jinja_corpus and server_tool_families need the template corpus beside the checkout
+# (../shared/data/chat-templates, test data the project may not copy):
 # a clone elsewhere skips it, saying so.
-allowed=" ${LOCKSTEP_ALLOW_SKIP-cuda_suite server_cuda server_split_cuda jinja_corpus} "
+allowed=" ${LOCKSTEP_ALLOW_SKIP-cuda_suite server_cuda server_split_cuda jinja_corpus server_tool_families} "
 unexpected=()
 while read -r t; do
   [[ $allowed == *" $t "* ]] || unexpected+=("$t")
