@@ -143,8 +143,14 @@ TEST_CASE("CUDA attention kernels, emulated on the host, equal the reference bit
         const auto* want = node.data_as<const uint8_t>();
         INFO(oc.name);
         // Every split of the keys gives the same bits: one CUDA block, each key block its
-        // own, and two key blocks per split (a last split with one).
-        for (int64_t per : {a.nb_max, int64_t(1), int64_t(2)}) {
+        // own, and two key blocks per split (a last split with one). Under the sanitizers
+        // (test::kSanitized) one split a case, in turn: the table lists each geometry in five
+        // cache types in a row, so each geometry and each cache type still meets every split
+        // (and the emulated op table runs the split the launcher picks, test.sh).
+        const int64_t splits[] = {a.nb_max, 1, 2};
+        for (int k = 0; k < 3; ++k) {
+            if (test::kSanitized && k != n_cases % 3) continue;
+            const int64_t per = splits[k];
             INFO("key blocks per split " << per << " of " << a.nb_max);
             const std::vector<uint8_t> got = emu_attention(a, per);
             CHECK(std::memcmp(got.data(), want, got.size()) == 0);
@@ -179,7 +185,12 @@ TEST_CASE("CUDA attention tile kernels, emulated on the host, equal the referenc
             const cuda::TileGeom g = cuda::plan_tiles(a.q.ne[0], a.Dv, a.group, a.k.type, int64_t(a.k.nb[1]), a.v.type, int64_t(a.v.nb[1]), several);
             if (!g.ok) continue;
             INFO("tile: " << g.gq << " heads x " << g.tq << " queries, " << g.pairs << " pairs a thread");
-            for (auto [per, chunk] : {std::pair<int64_t, int>{0, 0}, {1, cuda::kFoldChunk}, {2, cuda::kFoldChunk}, {1, 2}}) {
+            // Under the sanitizers one of the four a tiling, in turn (five cache types a
+            // geometry: each geometry and each cache type still meets all four).
+            const std::pair<int64_t, int> forms[] = {{0, 0}, {1, cuda::kFoldChunk}, {2, cuda::kFoldChunk}, {1, 2}};
+            for (int k = 0; k < 4; ++k) {
+                if (test::kSanitized && k != n_tiled % 4) continue;
+                const auto [per, chunk] = forms[k];
                 INFO("key blocks per split " << per << " (0: unsplit), fold rounds of " << chunk);
                 const std::vector<uint8_t> got = emu_attention_tiles(a, g, per, chunk);
                 CHECK(std::memcmp(got.data(), want, got.size()) == 0);
@@ -242,24 +253,26 @@ namespace {
 // quantized on the host (quantize_row, which the kernels' quantizer equals byte for byte:
 // tests/backends/test_cuda_host.cpp), then each kernel writes its own output.
 template <DType W> void emu_mul_mat(const Tensor& w, const std::vector<uint8_t>& act, int64_t arb, int64_t n_mrows, const Tensor& dst,
-                                    std::vector<std::vector<uint8_t>>& outs) {
+                                    std::vector<std::vector<uint8_t>>& outs, int only = -1) {
     const int64_t N = w.ne[1], nb = w.ne[0] / block_size(W);
     const auto* wp = w.data_as<const uint8_t>();
     const cuda::Shape sd = shape_of(dst);
+    // only >= 0: that kernel alone (0 warp per row, 1 dp4a tiles, 2 tensor-core tiles), the
+    // others' outputs left empty.
     auto fresh = [&] { return std::vector<uint8_t>(dst.nbytes(), 0xEE); };
     outs.push_back(fresh());
-    emu::launch(dim((N + cuda::kWarps - 1) / cuda::kWarps, (n_mrows + cuda::kMRows - 1) / cuda::kMRows), dim(32, cuda::kWarps), [&] {
+    if (only < 0 || only == 0) emu::launch(dim((N + cuda::kWarps - 1) / cuda::kWarps, (n_mrows + cuda::kMRows - 1) / cuda::kMRows), dim(32, cuda::kWarps), [&] {
         cuda::dot_q_kernel<W>(wp, int64_t(w.nb[1]), N, act.data(), arb, n_mrows, nb, outs.back().data(), sd);
     });
     const cuda::PlainRows p{wp, int64_t(w.nb[1]), N, act.data(), arb, n_mrows, nullptr, sd};
     outs.push_back(fresh());
-    emu::launch(dim((N + cuda::kDpN - 1) / cuda::kDpN, (n_mrows + cuda::kDpM - 1) / cuda::kDpM), dim(cuda::kDpThreads), [&] {
+    if (only < 0 || only == 1) emu::launch(dim((N + cuda::kDpN - 1) / cuda::kDpN, (n_mrows + cuda::kDpM - 1) / cuda::kDpM), dim(cuda::kDpThreads), [&] {
         cuda::PlainRows q = p;
         q.dst = outs.back().data();
         cuda::dot_q_tiled_kernel<W>(q, nb);
     });
     outs.push_back(fresh());
-    emu::launch(dim((N + cuda::kMmaN - 1) / cuda::kMmaN, (n_mrows + cuda::kMmaM - 1) / cuda::kMmaM), dim(32 * cuda::kMmaWarps), [&] {
+    if (only < 0 || only == 2) emu::launch(dim((N + cuda::kMmaN - 1) / cuda::kMmaN, (n_mrows + cuda::kMmaM - 1) / cuda::kMmaM), dim(32 * cuda::kMmaWarps), [&] {
         cuda::PlainRows q = p;
         q.dst = outs.back().data();
         cuda::dot_q_mma_kernel<W>(q, nb);
@@ -272,7 +285,8 @@ TEST_CASE("CUDA mul_mat kernels (warp per row, dp4a tiles, tensor-core tiles), e
           "[cuda_emu]") {
     auto ref = make_reference_backend();
     const auto cases = test::op_cases();
-    int n_cases = 0;
+    int n_cases = 0, n_types = 0, in_type = 0;
+    DType last = DType::F32;
     for (size_t i = 0; i < cases.size(); ++i) {
         const auto& oc = cases[i];
         if (oc.kind != "mul_mat" || oc.view) continue;  // the emulated tiles read contiguous rows
@@ -287,12 +301,21 @@ TEST_CASE("CUDA mul_mat kernels (warp per row, dp4a tiles, tensor-core tiles), e
         const int64_t arb = int64_t(row_bytes(at, K));
         std::vector<uint8_t> act(size_t(arb * n_mrows));
         for (int64_t m = 0; m < n_mrows; ++m) quantize_row(at, x.data_as<const float>() + m * K, act.data() + m * arb, K);
+        // Under the sanitizers one kernel a case, in turn within each weight type's cases
+        // (M = 1, 5, 70) and shifted by one from type to type: each type still meets every
+        // kernel, and each kernel every M. (The emulated op table runs the kernel the launcher
+        // picks, and its dp4a pass the tiles, on every type: test.sh.)
+        if (w.type != last) last = w.type, ++n_types, in_type = 0;
+        const int only = test::kSanitized ? (in_type + n_types) % 3 : -1;
+        ++in_type;
         std::vector<std::vector<uint8_t>> got;
-        const bool known = cudaq::with_quant_weight(w.type, [&](auto wt) { emu_mul_mat<decltype(wt)::value>(w, act, arb, n_mrows, node, got); });
+        const bool known =
+            cudaq::with_quant_weight(w.type, [&](auto wt) { emu_mul_mat<decltype(wt)::value>(w, act, arb, n_mrows, node, got, only); });
         REQUIRE(known);
         INFO(oc.name);
         const char* kernel[] = {"dot_q_kernel", "dot_q_tiled_kernel", "dot_q_mma_kernel"};
         for (size_t k = 0; k < got.size(); ++k) {
+            if (only >= 0 && int(k) != only) continue;
             INFO(kernel[k]);
             CHECK(std::memcmp(got[k].data(), node.data_as<const uint8_t>(), got[k].size()) == 0);
         }

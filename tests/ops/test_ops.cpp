@@ -91,7 +91,12 @@ TEST_CASE("every op matches the reference on every backend", "[ops]") {
         for (size_t i = 0; i < cases.size(); ++i) {
             const auto& oc = cases[i];
             if (!kinds.empty() && kinds.find("," + oc.kind + ",") == std::string::npos) continue;
-            for (uint32_t seed : {1u, 2u}) {  // fresh random inputs each seed
+            // Fresh random inputs each seed. Under the sanitizers (test::kSanitized) the first
+            // seed alone: the second runs the same kernels on the same shapes with other
+            // values, which the Release run checks on the CPU and Vulkan, and real GPUs on CUDA;
+            // the sanitizers look at where a kernel reads and writes, which the shape decides.
+            for (uint32_t seed : {1u, 2u}) {
+                if (test::kSanitized && seed != 1) continue;
                 INFO(be->name() << ": " << oc.name << " (seed " << seed << ")");
                 Run want = run_case(*ref, oc, seed * 1000 + uint32_t(i));
                 Run got = run_case(*be, oc, seed * 1000 + uint32_t(i));

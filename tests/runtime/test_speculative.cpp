@@ -20,11 +20,16 @@ using namespace ls::test;
 
 namespace {
 
+// Whether the runs are the short ones: on a GPU emulated on the CPU (lavapipe in CI: about a
+// second a token there), and in the sanitizer build (test::kSanitized: every backend there,
+// at several times its Release cost); 64 tokens already span many ring wraps and rollbacks,
+// and the Release run generates the full 256 on the CPU and the reference.
+bool short_runs(const std::string& backend) { return cpu_emulated_gpu(backend) || kSanitized; }
+
 // Tokens generated: 256, or as many as the context leaves room for (the tiny Gemma 4 was
-// trained with a context of 256); 64 on a GPU emulated on the CPU (lavapipe in CI: about a
-// second a token there, and 64 tokens already span many ring wraps and rollbacks).
+// trained with a context of 256); 64 where short_runs.
 int64_t n_gen(const Session& s, size_t prompt, const std::string& backend) {
-    const int64_t n = cpu_emulated_gpu(backend) ? 64 : 256;
+    const int64_t n = short_runs(backend) ? 64 : 256;
     return std::min<int64_t>(n, s.params().n_ctx - int64_t(prompt) - 3);
 }
 
@@ -123,7 +128,7 @@ struct Oracle {
 void check_same(const Setup& m, const Run& got, const Run& want, const std::string& what) {
     INFO(what << ": " << got.spec.n_accepted << " of " << got.spec.n_guessed << " guesses accepted in " << got.spec.n_steps << " steps");
     REQUIRE(got.tokens.size() == want.tokens.size());
-    REQUIRE(int64_t(got.tokens.size()) >= (cpu_emulated_gpu(m.backend) ? 60 : 200));
+    REQUIRE(int64_t(got.tokens.size()) >= (short_runs(m.backend) ? 60 : 200));
     CHECK(got.tokens == want.tokens);
     CHECK(got.held == want.held);
     CHECK(first_difference(got.after, want.after, int64_t(got.after.size() / 3)) == "");
@@ -156,8 +161,8 @@ TEST_CASE("speculative: lookup, draft and spoiled guesses give plain decoding's 
     const Run dr = run(m, ub, greedy, &draft);
     check_same(m, dr, plain, "draft");
     // (Not all: the draft does not know of the sampler's ban on end-of-generation tokens.)
-    // (Over the 64 tokens of an emulated GPU each such ban weighs more: three quarters.)
-    if (greedy) CHECK(dr.spec.n_accepted * (cpu_emulated_gpu(m.backend) ? 4 : 10) >= dr.spec.n_guessed * (cpu_emulated_gpu(m.backend) ? 3 : 9));
+    // (Over the 64 tokens of short_runs each such ban weighs more: three quarters.)
+    if (greedy) CHECK(dr.spec.n_accepted * (short_runs(m.backend) ? 4 : 10) >= dr.spec.n_guessed * (short_runs(m.backend) ? 3 : 9));
 
     // Spoiled guesses at every offset, every step (no adaptation): acceptance lengths 0..7,
     // rollbacks after each, steps that run to the end of the generation.

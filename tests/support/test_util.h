@@ -38,6 +38,23 @@ std::vector<std::unique_ptr<Backend>> backends_under_test();
 // of the CUDA runtime. There the slowest generation tests check fewer tokens (CI time; the
 // same cases run at full length on a real GPU, tools/scripts/gpu_check.sh).
 bool cpu_emulated_gpu(const std::string& backend);
+// Whether this binary was built with AddressSanitizer (LOCKSTEP_SANITIZE: the sanitizer run
+// of tools/scripts/test.sh, where each test costs several times its Release time, on a CPU
+// shared with the emulated CUDA runs). There a test whose time goes into going over the same
+// code many times (every combination of a sweep) runs a reduced sweep that still reaches each
+// path; the Release run keeps the whole sweep. A fact of the build, not a setting, so the
+// Release run cannot be reduced by accident.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+#else
+inline constexpr bool kSanitized = false;
+#endif
 // Whether `be` can run every node of g. If not, the test fails (a non-fatal check naming the
 // backend, the op and its shape) and the caller skips the case: every backend suite must run
 // every case, so a lost kernel or a wrong supports() rule cannot pass as a skip.
