@@ -16,6 +16,7 @@
 #include "core/runtime/embed.h"
 #include "core/runtime/session.h"
 #include "core/text/tokenizer.h"
+#include "tests/runtime/embed_oracle.h"
 #include "tests/support/kv_contract.h"
 #include "tests/support/test_util.h"
 
@@ -89,16 +90,6 @@ void read_oracle(std::vector<TokCase>& toks, std::vector<EmbCase>& cases, const 
     }
 }
 
-double cosine(const std::vector<float>& a, const std::vector<double>& b) {
-    double ab = 0, aa = 0, bb = 0;
-    for (size_t i = 0; i < a.size(); ++i) ab += a[i] * b[i], aa += double(a[i]) * a[i], bb += b[i] * b[i];
-    return ab / std::sqrt(aa * bb);
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
 // The file's bytes with every `from` replaced by `to` (the same length), written to a scratch
 // file: a tensor renamed (missing), two names swapped (a wrong shape), a key's value changed.
 std::string patched(const std::string& file, const std::vector<std::pair<std::string, std::string>>& subs, const std::string& name) {
@@ -166,7 +157,7 @@ TEST_CASE("encoders: tiny bert and nomic-bert embeddings match the float64 oracl
     REQUIRE(cases.size() >= 16);
     double worst = 1.0;
     for (const std::string kind : {"bert", "nomicbert"}) {
-        std::vector<std::vector<float>> first;  // per case, the reference backend's
+        OracleTally tally;  // per case, the reference backend's vector
         for (const std::string& bk : all_backend_names()) {
             LoadedModel l = load_tiny(bk, kind);
             REQUIRE(!l.model->hparams().causal);
@@ -177,15 +168,8 @@ TEST_CASE("encoders: tiny bert and nomic-bert embeddings match the float64 oracl
             for (const EmbCase& c : cases) {
                 if (c.model != kind + "_tiny.gguf") continue;
                 INFO(kind << " " << pooling_name(c.pooling) << ", " << c.tokens.size() << " tokens, backend " << bk);
-                const std::vector<float> got = embed(*s, 1, c.tokens, c.pooling);
-                REQUIRE(got.size() == c.want.size());
-                const double cs = cosine(got, c.want);
-                worst = std::min(worst, cs);
                 // float32 through 2 post-norm layers against float64, F16 K/V rows.
-                CHECK(cs >= 0.9999);
-                if (first.size() <= k) first.push_back(got);
-                else CHECK(same_bits(got, first[k]));
-                ++k;
+                tally.check(embed(*s, 1, c.tokens, c.pooling), c.want, k++);
             }
             // Side by side in both slots of one batch (each sees only its own sequence): the
             // same bits as alone.
@@ -200,9 +184,10 @@ TEST_CASE("encoders: tiny bert and nomic-bert embeddings match the float64 oracl
                 }
                 INFO(kind << " " << pooling_name(pl) << " side by side, backend " << bk);
                 const auto many = embed_many(*s, {0, 1}, inputs, pl);
-                for (size_t q = 0; q < many.size(); ++q) CHECK(same_bits(many[q], first[ks[q]]));
+                for (size_t q = 0; q < many.size(); ++q) CHECK(same_bits(many[q], tally.first[ks[q]]));
             }
         }
+        worst = std::min(worst, tally.worst);
     }
     WARN("worst cosine of the encoders against the oracle: 1 - " << (1.0 - worst));
 }
@@ -252,8 +237,7 @@ TEST_CASE("encoders: tiny EmbeddingGemma matches the float64 oracle, the same bi
     std::vector<EmbCase> cases;
     read_oracle(toks, cases, "gemmaembed_tiny.oracle");
     REQUIRE(cases.size() >= 12);
-    double worst = 1.0;
-    std::vector<std::vector<float>> first;
+    OracleTally tally;
     for (const std::string& bk : all_backend_names()) {
         LoadedModel l = load_tiny(bk, "gemmaembed");
         REQUIRE(!l.model->hparams().causal);
@@ -263,18 +247,11 @@ TEST_CASE("encoders: tiny EmbeddingGemma matches the float64 oracle, the same bi
         size_t k = 0;
         for (const EmbCase& c : cases) {
             INFO(pooling_name(c.pooling) << ", " << c.tokens.size() << " tokens, backend " << bk);
-            const std::vector<float> got = embed(*s, 1, c.tokens, c.pooling);
-            REQUIRE(got.size() == c.want.size());
-            const double cs = cosine(got, c.want);
-            worst = std::min(worst, cs);
             // float32 through 6 layers against float64 (the same F16-rounded weights), F16 K/V rows.
-            CHECK(cs >= 0.9999);
-            if (first.size() <= k) first.push_back(got);
-            else CHECK(same_bits(got, first[k]));
-            ++k;
+            tally.check(embed(*s, 1, c.tokens, c.pooling), c.want, k++);
         }
         // Past the reach of the symmetric window (W / 2 + 1 = 9 tokens): refused, naming why.
         CHECK_THROWS_WITH(embed(*s, 0, std::vector<int32_t>(10, 7), Pooling::Mean), Catch::Contains("symmetric sliding window"));
     }
-    WARN("worst cosine of EmbeddingGemma against the oracle: 1 - " << (1.0 - worst));
+    WARN("worst cosine of EmbeddingGemma against the oracle: 1 - " << (1.0 - tally.worst));
 }

@@ -194,9 +194,10 @@ def gelu(x):
     return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
 
 
-def rope_neox(x, pos, base):  # x (T, H, D): pairs (i, i + D/2)
-    half = D // 2
-    inv = base ** (-np.arange(half) * 2.0 / D)
+def rope_neox(x, pos, base):  # x (T, heads, d): pairs (i, i + d/2)
+    d = x.shape[-1]
+    half = d // 2
+    inv = base ** (-np.arange(half) * 2.0 / d)
     ang = pos[:, None] * inv[None, :]
     c, s = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
     a, b = x[..., :half], x[..., half:]

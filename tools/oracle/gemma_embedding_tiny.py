@@ -23,6 +23,9 @@ import sys
 import gguf
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bert_tiny import gelu, rope_neox  # noqa: E402 (the same GELU and NEOX rope)
+
 E, L, H, HKV, D, F, V, CTX, W = 64, 6, 2, 1, 32, 64, 64, 128, 16
 EPS = 1e-6
 BASE_GLOBAL, BASE_LOCAL = 1e6, 1e4
@@ -76,19 +79,6 @@ def write_gguf(path, w):
 
 def rms(x, wt):
     return x / np.sqrt(np.mean(x * x, -1, keepdims=True) + EPS) * wt
-
-
-def gelu(x):
-    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
-
-
-def rope_neox(x, pos, base):  # x (T, heads, D): pairs (i, i + D/2)
-    half = D // 2
-    inv = base ** (-np.arange(half) * 2.0 / D)
-    ang = pos[:, None] * inv[None, :]
-    c, s = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
-    a, b = x[..., :half], x[..., half:]
-    return np.concatenate([a * c - b * s, a * s + b * c], -1)
 
 
 def forward(w, ids):
