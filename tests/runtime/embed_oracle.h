@@ -7,7 +7,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <istream>
+#include <sstream>
+#include <string>
 #include <vector>
+
+#include "core/runtime/embed.h"
 
 namespace ls::test {
 
@@ -19,6 +24,31 @@ inline double cosine(const std::vector<float>& a, const std::vector<double>& b) 
 
 inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// One case of an oracle file: a line 'case MODEL POOLING N tok0 tok1 ...', then a line of the
+// n_embd values the oracle computed.
+struct OracleCase {
+    std::string model;
+    Pooling pooling = Pooling::None;
+    std::vector<int32_t> tokens;
+    std::vector<double> want;
+};
+
+// The case whose 'case' word `h` has just read; its values are the next line of `f`.
+inline OracleCase read_oracle_case(std::istream& h, std::istream& f) {
+    OracleCase c;
+    std::string pooling, line;
+    size_t n = 0;
+    h >> c.model >> pooling >> n;
+    c.pooling = parse_pooling(pooling);
+    c.tokens.resize(n);
+    for (auto& t : c.tokens) h >> t;
+    REQUIRE(std::getline(f, line));
+    std::istringstream v(line);
+    double x;
+    while (v >> x) c.want.push_back(x);
+    return c;
 }
 
 struct OracleTally {

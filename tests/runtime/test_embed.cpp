@@ -23,13 +23,6 @@ using namespace ls::test;
 
 namespace {
 
-struct OracleCase {
-    std::string model;
-    Pooling pooling;
-    std::vector<int32_t> tokens;
-    std::vector<double> want;
-};
-
 std::vector<OracleCase> read_oracle() {
     std::ifstream f(test_data("embed_tiny.oracle"));
     REQUIRE(f);
@@ -38,19 +31,10 @@ std::vector<OracleCase> read_oracle() {
     while (std::getline(f, line)) {
         if (line.empty() || line[0] == '#') continue;
         std::istringstream h(line);
-        std::string word, pooling;
-        OracleCase c;
-        size_t n = 0;
-        h >> word >> c.model >> pooling >> n;
+        std::string word;
+        h >> word;
         REQUIRE(word == "case");
-        c.pooling = parse_pooling(pooling);
-        c.tokens.resize(n);
-        for (auto& t : c.tokens) h >> t;
-        REQUIRE(std::getline(f, line));
-        std::istringstream v(line);
-        double x;
-        while (v >> x) c.want.push_back(x);
-        cases.push_back(std::move(c));
+        cases.push_back(read_oracle_case(h, f));
     }
     return cases;
 }

@@ -30,12 +30,6 @@ struct TokCase {
     std::string text;
     std::vector<int32_t> ids;
 };
-struct EmbCase {
-    std::string model;
-    Pooling pooling;
-    std::vector<int32_t> tokens;
-    std::vector<double> want;
-};
 
 // A JSON string as the oracle writes it (json.dumps, ensure_ascii=False): \" \\ \n \t escapes.
 std::string unjson(const std::string& s) {
@@ -52,7 +46,7 @@ std::string unjson(const std::string& s) {
     return out;
 }
 
-void read_oracle(std::vector<TokCase>& toks, std::vector<EmbCase>& cases, const std::string& file = "bert_tiny.oracle") {
+void read_oracle(std::vector<TokCase>& toks, std::vector<OracleCase>& cases, const std::string& file = "bert_tiny.oracle") {
     std::ifstream f(test_data(file));
     REQUIRE(f);
     std::string line;
@@ -75,18 +69,7 @@ void read_oracle(std::vector<TokCase>& toks, std::vector<EmbCase>& cases, const 
             continue;
         }
         REQUIRE(word == "case");
-        EmbCase c;
-        std::string pooling;
-        size_t n = 0;
-        h >> c.model >> pooling >> n;
-        c.pooling = parse_pooling(pooling);
-        c.tokens.resize(n);
-        for (auto& t : c.tokens) h >> t;
-        REQUIRE(std::getline(f, line));
-        std::istringstream v(line);
-        double x;
-        while (v >> x) c.want.push_back(x);
-        cases.push_back(std::move(c));
+        cases.push_back(read_oracle_case(h, f));
     }
 }
 
@@ -108,7 +91,7 @@ std::string patched(const std::string& file, const std::vector<std::pair<std::st
 
 TEST_CASE("WordPiece: the bert vocabulary tokenizes as BERT's definition does", "[embed][text]") {
     std::vector<TokCase> toks;
-    std::vector<EmbCase> cases;
+    std::vector<OracleCase> cases;
     read_oracle(toks, cases);
     REQUIRE(toks.size() >= 5);
     for (const char* file : {"bert_tiny.gguf", "nomicbert_tiny.gguf"}) {
@@ -152,7 +135,7 @@ TEST_CASE("WordPiece: a bert vocabulary without an unknown token, or an unknown 
 
 TEST_CASE("encoders: tiny bert and nomic-bert embeddings match the float64 oracle, the same bits on every backend", "[embed][families]") {
     std::vector<TokCase> toks;
-    std::vector<EmbCase> cases;
+    std::vector<OracleCase> cases;
     read_oracle(toks, cases);
     REQUIRE(cases.size() >= 16);
     double worst = 1.0;
@@ -165,7 +148,7 @@ TEST_CASE("encoders: tiny bert and nomic-bert embeddings match the float64 oracl
             // A ubatch that holds every input (70 tokens at most): each evaluated in one.
             auto s = new_session(l, 96, 80, DType::F16, 2);
             size_t k = 0;
-            for (const EmbCase& c : cases) {
+            for (const OracleCase& c : cases) {
                 if (c.model != kind + "_tiny.gguf") continue;
                 INFO(kind << " " << pooling_name(c.pooling) << ", " << c.tokens.size() << " tokens, backend " << bk);
                 // float32 through 2 post-norm layers against float64, F16 K/V rows.
@@ -177,7 +160,7 @@ TEST_CASE("encoders: tiny bert and nomic-bert embeddings match the float64 oracl
                 std::vector<std::vector<int32_t>> inputs;
                 std::vector<size_t> ks;
                 size_t j = 0;
-                for (const EmbCase& c : cases) {
+                for (const OracleCase& c : cases) {
                     if (c.model != kind + "_tiny.gguf") continue;
                     if (c.pooling == pl) inputs.push_back(c.tokens), ks.push_back(j);
                     ++j;
@@ -234,7 +217,7 @@ TEST_CASE("encoders: a bert GGUF missing a tensor or with a wrong shape is refus
 
 TEST_CASE("encoders: tiny EmbeddingGemma matches the float64 oracle, the same bits on every backend", "[embed][families]") {
     std::vector<TokCase> toks;
-    std::vector<EmbCase> cases;
+    std::vector<OracleCase> cases;
     read_oracle(toks, cases, "gemmaembed_tiny.oracle");
     REQUIRE(cases.size() >= 12);
     OracleTally tally;
@@ -245,7 +228,7 @@ TEST_CASE("encoders: tiny EmbeddingGemma matches the float64 oracle, the same bi
         REQUIRE(model_pooling(*l.model) == Pooling::Mean);
         auto s = new_session(l, 64, 16, DType::F16, 2);
         size_t k = 0;
-        for (const EmbCase& c : cases) {
+        for (const OracleCase& c : cases) {
             INFO(pooling_name(c.pooling) << ", " << c.tokens.size() << " tokens, backend " << bk);
             // float32 through 6 layers against float64 (the same F16-rounded weights), F16 K/V rows.
             tally.check(embed(*s, 1, c.tokens, c.pooling), c.want, k++);
