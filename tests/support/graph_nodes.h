@@ -50,8 +50,12 @@ inline void for_each_model_graph_node(const NodeVisitor& fn) {
             if (!m->recurrent_layout().empty()) rs = std::make_unique<RecurrentMemory>(*ref, m->recurrent_layout(), 2);
             Ubatch ub;
             for (int i = 0; i < 5; ++i) ub.tokens.push_back(i + 1), ub.pos.push_back(i), ub.seq.push_back(0);
-            ub.tokens.push_back(9), ub.pos.push_back(7), ub.seq.push_back(1);
+            // An encoder (non-causal: each sequence whole in its ubatch) gives hidden states,
+            // not logits: sequence 1 is a one-token input of its own.
+            const bool encoder = !m->hparams().causal;
+            ub.tokens.push_back(9), ub.pos.push_back(encoder ? 0 : 7), ub.seq.push_back(1);
             ub.out_idx = {4, 5};
+            ub.hidden = !m->hparams().has_logits;
             Graph g;
             m->build_graph(g, ub, kv, rs.get());
             const std::string where = name + " (" + dtype_name(kv_type) + " cache)";
