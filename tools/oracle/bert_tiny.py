@@ -175,6 +175,11 @@ def write_gguf(path, arch, w, pooling):
     g.add_uint32("tokenizer.ggml.seperator_token_id", VOCAB.index("[SEP]"))
     g.add_uint32("tokenizer.ggml.padding_token_id", VOCAB.index("[PAD]"))
     g.add_uint32("tokenizer.ggml.mask_token_id", VOCAB.index("[MASK]"))
+    write_tensors(g, w)
+
+
+def write_tensors(g, w):
+    """Adds the tensors of w (name -> array) to writer g and writes the file."""
     for k, v in w.items():
         g.add_tensor(k, v)
     g.write_header_to_file()

@@ -24,7 +24,7 @@ import gguf
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bert_tiny import gelu, rope_neox  # noqa: E402 (the same GELU and NEOX rope)
+from bert_tiny import gelu, rope_neox, write_tensors  # noqa: E402 (the same GELU, NEOX rope and file writer)
 
 E, L, H, HKV, D, F, V, CTX, W = 64, 6, 2, 1, 32, 64, 64, 128, 16
 EPS = 1e-6
@@ -69,12 +69,7 @@ def write_gguf(path, w):
     g.add_float32(a + "rope.freq_base", BASE_GLOBAL)
     g.add_bool(a + "attention.causal", False)
     g.add_uint32(a + "pooling_type", 1)
-    for k, v in w.items():
-        g.add_tensor(k, v)
-    g.write_header_to_file()
-    g.write_kv_data_to_file()
-    g.write_tensors_to_file()
-    g.close()
+    write_tensors(g, w)
 
 
 def rms(x, wt):

@@ -9,22 +9,15 @@ The schema asks for one long string (minLength 400; llama-server refuses 4000), 
 to --tokens; the free answer ignores end of generation."""
 import argparse
 import json
-import socket
 import statistics
 import subprocess
 import time
 import urllib.request
 
+from server_bench import free_port
+
 SCHEMA = {"type": "object", "properties": {"story": {"type": "string", "minLength": 400}}, "required": ["story"]}
 PROMPT = "Q: Tell me a long story about a cat, as JSON.\nA:"
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def start(cmd, port):
