@@ -58,7 +58,7 @@ void main() {
     const uint t = gl_WorkGroupID.y;
     const int W = pc.p.p.window, R = pc.p.p.ring_rows;
     const int s = I32(pc.p.seq).v[t], pt = I32(pc.p.pos).v[t];
-    const int k0 = W > 0 ? max(0, pt - W + 1) : 0;
+    const int k0 = attn_first(pc.p.pos, t, pc.p.T, pt, W);
     const int b_first = k0 / int(BLOCK), b_last = pt / int(BLOCK);
     if (split && int(bi) > b_last - b_first) return;  // uniform over the workgroup
     const int b_lo = split ? b_first + int(bi) : b_first;

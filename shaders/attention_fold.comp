@@ -18,7 +18,7 @@ void main() {
     const uint h = gl_WorkGroupID.x, t = gl_WorkGroupID.y;
     const int W = pc.p.p.window;
     const int pt = I32(pc.p.pos).v[t];
-    const int k0 = W > 0 ? max(0, pt - W + 1) : 0;
+    const int k0 = attn_first(pc.p.pos, t, pc.p.T, pt, W);
     const uint nb = uint(pt / 64 - k0 / 64 + 1);
     const addr_t base = addr_mad(pc.p.part, (t * H + h) * pc.p.nblk, (Dv + 2u) * 4u);
     float m = F32(base).v[0], lsum = F32(base).v[1];

@@ -55,7 +55,7 @@ void main() {
     const int W = pc.p.p.window, R = pc.p.p.ring_rows;
     const int s = I32(pc.p.seq).v[t0];  // every query of the tile has this sequence
     const int pt = live ? I32(pc.p.pos).v[t] : -1;
-    const int k0 = !live ? 0 : W > 0 ? max(0, pt - W + 1) : 0;
+    const int k0 = !live ? 0 : attn_first(pc.p.pos, t, pc.p.T, pt, W);
     const uint hk = h / (H / uint(pc.p.p.n_head_kv));
     // The tile's keys: the union of its queries' ranges.
     s_lo[l] = live ? k0 : 0x7FFFFFFF;

@@ -49,6 +49,13 @@ layout(buffer_reference, std430, buffer_reference_align = 4) buffer F32 { float 
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer I32 { int v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer U32 { uint v[]; };
 
+// A query's first visible key, attn_first_of (core/rules/attention_rule.h): window -1
+// (kAttnFirstGiven) reads it from row 1 of the [T, 2] position input.
+int attn_first(addr_t pos, uint t, uint T, int pt, int W) {
+    if (W == -1) return I32(pos).v[T + t];
+    return W > 0 ? max(0, pt - W + 1) : 0;
+}
+
 uint ld8(addr_t a, uint i) { return uint(U8(a).v[i]); }
 int lds8(addr_t a, uint i) { return int(I8(a).v[i]); }
 uint ld16(addr_t a, uint i) { return ld8(a, i) | (ld8(a, i + 1) << 8); }

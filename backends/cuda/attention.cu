@@ -96,12 +96,12 @@ void attention(const Tensor& dst, Ctx& ctx) {
     const int32_t* seq = index_data<int32_t>(*ctx.graph, dst.src[4], "attention");
     int64_t nb_max = 1;
     for (int64_t t = 0; t < T; ++t)
-        nb_max = std::max(nb_max, attn_block_of(pos[t]) - attn_block_of(attn_first_key(pos[t], p.window)) + 1);
+        nb_max = std::max(nb_max, attn_block_of(pos[t]) - attn_block_of(attn_first_of(pos, t, T, p.window)) + 1);
     // The launch's view of the node for queries t0.. (per: key blocks per split).
     auto args = [&](int64_t t0, int64_t per_split, float* partials) {
         return AttnArgs{reinterpret_cast<const float*>(dptr(q)), shape_of(q), dptr(k), k.type, int64_t(k.nb[1]), dptr(v), v.type,
                         int64_t(v.nb[1]), reinterpret_cast<const int32_t*>(dptr(*dst.src[3])),
-                        reinterpret_cast<const int32_t*>(dptr(*dst.src[4])), t0, p.window, R, group, p.scale, p.softcap, Dv,
+                        reinterpret_cast<const int32_t*>(dptr(*dst.src[4])), t0, p.window, T, R, group, p.scale, p.softcap, Dv,
                         dptr(dst), shape_of(dst), per_split, partials, nb_max,
                         dst.src[5] ? reinterpret_cast<const float*>(dptr(*dst.src[5])) : nullptr};
     };

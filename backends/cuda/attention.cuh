@@ -2,7 +2,7 @@
 // can run them on the host, bit for bit against ref::attention, without a GPU.
 //
 // They compute SEMANTICS.md section 1 with the arithmetic of core/rules/attention_rule.h, as
-// ref::attention does: query (s, p) reads keys attn_first_key(p, W)..p of slot s, key k at
+// ref::attention does: query (s, p) reads keys attn_first_of(..)..p of slot s, key k at
 // cache row ring_row(s, k, R), cut in blocks of kAttnBlock absolute positions. Per block b:
 //  1. s_k = canon_dot(q, k_k) * scale, soft-capped (softcap * det_tanh(s_k / softcap)): a
 //     warp per key, lane l holding canon_dot's partial sum l (block_reduce.cuh);
@@ -48,6 +48,7 @@ struct AttnArgs {
     const int32_t *pos, *seq;  // per query (device)
     int64_t t0;                // the launch's first query
     int32_t W;
+    int64_t n_q;               // the node's queries: with W = kAttnFirstGiven, pos[n_q + t] is t's first key
     int64_t R, group;
     float scale, softcap;
     int64_t Dv;
@@ -77,7 +78,7 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnArgs a) {
     __shared__ float qs[kAttnMaxHead];
     __shared__ float ps[kAttnBlock];  // the block's scores, then its p_k
     const int64_t h = blockIdx.x, y = blockIdx.y, t = a.t0 + y, Dk = a.sq.ne[0], Dv = a.Dv, hk = h / a.group;
-    const int64_t s = a.seq[t], pt = a.pos[t], k0 = attn_first_key(pt, a.W);
+    const int64_t s = a.seq[t], pt = a.pos[t], k0 = attn_first_of(a.pos, t, a.n_q, a.W);
     const int64_t b_first = attn_block_of(k0), b_last = attn_block_of(pt);
     const int64_t b0 = b_first + int64_t(blockIdx.z) * a.blocks_per_split;
     const int64_t b1 = b0 + a.blocks_per_split - 1 < b_last ? b0 + a.blocks_per_split - 1 : b_last;
@@ -147,7 +148,7 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnArgs a) {
 template <int KOUT>
 __global__ void __launch_bounds__(kAttnThreads) attention_fold_kernel(AttnArgs a) {
     const int64_t h = blockIdx.x, y = blockIdx.y, t = a.t0 + y, Dv = a.Dv;
-    const int64_t pt = a.pos[t], k0 = attn_first_key(pt, a.W), nb = attn_block_of(pt) - attn_block_of(k0) + 1;
+    const int64_t pt = a.pos[t], k0 = attn_first_of(a.pos, t, a.n_q, a.W), nb = attn_block_of(pt) - attn_block_of(k0) + 1;
     const int tid = threadIdx.x;
     const float* first = attn_partial(a, h, y, 0);
     float m = first[0], l = first[1], o[KOUT], ob[KOUT];
@@ -238,7 +239,7 @@ inline int64_t tile_key_span(const int32_t* pos, int64_t T, int64_t tq, int32_t 
     for (int64_t t0 = 0; t0 < T; t0 += tq) {
         int64_t bmin = INT64_MAX, bmax = 0;
         for (int64_t t = t0; t < std::min(T, t0 + tq); ++t) {
-            bmin = std::min(bmin, attn_block_of(attn_first_key(pos[t], W)));
+            bmin = std::min(bmin, attn_block_of(attn_first_of(pos, t, T, W)));
             bmax = std::max(bmax, attn_block_of(pos[t]));
         }
         span = std::max(span, bmax - bmin + 1);
@@ -368,8 +369,8 @@ __global__ void __launch_bounds__(kTileThreads) attention_tile_kernel(AttnArgs a
     const int nqt = int(n_q - y0 < g.tq ? n_q - y0 : g.tq), nr = g.gq * nqt;
     const int64_t s = a.seq[a.t0 + y0];  // one sequence per tile (plan_tiles)
     if (tid < nr) {
-        const int64_t p = a.pos[a.t0 + y0 + tid / g.gq];
-        rpos[tid] = p, rk0[tid] = attn_first_key(p, a.W);
+        const int64_t tq = a.t0 + y0 + tid / g.gq, p = a.pos[tq];
+        rpos[tid] = p, rk0[tid] = attn_first_of(a.pos, tq, a.n_q, a.W);
     }
     for (int64_t e = tid; e < int64_t(nr) * Dk; e += kTileThreads) {
         const int64_t r = e / Dk, i = e % Dk;
@@ -530,7 +531,7 @@ __global__ void __launch_bounds__(kTileThreads) attention_fold_chunks_kernel(Att
     __shared__ float mbs[kFoldChunk], lbs[kFoldChunk], mprev[kFoldChunk], mnew[kFoldChunk], fa[kFoldChunk], fc[kFoldChunk];
     __shared__ float m_run, l_run;
     const int64_t h = blockIdx.x, y = blockIdx.y, t = a.t0 + y, Dv = a.Dv;
-    const int64_t pt = a.pos[t], nb = attn_block_of(pt) - attn_block_of(attn_first_key(pt, a.W)) + 1;
+    const int64_t pt = a.pos[t], nb = attn_block_of(pt) - attn_block_of(attn_first_of(a.pos, t, a.n_q, a.W)) + 1;
     const int tid = threadIdx.x;
     float o[KOUT];
 LS_UNROLL

@@ -47,7 +47,9 @@ void check_index_inputs(const Graph& g) {
                 if (!input(pos) || !input(seq) || !first(pos, seq, p.window, p.ring_rows, n_seq)) break;
                 const int32_t* ps = index_data<int32_t>(g, pos, "attention");
                 const int32_t* sq = index_data<int32_t>(g, seq, "attention");
-                for (int64_t t = 0; t < pos->ne[0]; ++t) check_attention_query(sq[t], ps[t], p.window, p.ring_rows, n_seq);
+                const int64_t T = pos->ne[0];
+                for (int64_t t = 0; t < T; ++t)
+                    check_attention_query(sq[t], ps[t], attn_first_of(ps, t, T, p.window), p.ring_rows, n_seq);
                 break;
             }
             default: break;

@@ -1,5 +1,6 @@
 #include "core/ir/ops.h"
 
+#include "core/rules/attention_rule.h"
 #include "core/rules/rope_rule.h"
 #include "core/rules/topk_rule.h"
 
@@ -264,6 +265,9 @@ Tensor* softmax(Graph& g, Tensor* x, float s) {
     return t;
 }
 
+// shaders/common.glsl (attn_first) tests the window for this value.
+static_assert(kAttnFirstGiven == -1);
+
 Tensor* attention(Graph& g, Tensor* q, Tensor* k, Tensor* v, Tensor* pos, Tensor* seq, const AttentionParams& p,
                   Tensor* sinks) {
     expect_type("attention", q, DType::F32, "q");
@@ -278,8 +282,12 @@ Tensor* attention(Graph& g, Tensor* q, Tensor* k, Tensor* v, Tensor* pos, Tensor
     if (p.ring_rows <= 0 || k->ne[1] % p.ring_rows) fail("attention", "cache rows must be n_seq * ring_rows");
     // W > R is valid: a ring capped by n_ctx (R = n_ctx < W) never holds a position the
     // window could have dropped; queries past what the ring holds fail at compute time.
-    if (p.window < 0) fail("attention", "window must be >= 0");
-    if (pos->ne[0] != T || seq->ne[0] != T) fail("attention", "pos and seq need one entry per token");
+    if (p.window < 0 && p.window != kAttnFirstGiven) fail("attention", "window must be >= 0 (or kAttnFirstGiven)");
+    if (pos->ne[0] != T || seq->ne[0] != T || seq->nelements() != T) fail("attention", "pos and seq need one entry per token");
+    // kAttnFirstGiven: each query's first key in a second row of pos (core/rules/attention_rule.h).
+    if (pos->nelements() != (p.window == kAttnFirstGiven ? 2 * T : T) || (p.window == kAttnFirstGiven && !pos->is_contiguous()))
+        fail("attention", p.window == kAttnFirstGiven ? "pos must be a contiguous I32 [T, 2] (last keys, then first keys)"
+                                                      : "pos needs one entry per token");
     for (const Tensor* c : {k, v}) {
         switch (c->type) {
             case DType::F32: case DType::F16: case DType::BF16: case DType::Q8_0: case DType::Q4_0: break;

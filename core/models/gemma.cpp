@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "core/ir/ops.h"
+#include "core/rules/attention_rule.h"
 
 namespace ls {
 
@@ -64,9 +65,9 @@ void Gemma::load_arch() {
     if (embedding) {
         hp_.causal = false;
         hp_.has_logits = false;
-        // Its local layers' window is symmetric (llama.cpp: keys with |p - k| <= W / 2). An input
-        // of at most W / 2 + 1 tokens is within every query's reach, so those layers attend over
-        // the whole input, as the global ones do; a longer one is refused (build_graph).
+        // Its local layers' window is symmetric (llama.cpp's LLAMA_SWA_TYPE_SYMMETRIC: keys with
+        // |k - p| <= W / 2), given to attention as each query's first and last key
+        // (kAttnFirstGiven); their cache is not a ring (LayerParams::window 0), the input whole.
         bidir_reach_ = int32_t(window / 2);
         if (window <= 0) bad("attention.sliding_window is missing or 0");
         for (const char* t : {"dense_2.weight", "dense_3.weight"})
@@ -88,6 +89,7 @@ void Gemma::load_arch() {
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
         Layer l{};
+        l.symmetric = embedding && il % period < period - 1;
         l.attn_norm = norm_weight(p + "attn_norm.weight", E);
         l.at = attn_weights(p, hp_.layers[size_t(il)], Biases::None);
         if (!g2) {
@@ -109,13 +111,13 @@ Tensor* Gemma::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
     const int64_t T = int64_t(ub.tokens.size()), E = hp_.n_embd;
     const float eps = hp_.rms_eps;
     Tensor* tokens = g.input(DType::I32, {T}, ub.tokens.data(), "tokens");
-    if (bidir_reach_ > 0)
-        for (int32_t p : ub.pos)
-            if (p > bidir_reach_)
-                throw std::length_error(hp_.arch + ": an input of more than " + std::to_string(bidir_reach_ + 1) +
-                                        " tokens reaches past the symmetric sliding window of its local layers, which lockstep "
-                                        "does not implement yet (shorter inputs are exact)");
     Tensor* pos = attn_positions(g, ub, hp_.causal);  // each query's last visible key
+    Tensor* sym_keys = nullptr;  // EmbeddingGemma's local layers: each query's last and first key
+    if (bidir_reach_ > 0) {
+        std::vector<int32_t> keys(size_t(2 * T));
+        attn_symmetric_keys(ub.pos.data(), ub.seq.data(), T, bidir_reach_, keys.data());
+        sym_keys = g.input(DType::I32, {T, 2}, keys.data(), "attn_symmetric_keys");  // (copied now)
+    }
     Tensor* seq = g.input(DType::I32, {T}, ub.seq.data(), "seq");
     CacheRows cache_rows(g, ub);
     RopeTables rope_tables(g, ub.pos);
@@ -138,8 +140,9 @@ Tensor* Gemma::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
         Tensor* rows = cache_rows(kv.ring_rows(int(il)));
         Tensor* kc = set_rows(g, kv.k(int(il)), reshape(g, k, {int64_t(L.head_dim_k) * L.n_head_kv, T}), rows);
         Tensor* vc = set_rows(g, kv.v(int(il)), v, rows);
-        const AttentionParams ap{L.window, int32_t(kv.ring_rows(int(il))), L.n_head_kv, hp_.attn_scale, attn_softcap_};
-        Tensor* a = attention(g, q, kc, vc, pos, seq, ap);  // (head_dim_v, n_head, T)
+        const int32_t window = w.symmetric ? kAttnFirstGiven : L.window;
+        const AttentionParams ap{window, int32_t(kv.ring_rows(int(il))), L.n_head_kv, hp_.attn_scale, attn_softcap_};
+        Tensor* a = attention(g, q, kc, vc, w.symmetric ? sym_keys : pos, seq, ap);  // (head_dim_v, n_head, T)
         Tensor* o = mul_mat(g, w.at.wo, reshape(g, a, {int64_t(L.head_dim_v) * L.n_head, T}));
         x = add(g, x, rms_norm(g, o, w.post_attn_norm, eps));
 

@@ -26,6 +26,7 @@ private:
         Tensor* ffn_up;          // (n_embd, n_ff)
         Tensor* ffn_down;        // (n_ff, n_embd)
         Tensor* post_ffw_norm;   // (n_embd)
+        bool symmetric;          // EmbeddingGemma's local layers: keys within W / 2 either side
     };
     std::vector<Layer> layers_;
     float attn_softcap_ = 0.f, final_softcap_ = 0.f;  // 0: off (Gemma 3)

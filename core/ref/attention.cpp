@@ -9,7 +9,8 @@
 namespace ls::ref {
 
 // SEMANTICS.md section 1, directly: query (s, p) reads keys max(0, p-W+1)..p of its own
-// slot, key k at row s*R + k mod R. No mask tensor. The arithmetic is attention_rule.h's:
+// slot (with W = kAttnFirstGiven, from the first key pos[T + t] given), key k at row
+// s*R + k mod R. No mask tensor. The arithmetic is attention_rule.h's:
 // per key block a partial from that block alone, partials folded in block order. With sinks
 // (src[5], F32 [H]), head h's sink logit is one more fold after the last block
 // (attn_fold_sink): the softmax denominator gains e^{sink_h} and the output no value.
@@ -24,9 +25,9 @@ void attention(const Tensor& dst) {
     const int64_t Dk = q.ne[0], H = q.ne[1], T = q.ne[2], Dv = dst.ne[0];
     const int64_t R = p.ring_rows, n_seq = k.ne[1] / R, group = H / p.n_head_kv;
     std::vector<float> krow(k.ne[0]), vrow(v.ne[0]), sc(kAttnBlock), ob(Dv);
-    for (int64_t t = 0; t < T; ++t) check_attention_query(seq[t], pos[t], p.window, R, n_seq);
+    for (int64_t t = 0; t < T; ++t) check_attention_query(seq[t], pos[t], attn_first_of(pos, t, T, p.window), R, n_seq);
     for (int64_t t = 0; t < T; ++t) {
-        const int64_t s = seq[t], pt = pos[t], k0 = attn_first_key(pt, p.window);
+        const int64_t s = seq[t], pt = pos[t], k0 = attn_first_of(pos, t, T, p.window);
         for (int64_t h = 0; h < H; ++h) {
             const int64_t hk = h / group;
             const float* qh = reinterpret_cast<const float*>(q.row(h, t));

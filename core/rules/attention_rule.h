@@ -14,6 +14,14 @@ namespace ls {
 // First key position a query at position p sees with window W (0 = full attention).
 // (LS_HD: the CUDA kernels index with these same two functions.)
 LS_HD inline int64_t attn_first_key(int64_t p, int64_t W) { return W > 0 && p - W + 1 > 0 ? p - W + 1 : 0; }
+// Window kAttnFirstGiven: the position input is I32 [T, 2], each query's last visible key in
+// row 0 (pos[t]) and its first in row 1 (pos[T + t]), for windows no single W describes:
+// EmbeddingGemma's local layers see keys with |k - p| <= W / 2 on both sides, clipped to the
+// input (attn_symmetric_keys). Every kernel takes a query's first key from here.
+constexpr int32_t kAttnFirstGiven = -1;
+LS_HD inline int64_t attn_first_of(const int32_t* pos, int64_t t, int64_t T, int64_t W) {
+    return W == kAttnFirstGiven ? pos[T + t] : attn_first_key(pos[t], W);
+}
 // Cache row of key position k of sequence slot s in a ring of R rows per slot.
 LS_HD inline int64_t ring_row(int64_t s, int64_t k, int64_t R) { return s * R + k % R; }
 // Non-causal (encoder) attention, as the same op: the attention op's position input holds,
@@ -33,12 +41,27 @@ inline void attn_last_keys(const int32_t* pos, const int32_t* seq, int64_t T, bo
         out[t] = last;
     }
 }
-// Checks that a query (s, p) can be answered from a cache of n_seq slots of R rows.
-inline void check_attention_query(int64_t s, int64_t p, int64_t W, int64_t R, int64_t n_seq) {
+// A symmetric window of reach h over non-causal inputs (llama.cpp's LLAMA_SWA_TYPE_SYMMETRIC,
+// keys with |k - p| <= h): out[t] = min(last key of t's sequence, p + h), out[T + t] =
+// max(0, p - h), the [T, 2] position input of kAttnFirstGiven. (Within one whole sequence
+// from position 0, as attn_last_keys needs.)
+inline void attn_symmetric_keys(const int32_t* pos, const int32_t* seq, int64_t T, int32_t h, int32_t* out) {
+    attn_last_keys(pos, seq, T, false, out);
+    for (int64_t t = 0; t < T; ++t) {
+        out[t] = int32_t(std::min<int64_t>(out[t], int64_t(pos[t]) + h));
+        out[T + t] = std::max(0, pos[t] - h);
+    }
+}
+// Checks that a query (s, p) whose first visible key is k0 can be answered from a cache of
+// n_seq slots of R rows.
+inline void check_attention_query(int64_t s, int64_t p, int64_t k0, int64_t R, int64_t n_seq) {
     if (s < 0 || s >= n_seq)
         throw std::out_of_range("attention: sequence " + std::to_string(s) + " outside [0, " + std::to_string(n_seq) + ")");
     if (p < 0) throw std::out_of_range("attention: negative position " + std::to_string(p));
-    if (p - attn_first_key(p, W) + 1 > R)
+    if (k0 < 0 || k0 > p)
+        throw std::out_of_range("attention: first key " + std::to_string(k0) + " outside [0, " + std::to_string(p) +
+                                "] (the query's last key)");
+    if (p - k0 + 1 > R)
         throw std::out_of_range("attention: position " + std::to_string(p) + " needs more than the " +
                                 std::to_string(R) + " cache rows of its slot (context full)");
 }

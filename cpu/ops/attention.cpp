@@ -165,14 +165,14 @@ struct Ctx {
     const int32_t *pos, *seq;
     const float* sinks;  // F32 [H] or null
     AttentionParams p;
-    int64_t Dk, Dv, R, group;
+    int64_t Dk, Dv, R, group, T;
 
     // Visible keys [lo, hi] of token t within block b (empty: lo > hi).
     void range(int64_t t, int64_t b, int64_t& lo, int64_t& hi) const {
-        lo = std::max(attn_first_key(pos[t], p.window), b * kAttnBlock);
+        lo = std::max(attn_first_of(pos, t, T, p.window), b * kAttnBlock);
         hi = std::min<int64_t>(pos[t], b * kAttnBlock + kAttnBlock - 1);
     }
-    int64_t first_block(int64_t t) const { return attn_block_of(attn_first_key(pos[t], p.window)); }
+    int64_t first_block(int64_t t) const { return attn_block_of(attn_first_of(pos, t, T, p.window)); }
 
     // Block b's partial for heads h0 .. h0 + nq - 1 (one kv head hk) of token t, keys [lo, hi].
     void partial(int64_t t, int64_t hk, int64_t h0, int nq, int64_t lo, int64_t hi, BlockScratch& s, float* mb, float* lb,
@@ -344,13 +344,13 @@ void attention(const Tensor& dst) {
     const AttentionParams p = dst.get_params<AttentionParams>();
     const int64_t Dk = q.ne[0], H = q.ne[1], T = q.ne[2], Dv = dst.ne[0];
     const int64_t R = p.ring_rows, n_seq = k.ne[1] / R, Hkv = p.n_head_kv;
-    for (int64_t t = 0; t < T; ++t) check_attention_query(seq[t], pos[t], p.window, R, n_seq);
+    for (int64_t t = 0; t < T; ++t) check_attention_query(seq[t], pos[t], attn_first_of(pos, t, T, p.window), R, n_seq);
 #if defined(LS_ATTN_AVX2)
     // Every cache type the KV cache offers (and BF16), head sizes in whole registers. Anything
     // else (none in use) runs the reference itself.
     if (Dk % 8 == 0 && Dv % 8 == 0 && cache_type_ok(k.type) && cache_type_ok(v.type)) {
         const float* sinks = dst.src[5] ? dst.src[5]->data_as<const float>() : nullptr;
-        const Ctx cx{&q, &k, &v, &dst, pos, seq, sinks, p, Dk, Dv, R, H / Hkv};
+        const Ctx cx{&q, &k, &v, &dst, pos, seq, sinks, p, Dk, Dv, R, H / Hkv, T};
         // A few tokens (decode steps): split over key blocks. Otherwise tiles of tokens, about
         // 8 tasks at least, 16 tokens at most per tile (each token reads only its own keys).
         if (T <= 4) return run_split(cx, T, H, Hkv);

@@ -59,7 +59,7 @@ struct Attn {
           sinks(d.src[5] ? d.src[5]->data_as<const float>() : nullptr), H(q.ne[1]), T(q.ne[2]),
           Dv(d.ne[0]), R(p.ring_rows), group(H / p.n_head_kv) {
         for (int64_t t = 0; t < T; ++t)
-            nb_max = std::max<int64_t>(nb_max, attn_block_of(pos[t]) - attn_block_of(attn_first_key(pos[t], p.window)) + 1);
+            nb_max = std::max<int64_t>(nb_max, attn_block_of(pos[t]) - attn_block_of(attn_first_of(pos, t, T, p.window)) + 1);
     }
 };
 
@@ -71,7 +71,7 @@ std::vector<uint8_t> emu_attention(const Attn& a, int64_t per) {
     std::vector<float> partials(splits > 1 ? size_t(a.T * a.H * a.nb_max * (a.Dv + 2)) : 0, std::numeric_limits<float>::quiet_NaN());
     std::vector<uint8_t> out(a.dst.nbytes(), 0xEE);
     const cuda::AttnArgs args{a.q.data_as<const float>(), shape_of(a.q), a.k.data_as<const uint8_t>(), a.k.type, int64_t(a.k.nb[1]),
-                              a.v.data_as<const uint8_t>(), a.v.type, int64_t(a.v.nb[1]), a.pos, a.seq, 0, a.p.window, a.R, a.group,
+                              a.v.data_as<const uint8_t>(), a.v.type, int64_t(a.v.nb[1]), a.pos, a.seq, 0, a.p.window, a.T, a.R, a.group,
                               a.p.scale, a.p.softcap, a.Dv, out.data(), shape_of(a.dst), per,
                               splits > 1 ? partials.data() : nullptr, a.nb_max, a.sinks};
     const bool known = cuda::with_attn_outputs(a.Dv, [&](auto ko) {
@@ -93,7 +93,7 @@ std::vector<uint8_t> emu_attention_tiles(const Attn& a, const cuda::TileGeom& g,
     std::vector<float> partials(split ? size_t(a.T * a.H * a.nb_max * (a.Dv + 2)) : 0, std::numeric_limits<float>::quiet_NaN());
     std::vector<uint8_t> out(a.dst.nbytes(), 0xEE);
     const cuda::AttnArgs args{a.q.data_as<const float>(), shape_of(a.q), a.k.data_as<const uint8_t>(), a.k.type, int64_t(a.k.nb[1]),
-                              a.v.data_as<const uint8_t>(), a.v.type, int64_t(a.v.nb[1]), a.pos, a.seq, 0, a.p.window, a.R, a.group,
+                              a.v.data_as<const uint8_t>(), a.v.type, int64_t(a.v.nb[1]), a.pos, a.seq, 0, a.p.window, a.T, a.R, a.group,
                               a.p.scale, a.p.softcap, a.Dv, out.data(), shape_of(a.dst), split ? per : nbu,
                               split ? partials.data() : nullptr, a.nb_max, a.sinks};
     const emu::Dim3 grid = dim(a.H / g.gq, (a.T + g.tq - 1) / g.tq, splits);
@@ -158,9 +158,10 @@ TEST_CASE("CUDA attention kernels, emulated on the host, equal the reference bit
         ++n_cases;
         n_split += a.nb_max > 2;
     }
-    // The table's attention cases: 90 causal (with and without sinks) and 2 non-causal
-    // geometries in 5 cache types; the long key ranges span more than two key blocks.
-    CHECK(n_cases == 100);
+    // The table's attention cases: 90 causal (with and without sinks), 2 non-causal and 2
+    // with first keys given, geometries in 5 cache types; the long key ranges span more than
+    // two key blocks.
+    CHECK(n_cases == 110);
     CHECK(n_split > 0);
 }
 

@@ -232,8 +232,10 @@ struct AttentionCase {
     bool sinks = false;
     std::string name() const {
         std::string p;
-        for (size_t i = 0; i < pos.size() && i < 8; ++i) p += (i ? "," : "") + std::to_string(seq[i]) + ":" + std::to_string(pos[i]);
-        if (pos.size() > 8) p += ",... (" + std::to_string(pos.size()) + ")";
+        // (With first keys given, pos holds the last keys, then the first ones.)
+        for (size_t i = 0; i < seq.size() && i < 8; ++i) p += (i ? "," : "") + std::to_string(seq[i]) + ":" + std::to_string(pos[i]);
+        if (seq.size() > 8) p += ",... (" + std::to_string(seq.size()) + ")";
+        if (W == kAttnFirstGiven) p += ",first keys given";
         char buf[160];
         std::snprintf(buf, sizeof buf, "attention(cache=%s,W=%d,R=%d,n_seq=%d,H=%d,Hkv=%d,D=%d%s,seq:pos=", dtype_name(type), W, R,
                       n_seq, H, Hkv, D, softcap > 0 ? ",softcap=30" : "");
@@ -241,7 +243,7 @@ struct AttentionCase {
         return buf + p + ")";
     }
     std::vector<Tensor*> build(Graph& g, Backend& be, Keep& k, std::mt19937& r) const {
-        const int64_t rows = int64_t(R) * n_seq, T = int64_t(pos.size()), row = int64_t(D) * Hkv;
+        const int64_t rows = int64_t(R) * n_seq, T = int64_t(seq.size()), row = int64_t(D) * Hkv;
         Tensor* kc = k.persistent(be, type, {row, rows}, quantized_random(r, type, row, rows));
         Tensor* vc = k.persistent(be, type, {row, rows}, quantized_random(r, type, row, rows));
         Tensor* q = in_f32(g, r, {D, H, T});
@@ -255,7 +257,8 @@ struct AttentionCase {
             }
             sk = g.input(DType::F32, {int64_t(H)}, sv.data(), "sinks");
         }
-        return {attention(g, q, kc, vc, in_i32(g, pos), in_i32(g, seq), p, sk)};
+        Tensor* pt = W == kAttnFirstGiven ? g.input(DType::I32, {T, 2}, pos.data(), "pos") : in_i32(g, pos);
+        return {attention(g, q, kc, vc, pt, in_i32(g, seq), p, sk)};
     }
 };
 
@@ -523,6 +526,19 @@ std::vector<OpCase> op_cases() {
     };
     add_attention(non_causal(run({0, 128, 1, 4, 4, 64, 0.f, {}, {}}, 100, 0, 0)));
     add_attention(non_causal({0, 40, 2, 4, 4, 32, 0.f, {0, 0, 1, 1, 2, 2, 3, 4, 5, 6}, {0, 1, 0, 1, 0, 1, 0, 0, 0, 0}}));
+    // Each query's first key given (kAttnFirstGiven): EmbeddingGemma's symmetric window, keys
+    // within h of the query on both sides, clipped to the input. 100 tokens with h = 40 (the
+    // query-tile form; ranges starting and ending inside key blocks and across them), and two
+    // inputs interleaved with h = 2 (the per-query form).
+    auto symmetric = [](A a, int32_t h) {
+        std::vector<int32_t> keys(2 * a.pos.size());
+        attn_symmetric_keys(a.pos.data(), a.seq.data(), int64_t(a.pos.size()), h, keys.data());
+        a.pos = keys;
+        a.W = kAttnFirstGiven;
+        return a;
+    };
+    add_attention(symmetric(run({0, 128, 1, 4, 4, 64, 0.f, {}, {}}, 100, 0, 0), 40));
+    add_attention(symmetric({0, 40, 2, 4, 2, 32, 0.f, {0, 0, 1, 1, 2, 2, 3, 4, 5, 6}, {0, 1, 0, 1, 0, 1, 0, 0, 0, 0}}, 2));
     return c;
 }
 

@@ -219,22 +219,21 @@ TEST_CASE("encoders: tiny EmbeddingGemma matches the float64 oracle, the same bi
     std::vector<TokCase> toks;
     std::vector<OracleCase> cases;
     read_oracle(toks, cases, "gemmaembed_tiny.oracle");
-    REQUIRE(cases.size() >= 12);
+    REQUIRE(cases.size() >= 18);
     OracleTally tally;
     for (const std::string& bk : all_backend_names()) {
         LoadedModel l = load_tiny(bk, "gemmaembed");
         REQUIRE(!l.model->hparams().causal);
         REQUIRE(!l.model->hparams().has_logits);
         REQUIRE(model_pooling(*l.model) == Pooling::Mean);
-        auto s = new_session(l, 64, 16, DType::F16, 2);
+        auto s = new_session(l, 64, 64, DType::F16, 2);
         size_t k = 0;
         for (const OracleCase& c : cases) {
             INFO(pooling_name(c.pooling) << ", " << c.tokens.size() << " tokens, backend " << bk);
-            // float32 through 6 layers against float64 (the same F16-rounded weights), F16 K/V rows.
+            // float32 through 6 layers against float64 (the same F16-rounded weights), F16 K/V rows;
+            // the 13- and 40-token inputs reach past the symmetric window of the sliding layers.
             tally.check(embed(*s, 1, c.tokens, c.pooling), c.want, k++);
         }
-        // Past the reach of the symmetric window (W / 2 + 1 = 9 tokens): refused, naming why.
-        CHECK_THROWS_WITH(embed(*s, 0, std::vector<int32_t>(10, 7), Pooling::Mean), Catch::Contains("symmetric sliding window"));
     }
     WARN("worst cosine of EmbeddingGemma against the oracle: 1 - " << (1.0 - tally.worst));
 }

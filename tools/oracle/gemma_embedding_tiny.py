@@ -11,8 +11,9 @@ format ('case MODEL POOLING N ids' then n_embd floats).
 
 The forward pass is written here from the architecture (Gemma 3 as llama.cpp's gemma-embedding
 graph runs it: non-causal attention, its sliding layers' window symmetric, |p - k| <= W / 2),
-float64 throughout, independent of lockstep. The inputs are at most W / 2 + 1 = 9 tokens, so
-every key is within every query's reach (lockstep refuses longer inputs for now).
+float64 throughout, independent of lockstep. Inputs of up to W / 2 + 1 = 9 tokens are within
+every query's reach; the 13- and 40-token ones are not (the window cuts keys on one side or
+both, and clips at the input's ends).
 
 Usage: tools/oracle/gemma_embedding_tiny.py OUT_DIR
 """
@@ -29,7 +30,8 @@ from bert_tiny import gelu, rope_neox, write_tensors  # noqa: E402 (the same GEL
 E, L, H, HKV, D, F, V, CTX, W = 64, 6, 2, 1, 32, 64, 64, 128, 16
 EPS = 1e-6
 BASE_GLOBAL, BASE_LOCAL = 1e6, 1e4
-INPUTS = [[2], [2, 10, 11, 12, 1], [2, 40, 41, 7, 7, 8, 63, 30, 1], [2, 5, 9, 60, 33, 1]]
+INPUTS = [[2], [2, 10, 11, 12, 1], [2, 40, 41, 7, 7, 8, 63, 30, 1], [2, 5, 9, 60, 33, 1],
+          [2] + [(7 * i + 3) % 60 + 3 for i in range(11)] + [1], [2] + [(11 * i + 5) % 61 + 2 for i in range(38)] + [1]]
 
 
 def make_weights(rng):
@@ -93,7 +95,7 @@ def forward(w, ids):
         q, k = rope_neox(q, pos, base), rope_neox(k, pos, base)
         k, v = np.repeat(k, H // HKV, 1), np.repeat(v, H // HKV, 1)
         s = np.einsum("thd,uhd->htu", q, k) / math.sqrt(D)
-        if local:  # the symmetric window: |p - k| <= W / 2 (all of these inputs)
+        if local:  # the symmetric window: |p - k| <= W / 2
             far = np.abs(pos[:, None] - pos[None, :]) > W // 2
             s = np.where(far[None], -np.inf, s)
         s = np.exp(s - s.max(-1, keepdims=True))

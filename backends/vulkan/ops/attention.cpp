@@ -25,7 +25,7 @@ void plan_attention(const Tensor& n, Plan& plan) {
     const int64_t T = n.src[0]->ne[2], H = n.src[0]->ne[1], Dv = n.ne[0];
     int64_t nblk = 1;
     for (int64_t t = 0; t < T; ++t)
-        nblk = std::max(nblk, attn_block_of(pos[t]) - attn_block_of(attn_first_key(pos[t], p.window)) + 1);
+        nblk = std::max(nblk, attn_block_of(pos[t]) - attn_block_of(attn_first_of(pos, t, T, p.window)) + 1);
     // The query-tile form: prompt ubatches (8 queries or more) whose tiles of 64 queries each
     // hold one sequence, K and V of one type, head sizes up to 256 (even, on rows of whole
     // words, for the 16-bit types read a word at a time).
