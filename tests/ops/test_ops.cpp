@@ -6,8 +6,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
+#include <tuple>
 
 #include "core/ir/ops.h"
+#include "core/rules/attention_rule.h"
 #include "core/quant/quant.h"
 #include "tests/ops/op_cases.h"
 #include "tests/support/test_util.h"
@@ -271,6 +273,19 @@ TEST_CASE("attention rejects a query its ring cannot answer", "[ops]") {
         g.mark_output(o);
         std::unique_ptr<Buffer> scratch;
         REQUIRE_THROWS_WITH(run_graph(*be, g, scratch), Catch::Contains("context full"));
+        // First keys given (kAttnFirstGiven): one after the query's last key, a negative one, and
+        // a range wider than the ring are refused the same way.
+        for (auto [first, last, msg] : {std::tuple{6, 5, "first key 6 outside [0, 5]"}, std::tuple{-1, 5, "first key -1"},
+                                        std::tuple{0, 16, "context full"}}) {
+            Graph g2;
+            std::vector<int32_t> keys = {last, first};
+            Tensor* o2 = ops::attention(g2, g2.input(DType::F32, {32, 1, 1}, q.data(), "q"), kc, kc,
+                                        g2.input(DType::I32, {1, 2}, keys.data(), "pos"), g2.input(DType::I32, {1}, seq.data(), "seq"),
+                                        AttentionParams{kAttnFirstGiven, 16, 1, 1.f, 0.f});
+            g2.mark_output(o2);
+            std::unique_ptr<Buffer> scratch2;
+            REQUIRE_THROWS_WITH(run_graph(*be, g2, scratch2), Catch::Contains(msg));
+        }
     }
 }
 
