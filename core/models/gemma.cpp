@@ -70,10 +70,6 @@ void Gemma::load_arch() {
         // (kAttnFirstGiven); their cache is not a ring (LayerParams::window 0), the input whole.
         bidir_reach_ = int32_t(window / 2);
         if (window <= 0) bad("attention.sliding_window is missing or 0");
-        for (const char* t : {"dense_2.weight", "dense_3.weight"})
-            if (f.find_tensor(t))
-                bad(std::string("the file has the sentence-transformers dense projection '") + t +
-                    "' (converted with --sentence-transformers-dense-modules), which lockstep does not apply yet");
     }
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
         const bool local = il % period < period - 1;
@@ -104,6 +100,52 @@ void Gemma::load_arch() {
         l.post_ffw_norm = norm_weight(p + "post_ffw_norm.weight", E);
         layers_.push_back(l);
     }
+    if (embedding) load_dense_projection();
+}
+
+// The sentence-transformers Dense modules (convert_hf_to_gguf.py
+// --sentence-transformers-dense-modules): dense_2 (n_embd -> dense_2_feat_out), then dense_3
+// (dense_3_feat_in -> n_embd), each optional, applied to the pooled embedding before it is
+// normalized (llama.cpp's build_dense_out; EmbedRun applies embd_projection()). The widths
+// come from the keys, as llama.cpp reads them (it checks dense_2_feat_in and dense_3_feat_out
+// against n_embd when present; a tensor without its width key fails its shape check there); a
+// chain that does not compose, or does not end at n_embd, is refused here, where llama.cpp
+// would fail an assertion while computing or read the wrong values.
+void Gemma::load_dense_projection() {
+    const GgufFile& f = *file_;
+    const std::string a = hp_.arch + ".";
+    const int64_t E = hp_.n_embd;
+    auto bad = [&](const std::string& what) { throw std::runtime_error(hp_.arch + ": " + what); };
+    auto key = [&](const char* k) {
+        const int64_t v = f.get_int(a + k, 0);
+        if (v < 0 || v > (int64_t(1) << 30)) bad(a + k + " is " + std::to_string(v) + ", out of range (broken metadata)");
+        return v;
+    };
+    const int64_t in2 = key("dense_2_feat_in"), out2 = key("dense_2_feat_out"), in3 = key("dense_3_feat_in"),
+                  out3 = key("dense_3_feat_out");
+    if (in2 != 0 && in2 != E) bad(a + "dense_2_feat_in is " + std::to_string(in2) + ", not embedding_length " + std::to_string(E));
+    if (out3 != 0 && out3 != E) bad(a + "dense_3_feat_out is " + std::to_string(out3) + ", not embedding_length " + std::to_string(E));
+    // llama.cpp's gemma-embedding takes no bias (its loader would count the tensor as unused and
+    // refuse the file; the converter writes none): refused rather than silently left out.
+    for (const char* b : {"dense_2.bias", "dense_3.bias"})
+        if (f.find_tensor(b)) bad(std::string("tensor '") + b + "': a bias on the dense projections is not part of gemma-embedding");
+    int64_t n = E;  // the width of the vector so far
+    if (f.find_tensor("dense_2.weight")) {
+        if (out2 == 0) bad("the file has tensor 'dense_2.weight' but no " + a + "dense_2_feat_out (its output width)");
+        embd_proj_.push_back(host_linear("dense_2.weight", E, out2));  // (n_embd, dense_2_feat_out)
+        n = out2;
+    }
+    if (f.find_tensor("dense_3.weight")) {
+        if (in3 == 0) bad("the file has tensor 'dense_3.weight' but no " + a + "dense_3_feat_in (its input width)");
+        if (in3 != n)
+            bad(a + "dense_3_feat_in is " + std::to_string(in3) + ", but " + (n == E ? "the pooled embedding" : "dense_2's output") +
+                " has " + std::to_string(n) + " values");
+        embd_proj_.push_back(host_linear("dense_3.weight", in3, E));  // (dense_3_feat_in, n_embd)
+        n = E;
+    }
+    if (n != E)
+        bad("tensor 'dense_2.weight' maps the embedding to " + std::to_string(n) + " values and no dense_3.weight maps them back to " +
+            "embedding_length " + std::to_string(E));
 }
 
 Tensor* Gemma::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {

@@ -8,13 +8,15 @@ namespace ls {
 // GELU-gated FFN, embeddings scaled by sqrt(n_embd), tied output. Gemma 2 soft-caps the
 // attention scores and the final logits; Gemma 3 has per-head q/k RMS norms instead, and its
 // sliding layers rotate with base 10000 and no scaling. What differs is read as data.
-// EmbeddingGemma ("gemma-embedding") is Gemma 3 attending both ways, with no output projection.
+// EmbeddingGemma ("gemma-embedding") is Gemma 3 attending both ways, with no output projection,
+// and optionally the sentence-transformers Dense projections after pooling (embd_projection()).
 class Gemma final : public Model {
 public:
     Tensor* build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const override;
 
 private:
     void load_arch() override;
+    void load_dense_projection();  // gemma-embedding's dense_2, dense_3 into embd_proj_
     struct Layer {
         Tensor* attn_norm;       // (n_embd)
         AttnWeights at;          // q, k, v, o (no biases)

@@ -11,6 +11,7 @@
 
 #include "core/quant/quant.h"
 #include "core/rules/attention_rule.h"
+#include "core/rules/canon.h"
 
 namespace ls {
 
@@ -215,6 +216,41 @@ std::vector<float> Model::host_f32(const std::string& name, int64_t n) const {
     std::vector<float> v(static_cast<size_t>(n));
     std::memcpy(v.data(), info->data, v.size() * sizeof(float));
     return v;
+}
+
+HostLinear Model::host_linear(const std::string& name, int64_t n_in, int64_t n_out) const {
+    const GgufTensorInfo* info = file_->find_tensor(name);
+    if (!info) throw std::runtime_error("model is missing tensor '" + name + "'");
+    bool ok = info->ne[0] == n_in && info->ne[1] == n_out;
+    for (int i = 2; i < kMaxDims; ++i) ok = ok && info->ne[i] == 1;
+    if (!ok) {
+        std::string has = "[";
+        for (int i = 0; i < std::max(info->n_dims, 1); ++i) has += std::to_string(info->ne[i]) + " ";
+        has.back() = ']';
+        throw std::runtime_error("tensor '" + name + "' has shape " + has + ", " + hp_.arch + " expects [" + std::to_string(n_in) + " " +
+                                 std::to_string(n_out) + "]");
+    }
+    if (!can_dequantize(info->type))
+        throw std::runtime_error("tensor '" + name + "' has type " + dtype_name(info->type) + ", which lockstep cannot read");
+    if (n_in % block_size(info->type) != 0)
+        throw std::runtime_error("tensor '" + name + "': row length " + std::to_string(n_in) + " is not a multiple of the " +
+                                 dtype_name(info->type) + " block");
+    HostLinear l;
+    l.name = name;
+    l.n_in = n_in;
+    l.n_out = n_out;
+    l.w.resize(size_t(n_in) * size_t(n_out));
+    const size_t rb = row_bytes(info->type, n_in);  // the reader checked n_out rows of it against the file
+    for (int64_t o = 0; o < n_out; ++o) dequantize_row(info->type, info->data + size_t(o) * rb, l.w.data() + size_t(o) * size_t(n_in), n_in);
+    return l;
+}
+
+std::vector<float> HostLinear::apply(const std::vector<float>& x) const {
+    if (int64_t(x.size()) != n_in)
+        throw std::logic_error(name + ": a vector of " + std::to_string(x.size()) + " values, not " + std::to_string(n_in));
+    std::vector<float> y(static_cast<size_t>(n_out));
+    for (int64_t o = 0; o < n_out; ++o) y[size_t(o)] = canon_dot(w.data() + size_t(o) * size_t(n_in), x.data(), n_in);
+    return y;
 }
 
 Tensor* Model::norm_weight(const std::string& name, int64_t n) {

@@ -107,6 +107,18 @@ struct AttnWeights {
 };
 enum class Biases { None, Optional, Required };
 
+// A matrix applied on the host to a finished vector (EmbeddingGemma's sentence-transformers
+// Dense projections, applied to a pooled embedding): read once at load, its rows dequantized to
+// F32, bound to no device. apply() sums each output in canon_dot's fixed order
+// (core/rules/canon.h), so the result is the same bits on every machine and backend.
+struct HostLinear {
+    std::string name;             // the tensor's, for messages
+    int64_t n_in = 0, n_out = 0;
+    std::vector<float> w;         // (n_in, n_out): output o is the dot of row o with x
+    // y = W x; x.size() must be n_in.
+    std::vector<float> apply(const std::vector<float>& x) const;
+};
+
 // A backend as the one device of a model (the CPU and the reference backend are the host).
 ModelDevice single_device(Backend& be);
 
@@ -152,6 +164,10 @@ public:
     std::vector<Backend*> layer_backends() const;
 
     const Hparams& hparams() const { return hp_; }
+    // What a pooled sequence embedding goes through, in order, before it is normalized (empty:
+    // nothing): EmbeddingGemma's dense_2 then dense_3, as llama.cpp's build_dense_out applies
+    // them. The chain maps n_embd to n_embd (checked at load), so an embedding keeps n_embd.
+    const std::vector<HostLinear>& embd_projection() const { return embd_proj_; }
     const GgufFile& gguf() const { return *file_; }
     size_t weight_bytes() const { return file_->size(); }
     std::vector<KvLayerSpec> kv_layout() const;
@@ -179,6 +195,9 @@ protected:
     // frequency factors, which core folds into the rope tables); checks shape and type.
     std::vector<float> host_f32(const std::string& name, int64_t n) const;
     Tensor* matmul_weight(const std::string& name, int64_t k, int64_t n);
+    // A matrix (n_in, n_out) of any type core/quant dequantizes, read into host memory
+    // (HostLinear); checks shape, type and whole blocks per row, naming the tensor.
+    HostLinear host_linear(const std::string& name, int64_t n_in, int64_t n_out) const;
     // blk.N.attn_{q,k,v,output}.weight (and .bias as `biases` says) for layer L's geometry.
     AttnWeights attn_weights(const std::string& prefix, const LayerParams& L, Biases biases);
     // The matrices of n_expert experts, [k, n, n_expert] (mul_mat_id's w).
@@ -206,6 +225,7 @@ protected:
     std::unordered_map<std::string, int64_t> matrix_rows_;  // a layer's matrices: name -> output rows
     std::vector<RowSplit> row_splits_;
     Hparams hp_;
+    std::vector<HostLinear> embd_proj_;  // embd_projection()
 };
 
 }  // namespace ls

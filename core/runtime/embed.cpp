@@ -105,6 +105,7 @@ size_t EmbedRun::add_to(Batch& b, int64_t max_tokens) {
 }
 
 void EmbedRun::take(const float* rows, size_t n_rows) {
+    if (done()) return;  // its vector is final (divided and projected once)
     const size_t E = sum_.size();
     if (pooling_ == Pooling::Mean) {
         // Token after token, so the sum does not depend on the chunking.
@@ -119,6 +120,10 @@ void EmbedRun::take(const float* rows, size_t n_rows) {
         const float count = float(tokens_.size());
         for (float& x : sum_) x /= count;
     }
+    // The model's projection of the pooled vector (EmbeddingGemma's dense layers), here once
+    // for every caller, on the host in a fixed order: before any normalization, as llama.cpp.
+    if (done())
+        for (const HostLinear& l : s_.model().embd_projection()) sum_ = l.apply(sum_);
 }
 
 bool EmbedRun::step(int64_t max_tokens) {

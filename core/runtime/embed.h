@@ -4,7 +4,9 @@
 //
 // Pooling happens on the host over hidden states read in token order, one token after the
 // other, so a vector is the same bits however its tokens were split into decode calls (and,
-// as the states themselves are, whatever else the backend evaluated beside them).
+// as the states themselves are, whatever else the backend evaluated beside them). A model's
+// projection of the pooled vector (Model::embd_projection(), EmbeddingGemma's dense layers)
+// runs there too, in EmbedRun, so embed(), embed_many() and the server apply it once.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -60,7 +62,8 @@ public:
     // add_to, decode, take: one Session::decode call. Returns true once every token is evaluated.
     bool step(int64_t max_tokens);
     bool done() const { return at_ == tokens_.size(); }
-    // The pooled vector (not normalized); valid once done().
+    // The pooled vector, through the model's embd_projection() if it has one (not
+    // normalized); valid once done().
     const std::vector<float>& pooled() const { return sum_; }
     size_t n_tokens() const { return tokens_.size(); }
     int seq() const { return seq_; }
@@ -71,7 +74,7 @@ private:
     std::vector<int32_t> tokens_;
     Pooling pooling_;
     size_t at_ = 0, added_ = 0;  // evaluated; in the batch being evaluated
-    std::vector<float> sum_;  // n_embd
+    std::vector<float> sum_;  // n_embd (the projection, if any, maps n_embd to n_embd)
 };
 
 // The whole of it: evaluates `tokens` in sequence `seq` in chunks of the session's ubatch,

@@ -3,22 +3,31 @@
 // written from its definition, and a float64 numpy forward pass with non-causal attention,
 // pooled and L2-normalized (tests/data/bert_tiny.oracle, bert_tiny.gguf, nomicbert_tiny.gguf).
 // EmbeddingGemma ("gemma-embedding", core/models/gemma.cpp) against
-// tools/oracle/gemma_embedding_tiny.py (tests/data/gemmaembed_tiny.{gguf,oracle}).
+// tools/oracle/gemma_embedding_tiny.py (tests/data/gemmaembed_tiny.{gguf,oracle}), and the same
+// model with the sentence-transformers dense projections (gemmaembed_dense_tiny.{gguf,oracle}).
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "core/gguf/gguf.h"
 #include "core/models/registry.h"
+#include "core/quant/quant.h"
 #include "core/runtime/embed.h"
 #include "core/runtime/session.h"
 #include "core/text/tokenizer.h"
 #include "tests/runtime/embed_oracle.h"
+#include "tests/server/byte_vocab.h"
+#include "tests/support/gguf_edit.h"
 #include "tests/support/kv_contract.h"
 #include "tests/support/test_util.h"
+#include "tools/server/api_embed.h"
+#include "tools/server/engine.h"
 
 using namespace ls;
 using namespace ls::test;
@@ -236,4 +245,163 @@ TEST_CASE("encoders: tiny EmbeddingGemma matches the float64 oracle, the same bi
         }
     }
     WARN("worst cosine of EmbeddingGemma against the oracle: 1 - " << (1.0 - tally.worst));
+}
+
+TEST_CASE("encoders: EmbeddingGemma's dense projections are applied after pooling, as the float64 oracle, on every backend",
+          "[embed][families]") {
+    std::vector<TokCase> toks;
+    std::vector<OracleCase> cases;
+    read_oracle(toks, cases, "gemmaembed_dense_tiny.oracle");
+    REQUIRE(cases.size() >= 12);
+    OracleTally tally;
+    for (const std::string& bk : all_backend_names()) {
+        LoadedModel l = load_tiny(bk, "gemmaembed_dense");
+        const auto& proj = l.model->embd_projection();
+        REQUIRE(proj.size() == 2);
+        CHECK((proj[0].name == "dense_2.weight" && proj[0].n_in == 64 && proj[0].n_out == 128));
+        CHECK((proj[1].name == "dense_3.weight" && proj[1].n_in == 128 && proj[1].n_out == 64));
+        REQUIRE(model_pooling(*l.model) == Pooling::Mean);
+        auto s = new_session(l, 64, 64, DType::F16, 2);
+        size_t k = 0;
+        for (const OracleCase& c : cases) {
+            INFO(pooling_name(c.pooling) << ", " << c.tokens.size() << " tokens, backend " << bk);
+            // The oracle projects once, after pooling and before normalizing: a vector not
+            // projected, or projected twice, is far from it.
+            tally.check(embed(*s, 1, c.tokens, c.pooling), c.want, k++);
+        }
+        // Side by side in both slots: the same bits as alone.
+        for (Pooling pl : {Pooling::Mean, Pooling::Last}) {
+            std::vector<std::vector<int32_t>> inputs;
+            std::vector<size_t> ks;
+            for (size_t j = 0; j < cases.size(); ++j)
+                if (cases[j].pooling == pl) inputs.push_back(cases[j].tokens), ks.push_back(j);
+            INFO(pooling_name(pl) << " side by side, backend " << bk);
+            const auto many = embed_many(*s, {0, 1}, inputs, pl);
+            for (size_t q = 0; q < many.size(); ++q) CHECK(same_bits(many[q], tally.first[ks[q]]));
+        }
+    }
+    // The file without the projections gives other vectors (the projection is not a no-op here).
+    LoadedModel plain = load_tiny("cpu", "gemmaembed");
+    CHECK(plain.model->embd_projection().empty());
+    CHECK(!same_bits(embed(*new_session(plain, 64, 64, DType::F16), 0, cases[3].tokens, cases[3].pooling), tally.first[3]));
+    WARN("worst cosine of EmbeddingGemma with dense projections against the oracle: 1 - " << (1.0 - tally.worst));
+}
+
+TEST_CASE("encoders: the server's engine applies EmbeddingGemma's dense projections once, as embed()", "[embed][server]") {
+    std::vector<TokCase> toks;
+    std::vector<OracleCase> cases;
+    read_oracle(toks, cases, "gemmaembed_dense_tiny.oracle");
+    LoadedModel l = load_tiny("cpu", "gemmaembed_dense");
+    const Tokenizer tok(test::byte_vocab({}));  // unused: the request gives token ids
+    server::EmbedContext ctx = server::embed_context(*l.model, tok, 64, "", 2, "tiny");
+    ctx.one_ubatch = 64;
+    nlohmann::json ids = nlohmann::json::array();
+    std::vector<std::vector<int32_t>> inputs;
+    for (const OracleCase& c : cases)
+        if (c.pooling == Pooling::Mean) ids.push_back(c.tokens), inputs.push_back(c.tokens);
+    const server::EmbedRequest r = server::parse_embeddings({{"input", ids}}, ctx);
+    auto job = std::make_shared<server::EmbedJob>(r.job);
+    server::EmbedResult out;
+    {
+        auto s = new_session(l, 64, 64, DType::F16, 2);
+        server::Metrics metrics;
+        server::Engine engine(*s, tok, metrics, 4);
+        REQUIRE(engine.submit(job));
+        REQUIRE(job->pop(out, std::chrono::seconds(120)));
+    }
+    REQUIRE(out.error.empty());
+    const nlohmann::json resp = server::embeddings_response(r, out, ctx);
+    REQUIRE(resp["data"].size() == inputs.size());
+    auto s = new_session(l, 64, 64, DType::F16);
+    size_t k = 0;
+    for (const OracleCase& c : cases) {
+        if (c.pooling != Pooling::Mean) continue;
+        const std::vector<float> got = resp["data"][k++]["embedding"].get<std::vector<float>>();
+        CHECK(same_bits(got, embed(*s, 0, c.tokens, Pooling::Mean)));
+        CHECK(cosine(got, c.want) >= 0.9999);
+    }
+}
+
+TEST_CASE("encoders: EmbeddingGemma's dense projections quantized, or broken, load or are refused by name", "[embed]") {
+    auto be = make_backend("cpu");
+    const std::string src = test_data("gemmaembed_dense_tiny.gguf");
+    const std::string a = "gemma-embedding.";
+    auto rewritten = [&](const std::set<std::string>& keys, const std::set<std::string>& tensors, const std::function<void(GgufWriter&)>& edit,
+                         const std::function<bool(const GgufTensorInfo&, GgufWriter&)>& tensor_edit = {}) {
+        const std::string out = temp_path("gemmaembed_dense_edit.gguf");
+        rewrite_gguf(src, out, keys, tensors, edit, tensor_edit);
+        return out;
+    };
+    auto load_error = [&](const std::string& path) {
+        std::string what = "(loaded)";
+        try {
+            load_model(path, *be);
+        } catch (const std::exception& e) {
+            what = e.what();
+        }
+        std::filesystem::remove(path);
+        return what;
+    };
+    // Q8_0 projections (any type core/quant reads): dequantized at load, near the F16 oracle.
+    {
+        const std::string q8 = rewritten({}, {}, {}, [](const GgufTensorInfo& t, GgufWriter& w) {
+            if (t.name.rfind("dense_", 0) != 0) return false;
+            const int64_t K = t.ne[0], rows = t.ne[1];
+            std::vector<float> row(size_t(K), 0.f);
+            const size_t in_row = row_bytes(t.type, K), out_row = row_bytes(DType::Q8_0, K);
+            std::vector<uint8_t> bytes(out_row * size_t(rows));
+            for (int64_t o = 0; o < rows; ++o) {
+                dequantize_row(t.type, t.data + size_t(o) * in_row, row.data(), K);
+                quantize_row(DType::Q8_0, row.data(), bytes.data() + size_t(o) * out_row, K);
+            }
+            w.add_tensor(t.name, DType::Q8_0, {K, rows}, std::move(bytes));
+            return true;
+        });
+        LoadedModel l;
+        l.be = make_backend("cpu");
+        l.model = load_model(q8, *l.be);
+        std::filesystem::remove(q8);
+        std::vector<TokCase> toks;
+        std::vector<OracleCase> cases;
+        read_oracle(toks, cases, "gemmaembed_dense_tiny.oracle");
+        auto s = new_session(l, 64, 64, DType::F16);
+        for (const OracleCase& c : cases) CHECK(cosine(embed(*s, 0, c.tokens, c.pooling), c.want) >= 0.999);
+    }
+    // The two matrices trade names: each has the other's shape.
+    const std::string swapped =
+        patched("gemmaembed_dense_tiny.gguf", {{"dense_2.weight", "dense_X.weight"}, {"dense_3.weight", "dense_2.weight"}, {"dense_X.weight", "dense_3.weight"}},
+                "gemmaembed_dense_swapped.gguf");
+    CHECK_THAT(load_error(swapped), Catch::Contains("tensor 'dense_2.weight' has shape [128 64]") && Catch::Contains("expects [64 128]"));
+    // A width key missing, or not matching the other's.
+    CHECK_THAT(load_error(rewritten({a + "dense_2_feat_out"}, {}, {})), Catch::Contains("dense_2.weight") && Catch::Contains("dense_2_feat_out"));
+    CHECK_THAT(load_error(rewritten({a + "dense_3_feat_in"}, {}, [&](GgufWriter& w) { w.set_u32(a + "dense_3_feat_in", 96); })),
+               Catch::Contains("dense_3_feat_in is 96") && Catch::Contains("dense_2's output has 128"));
+    CHECK_THAT(load_error(rewritten({a + "dense_2_feat_in"}, {}, [&](GgufWriter& w) { w.set_u32(a + "dense_2_feat_in", 32); })),
+               Catch::Contains("dense_2_feat_in is 32, not embedding_length 64"));
+    CHECK_THAT(load_error(rewritten({a + "dense_3_feat_out"}, {}, [&](GgufWriter& w) { w.set_u32(a + "dense_3_feat_out", 128); })),
+               Catch::Contains("dense_3_feat_out is 128, not embedding_length 64"));
+    CHECK_THAT(load_error(rewritten({a + "dense_2_feat_out"}, {}, [&](GgufWriter& w) { w.set_i64(a + "dense_2_feat_out", int64_t(1) << 40); })),
+               Catch::Contains("out of range"));
+    // dense_2 alone would leave the embedding 128 wide.
+    CHECK_THAT(load_error(rewritten({}, {"dense_3.weight"}, {})), Catch::Contains("no dense_3.weight maps them back"));
+    // A bias: llama.cpp's gemma-embedding takes none, so it is refused rather than ignored.
+    CHECK_THAT(load_error(rewritten({}, {}, {}, [](const GgufTensorInfo& t, GgufWriter& w) {
+                   if (t.name == "dense_2.weight") w.add_tensor("dense_2.bias", DType::F32, {128}, std::vector<uint8_t>(128 * 4, 0));
+                   return false;
+               })),
+               Catch::Contains("dense_2.bias"));
+    // dense_3 alone, 64 -> 64 (dense_2 dropped, dense_3 replaced): loads, one stage.
+    {
+        const std::string only3 = rewritten({a + "dense_3_feat_in", a + "dense_2_feat_out"}, {"dense_2.weight"},
+                                            [&](GgufWriter& w) { w.set_u32(a + "dense_3_feat_in", 64); },
+                                            [](const GgufTensorInfo& t, GgufWriter& w) {
+                                                if (t.name != "dense_3.weight") return false;
+                                                w.add_tensor(t.name, DType::F32, {64, 64}, std::vector<uint8_t>(64 * 64 * 4, 0));
+                                                return true;
+                                            });
+        auto m = load_model(only3, *be);
+        std::filesystem::remove(only3);
+        REQUIRE(m->embd_projection().size() == 1);
+        CHECK(m->embd_projection()[0].name == "dense_3.weight");
+    }
 }

@@ -9,6 +9,15 @@ matrices F16 (the oracle computes with the same rounded values), norms F32. No t
 tests give token ids. And tests/data/gemmaembed_tiny.oracle, in tools/oracle/embed_numpy.py's
 format ('case MODEL POOLING N ids' then n_embd floats).
 
+Also tests/data/gemmaembed_dense_tiny.gguf: the same model (the same bytes of every tensor
+above) plus the sentence-transformers Dense projections as convert_hf_to_gguf.py
+--sentence-transformers-dense-modules writes them: dense_2.weight (64 -> 128) and dense_3.weight
+(128 -> 64), F16, no biases (the converter writes only '.weight'), with the four keys
+<arch>.dense_{2,3}_feat_{in,out}; and its cases in tests/data/gemmaembed_dense_tiny.oracle.
+As llama.cpp's build_dense_out runs them: pooled, then dense_3 @ (dense_2 @ pooled), then
+L2-normalized. Their weights come from a generator of their own, so the first file's bytes do
+not change.
+
 The forward pass is written here from the architecture (Gemma 3 as llama.cpp's gemma-embedding
 graph runs it: non-causal attention, its sliding layers' window symmetric, |p - k| <= W / 2),
 float64 throughout, independent of lockstep. Inputs of up to W / 2 + 1 = 9 tokens are within
@@ -32,6 +41,7 @@ EPS = 1e-6
 BASE_GLOBAL, BASE_LOCAL = 1e6, 1e4
 INPUTS = [[2], [2, 10, 11, 12, 1], [2, 40, 41, 7, 7, 8, 63, 30, 1], [2, 5, 9, 60, 33, 1],
           [2] + [(7 * i + 3) % 60 + 3 for i in range(11)] + [1], [2] + [(11 * i + 5) % 61 + 2 for i in range(38)] + [1]]
+DENSE = 128  # dense_2's output width, dense_3's input width
 
 
 def make_weights(rng):
@@ -55,7 +65,13 @@ def make_weights(rng):
     return {k: (v.astype(np.float16) if v.ndim == 2 else v.astype(np.float32)) for k, v in w.items()}
 
 
-def write_gguf(path, w):
+def make_dense(rng):
+    """sentence-transformers Dense weights as torch stores them, (out_features, in_features)."""
+    return {"dense_2.weight": (rng.standard_normal((DENSE, E)) * 0.15).astype(np.float16),
+            "dense_3.weight": (rng.standard_normal((E, DENSE)) * 0.1).astype(np.float16)}
+
+
+def write_gguf(path, w, dense=False):
     g = gguf.GGUFWriter(path, "gemma-embedding")
     a = "gemma-embedding."
     g.add_uint32(a + "embedding_length", E)
@@ -71,6 +87,11 @@ def write_gguf(path, w):
     g.add_float32(a + "rope.freq_base", BASE_GLOBAL)
     g.add_bool(a + "attention.causal", False)
     g.add_uint32(a + "pooling_type", 1)
+    if dense:  # gguf_writer.add_dense_features_dims, per module
+        g.add_uint32(a + "dense_2_feat_in", E)
+        g.add_uint32(a + "dense_2_feat_out", DENSE)
+        g.add_uint32(a + "dense_3_feat_in", DENSE)
+        g.add_uint32(a + "dense_3_feat_out", E)
     write_tensors(g, w)
 
 
@@ -108,19 +129,31 @@ def forward(w, ids):
     return rms(x, w["output_norm.weight"])
 
 
+def write_oracle(path, name, w, dense, header):
+    lines = [header]
+    for ids in INPUTS:
+        h = forward(w, np.array(ids))
+        for pool, vec in (("mean", h.mean(0)), ("cls", h[0]), ("last", h[-1])):
+            if dense:  # after pooling, before normalizing; no bias
+                vec = dense["dense_3.weight"].astype(np.float64) @ (dense["dense_2.weight"].astype(np.float64) @ vec)
+            vec = vec / np.linalg.norm(vec)
+            lines.append(f"case {name} {pool} {len(ids)} " + " ".join(map(str, ids)))
+            lines.append(" ".join(f"{x:.9e}" for x in vec))
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 def main():
     out = sys.argv[1]
     w = make_weights(np.random.default_rng(34))
     write_gguf(os.path.join(out, "gemmaembed_tiny.gguf"), w)
-    lines = ["# tools/oracle/gemma_embedding_tiny.py: float64 EmbeddingGemma embeddings (final RMS norm, pooled, L2-normalized)"]
-    for ids in INPUTS:
-        h = forward(w, np.array(ids))
-        for pool, vec in (("mean", h.mean(0)), ("cls", h[0]), ("last", h[-1])):
-            vec = vec / np.linalg.norm(vec)
-            lines.append(f"case gemmaembed_tiny.gguf {pool} {len(ids)} " + " ".join(map(str, ids)))
-            lines.append(" ".join(f"{x:.9e}" for x in vec))
-    with open(os.path.join(out, "gemmaembed_tiny.oracle"), "w") as f:
-        f.write("\n".join(lines) + "\n")
+    write_oracle(os.path.join(out, "gemmaembed_tiny.oracle"), "gemmaembed_tiny.gguf", w, None,
+                 "# tools/oracle/gemma_embedding_tiny.py: float64 EmbeddingGemma embeddings (final RMS norm, pooled, L2-normalized)")
+    dense = make_dense(np.random.default_rng(35))
+    write_gguf(os.path.join(out, "gemmaembed_dense_tiny.gguf"), {**w, **dense}, dense=True)
+    write_oracle(os.path.join(out, "gemmaembed_dense_tiny.oracle"), "gemmaembed_dense_tiny.gguf", w, dense,
+                 "# tools/oracle/gemma_embedding_tiny.py: float64 EmbeddingGemma embeddings with the dense projections "
+                 "(final RMS norm, pooled, dense_3 @ dense_2 @ pooled, L2-normalized)")
 
 
 if __name__ == "__main__":
