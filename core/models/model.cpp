@@ -1,6 +1,7 @@
 #include "core/models/model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <set>
@@ -52,6 +53,7 @@ void Model::attach(std::unique_ptr<GgufFile> file, const std::vector<ModelDevice
     // 1. Bind every weight (shapes and types checked; no bytes read yet: weight() records
     //    the file offset and leaves the buffer empty).
     load_arch();
+    load_rank_head();
 
     // 2. The plan: each tensor's device, refused here if it does not fit.
     PlacementInput in;
@@ -249,8 +251,53 @@ std::vector<float> HostLinear::apply(const std::vector<float>& x) const {
     if (int64_t(x.size()) != n_in)
         throw std::logic_error(name + ": a vector of " + std::to_string(x.size()) + " values, not " + std::to_string(n_in));
     std::vector<float> y(static_cast<size_t>(n_out));
-    for (int64_t o = 0; o < n_out; ++o) y[size_t(o)] = canon_dot(w.data() + size_t(o) * size_t(n_in), x.data(), n_in);
+    for (int64_t o = 0; o < n_out; ++o) {
+        y[size_t(o)] = canon_dot(w.data() + size_t(o) * size_t(n_in), x.data(), n_in);
+        if (!b.empty()) y[size_t(o)] = y[size_t(o)] + b[size_t(o)];
+    }
     return y;
+}
+
+std::vector<float> RankHead::apply(const std::vector<float>& pooled) const {
+    std::vector<float> x = pooled;
+    for (const HostLinear& l : cls) {
+        x = l.apply(x);
+        for (float& v : x) v = det_tanh(v);
+    }
+    x = out.apply(x);
+    if (softmax) {
+        float m = x[0];
+        for (float v : x) m = std::fmax(m, v);
+        float sum = 0.f;
+        for (float& v : x) sum = sum + (v = det_exp(v - m));  // in order
+        for (float& v : x) v = canon_div(v, sum);
+    }
+    return x;
+}
+
+// llama.cpp's reading (llama-model.cpp, the bert / qwen3 loaders; llama-graph.cpp's
+// build_pooling for LLAMA_POOLING_TYPE_RANK): cls and cls.output both optional there; a head
+// with neither would pool a state as the score, which no converter writes: refused here.
+void Model::load_rank_head() {
+    const std::string a = hp_.arch + ".";
+    if (file_->get_int(a + "pooling_type", 0) != 4) return;
+    const int64_t E = hp_.n_embd;
+    RankHead h;
+    if (file_->find_tensor("cls.weight")) {
+        h.cls.push_back(host_linear("cls.weight", E, E));  // (n_embd, n_embd)
+        if (file_->find_tensor("cls.bias")) h.cls[0].b = host_f32("cls.bias", E);
+    }
+    if (file_->find_tensor("cls.norm.weight"))
+        throw std::runtime_error(hp_.arch + ": the reranker head has cls.norm (ModernBERT's), which lockstep does not apply");
+    const GgufTensorInfo* o = file_->find_tensor("cls.output.weight");
+    if (!o) throw std::runtime_error(hp_.arch + ": pooling_type is rank (a reranker) but the file has no cls.output.weight (its scores)");
+    const int64_t n_out = o->ne[1];
+    if (n_out < 1 || n_out > 65536) throw std::runtime_error("tensor 'cls.output.weight' has " + std::to_string(n_out) + " rows, not 1..65536");
+    h.out = host_linear("cls.output.weight", E, n_out);  // (n_embd, n_cls_out)
+    if (file_->find_tensor("cls.output.bias")) h.out.b = host_f32("cls.output.bias", n_out);
+    // Qwen3's rerankers score the last token's state, as a softmax over its "yes" and "no" logits.
+    h.last_token = h.softmax = hp_.arch == "qwen3" || hp_.arch == "qwen3vl";
+    rank_ = std::move(h);
 }
 
 Tensor* Model::norm_weight(const std::string& name, int64_t n) {

@@ -3,6 +3,7 @@
 #pragma once
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -115,9 +116,26 @@ struct HostLinear {
     std::string name;             // the tensor's, for messages
     int64_t n_in = 0, n_out = 0;
     std::vector<float> w;         // (n_in, n_out): output o is the dot of row o with x
-    // y = W x; x.size() must be n_in.
+    std::vector<float> b;         // (n_out) added after the dot, or empty: no bias
+    // y = W x (+ b); x.size() must be n_in.
     std::vector<float> apply(const std::vector<float>& x) const;
 };
+
+// A reranker's classifier head (<arch>.pooling_type 4, "rank"), as llama.cpp's build_pooling
+// runs it on the pooled state: cls.weight (+ cls.bias) then tanh, where the file has them
+// (RoBERTa-style heads); cls.output.weight (+ cls.output.bias), the scores; softmax over them
+// for Qwen3's rerankers (their two rows are the language model's "yes" and "no"). The state
+// pooled is the first token's ([CLS]), or the last one's for Qwen3. On the host, in fixed
+// order (canon_dot, det_tanh, det_exp), like HostLinear.
+struct RankHead {
+    std::vector<HostLinear> cls;  // 0 or 1: cls.weight (+ bias), followed by tanh
+    HostLinear out;               // cls.output.weight (+ bias): n_out scores
+    bool softmax = false;
+    bool last_token = false;
+    // The scores of a pooled state of n_embd values; the first is the relevance score.
+    std::vector<float> apply(const std::vector<float>& pooled) const;
+};
+
 
 // A backend as the one device of a model (the CPU and the reference backend are the host).
 ModelDevice single_device(Backend& be);
@@ -168,6 +186,8 @@ public:
     // nothing): EmbeddingGemma's dense_2 then dense_3, as llama.cpp's build_dense_out applies
     // them. The chain maps n_embd to n_embd (checked at load), so an embedding keeps n_embd.
     const std::vector<HostLinear>& embd_projection() const { return embd_proj_; }
+    // A reranker's head (pooling_type rank), or null.
+    const RankHead* rank_head() const { return rank_ ? &*rank_ : nullptr; }
     const GgufFile& gguf() const { return *file_; }
     size_t weight_bytes() const { return file_->size(); }
     std::vector<KvLayerSpec> kv_layout() const;
@@ -226,6 +246,10 @@ protected:
     std::vector<RowSplit> row_splits_;
     Hparams hp_;
     std::vector<HostLinear> embd_proj_;  // embd_projection()
+    std::optional<RankHead> rank_;       // rank_head()
+
+private:
+    void load_rank_head();
 };
 
 }  // namespace ls

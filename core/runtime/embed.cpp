@@ -65,7 +65,8 @@ EmbedRun::EmbedRun(Session& s, int seq, std::vector<int32_t> tokens, Pooling poo
     : s_(s), seq_(seq), tokens_(std::move(tokens)), pooling_(pooling) {
     if (pooling_ == Pooling::None)
         throw std::invalid_argument("this model has no pooling (its GGUF sets no pooling_type): choose one with --pooling mean|cls|last");
-    if (pooling_ == Pooling::Rank) throw std::invalid_argument("rank pooling (a reranker's classifier head) is not implemented");
+    if (pooling_ == Pooling::Rank && !s.model().rank_head())
+        throw std::invalid_argument("rank pooling needs a reranker's classifier head (cls.output.weight), which this model does not have");
     if (seq < 0 || seq >= s.params().n_seq)
         throw std::out_of_range("sequence " + std::to_string(seq) + " outside [0, " + std::to_string(s.params().n_seq) + ")");
     if (tokens_.empty()) throw std::length_error("the input is empty");
@@ -82,6 +83,7 @@ EmbedRun::EmbedRun(Session& s, int seq, std::vector<int32_t> tokens, Pooling poo
         if (t < 0 || t >= n_vocab)
             throw std::out_of_range("token id " + std::to_string(t) + " outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
     sum_.assign(size_t(s.n_embd()), 0.0f);
+    first_ = pooling_ == Pooling::Cls || (pooling_ == Pooling::Rank && !s.model().rank_head()->last_token);
 }
 
 size_t EmbedRun::add_to(Batch& b, int64_t max_tokens) {
@@ -96,7 +98,7 @@ size_t EmbedRun::add_to(Batch& b, int64_t max_tokens) {
     if (!s_.model().hparams().causal && end < n) end = at_;
     size_t flagged = 0;
     for (size_t i = at_; i < end; ++i) {
-        const bool want = pooling_ == Pooling::Mean || (pooling_ == Pooling::Cls && i == 0) || (pooling_ == Pooling::Last && i == n - 1);
+        const bool want = pooling_ == Pooling::Mean || (first_ && i == 0) || (!first_ && pooling_ != Pooling::Mean && i == n - 1);
         b.add(tokens_[i], seq_, int32_t(i), want);
         flagged += want;
     }
@@ -124,6 +126,8 @@ void EmbedRun::take(const float* rows, size_t n_rows) {
     // for every caller, on the host in a fixed order: before any normalization, as llama.cpp.
     if (done())
         for (const HostLinear& l : s_.model().embd_projection()) sum_ = l.apply(sum_);
+    // A reranker's head turns the pooled state into its scores (llama.cpp: no projection then).
+    if (done() && pooling_ == Pooling::Rank) sum_ = s_.model().rank_head()->apply(sum_);
 }
 
 bool EmbedRun::step(int64_t max_tokens) {
@@ -142,7 +146,7 @@ std::vector<float> embed(Session& s, int seq, const std::vector<int32_t>& tokens
     while (!run.step(s.params().n_ubatch)) {
     }
     std::vector<float> v = run.pooled();
-    embd_normalize(v, normalize);
+    if (pooling != Pooling::Rank) embd_normalize(v, normalize);  // (a reranker's scores are not a vector to normalize)
     return v;
 }
 
@@ -183,7 +187,7 @@ std::vector<std::vector<float>> embed_many(Session& s, const std::vector<int>& s
         for (size_t k = running.size(); k-- > 0;)
             if (running[k]->done()) {
                 out[which[k]] = running[k]->pooled();
-                embd_normalize(out[which[k]], normalize);
+                if (pooling != Pooling::Rank) embd_normalize(out[which[k]], normalize);
                 running.erase(running.begin() + int64_t(k));
                 which.erase(which.begin() + int64_t(k));
             }

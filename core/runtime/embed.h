@@ -22,7 +22,7 @@ enum class Pooling : int32_t {
     Mean = 1,  // the mean of every token's state
     Cls = 2,   // the first token's
     Last = 3,  // the last token's (Qwen3-Embedding)
-    Rank = 4,  // a reranker's classification head: not implemented (refused)
+    Rank = 4,  // a reranker: its classifier head's scores (Model::rank_head), from the CLS or last token
 };
 
 // "none", "mean", "cls", "last", "rank".
@@ -47,7 +47,7 @@ std::vector<float> embd_truncate(const std::vector<float>& pooled, int64_t n, in
 // afterwards (its rows may be reused as a prefix by a later request).
 class EmbedRun {
 public:
-    // Throws std::invalid_argument for Pooling::None or Rank, std::length_error for an empty
+    // Throws std::invalid_argument for Pooling::None or Rank without a rank head, std::length_error for an empty
     // input or one longer than the context (or, for a non-causal model, than the ubatch), std::out_of_range for a token outside the
     // vocabulary: all before anything is evaluated.
     EmbedRun(Session& s, int seq, std::vector<int32_t> tokens, Pooling pooling);
@@ -74,11 +74,12 @@ private:
     std::vector<int32_t> tokens_;
     Pooling pooling_;
     size_t at_ = 0, added_ = 0;  // evaluated; in the batch being evaluated
+    bool first_ = false;         // pools the first token's state (CLS, and rank but for Qwen3); else the last's
     std::vector<float> sum_;  // n_embd (the projection, if any, maps n_embd to n_embd)
 };
 
 // The whole of it: evaluates `tokens` in sequence `seq` in chunks of the session's ubatch,
-// pools and normalizes.
+// pools and normalizes (Pooling::Rank: the head's scores, not normalized).
 std::vector<float> embed(Session& s, int seq, const std::vector<int32_t>& tokens, Pooling pooling, int normalize = 2);
 
 // Several inputs at once over the sequence slots `seqs`: each input runs in one slot, up to

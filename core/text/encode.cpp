@@ -5,8 +5,11 @@
 
 namespace ls {
 
-std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool parse_special) const {
-    const Impl& m = *impl_;
+namespace {
+
+// specials: the vocabulary's end markers (EOS where it adds one; WordPiece's [SEP] after a
+// [CLS]) may be added; add_bos: the BOS too.
+std::vector<int32_t> encode_text(const Tokenizer::Impl& m, std::string_view text, bool add_bos, bool specials, bool parse_special) {
     std::vector<int32_t> out;
     out.reserve(text.size() / 3 + 4);
     if (add_bos && m.v.bos_id >= 0) out.push_back(m.v.bos_id);
@@ -52,9 +55,19 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool
         start = i;
     }
     emit_text(text.substr(start));
-    if (m.v.add_eos && m.v.eos_id >= 0) out.push_back(m.v.eos_id);
-    if (add_bos && m.v.add_sep && m.v.sep_id >= 0) out.push_back(m.v.sep_id);
+    if (specials && m.v.add_eos && m.v.eos_id >= 0) out.push_back(m.v.eos_id);
+    if (specials && add_bos && m.v.add_sep && m.v.sep_id >= 0) out.push_back(m.v.sep_id);
     return out;
+}
+
+}  // namespace
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool parse_special) const {
+    return encode_text(*impl_, text, add_bos, true, parse_special);
+}
+
+std::vector<int32_t> Tokenizer::encode_plain(std::string_view text, bool parse_special) const {
+    return encode_text(*impl_, text, false, false, parse_special);
 }
 
 }  // namespace ls

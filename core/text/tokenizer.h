@@ -63,6 +63,9 @@ public:
     // honoured too; WordPiece: add_bos adds [CLS] before and [SEP] after, as BERT does). parse_special: control-token texts in `text` become their ids;
     // user-defined pieces are always matched.
     std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special) const;
+    // The text's tokens alone: no BOS, EOS or [SEP] (llama.cpp's tokenize with add_special
+    // false), for inputs assembled around them (a reranker's query and document).
+    std::vector<int32_t> encode_plain(std::string_view text, bool parse_special) const;
     // The bytes a token stands for: "▁" -> ' ', <0xXX> -> the byte, byte-level pieces
     // unmapped. Control tokens give their text if render_special, else "".
     // Throws std::out_of_range for an id outside [0, n_vocab).
@@ -86,6 +89,9 @@ public:
     int32_t unk() const;
     int32_t pad() const;
     bool add_bos_default() const;
+    bool add_eos_default() const;  // tokenizer.ggml.add_eos_token
+    bool add_sep_default() const;  // WordPiece's [SEP] after the text
+    int32_t sep() const;           // -1 if none
     bool is_eog(int32_t id) const;  // eos, eot and other end-of-generation markers
     // The most input bytes one token of encode() can stand for, so that a text of more than
     // n * this bytes surely has more than n tokens (a server refuses a huge prompt before

@@ -153,6 +153,9 @@ Tokenizer::Fim Tokenizer::fim() const { return impl_->fim; }
 int32_t Tokenizer::unk() const { return impl_->v.unk_id; }
 int32_t Tokenizer::pad() const { return impl_->v.pad_id; }
 bool Tokenizer::add_bos_default() const { return impl_->v.add_bos; }
+bool Tokenizer::add_eos_default() const { return impl_->v.add_eos; }
+bool Tokenizer::add_sep_default() const { return impl_->v.add_sep; }
+int32_t Tokenizer::sep() const { return impl_->v.sep_id; }
 
 bool Tokenizer::is_eog(int32_t id) const {
     const auto& e = impl_->eog_ids;

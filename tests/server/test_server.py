@@ -33,6 +33,7 @@ import socket
 import subprocess
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 import time
 
 from harness import (TIME, WEATHER, Server, Workers, check, gen_path, generate, import_openai, mpi_wrapper, normalise_stream,
@@ -1207,6 +1208,55 @@ def suite_embeddings_encoder(binary, model, args):
         print("embeddings_encoder: generation refused with 400, a too-long input refused naming -ub, still serving", flush=True)
 
 
+def suite_rerank(binary, model, args):
+    """A reranker (tests/data/bert_rerank_tiny.gguf, pooling rank; F32 K/V: an F16 cache is
+    2e-3 off in a raw score): /v1/rerank (and /rerank) answer the float64 oracle's scores (tests/data/bert_rerank_tiny.oracle, written by
+    tools/oracle/bert_tiny.py), highest first, top_n kept; two requests at once answer as each
+    alone; /v1/embeddings and a bad request get a 400 naming the problem; still serving."""
+    oracle = os.path.join(os.path.dirname(model), "bert_rerank_tiny.oracle")
+    query, docs, scores = None, [], []
+    with open(oracle, encoding="utf-8") as f:
+        for line in f:
+            kind, _, rest = line.rstrip("\n").partition(" ")
+            if kind == "query":
+                query = json.loads(rest)
+            elif kind == "document":
+                docs.append(json.loads(rest))
+            elif kind == "score":
+                scores.append(float(rest))
+    want = sorted(range(len(docs)), key=lambda i: -scores[i])
+    with Server(binary, model, ["-np", "2"] + args) as srv:
+        def rerank(body, path="/v1/rerank"):
+            status, resp, _ = srv.post(path, body)
+            check(status == 200, f"{body}: status {status}: {resp}")
+            return resp
+
+        resp = rerank({"query": query, "documents": docs})
+        got = [r["index"] for r in resp["results"]]
+        check(got == want, f"order {got}, the oracle's {want}")
+        for r in resp["results"]:
+            i = r["index"]
+            check(abs(r["relevance_score"] - scores[i]) <= 1e-4 * (1 + abs(scores[i])), f"document {i}: {r['relevance_score']} vs {scores[i]}")
+        top = rerank({"query": query, "documents": docs, "top_n": 2, "return_documents": True}, "/rerank")
+        check([r["index"] for r in top["results"]] == want[:2] and top["results"][0]["document"]["text"] == docs[want[0]],
+              f"top_n 2 with documents: {top}")
+        # Two at once, each as alone (a pair's score does not depend on what runs beside it).
+        with ThreadPoolExecutor(2) as ex:
+            pair = list(ex.map(lambda b: rerank(b), [{"query": query, "documents": docs}, {"query": query, "documents": docs[::-1]}]))
+        check(pair[0]["results"] == resp["results"], "beside another request, the scores differ")
+        back = {len(docs) - 1 - r["index"]: r["relevance_score"] for r in pair[1]["results"]}
+        check(all(back[r["index"]] == r["relevance_score"] for r in resp["results"]), "reversed documents scored differently")
+        print(f"rerank: {len(docs)} documents in the oracle's order {want}, top_n, side by side as alone", flush=True)
+        for body, needle in (({"documents": docs}, "'query' is required"), ({"query": query}, "'documents' is required"),
+                             ({"query": query, "documents": []}, "empty list"), ({"query": query, "documents": docs, "top_n": -1}, "top_n")):
+            status, r, _ = srv.post("/v1/rerank", body)
+            check(status == 400 and needle in r["error"]["message"], f"{body}: {status} {r}")
+        status, r, _ = srv.post("/v1/embeddings", {"input": "hi"})
+        check(status == 400 and "/v1/rerank" in r["error"]["message"], f"embeddings of a reranker: {status} {r}")
+        check(rerank({"query": query, "documents": docs})["results"] == resp["results"], "after the refusals, the scores differ")
+        print("rerank: bad requests and /v1/embeddings refused with 400 naming the problem, still serving", flush=True)
+
+
 if __name__ == "__main__":
     if len(sys.argv) < 4:
         print(__doc__)
@@ -1215,5 +1265,5 @@ if __name__ == "__main__":
     {"concurrency": suite_concurrency, "chat": suite_chat, "cancel": suite_cancel, "errors": suite_errors, "hostile": suite_hostile,
      "openai": suite_openai, "backends": suite_backends,
      "chat_split": suite_chat_split, "mpi_chat": suite_mpi_chat, "embeddings": suite_embeddings,
-     "embeddings_encoder": suite_embeddings_encoder,
+     "embeddings_encoder": suite_embeddings_encoder, "rerank": suite_rerank,
      "embeddings_mpi": suite_embeddings_mpi, "structured": suite_structured, "tools": suite_tools}[suite](binary, model, extra)

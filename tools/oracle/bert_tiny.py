@@ -17,7 +17,9 @@ forward pass in float64 from the architectures' definitions, non-causal softmax 
 LayerNorm (biased variance), GELU in its tanh form (llama.cpp's ggml_gelu, which lockstep
 follows; the erf form differs by < 1e-3 per activation), mean / CLS pooling, L2 normalization.
 
-Usage: tools/oracle/bert_tiny.py OUT_DIR   (writes the three files there)
+And a reranker, tests/data/bert_rerank_tiny.{gguf,oracle} (write_reranker).
+
+Usage: tools/oracle/bert_tiny.py OUT_DIR   (writes the five files there)
 Oracle format (text): '#' comments; 'tok MODEL N id...' after a line 'text <json string>';
 'case MODEL POOLING N id...' followed by one line of n_embd floats (%.9e).
 """
@@ -263,6 +265,42 @@ def main():
                 lines.append(f"case {fname} {pool} {len(ids)} " + " ".join(map(str, ids)))
                 lines.append(" ".join(f"{x:.9e}" for x in vec))
     with open(os.path.join(out, "bert_tiny.oracle"), "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    write_reranker(out)
+
+
+# ---- a reranker: BERT with a RoBERTa-style classifier head, pooling_type 4 (rank)
+RERANK_QUERY = "the quick fox"
+RERANK_DOCS = ["The quick brown fox jumped over the lazy dog.", "Hello world!", "it is 42", "search query document",
+               "the lazy dog is in the world"]
+
+
+def write_reranker(out):
+    """tests/data/bert_rerank_tiny.gguf: the bert layout above (its own weights) plus cls.weight
+    (64 -> 64) and cls.bias, then tanh, then cls.output.weight (64 -> 1) and cls.output.bias, as
+    llama.cpp's build_pooling runs LLAMA_POOLING_TYPE_RANK on the [CLS] state; and
+    tests/data/bert_rerank_tiny.oracle: per document, its pair's ids as llama-server's
+    format_prompt_rerank builds them for a WordPiece vocabulary (add_bos, no EOS, add_sep:
+    [CLS] query [SEP] document) and the float64 score."""
+    rng = np.random.default_rng(35)
+    w = make_weights("bert", rng)
+    w["cls.weight"] = (rng.standard_normal((E, E)) * 0.25).astype(np.float32)
+    w["cls.bias"] = (rng.standard_normal(E) * 0.1).astype(np.float32)
+    w["cls.output.weight"] = (rng.standard_normal((1, E)) * 0.5).astype(np.float32)
+    w["cls.output.bias"] = np.array([0.25], dtype=np.float32)
+    write_gguf(os.path.join(out, "bert_rerank_tiny.gguf"), "bert", w, 4)
+    vocab = {t: i for i, t in enumerate(VOCAB)}
+    wd = {k: v.astype(np.float64) for k, v in w.items()}
+    lines = ["# tools/oracle/bert_tiny.py: a reranker's pairs ([CLS] query [SEP] document) and float64 scores",
+             "query " + json.dumps(RERANK_QUERY)]
+    for doc in RERANK_DOCS:
+        ids = [vocab["[CLS]"]] + wordpiece(basic_tokenize(RERANK_QUERY), vocab) + [vocab["[SEP]"]] + wordpiece(basic_tokenize(doc), vocab)
+        h = forward("bert", w, np.array(ids))[0]
+        score = wd["cls.output.weight"] @ np.tanh(wd["cls.weight"] @ h + wd["cls.bias"]) + wd["cls.output.bias"]
+        lines.append("document " + json.dumps(doc))
+        lines.append(f"tok {len(ids)} " + " ".join(map(str, ids)))
+        lines.append(f"score {score[0]:.9e}")
+    with open(os.path.join(out, "bert_rerank_tiny.oracle"), "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
 
 

@@ -58,6 +58,7 @@ EmbedContext embed_context(const Model& m, const Tokenizer& tok, int64_t n_ctx, 
     c.normalize = normalize;
     c.max_piece_bytes = tok.max_bytes_per_token();
     c.model_id = model_id;
+    c.rerank_template = m.gguf().get_string("tokenizer.chat_template.rerank", "");
     return c;
 }
 
@@ -66,7 +67,8 @@ EmbedRequest parse_embeddings(const json& body, const EmbedContext& ctx) {
         throw ApiError(400, "this model has no pooling (its GGUF sets no " + ctx.arch +
                                 ".pooling_type): start the server with --pooling mean|cls|last", "", "model_not_embedding");
     if (ctx.pooling == Pooling::Rank)
-        throw ApiError(400, "this model pools by rank (a reranker): its classifier head is not implemented", "", "model_not_embedding");
+        throw ApiError(400, "this model is a reranker (it pools by rank): it scores query-document pairs at /v1/rerank, not embeddings", "",
+                       "model_not_embedding");
     EmbedRequest r;
     r.job.pooling = ctx.pooling;
     auto it = body.find("input");
@@ -162,43 +164,51 @@ json embeddings_response(const EmbedRequest& r, const EmbedResult& res, const Em
             {"usage", {{"prompt_tokens", res.prompt_tokens}, {"total_tokens", res.prompt_tokens}}}};
 }
 
-void handle_embeddings(const EmbedContext& ctx, Engine& engine, Metrics& metrics, const std::atomic<bool>& ready,
-                       const httplib::Request& req, httplib::Response& res) {
+bool run_embed_job(const EmbedParams& params, Engine& engine, Metrics& metrics, const std::atomic<bool>& ready, httplib::Response& res,
+                   EmbedResult& out) {
     auto send = [&](int status, const json& j) {
         res.status = status;
         res.set_content(dump(j), "application/json");
     };
-    EmbedRequest r;
-    try {
-        r = parse_embeddings(parse_json_object(req.body), ctx);
-    } catch (const ApiError& e) {
-        send(e.status, error_body(e.status, e.message, e.type, e.param, e.code));
-        return;
-    }
-    auto job = std::make_shared<EmbedJob>(r.job);
+    auto job = std::make_shared<EmbedJob>(params);
     if (!engine.submit(job)) {
         metrics.requests_rejected++;
         res.set_header("Retry-After", "1");
         send(503, error_body(503, "every slot is busy and the queue is full; retry later", "unavailable_error"));
-        return;
+        return false;
     }
     // Held until the vectors are known (so a failure still gets an error status); a client
     // that leaves meanwhile cancels the job.
     const socket_t fd = current_connection();
-    EmbedResult out;
     while (!job->pop(out, std::chrono::milliseconds(50))) {
         if (client_gone(fd)) {
             job->cancel();
             res.status = 499;  // (nginx's "client closed request": counted, never sent)
-            return;
+            return false;
         }
     }
     if (!out.error.empty()) {
         if (ready.load()) send(500, error_body(500, out.error, "server_error"));
         else send(503, error_body(503, out.error, "unavailable_error"));
+        return false;
+    }
+    return true;
+}
+
+void handle_embeddings(const EmbedContext& ctx, Engine& engine, Metrics& metrics, const std::atomic<bool>& ready,
+                       const httplib::Request& req, httplib::Response& res) {
+    EmbedRequest r;
+    try {
+        r = parse_embeddings(parse_json_object(req.body), ctx);
+    } catch (const ApiError& e) {
+        res.status = e.status;
+        res.set_content(dump(error_body(e.status, e.message, e.type, e.param, e.code)), "application/json");
         return;
     }
-    send(200, embeddings_response(r, out, ctx));
+    EmbedResult out;
+    if (!run_embed_job(r.job, engine, metrics, ready, res, out)) return;
+    res.status = 200;
+    res.set_content(dump(embeddings_response(r, out, ctx)), "application/json");
 }
 
 }  // namespace ls::server

@@ -33,6 +33,7 @@ struct EmbedContext {
     // A non-causal model (an encoder) evaluates an input whole, in one ubatch: the longest
     // input it takes (0: no such limit).
     int64_t one_ubatch = 0;
+    std::string rerank_template;  // tokenizer.chat_template.rerank ("": the vocabulary's markers)
 };
 
 // The context of a loaded model: pooling from `pooling` ("none", "mean", "cls", "last"; "" the
@@ -57,6 +58,12 @@ EmbedRequest parse_embeddings(const nlohmann::json& body, const EmbedContext& ct
 nlohmann::json embeddings_response(const EmbedRequest& r, const EmbedResult& res, const EmbedContext& ctx);
 // Standard base64 (RFC 4648, padded) of the vector's little-endian float32 bytes.
 std::string base64_f32(const std::vector<float>& v);
+
+// Queues `params` on the engine and waits for the vectors: true with them in `out`; false
+// with `res` answered (503 when the queue is full or the server stops, 500 for a failure, 499
+// when the client left: the job is cancelled).
+bool run_embed_job(const EmbedParams& params, Engine& engine, Metrics& metrics, const std::atomic<bool>& ready, httplib::Response& res,
+                   EmbedResult& out);
 
 // The route: parses, queues on the engine, waits (a client that leaves cancels the job),
 // answers. `ready` false while the server shuts down (a failure then is a 503).

@@ -19,6 +19,7 @@
 #include "core/runtime/grammar_vocab.h"
 #include "core/text/tokenizer.h"
 #include "tools/server/api_embed.h"
+#include "tools/server/api_rerank.h"
 #include "tools/server/api_request.h"
 #include "tools/server/api_response.h"
 #include "tools/server/api_responses.h"
@@ -416,6 +417,10 @@ void routes(GatedServer& svr, State& st, const ServeConfig& c) {
     };
     svr.Post("/v1/embeddings", embeddings);
     svr.Post("/embeddings", embeddings);
+    for (const char* path : {"/v1/rerank", "/rerank", "/v1/reranking", "/reranking"})
+        svr.Post(path, [&st](const httplib::Request& req, httplib::Response& res) {
+            handle_rerank(st.embed, *st.engine, st.metrics, st.ready, req, res);
+        });
     svr.Post("/tokenize", [&st](const httplib::Request& req, httplib::Response& res) {
         try {
             const json body = parse_json_object(req.body);
