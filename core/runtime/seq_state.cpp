@@ -149,7 +149,8 @@ void Session::load_seq(int s, const uint8_t* data, size_t size) {
     if (n > uint64_t(p_.n_ctx))
         throw std::length_error("sequence state: " + std::to_string(n) + " tokens, more than the context of " + std::to_string(p_.n_ctx) + " holds");
     std::vector<int32_t> tokens(n);
-    std::memcpy(tokens.data(), r.take(size_t(n) * 4, "the tokens"), size_t(n) * 4);
+    const uint8_t* saved_tokens = r.take(size_t(n) * 4, "the tokens");
+    if (n) std::memcpy(tokens.data(), saved_tokens, size_t(n) * 4);
     for (int32_t t : tokens)
         if (t < 0 || t >= m_.hparams().n_vocab) throw std::invalid_argument("sequence state: damaged (token id " + std::to_string(t) + " outside the vocabulary)");
     struct Layer {
