@@ -131,9 +131,11 @@ LOCKSTEP_API int lockstep_model_chat_template(const lockstep_model* model, const
 
 /* ---- tokens ---------------------------------------------------------------------------- */
 
-/* Special tokens: -1 where the vocabulary has none. eot: the end-of-turn token of chat models. */
+/* The beginning-of-sequence token, or -1 where the vocabulary has none. */
 LOCKSTEP_API int32_t lockstep_token_bos(const lockstep_model* model);
+/* The end-of-sequence token, or -1. */
 LOCKSTEP_API int32_t lockstep_token_eos(const lockstep_model* model);
+/* The end-of-turn token of a chat model (<end_of_turn>, <|eot_id|>, ...), or -1. */
 LOCKSTEP_API int32_t lockstep_token_eot(const lockstep_model* model);
 /* 1 when the vocabulary asks for BOS at the start of a text (what tokenize's add_special
  * should be for a plain prompt), else 0. */
@@ -141,7 +143,7 @@ LOCKSTEP_API int32_t lockstep_model_add_bos(const lockstep_model* model);
 /* 1 when generation ends at this token (eos, eot and the like), 0 when not, -1 for an id
  * outside the vocabulary. */
 LOCKSTEP_API int32_t lockstep_token_is_eog(const lockstep_model* model, int32_t token);
-/* The token's type, LOCKSTEP_TOKEN_TYPE_* (the GGUF's tokenizer.ggml.token_type), -1 out of range. */
+/* Token types (the GGUF's tokenizer.ggml.token_type). */
 #define LOCKSTEP_TOKEN_TYPE_UNDEFINED 0
 #define LOCKSTEP_TOKEN_TYPE_NORMAL 1
 #define LOCKSTEP_TOKEN_TYPE_UNKNOWN 2
@@ -149,6 +151,7 @@ LOCKSTEP_API int32_t lockstep_token_is_eog(const lockstep_model* model, int32_t 
 #define LOCKSTEP_TOKEN_TYPE_USER_DEFINED 4
 #define LOCKSTEP_TOKEN_TYPE_UNUSED 5
 #define LOCKSTEP_TOKEN_TYPE_BYTE 6
+/* The token's type, LOCKSTEP_TOKEN_TYPE_*, or -1 for an id outside the vocabulary. */
 LOCKSTEP_API int32_t lockstep_token_type(const lockstep_model* model, int32_t token);
 
 /* Encodes text_len bytes of `text` into token ids. add_special: the vocabulary's BOS (and
@@ -193,10 +196,13 @@ typedef struct lockstep_session_params {
 LOCKSTEP_API lockstep_session_params lockstep_session_default_params(void);
 /* Makes a session over `model` (params NULL: the defaults); free it with lockstep_session_free. */
 LOCKSTEP_API int lockstep_session_new(lockstep_model* model, const lockstep_session_params* params, lockstep_session** session);
+/* Frees the session and its memory (NULL: nothing). */
 LOCKSTEP_API void lockstep_session_free(lockstep_session* session);
-/* The context per sequence after clamping (what the session holds), the ubatch and n_seq. */
+/* The positions per sequence after clamping: what the session holds. */
 LOCKSTEP_API int64_t lockstep_session_n_ctx(const lockstep_session* session);
+/* The tokens per graph run after clamping. */
 LOCKSTEP_API int64_t lockstep_session_n_ubatch(const lockstep_session* session);
+/* The number of sequence slots. */
 LOCKSTEP_API int32_t lockstep_session_n_seq(const lockstep_session* session);
 
 /* Tokens of any sequences, evaluated in one call. Each sequence's tokens must continue it at
@@ -265,8 +271,9 @@ LOCKSTEP_API int lockstep_state_seq_save(const lockstep_session* session, int32_
  * anything changes: FORMAT for another model, other cache types or damaged bytes, TOO_LONG
  * for more tokens than the context holds. A hybrid model's checkpoint is not part of it. */
 LOCKSTEP_API int lockstep_state_seq_load(lockstep_session* session, int32_t seq, const uint8_t* buf, size_t len);
-/* The same to and from a file (IO when it cannot be written or read). */
+/* The same as lockstep_state_seq_save, into the file at `path` (IO when it cannot be written). */
 LOCKSTEP_API int lockstep_state_seq_save_file(const lockstep_session* session, int32_t seq, const char* path);
+/* The same as lockstep_state_seq_load, from the file at `path` (IO when it cannot be read). */
 LOCKSTEP_API int lockstep_state_seq_load_file(lockstep_session* session, int32_t seq, const char* path);
 
 /* ---- embeddings ---------------------------------------------------------------------------- */
@@ -311,10 +318,12 @@ typedef struct lockstep_sampler_params {
     int32_t n_logprobs;         /* > 0: record the chosen token's log-probability and the n most likely (0: off) */
 } lockstep_sampler_params;
 
+/* The defaults above (those of the CLI). */
 LOCKSTEP_API lockstep_sampler_params lockstep_sampler_default_params(void);
 /* Makes a sampler for `model`'s vocabulary (params NULL: the defaults). GRAMMAR for a grammar
  * or schema that does not parse; INVALID_ARGUMENT for both given, or a bias token out of range. */
 LOCKSTEP_API int lockstep_sampler_new(const lockstep_model* model, const lockstep_sampler_params* params, lockstep_sampler** sampler);
+/* Frees the sampler (NULL: nothing). */
 LOCKSTEP_API void lockstep_sampler_free(lockstep_sampler* sampler);
 /* Starts the sampler over: its grammar at its start (a new generation). */
 LOCKSTEP_API int lockstep_sampler_reset(lockstep_sampler* sampler);
@@ -372,6 +381,7 @@ typedef struct lockstep_chat_params {
     int32_t add_generation_prompt;  /* nonzero: end with the opening of the assistant's turn (1) */
 } lockstep_chat_params;
 
+/* The defaults: no messages yet, add_generation_prompt 1, the rest NULL. */
 LOCKSTEP_API lockstep_chat_params lockstep_chat_default_params(void);
 /* Renders the conversation with the model's chat template into buf (the buffer rule): the
  * prompt text, special tokens as text (tokenize it with parse_special). *add_bos (may be NULL):
