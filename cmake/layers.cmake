@@ -17,6 +17,8 @@ function(ls_layer target folder)
   ls_layer_dirs(priv_dirs ${L_PRIVATE_DEPS})
   if(srcs)
     add_library(${target} STATIC ${srcs})
+    # Position-independent: every layer is linked into the shared C API library too (api/).
+    set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
     target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR})
     # (Static libraries: a private dep still has to reach the final link.)
     target_link_libraries(${target} PUBLIC ${L_DEPS} ${L_LIBS} PRIVATE ${L_PRIVATE_DEPS})

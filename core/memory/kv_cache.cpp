@@ -166,4 +166,52 @@ void KvCache::seq_keep(int s) {
         if (i != s) len_[size_t(i)] = top_[size_t(i)] = 0;
 }
 
+void KvCache::set_seq_extent(int s, int64_t len, int64_t top) {
+    check_slot(s, "set_seq_extent");
+    if (len < 0 || len > cfg_.n_ctx || top < len)
+        throw std::out_of_range("kv cache: a sequence of " + std::to_string(len) + " positions (frontier " + std::to_string(top) +
+                                ") does not fit a context of " + std::to_string(cfg_.n_ctx));
+    len_[size_t(s)] = len;
+    top_[size_t(s)] = top;
+}
+
+namespace {
+// The ring rows of positions [p0, p1) of one slot as at most two contiguous runs: (first row, rows).
+std::vector<std::pair<int64_t, int64_t>> ring_runs(int64_t R, int64_t p0, int64_t p1) {
+    std::vector<std::pair<int64_t, int64_t>> runs;
+    for (int64_t p = p0; p < p1;) {
+        const int64_t r = p % R, n = std::min(p1 - p, R - r);
+        runs.emplace_back(r, n);
+        p += n;
+    }
+    return runs;
+}
+}  // namespace
+
+void KvCache::read_rows(int il, bool v, int s, int64_t p0, int64_t p1, void* dst) const {
+    check_slot(s, "read_rows");
+    const Tensor& t = v ? v_.at(size_t(il)) : k_.at(size_t(il));
+    const int64_t R = rows_.at(size_t(il));
+    if (p0 < 0 || p1 < p0 || p1 - p0 > R) throw std::out_of_range("kv cache: positions outside the ring of layer " + std::to_string(il));
+    auto* out = static_cast<uint8_t*>(dst);
+    for (auto [r, n] : ring_runs(R, p0, p1)) {
+        const size_t bytes = size_t(n) * t.nb[1];
+        be_[size_t(il)]->download(*t.buffer, t.offset + size_t(int64_t(s) * R + r) * t.nb[1], out, bytes);
+        out += bytes;
+    }
+}
+
+void KvCache::write_rows(int il, bool v, int s, int64_t p0, int64_t p1, const void* src) {
+    check_slot(s, "write_rows");
+    Tensor& t = v ? v_.at(size_t(il)) : k_.at(size_t(il));
+    const int64_t R = rows_.at(size_t(il));
+    if (p0 < 0 || p1 < p0 || p1 - p0 > R) throw std::out_of_range("kv cache: positions outside the ring of layer " + std::to_string(il));
+    const auto* in = static_cast<const uint8_t*>(src);
+    for (auto [r, n] : ring_runs(R, p0, p1)) {
+        const size_t bytes = size_t(n) * t.nb[1];
+        be_[size_t(il)]->upload(*t.buffer, t.offset + size_t(int64_t(s) * R + r) * t.nb[1], in, bytes);
+        in += bytes;
+    }
+}
+
 }  // namespace ls

@@ -64,6 +64,17 @@ public:
     // Empties every slot but s.
     void seq_keep(int s);
 
+    // A sequence's memory as bytes (Session::save_seq / load_seq). The ring's frontier (top_):
+    // one past the highest position written since the slot last started at 0. The ring of
+    // layer il holds positions max(0, top - R) .. seq_len - 1.
+    int64_t seq_top(int s) const { return top_.at(size_t(s)); }
+    // A loaded sequence: its length and its frontier (>= len), set as they are.
+    void set_seq_extent(int s, int64_t len, int64_t top);
+    // The bytes of layer il's K rows (v: its V rows) of slot s at positions [p0, p1), in
+    // position order, row_bytes of the cache type each; the ring must hold them (p1 - p0 <= R).
+    void read_rows(int il, bool v, int s, int64_t p0, int64_t p1, void* dst) const;
+    void write_rows(int il, bool v, int s, int64_t p0, int64_t p1, const void* src);
+
 private:
     std::vector<Backend*> be_;  // per layer
     KvCacheConfig cfg_;

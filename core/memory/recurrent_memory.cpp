@@ -113,4 +113,29 @@ void RecurrentMemory::restore_checkpoint(int slot, int bank) {
         }
 }
 
+size_t RecurrentMemory::slot_bytes(int il) const {
+    const Tensor& c = conv_.at(size_t(il));
+    return c.ne[0] ? c.nb[1] + state_.at(size_t(il)).nb[1] : 0;
+}
+
+void RecurrentMemory::read_slot(int il, int slot, void* dst) const {
+    check_slot_bank(slot, n_seq_, 0);
+    auto* out = static_cast<uint8_t*>(dst);
+    for (const Tensor* t : {&conv_.at(size_t(il)), &state_.at(size_t(il))}) {
+        if (t->ne[0] == 0) continue;
+        be_[size_t(il)]->download(*t->buffer, t->offset + size_t(slot) * t->nb[1], out, t->nb[1]);
+        out += t->nb[1];
+    }
+}
+
+void RecurrentMemory::write_slot(int il, int slot, const void* src) {
+    check_slot_bank(slot, n_seq_, 0);
+    const auto* in = static_cast<const uint8_t*>(src);
+    for (Tensor* t : {&conv_.at(size_t(il)), &state_.at(size_t(il))}) {
+        if (t->ne[0] == 0) continue;
+        be_[size_t(il)]->upload(*t->buffer, t->offset + size_t(slot) * t->nb[1], in, t->nb[1]);
+        in += t->nb[1];
+    }
+}
+
 }  // namespace ls

@@ -35,6 +35,11 @@ public:
     static constexpr int kCheckpointBanks = 2;
     void save_checkpoint(int slot, int bank = 0);
     void restore_checkpoint(int slot, int bank = 0);
+    // A sequence's state as bytes (Session::save_seq / load_seq): layer il's conv state, then
+    // its scan state, of one slot; slot_bytes(il) of them (0 for a layer that is not recurrent).
+    size_t slot_bytes(int il) const;
+    void read_slot(int il, int slot, void* dst) const;
+    void write_slot(int il, int slot, const void* src);
 
 private:
     std::vector<Backend*> be_;  // per layer

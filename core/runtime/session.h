@@ -97,6 +97,20 @@ public:
     // Empties every sequence (one buffer fill of the KV memory).
     void reset();
 
+    // One sequence's memory as bytes (seq_state.cpp): its tokens, the KV rows its rings hold
+    // and its recurrent state, after a header naming the model (a hash of the GGUF's metadata
+    // and tensor table, and the file's size) and the cache's types and row sizes. load_seq
+    // checks all of it before changing anything, then makes sequence s hold exactly what was
+    // saved: the same logits follow, in a session of the same model whose context holds the
+    // tokens and whose cache types match (the context and ubatch may differ; a windowed ring
+    // smaller than when saved keeps its last rows). The recurrent checkpoints are not saved:
+    // after a load, a hybrid model's sequence can be cut back to 0 only. Throws
+    // std::invalid_argument naming the mismatch (another model, other cache types, a truncated
+    // or damaged state), std::length_error for a sequence longer than this context.
+    std::vector<uint8_t> save_seq(int s) const;
+    size_t seq_state_bytes(int s) const;  // what save_seq(s) returns, without making it
+    void load_seq(int s, const uint8_t* data, size_t n);
+
     // Prepares sequence s for `prompt`: keeps the longest prefix of it that is cached and
     // that seq_rm can keep (always leaving at least one token to evaluate, for its logits),
     // else empties the sequence. Returns how many tokens of `prompt` are kept; the caller

@@ -11,6 +11,7 @@
 #include "backends/registry.h"
 #include "core/runtime/default_model.h"
 #include "core/models/registry.h"
+#include "loader/open_model.h"
 #include "core/sched/remote_backend.h"
 #include "tools/cli/mpi_job.h"
 
@@ -37,7 +38,7 @@ void open_stage(const Options& o, App& a, Transport& link) {
     }
     Model::LoadOptions lo;
     // A CPU stage maps its share in place or copies it, as one process would (--mmap, --no-mmap).
-    lo.mem = o.mmap < 0 ? Model::WeightMemory::Auto : o.mmap ? Model::WeightMemory::Map : Model::WeightMemory::Copy;
+    lo.mem = weight_memory(o.mmap);
     lo.placement = f;
     lo.state = {o.n_ctx, std::max(1, o.n_parallel), o.n_ubatch, o.type_k, o.type_v};
     a.model = load_model(a.model_path, mds, lo);
@@ -54,6 +55,18 @@ void open_stage(const Options& o, App& a, Transport& link) {
 }
 }  // namespace
 
+ModelOpenOptions model_open_options(const Options& o) {
+    ModelOpenOptions m;
+    m.backend = o.backend;
+    m.device = o.device;
+    m.threads = o.threads;
+    m.devices = o.devices;
+    m.placement = o.placement;
+    m.mmap = o.mmap;
+    m.state = {o.n_ctx, std::max(1, o.n_parallel), o.n_ubatch, o.type_k, o.type_v};
+    return m;
+}
+
 App open_app(const Options& o) {
     App a;
     a.model_path = o.model.empty() ? ls::default_model_path() : o.model;
@@ -69,18 +82,11 @@ App open_app(const Options& o) {
     }
     if (o.backend == "reference" && (o.placement.any() || !o.devices.empty()))
         throw std::runtime_error("--backend reference runs alone: no --device list or placement flags");
-    OpenedDevices opened = open_devices(o.devices, o.backend, o.device, o.threads, o.placement.any());
-    bool gpu = false;
-    for (const PlacementDevice& d : opened.desc) gpu = gpu || !d.host;
-    if (!gpu && o.placement.n_gpu_layers != PlacementFlags::kAll)
+    OpenedModel opened = open_model(a.model_path, model_open_options(o));
+    if (!opened.any_gpu && o.placement.n_gpu_layers != PlacementFlags::kAll)
         std::fprintf(stderr, "lockstep: no GPU device is open (--backend cuda|vulkan or --device cuda0): -ngl has nothing to offload to\n");
-    const std::vector<ModelDevice> mds = opened.model_devices();
-    a.devices = std::move(opened.backends);
-    Model::LoadOptions lo;
-    lo.mem = o.mmap < 0 ? Model::WeightMemory::Auto : o.mmap ? Model::WeightMemory::Map : Model::WeightMemory::Copy;
-    lo.placement = o.placement;
-    lo.state = {o.n_ctx, std::max(1, o.n_parallel), o.n_ubatch, o.type_k, o.type_v};
-    a.model = load_model(a.model_path, mds, lo);
+    a.devices = std::move(opened.devices);
+    a.model = std::move(opened.model);
     a.backend = a.model->backends().at(0);
     if (a.model->backends().size() > 1 || o.placement.any())
         std::fprintf(stderr, "lockstep: placement: %s\n", a.model->placement().describe().c_str());
@@ -88,7 +94,7 @@ App open_app(const Options& o) {
     if (!o.draft_model.empty()) {
         if (!std::filesystem::exists(o.draft_model)) throw std::runtime_error("draft model file not found: " + o.draft_model);
         // The draft is small: on the device of the target's output head, where its guesses are checked.
-        a.draft_model = load_model(o.draft_model, *a.model->output_backend(), lo.mem);
+        a.draft_model = load_model(o.draft_model, *a.model->output_backend(), weight_memory(o.mmap));
         check_draft_vocabulary(*a.model, *a.draft_model);
     }
     return a;

@@ -7,6 +7,7 @@
 #include "core/runtime/session.h"
 #include "core/runtime/speculative.h"
 #include "core/text/tokenizer.h"
+#include "loader/open_model.h"
 #include "tools/cli/cli_args.h"
 
 namespace ls::cli {
@@ -30,6 +31,8 @@ struct App {
 };
 
 App open_app(const Options& o);
+// The device and placement flags as the loader takes them (the KV cache sized by -c, -np, -ub).
+ModelOpenOptions model_open_options(const Options& o);
 
 int cmd_run(const Options& o);
 int cmd_chat(const Options& o);

@@ -13,12 +13,7 @@ int cmd_serve(const Options& o) {
         throw std::runtime_error(o.model.empty() ? "default model not found at " + c.model_path +
                                                        "; run tools/scripts/fetch_model.sh, or pass -m FILE"
                                                  : "model file not found: " + c.model_path);
-    c.backend = o.backend;
-    c.device = o.device;
-    c.threads = o.threads;
-    c.mmap = o.mmap;
-    c.devices = o.devices;
-    c.placement = o.placement;
+    c.open = model_open_options(o);
     if (process_transport())  // under mpirun: rank 0's stage, loaded as every rank loads its own
         c.load = [o](std::vector<std::unique_ptr<Backend>>& devices, std::unique_ptr<Model>& model) {
             App a = open_app(o);

@@ -66,7 +66,7 @@ stage "AddressSanitizer + UBSan build"
 # 226 hits).
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOCKSTEP_SANITIZE=ON -DLOCKSTEP_NATIVE=OFF \
   -DLOCKSTEP_CUDA=OFF -DLOCKSTEP_CUDA_EMU=ON -DLOCKSTEP_VULKAN=OFF >/dev/null
-cmake --build build-asan --parallel "$jobs" --target lockstep_tests gguf_corpus_replay
+cmake --build build-asan --parallel "$jobs" --target lockstep_tests gguf_corpus_replay lockstep_capi_test lockstep-make-test-model
 stage "AddressSanitizer + UBSan tests: core and CPU, and the CUDA backend on the host emulator, side by side"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 build-asan/tests/gguf_corpus_replay tests/fuzz/corpus
@@ -126,6 +126,9 @@ side "emulated CUDA: hybrid and Gemma 4 contract" emu build-asan/tests/lockstep_
 # here it was the 270M model six times under ASan; the Release run has it (see above).
 side "emulated CUDA: split models" env LOCKSTEP_CUDA_EMU_DEVICES=2 LOCKSTEP_TEST_BACKENDS=cuda LOCKSTEP_REQUIRE_DEVICE=cuda \
   build-asan/tests/lockstep_tests --warn NoTests '[placement]~[model]'
+# The C API (liblockstep, tests/capi/): every function on the tiny models, bad input included
+# (a few seconds).
+side "C API" bash tests/capi/run_capi.sh build-asan/lockstep-make-test-model build-asan/tests/lockstep_capi_test . build-asan/tests/capi
 failed=()
 for k in "${!pids[@]}"; do
   if wait "${pids[$k]}"; then rc=0; else rc=$?; fi

@@ -14,8 +14,6 @@
 #include <optional>
 #include <thread>
 
-#include "backends/registry.h"
-#include "core/models/registry.h"
 #include "core/runtime/grammar_vocab.h"
 #include "core/text/tokenizer.h"
 #include "tools/server/api_embed.h"
@@ -563,20 +561,17 @@ int serve(const ServeConfig& c) {
     try {
         const auto t0 = std::chrono::steady_clock::now();
         std::fprintf(stderr, "lockstep serve: loading %s (%.0f MiB) on %s...\n", c.model_path.c_str(),
-                     double(std::filesystem::file_size(c.model_path)) / (1 << 20), c.backend.c_str());
+                     double(std::filesystem::file_size(c.model_path)) / (1 << 20), c.open.backend.c_str());
         if (c.load) {
             c.load(st.devices, st.model);
         } else {
-            OpenedDevices opened = open_devices(c.devices, c.backend, c.device, c.threads, c.placement.any());
-            const std::vector<ModelDevice> mds = opened.model_devices();
-            st.devices = std::move(opened.backends);
-            Model::LoadOptions lo;
-            lo.mem = c.mmap < 0 ? Model::WeightMemory::Auto : c.mmap ? Model::WeightMemory::Map : Model::WeightMemory::Copy;
-            lo.placement = c.placement;
-            lo.state = {c.session.n_ctx, c.session.n_seq, c.session.n_ubatch, c.session.type_k, c.session.type_v};
-            st.model = load_model(c.model_path, mds, lo);
+            ModelOpenOptions mo = c.open;
+            mo.state = {c.session.n_ctx, c.session.n_seq, c.session.n_ubatch, c.session.type_k, c.session.type_v};
+            OpenedModel opened = open_model(c.model_path, mo);
+            st.devices = std::move(opened.devices);
+            st.model = std::move(opened.model);
         }
-        if (!c.load && (st.model->backends().size() > 1 || c.placement.any()))
+        if (!c.load && (st.model->backends().size() > 1 || c.open.placement.any()))
             std::fprintf(stderr, "lockstep serve: placement: %s\n", st.model->placement().describe().c_str());
         st.tok = std::make_unique<Tokenizer>(Tokenizer::from_gguf(st.model->gguf()));
         st.session = std::make_unique<Session>(*st.model, c.session);

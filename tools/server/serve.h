@@ -9,16 +9,14 @@
 #include "core/sampling/sampler.h"
 #include "core/runtime/session.h"
 #include "core/runtime/speculative.h"
+#include "loader/open_model.h"
 
 namespace ls::server {
 
 struct ServeConfig {
     std::string model_path;
-    std::string backend = "cpu";
-    int device = 0, threads = 0;
-    int mmap = -1;              // -1 auto, 0 copy, 1 map (as the CLI's --mmap / --no-mmap)
-    std::vector<std::string> devices;  // --device cuda0,cuda1 (empty: backend's device)
-    PlacementFlags placement;          // -ngl, --split-mode, --tensor-split, -ot, --cpu-moe
+    // The devices and placement (loader/open_model.h); its KV size is taken from `session`.
+    ModelOpenOptions open;
     // Loads the model in place of the above (the CLI's, under mpirun: this rank's stage):
     // fills the devices and the model.
     std::function<void(std::vector<std::unique_ptr<Backend>>&, std::unique_ptr<Model>&)> load;
