@@ -391,6 +391,36 @@ LOCKSTEP_API lockstep_chat_params lockstep_chat_default_params(void);
 LOCKSTEP_API int lockstep_chat_render(const lockstep_model* model, const lockstep_chat_params* params, char* buf, size_t buf_len,
                                       size_t* n_out, int32_t* add_bos);
 
+/* The tool-call format of a chat: how the template that params picks (template_source and
+ * template_name as lockstep_chat_render takes them; the other fields are not read) has the
+ * model write a call, as JSON into buf (the buffer rule): {"format": "hermes", "markers":
+ * ["<tool_call>", "</tool_call>"], "marker_tokens": [ids], "gives_ids": false}: the format the
+ * template writes calls in, else the architecture's own, else "generic" (a JSON reply the
+ * model is told of in its first message, as the server does). marker_tokens: the markers this vocabulary holds as control tokens; a
+ * reply given to lockstep_chat_parse must carry their text (lockstep_token_piece with
+ * render_special), the other tokens' as generated. gives_ids: the model writes the calls' ids
+ * itself. TEMPLATE and INVALID_ARGUMENT as for lockstep_chat_render. */
+LOCKSTEP_API int lockstep_chat_tool_format(const lockstep_model* model, const lockstep_chat_params* params, char* buf, size_t buf_len,
+                                           size_t* n_out);
+/* The GBNF grammar (for lockstep_sampler_params.grammar) of a forced tool call in the format
+ * params picks: one call of a function of params->tools_json (required), and with `parallel`
+ * one or more; or, with `function_name` non-NULL, one call of that function. Each call's
+ * arguments follow the function's "parameters" schema. INVALID_ARGUMENT for no tools, tools
+ * that are not {"type": "function", "function": {"name": ...}}, or a function_name that is
+ * not among them; GRAMMAR for parameters no grammar can enforce. */
+LOCKSTEP_API int lockstep_chat_tool_grammar(const lockstep_model* model, const lockstep_chat_params* params, const char* function_name,
+                                            int32_t parallel, char* buf, size_t buf_len, size_t* n_out);
+/* Reads a whole reply (text_len bytes, with the markers as lockstep_chat_tool_format says) in
+ * the tool-call format of the template params picks, with params->tools_json as the declared
+ * tools, as the server reads it: JSON into buf (the buffer rule): {"content": text or null,
+ * "tool_calls": [{"id": ..., "type": "function", "function": {"name": ..., "arguments":
+ * JSON text}}, ...]}, with "reasoning_content" where the format has a reasoning channel
+ * (harmony) and the reply used it. Calls get the model's ids where the format gives them,
+ * else "call_<index>". A reply whose call breaks the format (arguments that are not JSON, a
+ * call that never ends) is its text as content, no calls, and "error": the reason. */
+LOCKSTEP_API int lockstep_chat_parse(const lockstep_model* model, const lockstep_chat_params* params, const char* text, size_t text_len, char* buf,
+                                     size_t buf_len, size_t* n_out);
+
 #ifdef __cplusplus
 }
 #endif

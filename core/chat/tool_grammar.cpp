@@ -1,8 +1,13 @@
 #include "core/chat/tool_grammar.h"
 
+#include <algorithm>
+#include <cctype>
 #include <map>
+#include <set>
 #include <sstream>
 #include <stdexcept>
+
+#include "core/grammar/json_schema.h"
 
 namespace ls::chat {
 
@@ -151,6 +156,55 @@ std::string gemma4_args(Gbnf& g, const ToolSpec& t, size_t i, const SchemaRules&
 }
 
 }  // namespace
+
+// A JSON schema's grammar as rules of a larger one (a forced tool call's arguments): every
+// rule the converter wrote is renamed under `name` (its root becomes `name` itself), so the
+// rules of several schemas cannot collide. Names are renamed where GBNF has names: outside
+// string literals, character classes and comments.
+std::string schema_rules(const ordered_json& schema, const std::string& name) {
+    const std::string g = grammar::json_schema_to_gbnf(schema);
+    auto is_name = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'; };
+    std::set<std::string> defined;
+    for (size_t at = 0; at < g.size();) {
+        size_t eol = g.find('\n', at);
+        if (eol == std::string::npos) eol = g.size();
+        const std::string line = g.substr(at, eol - at);
+        const size_t def = line.find("::=");
+        if (def != std::string::npos) {
+            size_t b = 0, e = def;
+            while (b < e && std::isspace(static_cast<unsigned char>(line[b]))) ++b;
+            while (e > b && std::isspace(static_cast<unsigned char>(line[e - 1]))) --e;
+            if (e > b && std::all_of(line.begin() + std::ptrdiff_t(b), line.begin() + std::ptrdiff_t(e), is_name)) defined.insert(line.substr(b, e - b));
+        }
+        at = eol + 1;
+    }
+    std::string out;
+    for (size_t i = 0; i < g.size();) {
+        const char c = g[i];
+        if (c == '"' || c == '[') {
+            const char close = c == '"' ? '"' : ']';
+            size_t j = i + 1;
+            while (j < g.size() && g[j] != close) j += g[j] == '\\' ? 2 : 1;
+            out.append(g, i, std::min(j + 1, g.size()) - i);
+            i = j + 1;
+        } else if (c == '#') {
+            size_t j = g.find('\n', i);
+            if (j == std::string::npos) j = g.size();
+            out.append(g, i, j - i);
+            i = j;
+        } else if (is_name(c)) {
+            size_t j = i;
+            while (j < g.size() && is_name(g[j])) ++j;
+            const std::string word = g.substr(i, j - i);
+            out += !defined.count(word) ? word : word == "root" ? name : name + "-" + word;
+            i = j;
+        } else {
+            out += c;
+            ++i;
+        }
+    }
+    return out;
+}
 
 std::string tool_call_gbnf(Format f, const std::vector<ToolSpec>& tools, bool parallel, const SchemaRules& schema_rules) {
     if (f == Format::None) throw std::invalid_argument("format \"none\" has no tool calls");

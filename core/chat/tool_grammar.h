@@ -12,6 +12,10 @@ namespace ls::chat {
 
 // GBNF rules for a JSON schema, one of them named rule_name (the JSON-schema converter's).
 using SchemaRules = std::function<std::string(const nlohmann::ordered_json& schema, const std::string& rule_name)>;
+// The JSON-schema converter's (core/grammar/json_schema.h) rules for `schema`, renamed under
+// rule_name so that the rules of several schemas in one grammar cannot collide: what the
+// server and the C API pass as schema_rules. Throws grammar::Error for a schema it cannot convert.
+std::string schema_rules(const nlohmann::ordered_json& schema, const std::string& rule_name);
 
 // The grammar (its start rule is "root") of one call of one of `tools` in format f, or of one
 // or more with `parallel`; pass only the named function for a named tool_choice. Arguments

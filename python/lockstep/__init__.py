@@ -1,0 +1,53 @@
+"""lockstep: GGUF models through lockstep's C API, with llama-cpp-python's interface.
+
+    from lockstep import Llama
+    llm = Llama(model_path="model.gguf", n_ctx=2048)
+    llm.create_chat_completion(messages=[{"role": "user", "content": "Hi"}])
+"""
+
+from ._capi import (
+    LockstepError,
+    LockstepFileError,
+    LockstepFormatError,
+    LockstepGrammarError,
+    LockstepTemplateError,
+    LockstepUnsupportedError,
+    LockstepValueError,
+)
+from .llama import (
+    LLAMA_DEFAULT_SEED,
+    Llama,
+    LlamaGrammar,
+    LlamaState,
+    LogitsProcessor,
+    LogitsProcessorList,
+    StoppingCriteria,
+    StoppingCriteriaList,
+)
+
+
+def library_version() -> str:
+    """The version of the liblockstep these bindings loaded."""
+    from ._capi import library
+
+    return library().lockstep_version().decode()
+
+
+__all__ = [
+    "LLAMA_DEFAULT_SEED",
+    "Llama",
+    "LlamaGrammar",
+    "LlamaState",
+    "LockstepError",
+    "LockstepFileError",
+    "LockstepFormatError",
+    "LockstepGrammarError",
+    "LockstepTemplateError",
+    "LockstepUnsupportedError",
+    "LockstepValueError",
+    "LogitsProcessor",
+    "LogitsProcessorList",
+    "StoppingCriteria",
+    "StoppingCriteriaList",
+    "library_version",
+]
