@@ -52,6 +52,15 @@ class StoppingCriteriaList(List[StoppingCriteria]):
         return any(criterion(input_ids, logits) for criterion in self)
 
 
+def _next_seed(x: int) -> int:
+    """splitmix64's step: the next key of the chain (a 63-bit value, so it stays a valid seed)."""
+    x = (x + 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+    z = x
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+    return (z ^ (z >> 31)) & 0x7FFFFFFFFFFFFFFF
+
+
 class LlamaGrammar:
     """A constraint on the output: GBNF text (llama.cpp's grammar syntax) or a JSON schema.
     It is checked when a generation first uses it (lockstep.LockstepGrammarError)."""
@@ -546,7 +555,14 @@ class Llama:
         p.frequency_penalty = frequency_penalty
         p.presence_penalty = presence_penalty
         p.repeat_last_n = self.last_n_tokens_size
-        p.seed = (self._seed if seed is None else int(seed)) & 0xFFFFFFFFFFFFFFFF
+        if seed is None:
+            # As llama-cpp-python's sampler RNG runs on from call to call: each call without a
+            # seed draws with the next key of a splitmix64 chain from the Llama's seed, so two
+            # such calls differ, and set_seed / load_state (which restores it) repeat them.
+            p.seed = self._seed & 0xFFFFFFFFFFFFFFFF
+            self._seed = _next_seed(self._seed)
+        else:
+            p.seed = int(seed) & 0xFFFFFFFFFFFFFFFF
         keep: List[Any] = []
         if logit_bias:
             ids = [int(k) for k in logit_bias]

@@ -372,6 +372,25 @@ def test_save_and_load_state(tiny):
     assert fresh.create_completion(prompt, max_tokens=8, temperature=0)["choices"][0]["text"] == r1["choices"][0]["text"]
 
 
+def test_unseeded_calls_run_on_and_state_repeats_them(tiny):
+    """As llama-cpp-python's sampler RNG: calls without a seed draw differently one after
+    another; set_seed, or load_state (which restores the seed), repeats them."""
+    path, kw = tiny["swa"]
+    llm = load(path, **kw)
+    args = dict(max_tokens=12, temperature=1.5, top_k=0, top_p=1.0, min_p=0.0)
+    llm.set_seed(1337)
+    state = llm.save_state()
+    texts = [llm.create_completion("Once upon a time", **args)["choices"][0]["text"] for _ in range(4)]
+    assert len(set(texts)) > 1, texts
+    llm.load_state(state)
+    assert llm.create_completion("Once upon a time", **args)["choices"][0]["text"] == texts[0]
+    llm.set_seed(1337)
+    assert [llm.create_completion("Once upon a time", **args)["choices"][0]["text"] for _ in range(4)] == texts
+    fresh = load(path, **kw)
+    fresh.set_seed(1337)
+    assert fresh.create_completion("Once upon a time", **args)["choices"][0]["text"] == texts[0]
+
+
 def test_embeddings(data_dir, tiny):
     bert = load(os.path.join(data_dir, "bert_tiny.gguf"), n_ctx=256, embedding=True)
     v = bert.embed("hello world", normalize=True)
