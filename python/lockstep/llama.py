@@ -52,6 +52,27 @@ class StoppingCriteriaList(List[StoppingCriteria]):
         return any(criterion(input_ids, logits) for criterion in self)
 
 
+def _gather(chunks: Iterator[Any], sampler: Any, want_logprobs: bool) -> Tuple[str, Optional[Dict[str, Any]], int, str]:
+    """A whole answer from the generation's chunks (text, logprobs, finish reason, tokens):
+    the text, the logprobs merged (None unless wanted), the tokens generated and the finish
+    reason ("length" unless a chunk says otherwise); closes the sampler."""
+    parts: List[str] = []
+    merged: Optional[Dict[str, Any]] = {"tokens": [], "text_offset": [], "token_logprobs": [], "top_logprobs": []} if want_logprobs else None
+    n, finish = 0, "length"
+    try:
+        for text, lp, fin, toks in chunks:
+            parts.append(text)
+            n += len(toks)
+            if merged is not None and lp:
+                for k in merged:
+                    merged[k].extend(lp[k])
+            if fin is not None:
+                finish = fin
+    finally:
+        sampler.close()
+    return "".join(parts), merged, n, finish
+
+
 def _next_seed(x: int) -> int:
     """splitmix64's step: the next key of the chain (a 63-bit value, so it stays a valid seed)."""
     x = (x + 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
@@ -859,22 +880,7 @@ class Llama:
                     sampler.close()
             return streamer()
 
-        parts: List[str] = []
-        merged: Optional[Dict[str, Any]] = {"tokens": [], "text_offset": [], "token_logprobs": [], "top_logprobs": []} if logprobs is not None else None
-        n = 0
-        finish = "length"
-        try:
-            for text, lp, fin, toks in chunks:
-                parts.append(text)
-                n += len(toks)
-                if merged is not None and lp:
-                    for k in merged:
-                        merged[k].extend(lp[k])
-                if fin is not None:
-                    finish = fin
-        finally:
-            sampler.close()
-        text = "".join(parts)
+        text, merged, n, finish = _gather(chunks, sampler, logprobs is not None)
         if echo:
             text = prompt_text + text
         return {"id": cid, "object": "text_completion", "created": created, "model": model_name,
@@ -1059,22 +1065,8 @@ class Llama:
             return msg, finish
 
         if not stream:
-            parts: List[str] = []
-            merged: Optional[Dict[str, Any]] = {"tokens": [], "text_offset": [], "token_logprobs": [], "top_logprobs": []} if top_n is not None else None
-            n = 0
-            finish = "length"
-            try:
-                for text, lp, fin, toks in chunks:
-                    parts.append(text)
-                    n += len(toks)
-                    if merged is not None and lp:
-                        for k in merged:
-                            merged[k].extend(lp[k])
-                    if fin is not None:
-                        finish = fin
-            finally:
-                sampler.close()
-            message, finish = read_calls("".join(parts), finish)
+            text, merged, n, finish = _gather(chunks, sampler, top_n is not None)
+            message, finish = read_calls(text, finish)
             return {"id": cid, "object": "chat.completion", "created": created, "model": model_name,
                     "choices": [{"index": 0, "message": message, "logprobs": chat_logprobs(merged), "finish_reason": finish}],
                     "usage": usage(n)}
