@@ -195,20 +195,32 @@ bool run_embed_job(const EmbedParams& params, Engine& engine, Metrics& metrics, 
     return true;
 }
 
-void handle_embeddings(const EmbedContext& ctx, Engine& engine, Metrics& metrics, const std::atomic<bool>& ready,
-                       const httplib::Request& req, httplib::Response& res) {
-    EmbedRequest r;
+void handle_embed_route(const std::string& body, Engine& engine, Metrics& metrics, const std::atomic<bool>& ready, httplib::Response& res,
+                        const std::function<EmbedParams(const json&)>& parse, const std::function<json(const EmbedResult&)>& respond) {
+    EmbedParams params;
     try {
-        r = parse_embeddings(parse_json_object(req.body), ctx);
+        params = parse(parse_json_object(body));
     } catch (const ApiError& e) {
         res.status = e.status;
         res.set_content(dump(error_body(e.status, e.message, e.type, e.param, e.code)), "application/json");
         return;
     }
     EmbedResult out;
-    if (!run_embed_job(r.job, engine, metrics, ready, res, out)) return;
+    if (!run_embed_job(params, engine, metrics, ready, res, out)) return;
     res.status = 200;
-    res.set_content(dump(embeddings_response(r, out, ctx)), "application/json");
+    res.set_content(dump(respond(out)), "application/json");
+}
+
+void handle_embeddings(const EmbedContext& ctx, Engine& engine, Metrics& metrics, const std::atomic<bool>& ready,
+                       const httplib::Request& req, httplib::Response& res) {
+    EmbedRequest r;
+    handle_embed_route(
+        req.body, engine, metrics, ready, res,
+        [&](const json& b) {
+            r = parse_embeddings(b, ctx);
+            return r.job;
+        },
+        [&](const EmbedResult& out) { return embeddings_response(r, out, ctx); });
 }
 
 }  // namespace ls::server

@@ -2,6 +2,7 @@
 // embeddings jobs. Every check a client can fail is made here, before anything is queued.
 #pragma once
 #include <atomic>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -64,6 +65,13 @@ std::string base64_f32(const std::vector<float>& v);
 // when the client left: the job is cancelled).
 bool run_embed_job(const EmbedParams& params, Engine& engine, Metrics& metrics, const std::atomic<bool>& ready, httplib::Response& res,
                    EmbedResult& out);
+
+// The course of a route over embeddings jobs (/v1/embeddings, /v1/rerank): `parse` the body
+// (an ApiError it throws is answered as its status and OpenAI-style error), run_embed_job,
+// answer 200 with `respond`'s JSON.
+void handle_embed_route(const std::string& body, Engine& engine, Metrics& metrics, const std::atomic<bool>& ready, httplib::Response& res,
+                        const std::function<EmbedParams(const nlohmann::json&)>& parse,
+                        const std::function<nlohmann::json(const EmbedResult&)>& respond);
 
 // The route: parses, queues on the engine, waits (a client that leaves cancels the job),
 // answers. `ready` false while the server shuts down (a failure then is a 503).

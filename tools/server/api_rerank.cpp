@@ -94,17 +94,13 @@ json rerank_response(const RerankRequest& r, const EmbedResult& res, const Embed
 void handle_rerank(const EmbedContext& ctx, Engine& engine, Metrics& metrics, const std::atomic<bool>& ready,
                    const httplib::Request& req, httplib::Response& res) {
     RerankRequest r;
-    try {
-        r = parse_rerank(parse_json_object(req.body), ctx);
-    } catch (const ApiError& e) {
-        res.status = e.status;
-        res.set_content(dump(error_body(e.status, e.message, e.type, e.param, e.code)), "application/json");
-        return;
-    }
-    EmbedResult out;
-    if (!run_embed_job(r.job, engine, metrics, ready, res, out)) return;
-    res.status = 200;
-    res.set_content(dump(rerank_response(r, out, ctx)), "application/json");
+    handle_embed_route(
+        req.body, engine, metrics, ready, res,
+        [&](const json& b) {
+            r = parse_rerank(b, ctx);
+            return r.job;
+        },
+        [&](const EmbedResult& out) { return rerank_response(r, out, ctx); });
 }
 
 }  // namespace ls::server
