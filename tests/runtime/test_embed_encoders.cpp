@@ -24,6 +24,7 @@
 #include "tests/runtime/embed_oracle.h"
 #include "tests/server/byte_vocab.h"
 #include "tests/support/gguf_edit.h"
+#include "tests/server/engine_embed_job.h"
 #include "tests/support/kv_contract.h"
 #include "tests/support/test_util.h"
 #include "tools/server/api_embed.h"
@@ -300,15 +301,7 @@ TEST_CASE("encoders: the server's engine applies EmbeddingGemma's dense projecti
     for (const OracleCase& c : cases)
         if (c.pooling == Pooling::Mean) ids.push_back(c.tokens), inputs.push_back(c.tokens);
     const server::EmbedRequest r = server::parse_embeddings({{"input", ids}}, ctx);
-    auto job = std::make_shared<server::EmbedJob>(r.job);
-    server::EmbedResult out;
-    {
-        auto s = new_session(l, 64, 64, DType::F16, 2);
-        server::Metrics metrics;
-        server::Engine engine(*s, tok, metrics, 4);
-        REQUIRE(engine.submit(job));
-        REQUIRE(job->pop(out, std::chrono::seconds(120)));
-    }
+    const server::EmbedResult out = run_engine_job(l, tok, r.job, DType::F16);
     REQUIRE(out.error.empty());
     const nlohmann::json resp = server::embeddings_response(r, out, ctx);
     REQUIRE(resp["data"].size() == inputs.size());

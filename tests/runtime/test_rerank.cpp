@@ -20,6 +20,7 @@
 #include "tests/runtime/embed_oracle.h"
 #include "tests/support/gguf_edit.h"
 #include "tests/support/golden.h"
+#include "tests/server/engine_embed_job.h"
 #include "tests/support/kv_contract.h"
 #include "tests/support/test_util.h"
 #include "tools/server/api_rerank.h"
@@ -194,15 +195,7 @@ TEST_CASE("rerank: /v1/rerank parses, refuses bad requests by name, and answers 
     const server::RerankRequest r = server::parse_rerank({{"query", o.query}, {"documents", docs}, {"top_n", 3}, {"return_documents", true}}, ctx);
     REQUIRE(r.job.inputs.size() == o.docs.size());
     for (size_t i = 0; i < o.docs.size(); ++i) CHECK(r.job.inputs[i] == o.ids[i]);
-    auto job = std::make_shared<server::EmbedJob>(r.job);
-    server::EmbedResult out;
-    {
-        auto s = new_session(l, 64, 64, DType::F32, 2);
-        server::Metrics metrics;
-        server::Engine engine(*s, tok, metrics, 4);
-        REQUIRE(engine.submit(job));
-        REQUIRE(job->pop(out, std::chrono::seconds(120)));
-    }
+    const server::EmbedResult out = run_engine_job(l, tok, r.job, DType::F32);
     REQUIRE(out.error.empty());
     const nlohmann::json resp = server::rerank_response(r, out, ctx);
     REQUIRE(resp["results"].size() == 3);
