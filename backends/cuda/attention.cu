@@ -25,7 +25,7 @@ constexpr int64_t kSplitTarget = 512;
 // Split the keys of a node with fewer tiles than this (decode: a tile or a few per KV head),
 // aiming at about kTileSplitTarget CUDA blocks. The choice depends on the heads and the number
 // of queries only, so that a decode step's graph keeps its kernels as the context grows and
-// only the grid changes (cudaGraphExecUpdate).
+// only the grid changes (the graph node is set again).
 constexpr int64_t kTileSplitBelow = 128, kTileSplitTarget = 1024;
 
 // LOCKSTEP_CUDA_ATTN_TILES=0: the per-query kernels on every geometry (the tile kernels'

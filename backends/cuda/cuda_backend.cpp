@@ -113,8 +113,8 @@ public:
         try {
             if (profile_) op_profile_.print(stderr);
             if (verbose_) {
-                std::fprintf(stderr, "cuda backend: %zu graphs launched (%zu updated in place, %zu instantiated), %zu captures fell back%s\n",
-                             stats_.graphs, stats_.updates, stats_.instantiations, stats_.fallbacks,
+                std::fprintf(stderr, "cuda backend: %zu graphs launched (%zu updated in place setting %zu nodes, %zu instantiated), %zu fell back to direct launches%s\n",
+                             stats_.graphs, stats_.updates, stats_.node_updates, stats_.instantiations, stats_.fallbacks,
                              use_graphs_ ? "" : "; graphs off");
                 split_.print(stderr);
             }
@@ -127,8 +127,7 @@ public:
         if (act_) cudaFree(act_);
         if (dl_) cudaFreeHost(dl_);
         if (graph_done_) cudaEventDestroy(graph_done_);
-        for (auto& e : execs_)
-            if (e.exec) cudaGraphExecDestroy(e.exec);
+        for (auto& e : execs_) e.release();
         if (stream_) cudaStreamDestroy(stream_);
     }
 
@@ -189,17 +188,17 @@ public:
     }
 
     // Launches every node in order on the stream; no synchronization between ops. Without
-    // LOCKSTEP_PROFILE the launches are captured into a CUDA graph and the graph is launched
-    // instead: a decode step is some 500 small kernels, and as one graph they run without
-    // the per-launch gaps. Each step is captured again (positions and the key range change
-    // kernel arguments) and applied with cudaGraphExecUpdate to a kept executable graph of
-    // the same node count, which is cheap when the topology is unchanged (every decode step).
-    // A few are kept, so that prompt ubatches, the ubatch that adds the output head and
-    // decode steps, which alternate in every chat turn, each keep their own.
+    // LOCKSTEP_PROFILE the launches run as a CUDA graph: a decode step is some 500 small
+    // kernels, and as one graph they run without the per-launch gaps. The launchers' launches
+    // are recorded (launch_record.h) and compared with those of a kept executable graph of
+    // the same kernels: only the nodes whose grid or arguments changed are set again (a
+    // decode step: the few that follow the context length), and the graph is launched. A
+    // few are kept, so that prompt ubatches, the ubatch that adds the output head and decode
+    // steps, which alternate in every chat turn, each keep their own.
     void compute(const Graph& g) override {
         LS_CUDA_CHECK(cudaSetDevice(device_));
-        // The previous graph has run before this one is captured: its scratch buffers are this
-        // graph's too, and one that must grow is freed and replaced while capturing.
+        // The previous graph has run before this one is recorded: its scratch buffers are this
+        // graph's too, and one that must grow is freed and replaced while recording.
         if (graph_done_) {
             const auto t0 = std::chrono::steady_clock::now();
             LS_CUDA_CHECK(cudaEventSynchronize(graph_done_));
@@ -210,9 +209,9 @@ public:
                 record_done();
                 return;
             }
-            // The capture failed (a buffer had to grow, which synchronizes): run the same
-            // launches directly. No launcher reads device data on the host: index data comes
-            // from the graph's inputs (core/ir/index_inputs.h).
+            // A launch the graph could not take (its configuration, say): run the same
+            // launches directly, where an error names its kernel. No launcher reads device
+            // data on the host: index data comes from the graph's inputs (core/ir/index_inputs.h).
             ++stats_.fallbacks;
             if (++graph_failures_ >= 3) use_graphs_ = false;  // this graph shape keeps needing that
         }
@@ -233,45 +232,72 @@ private:
         ctx.graph = &g;
         ctx.temp = [&](size_t bytes) { return temp(bytes); };
         ctx.act_buffer = [&](size_t bytes) { return act_buffer(bytes); };
-        for (const Tensor* n : g.nodes()) {
+        const auto& nodes = g.nodes();
+        for (size_t i = 0; i < nodes.size(); ++i) {
+            const Tensor* n = nodes[i];
             if (profile_) op_profile_.begin(stream_);
+            if (fuse_ && i + 1 < nodes.size() && launch_pair(*n, *nodes[i + 1], ctx)) {
+                if (profile_) op_profile_.end(stream_, *n, nodes[i + 1]);
+                ++i;
+                continue;
+            }
             kLaunchers[static_cast<int>(n->op)](*n, ctx);
             if (profile_) op_profile_.end(stream_, *n);
         }
     }
-    // Captures launch_all into a graph and launches it; false (nothing launched, errors
-    // cleared) when the capture could not be completed.
+    // Nodes a and b (the next) as one kernel where b reads a and a pattern fits: each small
+    // kernel of a decode step costs a few microseconds on the GPU whatever it does.
+    static bool launch_pair(const Tensor& a, const Tensor& b, cuda::Ctx& ctx) {
+        const bool reads_a = b.src[0] == &a || b.src[1] == &a;
+        if (!reads_a) return false;
+        if (b.op == OpId::MUL && a.op == OpId::GELU) return cuda::gelu_mul(a, b, ctx);
+        if (b.op == OpId::MUL && a.op == OpId::SILU) return cuda::silu_mul(a, b, ctx);
+        if (b.op == OpId::ADD && a.op == OpId::RMS_NORM) return cuda::rms_norm_add(a, b, ctx);
+        return false;
+    }
+    // Records launch_all's launches, brings a kept executable graph up to them and launches
+    // it; false (nothing launched, errors cleared) when no graph could be made of them.
     bool launch_as_graph(const Graph& g) {
-        const auto t_capture = std::chrono::steady_clock::now();
-        LS_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
-        bool captured = true;
-        try {
-            launch_all(g);
-        } catch (const std::exception&) {
-            captured = false;  // rerun directly: a real error (bad index) is thrown again there
+        const auto t_record = std::chrono::steady_clock::now();
+        // A scratch buffer that grows while recording frees the one that the launches recorded
+        // before it point to: record again, at the sizes this graph needs.
+        for (int pass = 0;; ++pass) {
+            grew_ = false;
+            rec_.n = 0;
+            cuda::recording() = &rec_;
+            bool ok = true;
+            try {
+                launch_all(g);
+            } catch (const std::exception&) {
+                ok = false;  // rerun directly: a real error (bad index) is thrown again there
+            }
+            cuda::recording() = nullptr;
+            if (!ok || (grew_ && pass == 1)) {
+                (void)cudaGetLastError();
+                return false;
+            }
+            if (!grew_) break;
         }
-        cudaGraph_t graph = nullptr;
-        const cudaError_t e = cudaStreamEndCapture(stream_, &graph);
         const auto t_update = std::chrono::steady_clock::now();
-        if (verbose_) split_.add_capture(std::chrono::duration<double>(t_update - t_capture).count());
-        if (!captured || e != cudaSuccess || !graph) {
-            if (graph) cudaGraphDestroy(graph);
-            (void)cudaGetLastError();
-            return false;
-        }
-        size_t n_nodes = 0;
-        if (cudaGraphGetNodes(graph, nullptr, &n_nodes) != cudaSuccess) {
-            cudaGraphDestroy(graph);
-            (void)cudaGetLastError();
-            return false;
-        }
-        // The kept graph of this node count, updated in place; when there is none, or the
-        // runtime refuses the update (same count, other topology), a new one in that slot,
-        // a free one or the least recently used.
-        auto same = std::find_if(execs_.begin(), execs_.end(), [&](const ExecSlot& x) { return x.exec && x.nodes == n_nodes; });
+        if (verbose_) split_.add_record(std::chrono::duration<double>(t_update - t_record).count());
+        const size_t n = rec_.n;
+        auto same_kernels = [&](const ExecSlot& x) {
+            if (!x.exec || x.launches.n != n) return false;
+            for (size_t i = 0; i < n; ++i)
+                if (x.launches.recs[i].func != rec_.recs[i].func) return false;
+            return true;
+        };
+        // The kept graph of these kernels: set the nodes whose launch changed. Else a new
+        // graph in a free slot or the least recently used one.
+        auto same = std::find_if(execs_.begin(), execs_.end(), same_kernels);
         ExecSlot* slot = same != execs_.end() ? &*same : nullptr;
-        cudaGraphExecUpdateResultInfo info{};
-        if (slot && cudaGraphExecUpdate(slot->exec, graph, &info) == cudaSuccess) {
+        bool updated = slot != nullptr;
+        for (size_t i = 0; updated && i < n; ++i) {
+            if (rec_.recs[i].same_launch(slot->launches.recs[i])) continue;
+            if (cuda::set_record_node(slot->exec, slot->nodes[i], rec_.recs[i]) != cudaSuccess) updated = false;
+            else ++stats_.node_updates;
+        }
+        if (updated) {
             ++stats_.updates;
         } else {
             (void)cudaGetLastError();
@@ -279,19 +305,17 @@ private:
             if (!slot)
                 slot = &*std::min_element(execs_.begin(), execs_.end(),
                                           [](const ExecSlot& a, const ExecSlot& b) { return a.used < b.used; });
-            if (slot->exec) cudaGraphExecDestroy(slot->exec);
-            slot->exec = nullptr;
-            ++stats_.instantiations;
-            if (cudaGraphInstantiate(&slot->exec, graph, 0) != cudaSuccess) {
-                cudaGraphDestroy(graph);
-                slot->exec = nullptr;
+            slot->release();
+            if (!slot->build(rec_)) {
+                slot->release();
                 (void)cudaGetLastError();
                 return false;
             }
-            slot->nodes = n_nodes;
+            ++stats_.instantiations;
         }
+        // The slot keeps this graph's records (and gives its old ones back for reuse).
+        std::swap(slot->launches, rec_);
         slot->used = ++exec_clock_;
-        cudaGraphDestroy(graph);
         const auto t_launch = std::chrono::steady_clock::now();
         if (verbose_) {
             split_.add_update(std::chrono::duration<double>(t_launch - t_update).count());
@@ -347,6 +371,7 @@ private:
             workspace_size_ = 0;
             workspace_ = device_malloc(bytes, "kernel scratch");
             workspace_size_ = bytes;
+            grew_ = true;
         }
         return workspace_;
     }
@@ -364,6 +389,7 @@ private:
             act_size_ = 0;
             act_ = device_malloc(bytes, "quantized activations");
             act_size_ = bytes;
+            grew_ = true;
         }
         return act_;
     }
@@ -380,12 +406,36 @@ private:
     uint8_t* dl_ = nullptr;  // pinned staging of download()
     size_t dl_size_ = 0;
     cudaEvent_t graph_done_ = nullptr;
-    // Executable graphs kept for reuse, one per node count (launch_as_graph).
+    bool grew_ = false;  // temp() or act_buffer() replaced its buffer (launch_as_graph records again)
+    // Executable graphs kept for reuse, one per sequence of kernels (launch_as_graph): the
+    // graph it was made from (its nodes are the handles to set) and the launches it holds.
     struct ExecSlot {
+        cudaGraph_t graph = nullptr;
         cudaGraphExec_t exec = nullptr;
-        size_t nodes = 0;
+        std::vector<cudaGraphNode_t> nodes;
+        cuda::LaunchList launches;
         uint64_t used = 0;  // exec_clock_ at its last launch
+        void release() {
+            if (exec) cudaGraphExecDestroy(exec);
+            if (graph) cudaGraphDestroy(graph);
+            exec = nullptr;
+            graph = nullptr;
+            nodes.clear();
+            launches.n = 0;
+        }
+        // A graph of l's launches in order, instantiated (into a released slot).
+        bool build(const cuda::LaunchList& l) {
+            if (cudaGraphCreate(&graph, 0) != cudaSuccess) return false;
+            nodes.resize(l.n);
+            cudaGraphNode_t prev = nullptr;
+            for (size_t i = 0; i < l.n; ++i) {
+                if (cuda::add_record_node(graph, prev, l.recs[i], &nodes[i]) != cudaSuccess) return false;
+                prev = nodes[i];
+            }
+            return cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess;
+        }
     };
+    cuda::LaunchList rec_;  // the graph being recorded
     static constexpr size_t kMaxExecs = 4;
     std::vector<ExecSlot> execs_;
     uint64_t exec_clock_ = 0;
@@ -393,13 +443,15 @@ private:
     bool use_graphs_ = !(std::getenv("LOCKSTEP_CUDA_GRAPHS") && std::string(std::getenv("LOCKSTEP_CUDA_GRAPHS")) == "0");
     int graph_failures_ = 0;
     struct {
-        size_t graphs = 0, updates = 0, instantiations = 0, fallbacks = 0;
+        size_t graphs = 0, updates = 0, node_updates = 0, instantiations = 0, fallbacks = 0;
     } stats_;  // printed with LOCKSTEP_CUDA_VERBOSE=1
     static double seconds_since(std::chrono::steady_clock::time_point t0) {
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
     // LOCKSTEP_PROFILE: ops launched one by one between events (step_profile.h).
     bool profile_ = std::getenv("LOCKSTEP_PROFILE") != nullptr;
+    // LOCKSTEP_CUDA_FUSE=0: every node its own kernel (launch_pair off), to compare.
+    bool fuse_ = !(std::getenv("LOCKSTEP_CUDA_FUSE") && std::string(std::getenv("LOCKSTEP_CUDA_FUSE")) == "0");
     cuda::OpProfile op_profile_;
     // LOCKSTEP_CUDA_VERBOSE: graph counts and the host/GPU split of a step.
     bool verbose_ = std::getenv("LOCKSTEP_CUDA_VERBOSE") != nullptr;

@@ -22,9 +22,37 @@ template <class F> __global__ void unary_kernel(const float* x, float* y, int64_
 template <class F> void launch_unary(const Tensor& dst, Ctx& ctx, F f, const char* name) {
     const int64_t n = dst.nelements();
     if (n == 0) return;
-    LS_LAUNCH(unary_kernel, blocks_for(n, kThreads), kThreads, ctx.stream)(
+    LS_LAUNCH(unary_kernel<F>, blocks_for(n, kThreads), kThreads, ctx.stream)(
         reinterpret_cast<const float*>(dptr(*dst.src[0])), reinterpret_cast<float*>(dptr(dst)), n, f);
     check(cudaGetLastError(), name, __FILE__, __LINE__);
+}
+
+// An activation and the product that reads it as one kernel (cuda_backend.cpp's fused pairs):
+// y = f(x), z = y * o over n contiguous floats. Both outputs are written, so any other
+// reader of y finds it; the arithmetic is the two kernels' (the product is commutative).
+template <class F> __global__ void unary_mul_kernel(const float* x, float* y, const float* o, float* z, int64_t n, F f) {
+    const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const float v = f(x[i]);
+    y[i] = v;
+    z[i] = v * o[i];
+}
+// act (a unary op's node) followed by mul = act * other or other * act, every operand
+// contiguous with act's shape; false (nothing launched) for any other pair.
+template <class F> bool launch_unary_mul(const Tensor& act, const Tensor& mul, Ctx& ctx, F f) {
+    const Tensor* o = mul.src[0] == &act ? mul.src[1] : mul.src[0];
+    auto same = [&](const Tensor* t) {
+        return t && t->type == DType::F32 && t->is_contiguous() && t->ne[0] == act.ne[0] && t->ne[1] == act.ne[1] &&
+               t->ne[2] == act.ne[2] && t->ne[3] == act.ne[3];
+    };
+    if (mul.src[0] == mul.src[1] || !same(o) || !same(&mul) || !act.is_contiguous() || !act.src[0]->is_contiguous()) return false;
+    const int64_t n = act.nelements();
+    if (n == 0) return false;
+    LS_LAUNCH(unary_mul_kernel<F>, blocks_for(n, kThreads), kThreads, ctx.stream)(
+        reinterpret_cast<const float*>(dptr(*act.src[0])), reinterpret_cast<float*>(dptr(act)),
+        reinterpret_cast<const float*>(dptr(*o)), reinterpret_cast<float*>(dptr(mul)), n, f);
+    check(cudaGetLastError(), "launch of unary_mul_kernel", __FILE__, __LINE__);
+    return true;
 }
 
 // dst = f(a, b) with b broadcast over a (b->ne[i] divides a->ne[i]), as ref::broadcast_binary.
@@ -44,7 +72,7 @@ template <class F> void launch_binary(const Tensor& dst, Ctx& ctx, F f, const ch
     const Tensor& b = *dst.src[1];
     const int64_t n = a.nelements();
     if (n == 0) return;
-    LS_LAUNCH(binary_kernel, blocks_for(n, kThreads), kThreads, ctx.stream)(dptr(a), shape_of(a), dptr(b), shape_of(b), dptr(dst),
+    LS_LAUNCH(binary_kernel<F>, blocks_for(n, kThreads), kThreads, ctx.stream)(dptr(a), shape_of(a), dptr(b), shape_of(b), dptr(dst),
                                                                          shape_of(dst), f);
     check(cudaGetLastError(), name, __FILE__, __LINE__);
 }

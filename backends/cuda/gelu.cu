@@ -9,6 +9,7 @@ struct GeluF {
 };
 }  // namespace
 void gelu(const Tensor& dst, Ctx& ctx) { launch_unary(dst, ctx, GeluF{}, "launch of gelu"); }
+bool gelu_mul(const Tensor& act, const Tensor& mul, Ctx& ctx) { return launch_unary_mul(act, mul, ctx, GeluF{}); }
 bool supports_gelu(const Tensor& n) {
     const Tensor* a = n.src[0];
     return f32_elems(a) && a->is_contiguous() && f32_elems(&n) && n.is_contiguous();

@@ -10,6 +10,7 @@
 #include <functional>
 #include <string>
 
+#include "backends/cuda/launch_record.h"
 #include "core/ir/graph.h"
 
 namespace ls::cuda {
@@ -22,12 +23,7 @@ void check(cudaError_t e, const char* call, const char* file, int line);
 // After a kernel launch: a bad configuration is reported here, naming the kernel.
 #define LS_CUDA_CHECK_LAUNCH(kernel) ::ls::cuda::check(cudaGetLastError(), "launch of " kernel, __FILE__, __LINE__)
 
-#if defined(__CUDACC__)
-// A kernel launch: LS_LAUNCH(kernel, grid, block, stream)(args...) is
-// kernel<<<grid, block, 0, stream>>>(args...) under nvcc; the LOCKSTEP_CUDA_EMU build runs
-// the kernel on the host instead (backends/cuda/emu/cuda_runtime.h).
-#define LS_LAUNCH(kernel, grid, block, stream) kernel<<<(grid), (block), 0, (stream)>>>
-#endif
+// LS_LAUNCH(kernel, grid, block, stream)(args...): launch_record.h.
 
 // "CUDA device 0 (NAME): out of memory allocating X MiB for WHAT (Y MiB free of Z MiB)".
 std::string oom_message(int device, const std::string& device_name, size_t needed, size_t free_bytes,
@@ -72,6 +68,13 @@ inline unsigned blocks_for(int64_t n, int threads) { return unsigned((n + thread
     bool supports_##n(const Tensor& node);
 LS_OP_LIST(LS_X)
 #undef LS_X
+
+// Two consecutive nodes as one kernel (CudaBackend's fused pairs): an activation and the mul
+// that reads it, a norm and the add that reads it. Both nodes' outputs are written, with the
+// two kernels' arithmetic; false (nothing launched) where the pair's shapes do not fit.
+bool gelu_mul(const Tensor& act, const Tensor& mul, Ctx& ctx);
+bool silu_mul(const Tensor& act, const Tensor& mul, Ctx& ctx);
+bool rms_norm_add(const Tensor& norm, const Tensor& add, Ctx& ctx);
 
 // supports_<op> of the node's op (the table in cuda_backend.cpp); shared by
 // CudaBackend::supports and the tests.

@@ -11,33 +11,54 @@ namespace {
 // y = x * r * w.
 constexpr int kRowWarps = 4;
 
+// The add that follows a norm in the graph (a residual: z = r + y), run by the norm's kernel
+// (CudaBackend's fused pairs); y is written as well. Every operand has x's shape, so
+// row_offset finds row r in each.
+struct AddRows {
+    const uint8_t* r = nullptr;  // the add's other operand
+    Shape sr{};
+    uint8_t* z = nullptr;  // the add's output
+    Shape sz{};
+};
+// Element i of row r: y = (x * rs) * w and, with kAdd, z = r + y.
+template <bool kAdd>
+__device__ inline void norm_out(float xv, float rs, const float* w, int64_t i, float* py, const AddRows& add, int64_t r) {
+    const float v = __fmul_rn(__fmul_rn(xv, rs), w ? w[i] : 1.0f);
+    py[i] = v;
+    if constexpr (kAdd) {
+        const float* pr = reinterpret_cast<const float*>(add.r + row_offset(add.sr, r));
+        reinterpret_cast<float*>(add.z + row_offset(add.sz, r))[i] = __fadd_rn(pr[i], v);
+    }
+}
+
+template <bool kAdd>
 __global__ void __launch_bounds__(32 * kRowWarps)
-rms_norm_kernel(const uint8_t* x, Shape sx, const float* w, uint8_t* y, Shape sy, float eps, int64_t n_rows) {
+rms_norm_kernel(const uint8_t* x, Shape sx, const float* w, uint8_t* y, Shape sy, float eps, int64_t n_rows, AddRows add) {
     const int64_t r = int64_t(blockIdx.x) * kRowWarps + threadIdx.y, K = sx.ne[0];
     if (r >= n_rows) return;  // the whole warp
     const int lane = threadIdx.x;
-    const int64_t i1 = r % sx.ne[1], i2 = (r / sx.ne[1]) % sx.ne[2], i3 = r / (sx.ne[1] * sx.ne[2]);
-    const float* px = reinterpret_cast<const float*>(x + i1 * sx.nb[1] + i2 * sx.nb[2] + i3 * sx.nb[3]);
-    float* py = reinterpret_cast<float*>(y + i1 * sy.nb[1] + i2 * sy.nb[2] + i3 * sy.nb[3]);
+    const float* px = reinterpret_cast<const float*>(x + row_offset(sx, r));
+    float* py = reinterpret_cast<float*>(y + row_offset(sy, r));
     const float ss = warp_canon_dot(px, px, K, lane);
     const float rs = canon_div(1.0f, canon_sqrt(__fadd_rn(canon_div(ss, float(K)), eps)));
-    for (int64_t i = lane; i < K; i += 32) py[i] = __fmul_rn(__fmul_rn(px[i], rs), w ? w[i] : 1.0f);
+    for (int64_t i = lane; i < K; i += 32) norm_out<kAdd>(px[i], rs, w, i, py, add, r);
 }
 
 // Wide rows (a model's hidden state: 640 to 8192): a block per row. Its 256 threads first
 // copy the row into shared memory, many loads in flight at once; then one warp takes the
 // canonical sum from there (the same sequence as above) and all threads write. With a warp
 // alone, each lane's loads of a 4096-wide row followed one another: 52 us on an H200.
+// kAdd: with the add that follows (AddRows).
 constexpr int kStageMin = 512, kStageMax = 8192, kStageThreads = 256;
 
+template <bool kAdd>
 __global__ void __launch_bounds__(kStageThreads)
-rms_norm_staged_kernel(const uint8_t* x, Shape sx, const float* w, uint8_t* y, Shape sy, float eps) {
+rms_norm_staged_kernel(const uint8_t* x, Shape sx, const float* w, uint8_t* y, Shape sy, float eps, AddRows add) {
     __shared__ float xs[kStageMax];
     __shared__ float rs_shared;
     const int64_t r = blockIdx.x, K = sx.ne[0];
-    const int64_t i1 = r % sx.ne[1], i2 = (r / sx.ne[1]) % sx.ne[2], i3 = r / (sx.ne[1] * sx.ne[2]);
-    const float* px = reinterpret_cast<const float*>(x + i1 * sx.nb[1] + i2 * sx.nb[2] + i3 * sx.nb[3]);
-    float* py = reinterpret_cast<float*>(y + i1 * sy.nb[1] + i2 * sy.nb[2] + i3 * sy.nb[3]);
+    const float* px = reinterpret_cast<const float*>(x + row_offset(sx, r));
+    float* py = reinterpret_cast<float*>(y + row_offset(sy, r));
     for (int64_t i = threadIdx.x; i < K; i += kStageThreads) xs[i] = px[i];
     __syncthreads();
     if (threadIdx.x < 32) {
@@ -46,25 +67,44 @@ rms_norm_staged_kernel(const uint8_t* x, Shape sx, const float* w, uint8_t* y, S
     }
     __syncthreads();
     const float rs = rs_shared;
-    for (int64_t i = threadIdx.x; i < K; i += kStageThreads) py[i] = __fmul_rn(__fmul_rn(xs[i], rs), w ? w[i] : 1.0f);
+    for (int64_t i = threadIdx.x; i < K; i += kStageThreads) norm_out<kAdd>(xs[i], rs, w, i, py, add, r);
 }
 
-}  // namespace
+bool staged_rows(int64_t K, int64_t n_rows) { return K >= kStageMin && K <= kStageMax && n_rows <= 0x7fffffff; }
 
-void rms_norm(const Tensor& dst, Ctx& ctx) {
+// The norm node's kernel, with the add that follows where add is given.
+template <bool kAdd> void launch_norm(const Tensor& dst, const AddRows& add, Ctx& ctx) {
     const Tensor& x = *dst.src[0];
-    if (x.nelements() == 0) return;
     const float* w = dst.src[1] ? reinterpret_cast<const float*>(dptr(*dst.src[1])) : nullptr;
     const int64_t n_rows = x.nrows(), K = x.ne[0];
     const float eps = dst.get_params<RmsNormParams>().eps;
-    if (K >= kStageMin && K <= kStageMax && n_rows <= 0x7fffffff) {
-        LS_LAUNCH(rms_norm_staged_kernel, unsigned(n_rows), kStageThreads, ctx.stream)(dptr(x), shape_of(x), w, dptr(dst), shape_of(dst), eps);
+    if (staged_rows(K, n_rows)) {
+        LS_LAUNCH(rms_norm_staged_kernel<kAdd>, unsigned(n_rows), kStageThreads, ctx.stream)(dptr(x), shape_of(x), w, dptr(dst),
+                                                                                           shape_of(dst), eps, add);
         LS_CUDA_CHECK_LAUNCH("rms_norm_staged_kernel");
         return;
     }
-    LS_LAUNCH(rms_norm_kernel, blocks_for(n_rows, kRowWarps), dim3(32, kRowWarps), ctx.stream)(
-        dptr(x), shape_of(x), w, dptr(dst), shape_of(dst), eps, n_rows);
+    LS_LAUNCH(rms_norm_kernel<kAdd>, blocks_for(n_rows, kRowWarps), dim3(32, kRowWarps), ctx.stream)(
+        dptr(x), shape_of(x), w, dptr(dst), shape_of(dst), eps, n_rows, add);
     LS_CUDA_CHECK_LAUNCH("rms_norm_kernel");
+}
+}  // namespace
+
+void rms_norm(const Tensor& dst, Ctx& ctx) {
+    if (dst.src[0]->nelements() == 0) return;
+    launch_norm<false>(dst, AddRows{}, ctx);
+}
+
+// The norm and the add that reads it (add = norm + r or r + norm, r of the norm's shape),
+// as one kernel; false (nothing launched) for any other pair.
+bool rms_norm_add(const Tensor& norm, const Tensor& add, Ctx& ctx) {
+    const Tensor* r = add.src[0] == &norm ? add.src[1] : add.src[0];
+    auto same = [&](const Tensor* t) {
+        return f32_elems(t) && t->ne[0] == norm.ne[0] && t->ne[1] == norm.ne[1] && t->ne[2] == norm.ne[2] && t->ne[3] == norm.ne[3];
+    };
+    if (add.src[0] == add.src[1] || !same(r) || !same(&add) || norm.nelements() == 0) return false;
+    launch_norm<true>(norm, AddRows{dptr(*r), shape_of(*r), dptr(add), shape_of(add)}, ctx);
+    return true;
 }
 
 bool supports_rms_norm(const Tensor& n) {

@@ -8,6 +8,7 @@ struct SiluF {
 };
 }  // namespace
 void silu(const Tensor& dst, Ctx& ctx) { launch_unary(dst, ctx, SiluF{}, "launch of silu"); }
+bool silu_mul(const Tensor& act, const Tensor& mul, Ctx& ctx) { return launch_unary_mul(act, mul, ctx, SiluF{}); }
 bool supports_silu(const Tensor& n) {
     const Tensor* a = n.src[0];
     return f32_elems(a) && a->is_contiguous() && f32_elems(&n) && n.is_contiguous();

@@ -43,9 +43,9 @@ cudaEvent_t OpProfile::event(size_t i) {
 
 void OpProfile::begin(cudaStream_t s) { LS_CUDA_CHECK(cudaEventRecord(event(2 * keys_.size()), s)); }
 
-void OpProfile::end(cudaStream_t s, const Tensor& node) {
+void OpProfile::end(cudaStream_t s, const Tensor& node, const Tensor* fused) {
     LS_CUDA_CHECK(cudaEventRecord(event(2 * keys_.size() + 1), s));
-    keys_.push_back(op_key(node));
+    keys_.push_back(fused ? op_key(node) + " + " + op_key(*fused) : op_key(node));
 }
 
 void OpProfile::end_graph(cudaStream_t s) {
@@ -108,9 +108,9 @@ void StepSplit::print(std::FILE* f) {
     if (!graphs_) return;
     const double n = double(graphs_);
     std::fprintf(f,
-                 "cuda backend: per graph, host ms: capture %.3f, update/instantiate %.3f, launch %.3f, waiting for the "
+                 "cuda backend: per graph, host ms: record %.3f, update/instantiate %.3f, launch %.3f, waiting for the "
                  "previous graph %.3f; GPU ms %.3f (%zu graphs)\n",
-                 1e3 * capture_s_ / n, 1e3 * update_s_ / n, 1e3 * launch_s_ / n, 1e3 * wait_s_ / n,
+                 1e3 * record_s_ / n, 1e3 * update_s_ / n, 1e3 * launch_s_ / n, 1e3 * wait_s_ / n,
                  timed_ ? gpu_ms_ / double(timed_) : 0.0, graphs_);
 }
 

@@ -26,10 +26,19 @@ __device__ inline float warp_row_dot(const typename cudaq::WDot<W>::WB* x, const
     constexpr int S = cudaq::kSubsPerBlock<W>, kPer = 32 / S;
     static_assert(S >= 1 && 32 % S == 0, "a block's sub-blocks must tile the warp");
     const int sub = lane % S, jb = lane / S;
+    // A Q4_K row at a 16-byte aligned address (every row of a tensor that starts at one)
+    // takes the wide loads; the same integers either way.
+    bool wide = false;
+    if constexpr (W == DType::Q4_K) wide = reinterpret_cast<uintptr_t>(x) % 16 == 0;
     float sum = 0, msum = 0;
     for (int64_t b0 = 0; b0 < nb; b0 += kPer) {
         cudaq::Isum mine;
-        if (b0 + jb < nb) mine = cudaq::sub_isum<W>(x[b0 + jb], y[b0 + jb], sub);
+        if (b0 + jb < nb) {
+            if constexpr (W == DType::Q4_K)
+                mine = wide ? cudaq::q4k_lane_isum(x[b0 + jb], y[b0 + jb], sub) : cudaq::sub_isum<W>(x[b0 + jb], y[b0 + jb], sub);
+            else
+                mine = cudaq::sub_isum<W>(x[b0 + jb], y[b0 + jb], sub);
+        }
         for (int o = S / 2; o >= 1; o /= 2) {
             mine.i += __shfl_xor_sync(0xffffffffu, mine.i, o);
             if constexpr (D::has_min) mine.m += __shfl_xor_sync(0xffffffffu, mine.m, o);

@@ -142,6 +142,30 @@ TEST_CASE("cuda: per-block dot products and float chains equal vec_dot_ref bit f
     }
 }
 
+// The decode kernel's wide Q4_K lanes (one 16-byte load each) against the block's isum, on
+// blocks of random bytes (every scale, min and nibble pattern) and random activations: the
+// eight lanes' integers must add up to the same block sums.
+TEST_CASE("cuda: Q4_K's wide decode lanes add up to the block's integer sums", "[cuda]") {
+    std::mt19937 rng(31);
+    for (int rep = 0; rep < 256; ++rep) {
+        alignas(16) qb::BlockQ4_K x;
+        auto* p = reinterpret_cast<uint8_t*>(&x);
+        for (size_t i = 0; i < sizeof(x); ++i) p[i] = uint8_t(rng());
+        const std::vector<float> a = activations(rng, qb::QK_K);
+        alignas(4) qb::BlockQ8_K y;
+        quantize_row(DType::Q8_K, a.data(), reinterpret_cast<uint8_t*>(&y), qb::QK_K);
+        cudaq::Isum lanes;
+        for (int j = 0; j < 8; ++j) {
+            const cudaq::Isum l = cudaq::q4k_lane_isum(x, y, j);
+            lanes.i += l.i;
+            lanes.m += l.m;
+        }
+        const cudaq::Isum want = cudaq::isum<DType::Q4_K>(x, y);
+        CHECK(lanes.i == want.i);
+        CHECK(lanes.m == want.m);
+    }
+}
+
 // value4 packs four weights with bit tricks (no borrows between bytes); each byte must be the
 // element the per-element helpers (those dequantization uses) read, on blocks of random bytes,
 // so every bit pattern of the packed fields occurs.

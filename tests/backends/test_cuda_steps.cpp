@@ -1,14 +1,16 @@
 // What the CUDA backend asks of the runtime for each graph, counted by the emulated runtime
-// (the LOCKSTEP_CUDA_EMU build, tools/scripts/test.sh's sanitizer run). A decode step must be one
-// captured graph applied to the previous executable graph and launched: an op that reads
-// device data on the host, grows a buffer or synchronizes would make every capture fail and
-// fall back to hundreds of separate launches, and an allocation or an extra wait would stall
-// the GPU each token. On a GPU none of that is an error, only lost speed, so it is pinned
-// here, where the calls can be counted.
+// (the LOCKSTEP_CUDA_EMU build, tools/scripts/test.sh's sanitizer run). A decode step must be the
+// kept executable graph with only the nodes whose launch changed set again, then launched:
+// setting every node (arguments that change each step without need) or instantiating anew
+// costs host time each token, a launch that cannot go into a graph falls back to hundreds of
+// separate launches, and an allocation or an extra wait stalls the GPU. On a GPU none of that
+// is an error, only lost speed, so it is pinned here, where the calls can be counted.
 #if defined(LS_CUDA_EMU) && defined(LOCKSTEP_HAVE_CUDA)
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 #include "backends/cuda/emu/cuda_runtime.h"
 #include "core/runtime/session.h"
@@ -18,6 +20,9 @@
 using namespace ls;
 
 namespace {
+
+// An attention node's launches in a decode step: its tile kernel and the fold of its splits.
+constexpr int kLaunchesPerAttention = 2;
 
 int32_t argmax_last(const std::vector<float>& logits, int64_t n_vocab) {
     const auto last = logits.end() - n_vocab;
@@ -41,17 +46,21 @@ TEST_CASE("cuda: prompt ubatches and decode steps run as one graph each, updated
     emu::ApiCounts& c = emu::api_counts();
 
     // A prompt of four full ubatches: the first instantiates its graph and sizes the
-    // buffers, the next two (later positions, more keys, a wrapped ring) update it; the
-    // last adds the output head (the only ubatch with logits), a graph of its own.
+    // buffers, the next two (later positions, more keys, a wrapped ring) set some of its
+    // nodes again; the last adds the output head (the only ubatch with logits), a graph of
+    // its own.
     c = {};
     std::vector<float> logits = s.eval(test::random_tokens(64, 5, int32_t(nv)));
-    INFO("prompt: " << c.instantiations << " instantiated, " << c.updates << " updated, " << c.mallocs << " cudaMalloc");
+    INFO("prompt: " << c.instantiations << " instantiated, " << c.node_updates << " nodes set, " << c.mallocs << " cudaMalloc");
     CHECK(c.graph_launches == 4);
     CHECK(c.instantiations == 2);
-    CHECK(c.updates == 2);
+    CHECK(c.node_updates > 0);
     CHECK(c.direct_kernels == 0);
 
-    // Decode steps: the first instantiates the one-token graph, every later one updates it.
+    // Decode steps: the first instantiates the one-token graph, every later one sets again
+    // only the nodes whose launch follows the context length: the attention of the one
+    // global layer (its key count; a windowed layer's keys stop growing once its ring is
+    // full), never the matmuls, norms and elementwise ops that make up most of the graph.
     int32_t tok = argmax_last(logits, nv);
     logits = s.eval({tok});
     const int kSteps = 12;  // the windowed layers' rings (24 rows) wrap on the way
@@ -60,10 +69,10 @@ TEST_CASE("cuda: prompt ubatches and decode steps run as one graph each, updated
         tok = argmax_last(logits, nv);
         logits = s.eval({tok});
     }
-    INFO("decode: " << c.instantiations << " instantiated, " << c.updates << " updated, " << c.direct_kernels
+    INFO("decode: " << c.instantiations << " instantiated, " << c.node_updates << " nodes set, " << c.direct_kernels
                     << " direct launches, " << c.stream_syncs << " stream syncs, " << c.copies << " copies");
     CHECK(c.graph_launches == kSteps);
-    CHECK(c.updates == kSteps);
+    CHECK(c.node_updates <= size_t(kLaunchesPerAttention * spec.n_layer * kSteps));
     CHECK(c.instantiations == 0);
     CHECK(c.direct_kernels == 0);
     CHECK(c.mallocs == 0);
@@ -80,7 +89,44 @@ TEST_CASE("cuda: prompt ubatches and decode steps run as one graph each, updated
     for (int i = 0; i < 3; ++i) logits = s.eval({argmax_last(logits, nv)});
     CHECK(c.graph_launches == 4);
     CHECK(c.instantiations == 0);
-    CHECK(c.updates == 4);
+}
+
+// The fused pairs (CudaBackend::launch_pair: an activation and its mul, a norm and the add
+// that reads it) give the bits of the kernels one by one, in fewer launches: a decode step's
+// graph of the tiny Gemma 3 loses at least the two norm + residual pairs of every layer.
+TEST_CASE("cuda: fused pairs give the unfused kernels' logits in fewer graph nodes", "[cuda_emu]") {
+    TinyGemma3Spec spec;
+    spec.n_layer = 3;
+    spec.seed = 29;
+    struct Run {
+        std::vector<float> logits;
+        size_t decode_nodes = 0;
+    };
+    auto run = [&](bool fuse) {
+        if (fuse) unsetenv("LOCKSTEP_CUDA_FUSE");
+        else setenv("LOCKSTEP_CUDA_FUSE", "0", 1);
+        test::LoadedModel l = test::load_tiny("cuda", fuse ? "cuda_fused" : "cuda_unfused", spec);
+        unsetenv("LOCKSTEP_CUDA_FUSE");
+        SessionParams p;
+        p.n_ctx = 64;
+        Session s(*l.model, *l.be, p);
+        Run r;
+        std::vector<float> logits = s.eval(test::random_tokens(12, 7, int32_t(spec.n_vocab)));
+        emu::ApiCounts& c = emu::api_counts();
+        c = {};
+        for (int i = 0; i < 4; ++i) {
+            logits = s.eval({argmax_last(logits, spec.n_vocab)});
+            r.logits.insert(r.logits.end(), logits.begin(), logits.end());
+        }
+        CHECK(c.instantiations == 1);  // the first decode step's graph, set again after
+        r.decode_nodes = c.graph_nodes;
+        return r;
+    };
+    const Run fused = run(true), unfused = run(false);
+    REQUIRE(fused.logits.size() == unfused.logits.size());
+    CHECK(std::memcmp(fused.logits.data(), unfused.logits.data(), fused.logits.size() * sizeof(float)) == 0);
+    INFO("decode graph: " << fused.decode_nodes << " nodes fused, " << unfused.decode_nodes << " not");
+    CHECK(fused.decode_nodes + 2 * size_t(spec.n_layer) <= unfused.decode_nodes);
 }
 
 #endif

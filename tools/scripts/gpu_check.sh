@@ -29,7 +29,11 @@
 #             graph update, launch, GPU time) and each kernel's GPU time by op and shapes
 #             (LOCKSTEP_PROFILE), for a prompt step, decode steps and decode at depth 4096; and
 #             pp512 and tg32 at depths 0 and 4096 with the attention tiles and without
-#             (LOCKSTEP_CUDA_ATTN_TILES=0: the per-query kernels)
+#             (LOCKSTEP_CUDA_ATTN_TILES=0: the per-query kernels; GPU_PROFILE_TILES=0 leaves
+#             that part out)
+#   ab        per shapes file (GPU_AB_SHAPES, default gemma3-270m qwen3-8b): the host/GPU split
+#             of a decode step (LOCKSTEP_CUDA_VERBOSE), then decode with the fused pairs, without
+#             them (LOCKSTEP_CUDA_FUSE=0) and with them again, -p 0 -n 128 -r 3 each
 #   compare   lockstep against llama.cpp's llama-bench on the shapes files (GPU_COMPARE_MODELS:
 #             shape names, each optionally @D1:D2 for its own depths), alternating
 #             (tools/scripts/gpu_compare.py): pp512, tg128, tg128 at depths 4096 and 16384;
@@ -59,8 +63,8 @@ export LOCKSTEP_SOURCE_DIR="$PWD"
 steps=("$@")
 ((${#steps[@]})) || steps=(suites model memcheck bench)
 for s in "${steps[@]}"; do
-  case "$s" in bits|suites|model|memcheck|bench|shapes|profile|compare|serve|ngl) ;;
-    *) echo "gpu_check: unknown step '$s' (bits suites model memcheck bench shapes profile compare serve ngl)" >&2; exit 2 ;;
+  case "$s" in bits|suites|model|memcheck|bench|shapes|profile|ab|compare|serve|ngl) ;;
+    *) echo "gpu_check: unknown step '$s' (bits suites model memcheck bench shapes profile ab compare serve ngl)" >&2; exit 2 ;;
   esac
 done
 for f in "$LS" "$TESTS"; do
@@ -162,8 +166,19 @@ for s in "${steps[@]}"; do
         step "profile $n @ d4096" "profile_${n}_d4096.log" env LOCKSTEP_PROFILE=1 "$LS" bench --backend cuda -m "$f" -p 0 -n 16 -d 4096 -r 1 -c 4608
         # The attention tiles against the per-query kernels (LOCKSTEP_CUDA_ATTN_TILES=0): prompt
         # and decode at depths 0 and 4096.
+        [ "${GPU_PROFILE_TILES:-1}" = 0 ] && continue
         step "attention tiles $n" "tiles_$n.log" sh -c "\"$LS\" bench --backend cuda -m \"$f\" -p 512 -n 32 -d 0,4096 -r 2 -c 4608 &&
           LOCKSTEP_CUDA_ATTN_TILES=0 \"$LS\" bench --backend cuda -m \"$f\" -p 512 -n 32 -d 0,4096 -r 2 -c 4608"
+      done
+      ;;
+    ab)
+      for n in ${GPU_AB_SHAPES:-gemma3-270m qwen3-8b}; do
+        f="$(shape_file "$n")"
+        [ -s "$f" ] || { summary+=("ab $n: no $f (run the shapes step first)"); failed=1; continue; }
+        step "split $n" "ab_split_$n.log" env LOCKSTEP_CUDA_VERBOSE=1 "$LS" bench --backend cuda -m "$f" -p 512 -n 128 -r 2
+        step "fused $n" "ab_fused_$n.log" "$LS" bench --backend cuda -m "$f" -p 0 -n 128 -r 3
+        step "unfused $n" "ab_unfused_$n.log" env LOCKSTEP_CUDA_FUSE=0 "$LS" bench --backend cuda -m "$f" -p 0 -n 128 -r 3
+        step "fused again $n" "ab_fused2_$n.log" "$LS" bench --backend cuda -m "$f" -p 0 -n 128 -r 3
       done
       ;;
     compare)
@@ -193,11 +208,16 @@ for s in "${steps[@]}"; do
         summary+=("ngl: no $f (run the shapes step first)"); failed=1
       else
         n_layer="$("$LS" info -m "$f" 2>/dev/null | sed -nE 's/^arch: +[^:]+: ([0-9]+) layers.*/\1/p')"
-        for round in 1 2; do
-          for ngl in 0 $((n_layer / 2)) all; do
-            step "ngl $ngl, round $round" "ngl_${ngl}_$round.log" "$LS" bench --device cuda0 -ngl "$ngl" -m "$f" -p 512 -n 128 -r 2
+        # GPU_NGL_SPLITS (default "0 half all"), GPU_NGL_ROUNDS (2) and GPU_NGL_ARGS (the bench's
+        # tests) shorten the step for a short lease.
+        for round in $(seq "${GPU_NGL_ROUNDS:-2}"); do
+          for ngl in ${GPU_NGL_SPLITS:-0 half all}; do
+            [ "$ngl" = half ] && ngl=$((n_layer / 2))
+            # shellcheck disable=SC2086
+            step "ngl $ngl, round $round" "ngl_${ngl}_$round.log" "$LS" bench --device cuda0 -ngl "$ngl" -m "$f" ${GPU_NGL_ARGS:--p 512 -n 128 -r 2}
             if [ -n "${LLAMA_BENCH:-}" ]; then
-              step "llama-bench ngl $ngl, round $round" "ngl_peer_${ngl}_$round.log" "$LLAMA_BENCH" -m "$f" -ngl "${ngl/all/99}" -p 512 -n 128 -r 2 -fa 1
+              # shellcheck disable=SC2086
+              step "llama-bench ngl $ngl, round $round" "ngl_peer_${ngl}_$round.log" "$LLAMA_BENCH" -m "$f" -ngl "${ngl/all/99}" ${GPU_NGL_ARGS:--p 512 -n 128 -r 2} -fa 1
             fi
           done
         done

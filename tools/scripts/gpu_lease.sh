@@ -54,6 +54,7 @@ fi
 mkdir -p "$B" "$P" "$OUTDIR/lease"
 export LOCKSTEP_BUILD=$B GPU_CHECK_OUT="$OUTDIR/lease" LD_LIBRARY_PATH="$P:$B/lib:${LD_LIBRARY_PATH:-}"
 [ -x "$P/llama-bench" ] && export LLAMA_BENCH="${LLAMA_BENCH:-$P/llama-bench}"
+[ -x "$P/llama-server" ] && export LLAMA_SERVER="${LLAMA_SERVER:-$P/llama-server}"
 t0=$SECONDS
 rc=0
 for s in "$@"; do
@@ -74,6 +75,7 @@ for s in "$@"; do
       ;;
     *)
       [ -z "${LLAMA_BENCH:-}" ] && [ -x "$P/llama-bench" ] && export LLAMA_BENCH="$P/llama-bench"
+      [ -z "${LLAMA_SERVER:-}" ] && [ -x "$P/llama-server" ] && export LLAMA_SERVER="$P/llama-server"
       bash tools/scripts/gpu_check.sh "$s" || rc=1
       ;;
   esac

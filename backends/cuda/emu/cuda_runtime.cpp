@@ -11,10 +11,7 @@
 
 namespace ls::emu {
 
-struct Stream {
-    bool capturing = false;
-    std::vector<std::function<void()>> recorded;
-};
+struct Stream {};
 struct GraphRec {
     std::vector<std::function<void()>> work;
 };
@@ -46,19 +43,26 @@ cudaError_t fail(cudaError_t e) {
     g_last = e;
     return e;
 }
-bool capturing(cudaStream_t s) { return s && s->capturing; }
 
 }  // namespace
 
 ApiCounts& api_counts() { return g_counts; }
 
-void submit(cudaStream_t s, std::function<void()> work) {
-    if (capturing(s)) s->recorded.push_back(std::move(work));
-    else work();
+cudaError_t graph_add_work(cudaGraph_t g, cudaGraphNode_t prev, std::function<void()> work, cudaGraphNode_t* node) {
+    // A chain: each node after the last one added.
+    if (!g || !node || prev != (g->work.empty() ? nullptr : reinterpret_cast<cudaGraphNode_t>(g->work.size())))
+        return fail(cudaErrorInvalidValue);
+    g->work.push_back(std::move(work));
+    ++g_counts.graph_nodes;
+    *node = reinterpret_cast<cudaGraphNode_t>(g->work.size());  // index + 1: never null
+    return cudaSuccess;
 }
-void submit_kernel(cudaStream_t s, std::function<void()> work) {
-    if (!capturing(s)) ++g_counts.direct_kernels;
-    submit(s, std::move(work));
+cudaError_t exec_set_work(cudaGraphExec_t e, cudaGraphNode_t node, std::function<void()> work) {
+    const auto i = reinterpret_cast<uintptr_t>(node);
+    if (!e || i < 1 || i > e->work.size()) return fail(cudaErrorInvalidValue);
+    ++g_counts.node_updates;
+    e->work[i - 1] = std::move(work);
+    return cudaSuccess;
 }
 
 bool launch_config_ok(dim3 grid, dim3 block) {
@@ -81,8 +85,6 @@ const char* cudaGetErrorName(cudaError_t e) {
         case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
         case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
         case cudaErrorNoDevice: return "cudaErrorNoDevice";
-        case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
-        case cudaErrorGraphExecUpdateFailure: return "cudaErrorGraphExecUpdateFailure";
     }
     return "cudaErrorUnknown";
 }
@@ -155,13 +157,15 @@ cudaError_t cudaFreeHost(void* p) {
     return cudaSuccess;
 }
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind, cudaStream_t s) {
-    if (!capturing(s)) ++g_counts.copies;
-    submit(s, [dst, src, n] { std::memcpy(dst, src, n); });
+    (void)s;
+    ++g_counts.copies;
+    std::memcpy(dst, src, n);
     return cudaSuccess;
 }
 cudaError_t cudaMemsetAsync(void* dst, int v, size_t n, cudaStream_t s) {
-    if (!capturing(s)) ++g_counts.copies;
-    submit(s, [dst, v, n] { std::memset(dst, v, n); });
+    (void)s;
+    ++g_counts.copies;
+    std::memset(dst, v, n);
     return cudaSuccess;
 }
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) {
@@ -172,29 +176,13 @@ cudaError_t cudaStreamDestroy(cudaStream_t s) {
     delete s;
     return cudaSuccess;
 }
-// Work ran when it was submitted; synchronizing a capturing stream is an error in CUDA,
-// and it invalidates the capture (the backend then runs the graph's launches directly).
-cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+// Work ran when it was submitted.
+cudaError_t cudaStreamSynchronize(cudaStream_t) {
     ++g_counts.stream_syncs;
-    if (capturing(s)) return fail(cudaErrorStreamCaptureInvalidated);
     return cudaSuccess;
 }
-cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode) {
-    if (!s || s->capturing) return fail(cudaErrorInvalidValue);
-    s->capturing = true;
-    s->recorded.clear();
-    return cudaSuccess;
-}
-cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* g) {
-    if (!s || !s->capturing) return fail(cudaErrorInvalidValue);
-    s->capturing = false;
-    *g = new GraphRec{std::move(s->recorded)};
-    s->recorded.clear();
-    return cudaSuccess;
-}
-cudaError_t cudaGraphGetNodes(cudaGraph_t g, cudaGraphNode_t* nodes, size_t* n) {
-    if (!g || nodes || !n) return fail(cudaErrorInvalidValue);
-    *n = g->work.size();
+cudaError_t cudaGraphCreate(cudaGraph_t* g, unsigned) {
+    *g = new GraphRec;
     return cudaSuccess;
 }
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t* e, cudaGraph_t g, unsigned long long) {
@@ -202,17 +190,10 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t* e, cudaGraph_t g, unsigned lon
     *e = new GraphRec{g->work};
     return cudaSuccess;
 }
-// As CUDA: the update succeeds when the graphs have the same nodes (here: the same count).
-cudaError_t cudaGraphExecUpdate(cudaGraphExec_t e, cudaGraph_t g, cudaGraphExecUpdateResultInfo* info) {
-    if (e->work.size() != g->work.size()) return fail(cudaErrorGraphExecUpdateFailure);
-    ++g_counts.updates;
-    e->work = g->work;
-    if (info) info->result = 0;
-    return cudaSuccess;
-}
 cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s) {
     ++g_counts.graph_launches;
-    for (auto& w : e->work) submit(s, w);
+    (void)s;
+    for (auto& w : e->work) w();
     return cudaSuccess;
 }
 cudaError_t cudaGraphDestroy(cudaGraph_t g) {

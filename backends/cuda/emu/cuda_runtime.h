@@ -25,12 +25,9 @@ enum cudaError_t {
     cudaErrorInvalidConfiguration = 9,
     cudaErrorInvalidDevice = 101,
     cudaErrorNoDevice = 100,
-    cudaErrorStreamCaptureInvalidated = 901,
-    cudaErrorGraphExecUpdateFailure = 910,
 };
 using cudaError = cudaError_t;
 enum cudaMemcpyKind { cudaMemcpyHostToHost, cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice };
-enum cudaStreamCaptureMode { cudaStreamCaptureModeGlobal, cudaStreamCaptureModeThreadLocal, cudaStreamCaptureModeRelaxed };
 constexpr unsigned cudaStreamNonBlocking = 1, cudaEventDisableTiming = 2;
 
 struct dim3 {
@@ -45,9 +42,6 @@ struct cudaDeviceProp {
 };
 struct cudaFuncAttributes {
     int binaryVersion, ptxVersion;
-};
-struct cudaGraphExecUpdateResultInfo {
-    int result;
 };
 
 namespace ls::emu {
@@ -82,13 +76,9 @@ cudaError_t cudaMemsetAsync(void* dst, int v, size_t n, cudaStream_t s);
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned flags);
 cudaError_t cudaStreamDestroy(cudaStream_t s);
 cudaError_t cudaStreamSynchronize(cudaStream_t s);
-cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode mode);
-cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* g);
 using cudaGraphNode_t = void*;
-// nodes must be null (the count only).
-cudaError_t cudaGraphGetNodes(cudaGraph_t g, cudaGraphNode_t* nodes, size_t* n);
+cudaError_t cudaGraphCreate(cudaGraph_t* g, unsigned flags);
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t* e, cudaGraph_t g, unsigned long long flags);
-cudaError_t cudaGraphExecUpdate(cudaGraphExec_t e, cudaGraph_t g, cudaGraphExecUpdateResultInfo* info);
 cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s);
 cudaError_t cudaGraphDestroy(cudaGraph_t g);
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e);
@@ -107,16 +97,19 @@ namespace ls::emu {
 struct ApiCounts {
     size_t mallocs = 0, frees = 0, host_mallocs = 0;  // cudaMalloc, cudaFree, cudaMallocHost
     size_t stream_syncs = 0, event_syncs = 0;         // cudaStreamSynchronize, cudaEventSynchronize
-    size_t instantiations = 0, updates = 0, graph_launches = 0;
-    size_t direct_kernels = 0;  // kernels launched on a stream that was not capturing
-    size_t copies = 0;          // cudaMemcpyAsync and cudaMemsetAsync outside a capture
+    size_t instantiations = 0, graph_launches = 0;
+    size_t graph_nodes = 0;     // nodes added to graphs (graph_add_work)
+    size_t node_updates = 0;    // nodes of an executable graph set again (exec_set_work)
+    size_t direct_kernels = 0;  // kernels launched on a stream, not as a graph's node
+    size_t copies = 0;          // cudaMemcpyAsync and cudaMemsetAsync
 };
 ApiCounts& api_counts();
 
-// Work on a stream: run now, or recorded while the stream is being captured.
-void submit(cudaStream_t s, std::function<void()> work);
-// A kernel launch's submit (counted as direct_kernels when it runs at once).
-void submit_kernel(cudaStream_t s, std::function<void()> work);
+// The emulated graph's nodes are work run in order when it is launched: a launch's work
+// added after node prev (null: first), and a node of an instantiated graph given new work
+// (as cudaGraphExecKernelNodeSetParams; counted as node_updates).
+cudaError_t graph_add_work(cudaGraph_t g, cudaGraphNode_t prev, std::function<void()> work, cudaGraphNode_t* node);
+cudaError_t exec_set_work(cudaGraphExec_t e, cudaGraphNode_t node, std::function<void()> work);
 // A kernel launch: the configuration is checked (an invalid one sets the error that
 // cudaGetLastError returns and runs nothing), then the kernel runs on every thread.
 bool launch_config_ok(dim3 grid, dim3 block);
@@ -125,12 +118,11 @@ template <class K> struct BoundLaunch {
     dim3 grid, block;
     cudaStream_t stream;
     K kernel;
+    // Work on a stream runs when it is submitted (counted as a direct kernel).
     template <class... A> void operator()(A... args) const {
         if (!launch_config_ok(grid, block)) return;
-        // By value: a captured launch runs when its graph is launched.
-        submit_kernel(stream, [g = grid, b = block, k = kernel, tup = std::make_tuple(args...)] {
-            launch(Dim3{g.x, g.y, g.z}, Dim3{b.x, b.y, b.z}, [&] { std::apply(k, tup); });
-        });
+        ++api_counts().direct_kernels;
+        launch(Dim3{grid.x, grid.y, grid.z}, Dim3{block.x, block.y, block.z}, [&] { kernel(args...); });
     }
 };
 struct LaunchConfig {
@@ -141,6 +133,3 @@ struct LaunchConfig {
 
 }  // namespace ls::emu
 
-// The backend's kernel launch, LS_LAUNCH(kernel, grid, block, stream)(args...).
-#define LS_LAUNCH(kernel, grid, block, stream) \
-    (::ls::emu::LaunchConfig{dim3(grid), dim3(block), (stream)} + [](auto... a_) { kernel(a_...); })
