@@ -9,11 +9,12 @@
 #       lockstep, lockstep-make-test-model and tests/lockstep_tests of BUILD (default build/),
 #       stripped, with the shared libraries they link that a bare GPU machine lacks (TBB,
 #       cpp-httplib, Open MPI, ...), into gpu_check/carry2/ls.tar.xz (about 12 MB)
-#   A peer's prebuilt binaries (llama-bench and its libraries, built beside the project and
-#   never committed) go as an xz tarball to gpu_check/carry/peer.tar.xz. At about 40 MB they
-#   do not fit beside the tree and lockstep's tarball in one call, so one call carries
-#   gpu_check/carry and runs `peer`, and the next, on the machine still warm, carries
-#   gpu_check/carry2 and runs the rest.
+#   A peer's prebuilt binaries (llama-bench, llama-server and their libraries, built beside the
+#   project and never committed) go as xz tarballs: its CUDA library alone (37.6 MB at xz -9e)
+#   to gpu_check/carry/peer.tar.xz, the rest (4 MB) to gpu_check/carry2/peer_rest.tar.xz.
+#   The CUDA library does not fit beside the tree (28 MB) and lockstep's tarball in one call,
+#   so one call carries gpu_check/carry and runs `peer`, and the next, on the machine still
+#   warm, carries gpu_check/carry2 and runs the rest (its `ls` step unpacks both there).
 #
 # On the GPU machine (the device tool's command, in the repository root):
 #   bash tools/scripts/gpu_lease.sh STEP...
@@ -63,6 +64,13 @@ for s in "$@"; do
     peer) tar -xJf gpu_check/carry/peer.tar.xz -C "$P" || rc=1 ;;
     ls)
       tar -xJf gpu_check/carry2/ls.tar.xz -C "$B" || rc=1
+      # The peer's smaller part, where its CUDA library alone filled the first call's carry.
+      if [ -f gpu_check/carry2/peer_rest.tar.xz ]; then
+        tar -xJf gpu_check/carry2/peer_rest.tar.xz -C "$P" || rc=1
+        [ -x "$P/llama-bench" ] && export LLAMA_BENCH="${LLAMA_BENCH:-$P/llama-bench}"
+        [ -x "$P/llama-server" ] && export LLAMA_SERVER="${LLAMA_SERVER:-$P/llama-server}"
+        ldd "$P/llama-bench" | grep 'not found' && rc=1
+      fi
       command -v nvidia-smi >/dev/null &&
         nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "$OUTDIR/lease/gpu.txt"
       ;;
