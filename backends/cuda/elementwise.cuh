@@ -45,7 +45,9 @@ template <class F> bool launch_unary_mul(const Tensor& act, const Tensor& mul, C
         return t && t->type == DType::F32 && t->is_contiguous() && t->ne[0] == act.ne[0] && t->ne[1] == act.ne[1] &&
                t->ne[2] == act.ne[2] && t->ne[3] == act.ne[3];
     };
-    if (mul.src[0] == mul.src[1] || !same(o) || !same(&mul) || !act.is_contiguous() || !act.src[0]->is_contiguous()) return false;
+    if (mul.src[0] == mul.src[1] || !same(o) || !same(&mul) || !act.is_contiguous() || !act.src[0]->is_contiguous() ||
+        !fused_output_safe(mul, *act.src[0]))
+        return false;
     const int64_t n = act.nelements();
     if (n == 0) return false;
     LS_LAUNCH(unary_mul_kernel<F>, blocks_for(n, kThreads), kThreads, ctx.stream)(

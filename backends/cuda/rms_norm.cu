@@ -102,7 +102,8 @@ bool rms_norm_add(const Tensor& norm, const Tensor& add, Ctx& ctx) {
     auto same = [&](const Tensor* t) {
         return f32_elems(t) && t->ne[0] == norm.ne[0] && t->ne[1] == norm.ne[1] && t->ne[2] == norm.ne[2] && t->ne[3] == norm.ne[3];
     };
-    if (add.src[0] == add.src[1] || !same(r) || !same(&add) || norm.nelements() == 0) return false;
+    if (add.src[0] == add.src[1] || !same(r) || !same(&add) || norm.nelements() == 0 || !fused_output_safe(add, *norm.src[0]))
+        return false;
     launch_norm<true>(norm, AddRows{dptr(*r), shape_of(*r), dptr(add), shape_of(add)}, ctx);
     return true;
 }

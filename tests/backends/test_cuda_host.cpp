@@ -166,6 +166,33 @@ TEST_CASE("cuda: Q4_K's wide decode lanes add up to the block's integer sums", "
     }
 }
 
+// A fused pair writes the second node's output while it still reads the first node's input:
+// the allocator may have put that output over part of the input (dead once the first node
+// ran), as it did in the tiny Gemma 4 graph (a residual add's output 64 bytes before the
+// norm's input), where the fused kernel then read elements another thread had written.
+TEST_CASE("cuda: a fused pair's output may not lie over part of the first node's input", "[cuda]") {
+    std::vector<uint8_t> mem(4096);
+    Buffer buf;
+    buf.impl = mem.data();
+    auto row = [&](size_t offset, int64_t n, int64_t rows) {
+        Tensor t;
+        t.buffer = &buf;
+        t.offset = offset;
+        t.ne[0] = n;
+        t.ne[1] = rows;
+        t.nb[0] = 4;
+        t.nb[1] = t.nb[2] = t.nb[3] = size_t(4 * n);
+        return t;
+    };
+    const Tensor in = row(1280, 64, 2);                                 // bytes [1280, 1792)
+    CHECK(cuda::fused_output_safe(row(256, 64, 4), in));                // [256, 1280): apart
+    CHECK(cuda::fused_output_safe(row(1792, 64, 1), in));               // just after
+    CHECK(cuda::fused_output_safe(row(1280, 64, 2), in));               // the same view
+    CHECK_FALSE(cuda::fused_output_safe(row(1216, 64, 2), in));         // 64 bytes before it
+    CHECK_FALSE(cuda::fused_output_safe(row(1536, 64, 2), in));         // its second row
+    CHECK_FALSE(cuda::fused_output_safe(row(1280, 128, 1), in));        // the same bytes as one row
+}
+
 // value4 packs four weights with bit tricks (no borrows between bytes); each byte must be the
 // element the per-element helpers (those dequantization uses) read, on blocks of random bytes,
 // so every bit pattern of the packed fields occurs.
