@@ -27,10 +27,16 @@
 #       ngl, ...), run with the unpacked binaries; the shapes stay in /tmp/lockstep-shapes
 #   The logs go to $OUT (the device tool's folder that comes back), packed as one lease.tgz.
 #
-# One lease, as run for issue 36 (device seconds: a start about 40, peer 2, the rest 400):
+# One lease, as run for issue 36 on 2026-11-28 (device seconds: a start about 35, peer 2, the
+# rest 110-270 a call; each call's tree and carry are sent again):
 #   call 1, carrying gpu_check/carry:          bash tools/scripts/gpu_lease.sh peer
-#   call 2 at once, carrying gpu_check/carry2 and .gl:
-#                 bash tools/scripts/gpu_lease.sh ls gl bits shapes compare profile ngl
+#   call 2 at once (the machine goes back 30 s after a call), carrying gpu_check/carry2, with
+#   GPU_CHECK_VULKAN=0 GPU_COMPARE_ROUNDS=2 LOCKSTEP_MODEL=/tmp/lockstep-shapes/gemma3-270m.gguf
+#   GPU_COMPARE_MODELS='gemma3-270m llama3.2-1b@4096 qwen3-8b@4096' GPU_NGL_SPLITS='half all'
+#   GPU_NGL_ROUNDS=1 GPU_PROFILE_SHAPES=qwen3-8b GPU_PROFILE_TILES=0 MEMCHECK_TAGS='[kv]~[model],[gemma4]':
+#                 bash tools/scripts/gpu_lease.sh ls bits shapes ngl compare suites profile memcheck
+#   (268 s); then, still warm, `ab` and `serve` (the fused pairs' A/B, 8 streams against
+#   llama-server), and with .gl carried, the Vulkan figures.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 B=/tmp/lease-build P=/tmp/lease-peer
