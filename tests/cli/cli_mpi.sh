@@ -12,6 +12,10 @@ fails=0; passes=0
 fail() { echo "FAIL: $1"; shift; for f in "$@"; do echo "--- $f:"; head -30 "$f"; done; fails=$((fails + 1)); }
 # Root may start ranks here (CI machines run as root); --oversubscribe: more ranks than cores.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,tcp OMPI_MCA_rmaps_base_oversubscribe=1
+# Open MPI's session directories under this test's own folder: under the shared /tmp, a job of
+# another test (CTest runs two at once) or a stale one from an earlier run made orted's mkdir
+# fail ("File exists", orte_session_dir failed) and the job with it.
+export OMPI_MCA_orte_tmpdir_base="$tmp"
 mpi() { local np=$1; shift; timeout 120 mpirun --oversubscribe -np "$np" "$@"; }
 # same WHAT ONE GOT ERR PATTERN: a job's output GOT equals one process's ONE, and its messages
 # ERR say PATTERN.

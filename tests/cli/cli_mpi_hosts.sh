@@ -35,6 +35,10 @@ exec ip netns exec "ls$tag-\${host##*.}" sh -c "\$*"
 AGENT
 chmod +x "$tmp/agent"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 PMIX_MCA_gds=hash
+# Open MPI's session directories under this test's own folder: under the shared /tmp, a job of
+# another test (CTest runs two at once) or a stale one from an earlier run made orted's mkdir
+# fail ("File exists", orte_session_dir failed) and the job with it.
+export OMPI_MCA_orte_tmpdir_base="$tmp"
 hostlist="$(IFS=,; echo "${hosts[*]}")"
 # --mca rtc ^hwloc: the daemons on the test hosts crashed now and then writing the hwloc
 # topology to shared memory (hwloc_shmem_topology_write, in that component); runs bind nothing.
