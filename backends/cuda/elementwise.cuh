@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "backends/cuda/launch_context.h"
+#include "backends/cuda/support_predicates.h"
 #include "backends/cuda/tensor_shape.cuh"
 #include "core/rules/canon.h"
 
@@ -41,10 +42,7 @@ template <class F> __global__ void unary_mul_kernel(const float* x, float* y, co
 // contiguous with act's shape; false (nothing launched) for any other pair.
 template <class F> bool launch_unary_mul(const Tensor& act, const Tensor& mul, Ctx& ctx, F f) {
     const Tensor* o = mul.src[0] == &act ? mul.src[1] : mul.src[0];
-    auto same = [&](const Tensor* t) {
-        return t && t->type == DType::F32 && t->is_contiguous() && t->ne[0] == act.ne[0] && t->ne[1] == act.ne[1] &&
-               t->ne[2] == act.ne[2] && t->ne[3] == act.ne[3];
-    };
+    auto same = [&](const Tensor* t) { return t && t->type == DType::F32 && t->is_contiguous() && same_ne(*t, act); };
     if (mul.src[0] == mul.src[1] || !same(o) || !same(&mul) || !act.is_contiguous() || !act.src[0]->is_contiguous() ||
         !fused_output_safe(mul, *act.src[0]))
         return false;

@@ -20,15 +20,19 @@ struct AddRows {
     uint8_t* z = nullptr;  // the add's output
     Shape sz{};
 };
-// Element i of row r: y = (x * rs) * w and, with kAdd, z = r + y.
+// Element i of a row: y = (x * rs) * w and, with kAdd, z = r + y (pr, pz: the add's rows).
 template <bool kAdd>
-__device__ inline void norm_out(float xv, float rs, const float* w, int64_t i, float* py, const AddRows& add, int64_t r) {
+__device__ inline void norm_out(float xv, float rs, const float* w, int64_t i, float* py, const float* pr, float* pz) {
     const float v = __fmul_rn(__fmul_rn(xv, rs), w ? w[i] : 1.0f);
     py[i] = v;
-    if constexpr (kAdd) {
-        const float* pr = reinterpret_cast<const float*>(add.r + row_offset(add.sr, r));
-        reinterpret_cast<float*>(add.z + row_offset(add.sz, r))[i] = __fadd_rn(pr[i], v);
-    }
+    if constexpr (kAdd) pz[i] = __fadd_rn(pr[i], v);
+}
+// Row r of the add's operand and output (null without the add).
+template <bool kAdd> __device__ inline const float* add_in(const AddRows& a, int64_t r) {
+    return kAdd ? reinterpret_cast<const float*>(a.r + row_offset(a.sr, r)) : nullptr;
+}
+template <bool kAdd> __device__ inline float* add_out(const AddRows& a, int64_t r) {
+    return kAdd ? reinterpret_cast<float*>(a.z + row_offset(a.sz, r)) : nullptr;
 }
 
 template <bool kAdd>
@@ -41,7 +45,9 @@ rms_norm_kernel(const uint8_t* x, Shape sx, const float* w, uint8_t* y, Shape sy
     float* py = reinterpret_cast<float*>(y + row_offset(sy, r));
     const float ss = warp_canon_dot(px, px, K, lane);
     const float rs = canon_div(1.0f, canon_sqrt(__fadd_rn(canon_div(ss, float(K)), eps)));
-    for (int64_t i = lane; i < K; i += 32) norm_out<kAdd>(px[i], rs, w, i, py, add, r);
+    const float* pr = add_in<kAdd>(add, r);
+    float* pz = add_out<kAdd>(add, r);
+    for (int64_t i = lane; i < K; i += 32) norm_out<kAdd>(px[i], rs, w, i, py, pr, pz);
 }
 
 // Wide rows (a model's hidden state: 640 to 8192): a block per row. Its 256 threads first
@@ -67,7 +73,9 @@ rms_norm_staged_kernel(const uint8_t* x, Shape sx, const float* w, uint8_t* y, S
     }
     __syncthreads();
     const float rs = rs_shared;
-    for (int64_t i = threadIdx.x; i < K; i += kStageThreads) norm_out<kAdd>(xs[i], rs, w, i, py, add, r);
+    const float* pr = add_in<kAdd>(add, r);
+    float* pz = add_out<kAdd>(add, r);
+    for (int64_t i = threadIdx.x; i < K; i += kStageThreads) norm_out<kAdd>(xs[i], rs, w, i, py, pr, pz);
 }
 
 bool staged_rows(int64_t K, int64_t n_rows) { return K >= kStageMin && K <= kStageMax && n_rows <= 0x7fffffff; }
@@ -100,7 +108,7 @@ void rms_norm(const Tensor& dst, Ctx& ctx) {
 bool rms_norm_add(const Tensor& norm, const Tensor& add, Ctx& ctx) {
     const Tensor* r = add.src[0] == &norm ? add.src[1] : add.src[0];
     auto same = [&](const Tensor* t) {
-        return f32_elems(t) && t->ne[0] == norm.ne[0] && t->ne[1] == norm.ne[1] && t->ne[2] == norm.ne[2] && t->ne[3] == norm.ne[3];
+        return f32_elems(t) && same_ne(*t, norm);
     };
     if (add.src[0] == add.src[1] || !same(r) || !same(&add) || norm.nelements() == 0 || !fused_output_safe(add, *norm.src[0]))
         return false;
