@@ -47,7 +47,10 @@ struct LaunchRecord {
         static_assert(std::is_trivially_copyable_v<T>, "kernel arguments are copied as bytes");
         const size_t off = (args.size() + alignof(T) - 1) / alignof(T) * alignof(T);
         args.resize(off + sizeof(T));
-        std::memcpy(args.data() + off, &v, sizeof(T));
+        // An empty argument (a functor such as Gelu) has one byte of no value, whatever
+        // was on the stack: copied, it would set the node again every step for nothing.
+        if constexpr (std::is_empty_v<T>) args[off] = 0;
+        else std::memcpy(args.data() + off, &v, sizeof(T));
         offsets.push_back(uint32_t(off));
     }
 };

@@ -14,6 +14,7 @@
 
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/launch_context.h"
+#include "backends/cuda/launch_record.h"
 #include "backends/cuda/quant_device.cuh"
 #include "backends/registry.h"
 #include "core/models/model.h"
@@ -170,6 +171,30 @@ TEST_CASE("cuda: Q4_K's wide decode lanes add up to the block's integer sums", "
 // the allocator may have put that output over part of the input (dead once the first node
 // ran), as it did in the tiny Gemma 4 graph (a residual add's output 64 bytes before the
 // norm's input), where the fused kernel then read elements another thread had written.
+// An empty argument (the functor of an elementwise kernel) is one byte of whatever was on the
+// stack. Recorded as such, it made every decode step set every gelu-mul node of the kept graph
+// again (6 of the 13 nodes a step set on the tiny Gemma 3, and a different count under ASan,
+// where the stack differs).
+TEST_CASE("cuda: a recorded launch's empty arguments do not differ from step to step", "[cuda]") {
+    struct Functor {};
+    auto record = [](unsigned char stack_garbage) {
+        Functor f;
+        std::memset(static_cast<void*>(&f), stack_garbage, sizeof f);
+        cuda::LaunchRecord r;
+        r.begin(nullptr, dim3(1), dim3(32));
+        r.put(int64_t(7));
+        r.put(f);
+        r.put(int32_t(3));
+        return r;
+    };
+    const cuda::LaunchRecord a = record(0xAB), b = record(0x11);
+    CHECK(a.same_launch(b));
+    CHECK(a.args.size() == b.args.size());
+    cuda::LaunchRecord c = record(0xAB);
+    c.args[c.offsets[2]] ^= 1;  // a real argument that differs still does
+    CHECK_FALSE(a.same_launch(c));
+}
+
 TEST_CASE("cuda: a fused pair's output may not lie over part of the first node's input", "[cuda]") {
     std::vector<uint8_t> mem(4096);
     Buffer buf;

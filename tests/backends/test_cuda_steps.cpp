@@ -58,9 +58,9 @@ TEST_CASE("cuda: prompt ubatches and decode steps run as one graph each, updated
     CHECK(c.direct_kernels == 0);
 
     // Decode steps: the first instantiates the one-token graph, every later one sets again
-    // only the nodes whose launch follows the context length: the attention of the one
-    // global layer (its key count; a windowed layer's keys stop growing once its ring is
-    // full), never the matmuls, norms and elementwise ops that make up most of the graph.
+    // only the nodes whose launch follows the position: each layer's attention (the query's
+    // position, and the key count while it grows; 90 nodes in these 12 steps), never the
+    // matmuls, norms and elementwise ops that make up most of the graph.
     int32_t tok = argmax_last(logits, nv);
     logits = s.eval({tok});
     const int kSteps = 12;  // the windowed layers' rings (24 rows) wrap on the way
