@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/handles.h"
+#include "core/chat/reply_reader.h"
 #include "core/chat/tool_grammar.h"
 #include "core/chat/tool_parse.h"
 
@@ -23,7 +24,7 @@ nlohmann::ordered_json parse_json(const char* text, const char* what) {
 template <class F>
 void with_format(const ModelState& m, const lockstep_chat_params& params, F&& fn) {
     if (params.template_source || params.template_name) {
-        const chat::ChatFormat f = chat::ChatFormat::from_model(m.model().gguf(), *m.tok, m.hp().arch,
+        const chat::ChatFormat f = chat::ChatFormat::from_model(m.gguf(), *m.tok, m.hp().arch,
                                                                 params.template_source ? params.template_source : "",
                                                                 params.template_name ? params.template_name : "");
         fn(f);
@@ -53,8 +54,47 @@ void put_json(const nlohmann::ordered_json& j, char* buf, size_t buf_len, size_t
     put_bytes(text.data(), text.size(), buf, buf_len, n_out);
 }
 
+// A chat::Event as the OpenAI chat delta it becomes (the server's stream chunks).
+nlohmann::ordered_json delta_of(const chat::Event& e) {
+    switch (e.kind) {
+        case chat::Event::Content: return {{"content", e.text}};
+        case chat::Event::Reasoning: return {{"reasoning_content", e.text}};
+        case chat::Event::CallStart:
+            return {{"tool_calls", nlohmann::ordered_json::array({{{"index", e.index},
+                                                                   {"id", e.id},
+                                                                   {"type", "function"},
+                                                                   {"function", {{"name", e.name}, {"arguments", ""}}}}})}};
+        case chat::Event::CallArgs:
+            return {{"tool_calls", nlohmann::ordered_json::array({{{"index", e.index}, {"function", {{"arguments", e.text}}}}})}};
+    }
+    return nullptr;
+}
+
 }  // namespace
 }  // namespace ls::capi
+
+// The reader of a reply and what it keeps: the model's state (tokenizer, its chat format), a
+// format made from the caller's template, the deltas not yet taken and the whole message.
+struct lockstep_reply_reader {
+    std::shared_ptr<ls::capi::ModelState> m;
+    std::unique_ptr<ls::chat::ChatFormat> own_format;  // template_source / template_name
+    std::unique_ptr<ls::chat::ReplyReader> r;
+    nlohmann::ordered_json pending = nlohmann::ordered_json::array();
+    ls::chat::Message message;
+    bool finished = false;
+    void add(std::vector<ls::chat::Event>&& evs) {
+        for (ls::chat::Event& e : evs) {
+            // Adjacent text of one kind in one delta, as the server's chunks join it.
+            const nlohmann::ordered_json d = ls::capi::delta_of(e);
+            const char* key = e.kind == ls::chat::Event::Content ? "content" : e.kind == ls::chat::Event::Reasoning ? "reasoning_content" : nullptr;
+            if (key && !pending.empty() && pending.back().size() == 1 && pending.back().contains(key))
+                pending.back()[key] = pending.back()[key].get<std::string>() + e.text;
+            else
+                pending.push_back(d);
+            message.apply(e);
+        }
+    }
+};
 
 using namespace ls;
 using namespace ls::capi;
@@ -177,5 +217,104 @@ LOCKSTEP_API int lockstep_chat_parse(const lockstep_model* model, const lockstep
         put_json(out, buf, buf_len, n_out);
     });
 }
+
+LOCKSTEP_API int lockstep_reply_reader_new(const lockstep_model* model, const lockstep_chat_params* params, int32_t read_tools,
+                                          const char* stops_json, const char* call_id_prefix, lockstep_reply_reader** reader) {
+    return guarded("lockstep_reply_reader_new", [&] {
+        need(reader, "reader");
+        *reader = nullptr;
+        const ModelState& m = *need(model, "model")->m;
+        need(params, "params");
+        auto h = std::make_unique<lockstep_reply_reader>();
+        h->m = model->m;
+        const chat::ChatFormat* f = &m.chat_format();
+        if (params->template_source || params->template_name) {
+            h->own_format = std::make_unique<chat::ChatFormat>(chat::ChatFormat::from_model(
+                m.gguf(), *m.tok, m.hp().arch, params->template_source ? params->template_source : "",
+                params->template_name ? params->template_name : ""));
+            f = h->own_format.get();
+        }
+        chat::ReplyReaderOptions o;
+        o.reasoning = &f->builtin();
+        if (read_tools) {
+            o.tools = reply_format(*f);
+            o.parser.tools = declared_tools(*params);
+            const std::string prefix = call_id_prefix ? call_id_prefix : "call_";
+            o.parser.make_id = [prefix](size_t i) { return prefix + std::to_string(i); };
+            // Harmony's calls live in its channel headers, which the reasoning splitter would
+            // take apart: its tool parser splits the reply itself (as the server does).
+            if (o.tools == chat::Format::Harmony) o.reasoning = nullptr;
+        }
+        if (stops_json) {
+            const nlohmann::ordered_json st = parse_json(stops_json, "stops_json");
+            if (!st.is_array()) throw Error(LOCKSTEP_ERR_INVALID_ARGUMENT, "stops_json is not a JSON array");
+            for (const auto& x : st) {
+                if (!x.is_string()) throw Error(LOCKSTEP_ERR_INVALID_ARGUMENT, "stops_json: a stop is not a string");
+                if (!x.get<std::string>().empty()) o.stops.push_back(x.get<std::string>());
+            }
+        }
+        h->r = std::make_unique<chat::ReplyReader>(*m.tok, std::move(o));
+        *reader = h.release();
+    });
+}
+
+LOCKSTEP_API int lockstep_reply_reader_push(lockstep_reply_reader* reader, int32_t token, int32_t* stopped) {
+    return guarded("lockstep_reply_reader_push", [&] {
+        need(reader, "reader");
+        if (stopped) *stopped = 0;
+        check_token(*reader->m, token);
+        if (reader->finished) throw Error(LOCKSTEP_ERR_INVALID_ARGUMENT, "the reply was finished");
+        reader->add(reader->r->push(token));
+        if (stopped) *stopped = reader->r->stopped() ? 1 : 0;
+    });
+}
+
+LOCKSTEP_API int lockstep_reply_reader_finish(lockstep_reply_reader* reader) {
+    return guarded("lockstep_reply_reader_finish", [&] {
+        need(reader, "reader");
+        if (reader->finished) return;
+        reader->finished = true;
+        reader->add(reader->r->finish());
+    });
+}
+
+LOCKSTEP_API int lockstep_reply_reader_take(lockstep_reply_reader* reader, char* buf, size_t buf_len, size_t* n_out) {
+    return guarded("lockstep_reply_reader_take", [&] {
+        need(reader, "reader");
+        need(n_out, "n_out");
+        *n_out = 0;
+        put_json(reader->pending, buf, buf_len, n_out);  // (throws BUFFER_TOO_SMALL, keeping them)
+        reader->pending = nlohmann::ordered_json::array();
+    });
+}
+
+LOCKSTEP_API int lockstep_reply_reader_message(lockstep_reply_reader* reader, char* buf, size_t buf_len, size_t* n_out) {
+    return guarded("lockstep_reply_reader_message", [&] {
+        need(reader, "reader");
+        need(n_out, "n_out");
+        *n_out = 0;
+        if (!reader->finished) throw Error(LOCKSTEP_ERR_INVALID_ARGUMENT, "the reply is not finished (lockstep_reply_reader_finish)");
+        const chat::Message& msg = reader->message;
+        nlohmann::ordered_json out;
+        if (const auto& err = reader->r->error()) {
+            // As lockstep_chat_parse: the text as written, no calls, and why.
+            out["content"] = reader->r->text();
+            if (!msg.reasoning.empty()) out["reasoning_content"] = msg.reasoning;
+            out["tool_calls"] = nlohmann::ordered_json::array();
+            out["error"] = "the model's tool call " + std::to_string(err->call_index) + " is malformed: " + err->message;
+        } else {
+            nlohmann::ordered_json calls = nlohmann::ordered_json::array();
+            for (const chat::ToolCall& c : msg.tool_calls)
+                calls.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+            if (msg.content.empty() && !calls.empty()) out["content"] = nullptr;
+            else out["content"] = msg.content;
+            if (!msg.reasoning.empty()) out["reasoning_content"] = msg.reasoning;
+            out["tool_calls"] = std::move(calls);
+        }
+        put_json(out, buf, buf_len, n_out);
+    });
+}
+
+LOCKSTEP_API void lockstep_reply_reader_free(lockstep_reply_reader* reader) { delete reader; }
 
 }  // extern "C"

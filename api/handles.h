@@ -22,11 +22,16 @@ namespace ls::capi {
 // What a model handle, and every session and sampler made from it, share: a handle may be
 // freed before the handles made from it (a garbage collector frees them in any order).
 struct ModelState {
-    OpenedModel opened;  // the devices, then the model (freed first)
+    OpenedModel opened;  // the devices, then the model (freed first); no model with vocab_only
+    std::unique_ptr<GgufFile> vocab_file;  // vocab_only: the file, its tensors never read
+    Hparams vocab_hp;                      // vocab_only: what the metadata says (no layers)
     std::unique_ptr<Tokenizer> tok;
 
-    const Model& model() const { return *opened.model; }
-    const Hparams& hp() const { return opened.model->hparams(); }
+    bool vocab_only() const { return !opened.model; }
+    // The model, or UNSUPPORTED for one loaded with vocab_only.
+    const Model& model() const;
+    const GgufFile& gguf() const { return opened.model ? opened.model->gguf() : *vocab_file; }
+    const Hparams& hp() const { return opened.model ? opened.model->hparams() : vocab_hp; }
 
     // Every token's bytes, without and with control tokens' text (lockstep_token_piece):
     // built on first use, one blob.

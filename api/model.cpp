@@ -1,4 +1,5 @@
 // Models: loading, what they are, their metadata and their tokens.
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -37,8 +38,14 @@ std::shared_ptr<const grammar::TokenMask> ModelState::grammar_vocab() const {
 
 const chat::ChatFormat& ModelState::chat_format() const {
     std::lock_guard<std::mutex> lock(chat_mu_);
-    if (!chat_) chat_ = std::make_unique<chat::ChatFormat>(chat::ChatFormat::from_model(model().gguf(), *tok, hp().arch));
+    if (!chat_) chat_ = std::make_unique<chat::ChatFormat>(chat::ChatFormat::from_model(gguf(), *tok, hp().arch));
     return *chat_;
+}
+
+const Model& ModelState::model() const {
+    if (!opened.model)
+        throw Error(LOCKSTEP_ERR_UNSUPPORTED, "the model was loaded with vocab_only: it has its vocabulary and metadata, no weights");
+    return *opened.model;
 }
 
 namespace {
@@ -153,8 +160,24 @@ LOCKSTEP_API int lockstep_model_load(const char* path, const lockstep_model_para
         if (!std::filesystem::exists(path, ec)) throw Error(LOCKSTEP_ERR_IO, std::string("model file not found: ") + path);
         if (!std::filesystem::is_regular_file(path, ec)) throw Error(LOCKSTEP_ERR_IO, std::string("not a file: ") + path);
         auto st = std::make_shared<ModelState>();
-        st->opened = open_model(path, o);
-        st->tok = std::make_unique<Tokenizer>(Tokenizer::from_gguf(st->model().gguf()));
+        const lockstep_model_params& p = params ? *params : lockstep_model_default_params();
+        if (p.vocab_only) {
+            // The metadata and the tokenizer only: no device opened, no tensor read or checked
+            // (llama.cpp's vocab_only), so a file of an architecture lockstep cannot run still
+            // tokenizes.
+            st->vocab_file = GgufFile::open(path);
+            const GgufFile& f = *st->vocab_file;
+            Hparams& hp = st->vocab_hp;
+            hp.arch = f.get_string("general.architecture");
+            hp.n_ctx_train = f.get_int(hp.arch + ".context_length", 0);
+            hp.n_embd = f.get_int(hp.arch + ".embedding_length", 0);
+            hp.n_layer = f.get_int(hp.arch + ".block_count", 0);
+            st->tok = std::make_unique<Tokenizer>(Tokenizer::from_gguf(f));
+            hp.n_vocab = st->tok->n_vocab();
+        } else {
+            st->opened = open_model(path, o);
+            st->tok = std::make_unique<Tokenizer>(Tokenizer::from_gguf(st->model().gguf()));
+        }
         *model = new lockstep_model{std::move(st)};
     });
 }
@@ -178,24 +201,43 @@ LOCKSTEP_API int32_t lockstep_model_n_layer(const lockstep_model* model) {
 }
 
 LOCKSTEP_API int32_t lockstep_model_has_logits(const lockstep_model* model) {
-    return guarded_value("lockstep_model_has_logits", int32_t(-1), [&] { return int32_t(state(model).hp().has_logits ? 1 : 0); });
+    return guarded_value("lockstep_model_has_logits", int32_t(-1), [&] { return int32_t(state(model).model().hparams().has_logits ? 1 : 0); });
+}
+
+LOCKSTEP_API int32_t lockstep_model_is_recurrent(const lockstep_model* model) {
+    return guarded_value("lockstep_model_is_recurrent", int32_t(-1), [&] {
+        const auto& layers = state(model).model().hparams().layers;
+        return int32_t(!layers.empty() && std::all_of(layers.begin(), layers.end(), [](const LayerParams& l) { return l.recurrent; }));
+    });
+}
+
+LOCKSTEP_API int32_t lockstep_model_is_hybrid(const lockstep_model* model) {
+    return guarded_value("lockstep_model_is_hybrid", int32_t(-1), [&] {
+        const auto& layers = state(model).model().hparams().layers;
+        const auto n = std::count_if(layers.begin(), layers.end(), [](const LayerParams& l) { return l.recurrent; });
+        return int32_t(n > 0 && size_t(n) < layers.size());
+    });
+}
+
+LOCKSTEP_API int32_t lockstep_model_vocab_only(const lockstep_model* model) {
+    return guarded_value("lockstep_model_vocab_only", int32_t(-1), [&] { return int32_t(state(model).vocab_only() ? 1 : 0); });
 }
 
 LOCKSTEP_API int32_t lockstep_model_pooling(const lockstep_model* model) {
-    return guarded_value("lockstep_model_pooling", int32_t(-1), [&] { return int32_t(model_pooling(state(model).model())); });
+    return guarded_value("lockstep_model_pooling", int32_t(-1), [&] { return int32_t(model_pooling(state(model).gguf(), state(model).hp().arch)); });
 }
 
 LOCKSTEP_API int64_t lockstep_model_size(const lockstep_model* model) {
-    return guarded_value("lockstep_model_size", int64_t(-1), [&] { return int64_t(state(model).model().gguf().size()); });
+    return guarded_value("lockstep_model_size", int64_t(-1), [&] { return int64_t(state(model).gguf().size()); });
 }
 
 LOCKSTEP_API int32_t lockstep_model_meta_count(const lockstep_model* model) {
-    return guarded_value("lockstep_model_meta_count", int32_t(-1), [&] { return int32_t(state(model).model().gguf().metadata().size()); });
+    return guarded_value("lockstep_model_meta_count", int32_t(-1), [&] { return int32_t(state(model).gguf().metadata().size()); });
 }
 
 LOCKSTEP_API int lockstep_model_meta_key(const lockstep_model* model, int32_t i, char* buf, size_t buf_len, size_t* n_out) {
     return guarded("lockstep_model_meta_key", [&] {
-        const auto& kv = state(model).model().gguf().metadata();
+        const auto& kv = state(model).gguf().metadata();
         if (i < 0 || size_t(i) >= kv.size())
             throw Error(LOCKSTEP_ERR_OUT_OF_RANGE, "key " + std::to_string(i) + " outside [0, " + std::to_string(kv.size()) + ")");
         const std::string& k = kv[size_t(i)].first;
@@ -207,7 +249,7 @@ LOCKSTEP_API int lockstep_model_meta_get(const lockstep_model* model, const char
     return guarded("lockstep_model_meta_get", [&] {
         const ModelState& m = state(model);
         need(key, "key");
-        const GgufValue* v = m.model().gguf().find(key);
+        const GgufValue* v = m.gguf().find(key);
         if (!v) throw Error(LOCKSTEP_ERR_NOT_FOUND, std::string("the model has no key '") + key + "'");
         const std::string text = value_text(*v);
         put_bytes(text.data(), text.size(), buf, buf_len, n_out);
@@ -218,9 +260,9 @@ LOCKSTEP_API int lockstep_model_chat_template(const lockstep_model* model, const
     return guarded("lockstep_model_chat_template", [&] {
         const ModelState& m = state(model);
         const std::string key = name ? std::string("tokenizer.chat_template.") + name : std::string("tokenizer.chat_template");
-        const GgufValue* v = m.model().gguf().find(key);
+        const GgufValue* v = m.gguf().find(key);
         if (!v) throw Error(LOCKSTEP_ERR_NOT_FOUND, "the model has no chat template (" + key + ")");
-        const std::string src = m.model().gguf().get_string(key);
+        const std::string src = m.gguf().get_string(key);
         put_bytes(src.data(), src.size(), buf, buf_len, n_out);
     });
 }

@@ -43,7 +43,7 @@ extern "C" {
 
 /* The version of this interface: raised when a function, struct or meaning changes. A program
  * built against one header should check lockstep_api_version() == LOCKSTEP_API_VERSION. */
-#define LOCKSTEP_API_VERSION 1
+#define LOCKSTEP_API_VERSION 2
 
 /* ---- status codes ---------------------------------------------------------------------- */
 
@@ -88,6 +88,9 @@ typedef struct lockstep_model_params {
     const float* tensor_split;  /* shares per GPU device, n_tensor_split of them (NULL: by free memory) */
     int32_t n_tensor_split;
     int32_t use_mmap;           /* -1: copy when it fits in half the free memory, else map (-1); 0: copy; 1: map in place */
+    int32_t vocab_only;         /* nonzero: the metadata and vocabulary only, no weights (0): tokenize, detokenize,
+                                   metadata and chat templates work; sessions and embeddings are UNSUPPORTED.
+                                   (Since version 2.) */
 } lockstep_model_params;
 
 /* The defaults above. */
@@ -111,8 +114,17 @@ LOCKSTEP_API int64_t lockstep_model_n_embd(const lockstep_model* model);
 /* The number of layers. */
 LOCKSTEP_API int32_t lockstep_model_n_layer(const lockstep_model* model);
 /* 1 when the model has an output head (gives logits: text generation), 0 for an embedding-only
- * model (BERT, EmbeddingGemma), which gives hidden states and embeddings only. */
+ * model (BERT, EmbeddingGemma), which gives hidden states and embeddings only; -1
+ * (UNSUPPORTED) for a model loaded with vocab_only. */
 LOCKSTEP_API int32_t lockstep_model_has_logits(const lockstep_model* model);
+/* 1 when every layer keeps a recurrent state and none a KV cache (Mamba-style), else 0.
+ * -1 (UNSUPPORTED) for a model loaded with vocab_only. (Since version 2.) */
+LOCKSTEP_API int32_t lockstep_model_is_recurrent(const lockstep_model* model);
+/* 1 when some layers keep a recurrent state and others a KV cache (Qwen3.5, Qwen3-Next), else
+ * 0. -1 (UNSUPPORTED) for a model loaded with vocab_only. (Since version 2.) */
+LOCKSTEP_API int32_t lockstep_model_is_hybrid(const lockstep_model* model);
+/* 1 when the model was loaded with vocab_only. (Since version 2.) */
+LOCKSTEP_API int32_t lockstep_model_vocab_only(const lockstep_model* model);
 /* The pooling its GGUF names (LOCKSTEP_POOLING_*; NONE where the file has no <arch>.pooling_type). */
 LOCKSTEP_API int32_t lockstep_model_pooling(const lockstep_model* model);
 /* The size of the model file in bytes. */
@@ -420,6 +432,42 @@ LOCKSTEP_API int lockstep_chat_tool_grammar(const lockstep_model* model, const l
  * call that never ends) is its text as content, no calls, and "error": the reason. */
 LOCKSTEP_API int lockstep_chat_parse(const lockstep_model* model, const lockstep_chat_params* params, const char* text, size_t text_len, char* buf,
                                      size_t buf_len, size_t* n_out);
+
+/* ---- reading a reply ---------------------------------------------------------------------- */
+
+/* A chat reply read token by token as the server reads one (since version 2): the reasoning
+ * split off by the template's markers (<think>...</think>, harmony's analysis channel, Gemma
+ * 4's thought channel) into reasoning_content, stop strings matched on the visible text (the
+ * text ends before one), and with read_tools nonzero the tool calls of the template's format
+ * read out of it (params->tools_json the declared tools; template_source / template_name pick
+ * the template as for lockstep_chat_render). stops_json: NULL or a JSON array of strings.
+ * call_id_prefix: a call the format gives no id gets prefix + its index (NULL: "call_").
+ * INVALID_ARGUMENT for JSON that does not parse or is not an array of strings, TEMPLATE as for
+ * lockstep_chat_render. Free with lockstep_reply_reader_free. */
+typedef struct lockstep_reply_reader lockstep_reply_reader;
+LOCKSTEP_API int lockstep_reply_reader_new(const lockstep_model* model, const lockstep_chat_params* params, int32_t read_tools,
+                                          const char* stops_json, const char* call_id_prefix, lockstep_reply_reader** reader);
+/* The next generated token (end-of-generation tokens are not given). *stopped (may be NULL):
+ * 1 once a stop string matched, after which tokens release nothing. OUT_OF_RANGE for an id
+ * outside the vocabulary, INVALID_ARGUMENT after finish. */
+LOCKSTEP_API int lockstep_reply_reader_push(lockstep_reply_reader* reader, int32_t token, int32_t* stopped);
+/* The reply ended (end of generation, a length limit, a stop): releases what was held back
+ * (text that might have begun a marker or a stop string) and checks the calls. Again: nothing. */
+LOCKSTEP_API int lockstep_reply_reader_finish(lockstep_reply_reader* reader);
+/* The deltas released since the last take, as a JSON array into buf (the buffer rule; on
+ * BUFFER_TOO_SMALL they stay for the next call), each an OpenAI chat chunk's delta, in order:
+ * {"content": text}, {"reasoning_content": text}, {"tool_calls": [{"index": i, "id": ...,
+ * "type": "function", "function": {"name": ..., "arguments": ""}}]} when call i begins, and
+ * {"tool_calls": [{"index": i, "function": {"arguments": more}}]} as its arguments come.
+ * Adjacent text of one kind is one delta; the text is whole UTF-8 characters. */
+LOCKSTEP_API int lockstep_reply_reader_take(lockstep_reply_reader* reader, char* buf, size_t buf_len, size_t* n_out);
+/* After finish: the whole reply as a message, JSON into buf: {"content": text or null (null
+ * when there are calls and no text), "reasoning_content": text (where any), "tool_calls":
+ * [{"id", "type", "function": {"name", "arguments"}}]}; a call that broke the format gives the
+ * visible text as content, no calls, and "error": the reason. INVALID_ARGUMENT before finish. */
+LOCKSTEP_API int lockstep_reply_reader_message(lockstep_reply_reader* reader, char* buf, size_t buf_len, size_t* n_out);
+/* Frees the reader (NULL: nothing). */
+LOCKSTEP_API void lockstep_reply_reader_free(lockstep_reply_reader* reader);
 
 #ifdef __cplusplus
 }

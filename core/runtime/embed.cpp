@@ -24,9 +24,11 @@ Pooling parse_pooling(const std::string& s) {
     throw std::invalid_argument("unknown pooling '" + s + "' (none, mean, cls, last or rank)");
 }
 
-Pooling model_pooling(const Model& m) {
-    const std::string key = m.hparams().arch + ".pooling_type";
-    const int64_t v = m.gguf().get_int(key, 0);
+Pooling model_pooling(const Model& m) { return model_pooling(m.gguf(), m.hparams().arch); }
+
+Pooling model_pooling(const GgufFile& f, const std::string& arch) {
+    const std::string key = arch + ".pooling_type";
+    const int64_t v = f.get_int(key, 0);
     if (v < 0 || v > 4) throw std::runtime_error(key + " is " + std::to_string(v) + ", not a pooling type (0..4)");
     return Pooling(v);
 }

@@ -32,6 +32,7 @@ Pooling parse_pooling(const std::string& s);
 // What the file says (<arch>.pooling_type); Pooling::None for a file without the key, as
 // llama.cpp's default for a decoder. Throws std::runtime_error for a value outside 0..4.
 Pooling model_pooling(const Model& m);
+Pooling model_pooling(const GgufFile& f, const std::string& arch);
 
 // llama.cpp's common_embd_normalize, in place: -1 none, 0 max-abs scaled to the int16 range
 // (32760 / max|x|), 1 taxicab, 2 euclidean (the default), p > 2 the p-norm. A zero vector stays

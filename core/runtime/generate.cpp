@@ -7,12 +7,6 @@
 
 namespace ls {
 
-std::string reply_piece(const Tokenizer& tok, int32_t id, const ChatTemplate* reply) {
-    if (!reply || tok.token_type(id) != TokenType::Control) return tok.token_to_piece(id, false);
-    const std::string text = tok.token_to_piece(id, true);
-    return reply->marker_piece(text) ? text : std::string();
-}
-
 GenerateResult generate(Session& s, const Tokenizer& tok, Sampler& sampler, const std::vector<int32_t>& prompt,
                         int64_t n_predict, int seq, const std::function<void(const std::string&)>& on_text,
                         const ChatTemplate* reply, Speculator* spec) {

@@ -37,10 +37,6 @@ struct GenerateResult {
 // do not depend on the ubatch it ran in, so the tokens, the text and what the sequence holds
 // afterwards are those of plain decoding; only the speed differs.
 //
-// A generated token's text: control tokens give "", or their text where `reply` has them in
-// its markers.
-std::string reply_piece(const Tokenizer& tok, int32_t id, const ChatTemplate* reply);
-
 GenerateResult generate(Session& s, const Tokenizer& tok, Sampler& sampler, const std::vector<int32_t>& prompt,
                         int64_t n_predict, int seq, const std::function<void(const std::string&)>& on_text,
                         const ChatTemplate* reply = nullptr, Speculator* spec = nullptr);

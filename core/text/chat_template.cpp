@@ -2,6 +2,8 @@
 
 #include <ctime>
 
+#include "core/text/tokenizer.h"
+
 namespace ls {
 
 namespace {
@@ -265,6 +267,12 @@ void ReplySplitter::emit(std::string_view s, Out& o) {
         o.reasoning += s.substr(0, k);
     }
     newlines_ += s.size() - k;
+}
+
+std::string reply_piece(const Tokenizer& tok, int32_t id, const ChatTemplate* reply) {
+    if (!reply || tok.token_type(id) != TokenType::Control) return tok.token_to_piece(id, false);
+    const std::string text = tok.token_to_piece(id, true);
+    return reply->marker_piece(text) ? text : std::string();
 }
 
 ReplySplitter::Out ReplySplitter::push(std::string_view text) {

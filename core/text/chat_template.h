@@ -11,6 +11,8 @@
 
 namespace ls {
 
+class Tokenizer;
+
 struct ChatMsg {
     std::string role;  // "system", "user", "assistant"
     std::string content;
@@ -106,6 +108,10 @@ std::string format_chat(const std::vector<ChatMsg>& msgs, bool add_generation_pr
                         const ChatOptions& opt = {});
 // Whether format_chat opens the model's turn with thinking on.
 bool chat_thinking(const std::vector<ChatMsg>& msgs, const ChatTemplate& t, const ChatOptions& opt = {});
+
+// A generated token's text: control tokens give "", or their text where `reply` (may be
+// null) has them in its markers, for ReplySplitter.
+std::string reply_piece(const Tokenizer& tok, int32_t id, const ChatTemplate* reply);
 
 // Splits a reply, streamed in pieces of text with the special tokens rendered, into the
 // visible content and the reasoning, by the template's reply_markers. A piece that may be the

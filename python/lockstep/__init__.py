@@ -14,6 +14,7 @@ from ._capi import (
     LockstepUnsupportedError,
     LockstepValueError,
 )
+from .cache import BaseLlamaCache, LlamaCache, LlamaRAMCache
 from .llama import (
     LLAMA_DEFAULT_SEED,
     Llama,
@@ -34,8 +35,11 @@ def library_version() -> str:
 
 
 __all__ = [
+    "BaseLlamaCache",
     "LLAMA_DEFAULT_SEED",
     "Llama",
+    "LlamaCache",
+    "LlamaRAMCache",
     "LlamaGrammar",
     "LlamaState",
     "LockstepError",

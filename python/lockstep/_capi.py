@@ -28,7 +28,7 @@ from ctypes import (
 )
 from typing import Optional
 
-API_VERSION = 1  # LOCKSTEP_API_VERSION of the header these declarations follow
+API_VERSION = 2  # LOCKSTEP_API_VERSION of the header these declarations follow
 
 OK = 0
 ERR_INVALID_ARGUMENT = -1
@@ -148,6 +148,7 @@ class ModelParams(Structure):
         ("tensor_split", POINTER(c_float)),
         ("n_tensor_split", c_int32),
         ("use_mmap", c_int32),
+        ("vocab_only", c_int32),
     ]
 
 
@@ -231,6 +232,9 @@ _SIGNATURES = {
     "lockstep_model_n_embd": (c_int64, [_P]),
     "lockstep_model_n_layer": (c_int32, [_P]),
     "lockstep_model_has_logits": (c_int32, [_P]),
+    "lockstep_model_is_recurrent": (c_int32, [_P]),
+    "lockstep_model_is_hybrid": (c_int32, [_P]),
+    "lockstep_model_vocab_only": (c_int32, [_P]),
     "lockstep_model_pooling": (c_int32, [_P]),
     "lockstep_model_size": (c_int64, [_P]),
     "lockstep_model_meta_count": (c_int32, [_P]),
@@ -297,6 +301,13 @@ _SIGNATURES = {
     "lockstep_chat_tool_format": (c_int, [_P, POINTER(ChatParams), c_char_p, c_size_t, POINTER(c_size_t)]),
     "lockstep_chat_tool_grammar": (c_int, [_P, POINTER(ChatParams), c_char_p, c_int32, c_char_p, c_size_t, POINTER(c_size_t)]),
     "lockstep_chat_parse": (c_int, [_P, POINTER(ChatParams), c_char_p, c_size_t, c_char_p, c_size_t, POINTER(c_size_t)]),
+    # reading a reply
+    "lockstep_reply_reader_new": (c_int, [_P, POINTER(ChatParams), c_int32, c_char_p, c_char_p, POINTER(_P)]),
+    "lockstep_reply_reader_push": (c_int, [_P, c_int32, POINTER(c_int32)]),
+    "lockstep_reply_reader_finish": (c_int, [_P]),
+    "lockstep_reply_reader_take": (c_int, [_P, c_char_p, c_size_t, POINTER(c_size_t)]),
+    "lockstep_reply_reader_message": (c_int, [_P, c_char_p, c_size_t, POINTER(c_size_t)]),
+    "lockstep_reply_reader_free": (None, [_P]),
 }
 
 _lib: Optional[ctypes.CDLL] = None

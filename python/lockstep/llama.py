@@ -26,7 +26,8 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _capi
-from ._capi import LockstepError, LockstepValueError
+from ._capi import LockstepError, LockstepUnsupportedError, LockstepValueError
+from .cache import BaseLlamaCache
 
 LLAMA_DEFAULT_SEED = 0xFFFFFFFF
 
@@ -71,6 +72,19 @@ def _gather(chunks: Iterator[Any], sampler: Any, want_logprobs: bool) -> Tuple[s
     finally:
         sampler.close()
     return "".join(parts), merged, n, finish
+
+
+def _steps(gen: Any, stopped: Callable[[], bool]) -> Iterator[Any]:
+    """Runs a Llama._tokens loop, telling it after each token whether the caller's text
+    stopped (a stop string matched): it then ends as at an end of generation (finish "stop",
+    its state stored in the prompt cache) instead of being closed half way."""
+    try:
+        item = next(gen)
+        while True:
+            yield item
+            item = gen.send(stopped())
+    except StopIteration:
+        return
 
 
 def _next_seed(x: int) -> int:
@@ -147,7 +161,7 @@ _SAMPLING_UNSUPPORTED = (("typical_p", 1.0), ("tfs_z", 1.0), ("mirostat_mode", 0
 # llama-cpp-python constructor arguments whose feature lockstep does not have: refused when set
 # (the others it does not use, rope and YaRN overrides, flash_attn, offload_kqv, numa, mlock,
 # n_threads_batch, are accepted and have no effect).
-_UNSUPPORTED_ARGS = ("lora_path", "lora_base", "draft_model", "kv_overrides", "tokenizer", "vocab_only", "spm_infill")
+_UNSUPPORTED_ARGS = ("lora_path", "lora_base", "draft_model", "kv_overrides", "tokenizer", "spm_infill")
 
 
 class _Text:
@@ -226,6 +240,43 @@ class _Sampler:
         self.close()
 
 
+class _ReplyReader:
+    """A chat reply read token by token through the C library's reader (the server's
+    pipeline): reasoning split off by the template's markers, stop strings on the visible
+    text, tool calls of the template's format as deltas."""
+
+    def __init__(self, llama: "Llama", cp: _capi.ChatParams, tools: bool, stops: Sequence[str], id_prefix: str):
+        self._lib = llama._lib
+        self.handle = c_void_p()
+        self._stopped = c_int32(0)
+        self._keep = (cp, json.dumps(list(stops)).encode("utf-8"), id_prefix.encode("utf-8"))
+        _capi.check(self._lib.lockstep_reply_reader_new(llama._model, byref(cp), 1 if tools else 0, self._keep[1], self._keep[2],
+                                                        byref(self.handle)))
+        self.message: Dict[str, Any] = {}
+
+    @property
+    def stopped(self) -> bool:
+        return bool(self._stopped.value)
+
+    def _take(self) -> List[Dict[str, Any]]:
+        return json.loads(_capi.read_text(self._lib.lockstep_reply_reader_take, self.handle))
+
+    def push(self, token: int) -> List[Dict[str, Any]]:
+        _capi.check(self._lib.lockstep_reply_reader_push(self.handle, token, byref(self._stopped)))
+        return self._take()
+
+    def finish(self) -> List[Dict[str, Any]]:
+        _capi.check(self._lib.lockstep_reply_reader_finish(self.handle))
+        out = self._take()
+        self.message = json.loads(_capi.read_text(self._lib.lockstep_reply_reader_message, self.handle))
+        return out
+
+    def __del__(self) -> None:
+        if getattr(self, "handle", None):
+            self._lib.lockstep_reply_reader_free(self.handle)
+            self.handle = c_void_p()
+
+
 class Llama:
     """A GGUF model and one sequence of memory, with llama-cpp-python's interface.
 
@@ -241,6 +292,7 @@ class Llama:
         main_gpu: int = 0,
         tensor_split: Optional[List[float]] = None,
         use_mmap: bool = True,
+        vocab_only: bool = False,
         seed: int = LLAMA_DEFAULT_SEED,
         n_ctx: int = 512,
         n_batch: int = 512,
@@ -271,6 +323,9 @@ class Llama:
             main_gpu: the GPU's index when `device` is not given.
             tensor_split: shares of the model per GPU device.
             use_mmap: map the file in place (else copy the weights).
+            vocab_only: load the vocabulary and metadata only, no weights: tokenize,
+                detokenize, metadata and chat templates work; evaluation raises
+                LockstepUnsupportedError.
             seed: the sampler's seed (the draw is keyed by seed and position: the same seed
                 gives the same tokens however the work was batched); -1 picks one at random.
             n_ctx: positions of the sequence; 0 the model's training context.
@@ -306,7 +361,7 @@ class Llama:
         self._pooling = int(kwargs.get("pooling_type", -1) if kwargs.get("pooling_type") is not None else -1)
         self._init_kwargs = dict(
             n_gpu_layers=n_gpu_layers, split_mode=split_mode, main_gpu=main_gpu, tensor_split=tensor_split, use_mmap=use_mmap,
-            seed=seed, n_ctx=n_ctx, n_batch=n_batch, n_ubatch=n_ubatch, n_threads=n_threads, logits_all=logits_all,
+            vocab_only=vocab_only, seed=seed, n_ctx=n_ctx, n_batch=n_batch, n_ubatch=n_ubatch, n_threads=n_threads, logits_all=logits_all,
             embedding=embedding, last_n_tokens_size=last_n_tokens_size, chat_format=chat_format, type_k=type_k, type_v=type_v,
             verbose=verbose, backend=backend, device=device, devices=devices, pooling_type=kwargs.get("pooling_type"),
         )
@@ -326,20 +381,30 @@ class Llama:
             mp.tensor_split = self._tensor_split
             mp.n_tensor_split = len(tensor_split)
         mp.use_mmap = 1 if use_mmap else 0
+        mp.vocab_only = 1 if vocab_only else 0
         _capi.check(self._lib.lockstep_model_load(os.fsencode(model_path), byref(mp), byref(self._model)))
+        self.vocab_only = bool(vocab_only)
 
         self.n_batch = min(n_ctx, n_batch) if n_ctx > 0 else n_batch
-        sp = self._lib.lockstep_session_default_params()
-        sp.n_ctx = n_ctx
-        sp.n_batch = self.n_batch
-        sp.n_ubatch = min(self.n_batch, n_ubatch)
-        sp.n_seq = 1
-        sp.type_k = _capi.TYPE_F16 if type_k is None else int(type_k)
-        sp.type_v = _capi.TYPE_F16 if type_v is None else int(type_v)
-        _capi.check(self._lib.lockstep_session_new(self._model, byref(sp), byref(self._session)))
-
         self._n_vocab = int(self._lib.lockstep_model_n_vocab(self._model))
-        self._n_ctx = int(self._lib.lockstep_session_n_ctx(self._session))
+        if vocab_only:
+            # (no session: the context is what was asked, else the model's training context)
+            self._n_ctx = n_ctx if n_ctx > 0 else max(1, int(self._lib.lockstep_model_n_ctx_train(self._model)))
+        else:
+            sp = self._lib.lockstep_session_default_params()
+            sp.n_ctx = n_ctx
+            sp.n_batch = self.n_batch
+            sp.n_ubatch = min(self.n_batch, n_ubatch)
+            sp.n_seq = 1
+            sp.type_k = _capi.TYPE_F16 if type_k is None else int(type_k)
+            sp.type_v = _capi.TYPE_F16 if type_v is None else int(type_v)
+            _capi.check(self._lib.lockstep_session_new(self._model, byref(sp), byref(self._session)))
+            self._n_ctx = int(self._lib.lockstep_session_n_ctx(self._session))
+        # llama-cpp-python's flags of the model's memory: recurrent (every layer a state, no
+        # KV cache) or hybrid (both kinds of layer); False where unknown (vocab_only).
+        self._is_recurrent = not vocab_only and self._lib.lockstep_model_is_recurrent(self._model) == 1
+        self._is_hybrid = not vocab_only and self._lib.lockstep_model_is_hybrid(self._model) == 1
+        self.cache: Optional[BaseLlamaCache] = None
         self.n_batch = min(self.n_batch, self._n_ctx)  # (the session clamps n_ctx to the model's)
         self._logits_all = logits_all
         self.last_n_tokens_size = last_n_tokens_size
@@ -347,8 +412,9 @@ class Llama:
         self.chat_format = chat_format
         self.n_tokens = 0
         self.n_reused = 0  # prompt tokens the last generation kept from memory
-        self.input_ids: npt.NDArray[np.intc] = np.zeros((self._n_ctx,), dtype=np.intc)
-        self.scores: npt.NDArray[np.single] = np.zeros((self._n_ctx if logits_all else 1, self._n_vocab), dtype=np.single)
+        self.input_ids: npt.NDArray[np.intc] = np.zeros((0 if vocab_only else self._n_ctx,), dtype=np.intc)
+        self.scores: npt.NDArray[np.single] = np.zeros((0 if vocab_only else self._n_ctx if logits_all else 1, self._n_vocab),
+                                                       dtype=np.single)
         self._has_logits = False  # whether the last evaluation left a logits row for the sequence's last token
         self._one = (c_int32 * 1)()
         self._piece_ptr, self._piece_len = c_void_p(), c_int32()
@@ -460,8 +526,17 @@ class Llama:
     def eval_logits(self) -> Deque[List[float]]:
         return deque(self._scores.tolist(), maxlen=self._n_ctx if self._logits_all else 1)
 
+    def _need_session(self) -> None:
+        if self.vocab_only:
+            raise LockstepUnsupportedError(
+                _capi.ERR_UNSUPPORTED, "LOCKSTEP_ERR_UNSUPPORTED",
+                f"lockstep: {self.model_path} was loaded with vocab_only: it has no weights to evaluate",
+            )
+
     def reset(self) -> None:
         """Empties the sequence: the memory itself (KV rows, recurrent state), not a count."""
+        if self.vocab_only:
+            return
         _capi.check(self._lib.lockstep_session_reset(self._session))
         self.n_tokens = 0
         self._has_logits = False
@@ -480,6 +555,7 @@ class Llama:
     def eval(self, tokens: Sequence[int]) -> None:
         """Evaluates `tokens` after the sequence's, in batches of n_batch, keeping the last
         token's logits (every token's with logits_all) in `scores`."""
+        self._need_session()
         tokens = [int(t) for t in tokens]
         self._sync()
         if not tokens:
@@ -524,6 +600,7 @@ class Llama:
         prefix its memory holds and can return to (at least one token is left to evaluate),
         evaluates the rest, and checkpoints a recurrent state at the prompt's end so that the
         next turn can resume here. Returns how many tokens were kept."""
+        self._need_session()
         if not tokens:
             raise ValueError("the prompt is empty")
         if len(tokens) >= self._n_ctx:
@@ -710,27 +787,36 @@ class Llama:
     ) -> Iterator[Tuple[int, bytes, Optional[Tuple[float, List[Tuple[int, float]]]]]]:
         """The generation loop (the C library's DecodeLoop, step for step, with the Python
         callbacks between its evaluation and its sampling): yields (token, its bytes, its
-        logprobs) for each generated token; state["finish"] is "stop" or "length" at the end."""
+        logprobs) for each generated token; state["finish"] is "stop" or "length" at the end.
+        With a cache (set_cache), the prompt's longest cached prefix is looked up first, and the
+        state is stored when the generation ends (not when the caller stops it early)."""
+        self._need_session()
+        self._cache_lookup(prompt_tokens)
         self._prompt(prompt_tokens)
-        n_gen = 0
+        generated: List[int] = []
         limit = max_tokens if max_tokens is not None and max_tokens > 0 else None
         while True:
             held = self.n_tokens
             token = self._sample(sampler, logits_processor)
             if self._lib.lockstep_token_is_eog(self._model, token) == 1:
                 state["finish"] = "stop"
-                return
+                break
             if stopping_criteria is not None and stopping_criteria(self._input_ids, self._last_logits()):
                 state["finish"] = "stop"
-                return
-            n_gen += 1
+                break
+            generated.append(token)
             lp = sampler.logprobs() if sampler.n_logprobs > 0 else None
-            yield token, self._piece(token, token in special_ids), lp
-            # The limit, or no room left to evaluate the token (DecodeLoop's ContextFull).
-            if (limit is not None and n_gen >= limit) or held + 1 > self._n_ctx:
+            stop = yield token, self._piece(token, token in special_ids), lp
+            # The caller's stop (a stop string matched), the limit, or no room left to
+            # evaluate the token (DecodeLoop's ContextFull).
+            if stop:
+                state["finish"] = "stop"
+                break
+            if (limit is not None and len(generated) >= limit) or held + 1 > self._n_ctx:
                 state["finish"] = "length"
-                return
+                break
             self.eval([token])
+        self._cache_store(prompt_tokens + generated)
 
     def _completion_chunks(
         self,
@@ -766,7 +852,7 @@ class Llama:
 
         gen = self._tokens(prompt_tokens, max_tokens, sampler, logits_processor, stopping_criteria, special_ids, state)
         try:
-            for token, piece, lp in gen:
+            for token, piece, lp in _steps(gen, lambda: text.stopped):
                 n_gen += 1
                 toks.append(token)
                 if top_n is not None and lp is not None:
@@ -780,10 +866,9 @@ class Llama:
                     lp_tops.append(d)
                 released = text.push(piece)
                 if text.stopped:
-                    state["finish"] = "stop"
                     yield released, logprobs_out(), None, toks
                     toks = []
-                    break
+                    continue  # (_steps tells the loop, which ends)
                 if released or (top_n is not None and lp_tokens):
                     yield released, logprobs_out(), None, toks
                     toks = []
@@ -971,9 +1056,11 @@ class Llama:
         {"type": "function", "function": {"name": ...}}; a forced call is constrained by a
         grammar of the format's call with the function's parameters), response_format
         ({"type": "json_object"} with an optional "schema", or {"type": "json_schema",
-        "json_schema": {"schema": ...}}) and grammar constrain the reply. With tools, the
-        reply is read for calls when it is complete: a streamed reply with tools comes in its
-        chunks at the end."""
+        "json_schema": {"schema": ...}}) and grammar constrain the reply. The reply is read as
+        the server reads it (the C library's reply reader): reasoning the template marks
+        (<think>, channels) comes as reasoning_content, stop strings end the visible text, and
+        with tools the calls come as tool_calls, streamed as they are written (announced with
+        id and name, then their arguments in pieces)."""
         if functions:
             tools = [{"type": "function", "function": f} for f in functions]
         if function_call is not None:
@@ -1008,18 +1095,13 @@ class Llama:
             if schema is not None:
                 raise ValueError("grammar and response_format both constrain the output: give one")
             gbnf, schema = grammar.gbnf, grammar.json_schema
-        special_ids: frozenset = frozenset()
-        tool_info: Dict[str, Any] = {}
-        if call_tools:
-            tool_info = json.loads(_capi.read_text(self._lib.lockstep_chat_tool_format, self._model, byref(cp)))
-            special_ids = frozenset(tool_info.get("marker_tokens", []))
-            if choice == "required" or forced_name is not None:
-                if gbnf is not None or schema is not None:
-                    raise ValueError("tool_choice forces a tool call: it cannot be combined with a grammar or response_format")
-                gbnf = _capi.read_text(
-                    self._lib.lockstep_chat_tool_grammar, self._model, byref(cp),
-                    forced_name.encode() if forced_name else None, 1 if parallel_tool_calls else 0,
-                ).decode("utf-8")
+        if call_tools and (choice == "required" or forced_name is not None):
+            if gbnf is not None or schema is not None:
+                raise ValueError("tool_choice forces a tool call: it cannot be combined with a grammar or response_format")
+            gbnf = _capi.read_text(
+                self._lib.lockstep_chat_tool_grammar, self._model, byref(cp),
+                forced_name.encode() if forced_name else None, 1 if parallel_tool_calls else 0,
+            ).decode("utf-8")
 
         top_n = (top_logprobs or 0) if logprobs else None
         sampler = self._sampler(temperature, top_k, top_p, min_p, repeat_penalty, frequency_penalty, presence_penalty, seed=seed,
@@ -1030,50 +1112,45 @@ class Llama:
         cid = f"chatcmpl-{uuid.uuid4()}"
         created = int(time.time())
         model_name = model if model is not None else self.model_path
-        chunks = self._completion_chunks(prompt_tokens, "", max_tokens, stops, sampler, logits_processor, None, top_n, special_ids)
-
-        def chat_logprobs(lp: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
-            if lp is None:
-                return None
-            return {"content": [{"token": t, "bytes": list(t.encode("utf-8")), "logprob": v,
-                                 "top_logprobs": [{"token": k, "logprob": x, "bytes": list(k.encode("utf-8"))} for k, x in top.items()]}
-                                for t, v, top in zip(lp["tokens"], lp["token_logprobs"], lp["top_logprobs"])],
-                    "refusal": None}
+        reader = _ReplyReader(self, cp, call_tools, stops, f"call_{cid[len('chatcmpl-'):]}_")
+        chunks = self._chat_chunks(prompt_tokens, max_tokens, sampler, logits_processor, top_n, reader)
 
         def usage(n: int) -> Dict[str, Any]:
             return {"prompt_tokens": len(prompt_tokens), "completion_tokens": n, "total_tokens": len(prompt_tokens) + n,
                     "prompt_tokens_details": {"cached_tokens": self.n_reused}}
 
-        def read_calls(text: str, finish: str) -> Tuple[Dict[str, Any], str]:
-            msg: Dict[str, Any] = {"role": "assistant", "content": text}
-            if not call_tools:
-                return msg, finish
-            parsed = json.loads(_capi.read_text(self._lib.lockstep_chat_parse, self._model, byref(cp), text.encode("utf-8"), len(text.encode("utf-8"))))
-            if parsed.get("error"):
-                return msg, finish
-            calls = parsed.get("tool_calls") or []
-            if not tool_info.get("gives_ids", False):
-                for i, c in enumerate(calls):
-                    c["id"] = f"call_{cid[len('chatcmpl-'):]}_{i}"
-            msg["content"] = parsed.get("content")
-            if parsed.get("reasoning_content"):
-                msg["reasoning_content"] = parsed["reasoning_content"]
-            if calls:
-                msg["tool_calls"] = calls
-                if finish == "stop" or forced_name is not None or choice == "required":
-                    finish = "tool_calls"
-            return msg, finish
+        def finish_of(fin: str) -> str:
+            called = bool(reader.message.get("tool_calls"))
+            return "tool_calls" if called and (fin == "stop" or forced_name is not None or choice == "required") else fin
 
         if not stream:
-            text, merged, n, finish = _gather(chunks, sampler, top_n is not None)
-            message, finish = read_calls(text, finish)
+            try:
+                lps: List[Dict[str, Any]] = []
+                n, fin = 0, "length"
+                for _deltas, lp, f, k in chunks:
+                    n += k
+                    if lp:
+                        lps += lp
+                    fin = f or fin
+            finally:
+                chunks.close()
+                sampler.close()
+            msg = reader.message
+            message: Dict[str, Any] = {"role": "assistant", "content": msg.get("content")}
+            if msg.get("reasoning_content"):
+                message["reasoning_content"] = msg["reasoning_content"]
+            if msg.get("tool_calls"):
+                message["tool_calls"] = msg["tool_calls"]
+            logprobs_out = {"content": lps, "refusal": None} if top_n is not None else None
             return {"id": cid, "object": "chat.completion", "created": created, "model": model_name,
-                    "choices": [{"index": 0, "message": message, "logprobs": chat_logprobs(merged), "finish_reason": finish}],
+                    "choices": [{"index": 0, "message": message, "logprobs": logprobs_out, "finish_reason": finish_of(fin)}],
                     "usage": usage(n)}
 
-        def chunk(delta: Dict[str, Any], finish: Optional[str] = None, lp: Optional[Dict[str, Any]] = None, **extra: Any) -> Dict[str, Any]:
+        def chunk(delta: Dict[str, Any], finish: Optional[str] = None, lp: Optional[List[Dict[str, Any]]] = None,
+                  **extra: Any) -> Dict[str, Any]:
             out = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model_name,
-                   "choices": [{"index": 0, "delta": delta, "logprobs": chat_logprobs(lp), "finish_reason": finish}]}
+                   "choices": [{"index": 0, "delta": delta, "logprobs": {"content": lp, "refusal": None} if lp else None,
+                                "finish_reason": finish}]}
             out.update(extra)
             return out
 
@@ -1081,26 +1158,46 @@ class Llama:
             try:
                 yield chunk({"role": "assistant"})
                 n = 0
-                held: List[str] = []
-                for text, lp, fin, toks in chunks:
-                    n += len(toks)
-                    if call_tools:
-                        held.append(text)
-                    elif text or lp:
-                        yield chunk({"content": text}, None, lp)
+                for deltas, lp, fin, k in chunks:
+                    n += k
+                    # (a token's logprobs with the first delta it released, or alone)
+                    for i, d in enumerate(deltas or ([{"content": ""}] if lp else [])):
+                        yield chunk(d, None, lp if i == 0 else None)
                     if fin is not None:
-                        finish = fin
-                        if call_tools:
-                            message, finish = read_calls("".join(held), fin)
-                            if message.get("content"):
-                                yield chunk({"content": message["content"]})
-                            for i, c in enumerate(message.get("tool_calls") or []):
-                                yield chunk({"tool_calls": [dict(c, index=i)]})
-                        yield chunk({}, finish, usage=usage(n))
+                        yield chunk({}, finish_of(fin), usage=usage(n))
             finally:
                 chunks.close()
                 sampler.close()
         return streamer()
+
+    def _chat_chunks(
+        self,
+        prompt_tokens: List[int],
+        max_tokens: Optional[int],
+        sampler: _Sampler,
+        logits_processor: Optional[LogitsProcessor],
+        top_n: Optional[int],
+        reader: "_ReplyReader",
+    ) -> Iterator[Tuple[List[Dict[str, Any]], Optional[List[Dict[str, Any]]], Optional[str], int]]:
+        """(deltas, logprobs, finish_reason, tokens) of a chat reply: each generated token's
+        deltas as the reader (the C library's, the server's pipeline) releases them (content,
+        reasoning_content, tool_calls, in order), with the token's logprobs; the last with the
+        finish."""
+        state: Dict[str, Any] = {"finish": "length"}
+        gen = self._tokens(prompt_tokens, max_tokens, sampler, logits_processor, None, frozenset(), state)
+        try:
+            for token, piece, lp in _steps(gen, lambda: reader.stopped):
+                entry = None
+                if top_n is not None and lp is not None:
+                    chosen, top = lp
+                    t = piece.decode("utf-8", "replace")
+                    tops = [{"token": self._piece(i).decode("utf-8", "replace"), "logprob": v} for i, v in top[:top_n]]
+                    entry = [{"token": t, "bytes": list(piece), "logprob": chosen,
+                              "top_logprobs": [dict(x, bytes=list(x["token"].encode("utf-8"))) for x in tops]}]
+                yield reader.push(token), entry, None, 1
+        finally:
+            gen.close()
+        yield reader.finish(), None, state["finish"], 0
 
     # ---- embeddings --------------------------------------------------------------------------
 
@@ -1158,6 +1255,7 @@ class Llama:
 
     def save_state(self) -> LlamaState:
         """The sequence as it is: its memory as bytes (tokens, KV rows, recurrent state)."""
+        self._need_session()
         self._sync()
         n = c_size_t()
         _capi.check(self._lib.lockstep_state_seq_size(self._session, 0, byref(n)))
@@ -1170,6 +1268,7 @@ class Llama:
     def load_state(self, state: LlamaState) -> None:
         """Makes the sequence what save_state() took (a session of the same model and cache
         types; checked before anything changes)."""
+        self._need_session()
         data = (c_uint8 * state.llama_state_size).from_buffer_copy(state.llama_state[: state.llama_state_size])
         _capi.check(self._lib.lockstep_state_seq_load(self._session, 0, data, state.llama_state_size))
         self.input_ids[: len(state.input_ids)] = state.input_ids[: self._n_ctx]
@@ -1181,6 +1280,32 @@ class Llama:
         self._has_logits = False  # (the logits are not part of the state: the next prompt re-evaluates a token)
         self._seed = state.seed
         self._sync()
+
+    def set_cache(self, cache: Optional[BaseLlamaCache]) -> None:
+        """Completions look up their prompt's longest cached prefix in `cache` first (loading
+        that state when it keeps more than the sequence's own memory), and store their state
+        in it when they end, keyed by prompt and completion tokens. None: no cache."""
+        self.cache = cache
+
+    def _cache_lookup(self, prompt: List[int]) -> None:
+        if self.cache is None:
+            return
+        try:
+            item = self.cache[prompt]
+        except KeyError:
+            if self.verbose:
+                print("lockstep: prompt cache miss", file=sys.stderr)
+            return
+        self._sync()
+        held = self.longest_token_prefix(item.input_ids[: item.n_tokens].tolist(), prompt)
+        if held > self.longest_token_prefix(self.input_ids[: self.n_tokens].tolist(), prompt):
+            self.load_state(item)
+            if self.verbose:
+                print(f"lockstep: prompt cache hit ({held} tokens)", file=sys.stderr)
+
+    def _cache_store(self, tokens: List[int]) -> None:
+        if self.cache is not None:
+            self.cache[tokens] = self.save_state()
 
     def set_seed(self, seed: int) -> None:
         """The seed of the next generations."""

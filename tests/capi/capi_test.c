@@ -1300,6 +1300,151 @@ static void test_tools(lockstep_model* m) {
     ERR(lockstep_chat_tool_format(m, &p, buf, sizeof buf, &n), LOCKSTEP_ERR_INVALID_ARGUMENT, "no chat template named 'nosuch'");
 }
 
+/* ---- a reply read token by token: reasoning, stop strings, tool calls ---- */
+static size_t push_text(lockstep_model* m, lockstep_reply_reader* r, const char* text, char* deltas, size_t cap, int32_t* stopped) {
+    int32_t toks[512], n_tok = 0, i;
+    size_t used = strlen(deltas), n = 0;
+    OK(lockstep_tokenize(m, text, strlen(text), 0, 1, toks, 512, &n_tok));
+    for (i = 0; i < n_tok && !*stopped; ++i) {
+        OK(lockstep_reply_reader_push(r, toks[i], stopped));
+        if (cap == 0) continue; /* (left in the reader) */
+        OK(lockstep_reply_reader_take(r, deltas + used, cap - used, &n));
+        used += n;
+    }
+    return used;
+}
+
+static void test_reply_reader(lockstep_model* m) {
+    lockstep_chat_params p = lockstep_chat_default_params();
+    lockstep_reply_reader* r = (lockstep_reply_reader*)&r;
+    char deltas[8192] = "", buf[2048];
+    size_t n = 0, whole = 0;
+    int32_t stopped = 0;
+    const char* tools = "[{\"type\": \"function\", \"function\": {\"name\": \"get_time\", \"parameters\": {\"type\": \"object\", "
+                        "\"properties\": {\"tz\": {\"type\": \"string\"}}}}}]";
+
+    /* Gemma 4's thought channel (its family's reply markers) split off, then a Hermes call
+     * (the caller's template writes that format), its id from the prefix given. */
+    p.template_source = "{% for m in messages %}{{ m.content }}{% endfor %}{% if tools %}<tool_call>{% endif %}";
+    p.tools_json = tools;
+    OK(lockstep_reply_reader_new(m, &p, 1, "[\"NEVER\"]", "call_abc_", &r));
+    push_text(m, r, "<|channel>thought\nhmm<channel|>Sure.<tool_call>{\"name\": \"get_time\", \"arguments\": {\"tz\": \"CET\"}}</tool_call>",
+              deltas, 0, &stopped);
+    CHECK(stopped == 0);
+    ERR(lockstep_reply_reader_message(r, buf, sizeof buf, &n), LOCKSTEP_ERR_INVALID_ARGUMENT, "not finished");
+    OK(lockstep_reply_reader_finish(r));
+    OK(lockstep_reply_reader_finish(r)); /* (again: nothing) */
+    OK(lockstep_reply_reader_take(r, deltas + strlen(deltas), sizeof deltas - strlen(deltas), &n));
+    OK(lockstep_reply_reader_message(r, buf, sizeof buf, &n));
+    CHECK(strcmp(buf, "{\"content\":\"Sure.\",\"reasoning_content\":\"hmm\",\"tool_calls\":[{\"id\":\"call_abc_0\",\"type\":\"function\","
+                      "\"function\":{\"name\":\"get_time\",\"arguments\":\"{\\\"tz\\\": \\\"CET\\\"}\"}}]}") == 0);
+    /* The deltas, taken at once: reasoning first (adjacent text of a kind joined), the call
+     * announced with its id and name, then its arguments piece by piece. */
+    CHECK(strncmp(deltas, "[{\"reasoning_content\":\"hmm\"},{\"content\":\"Sure.\"},{\"tool_calls\":[{\"index\":0,\"id\":\"call_abc_0\","
+                          "\"type\":\"function\",\"function\":{\"name\":\"get_time\",\"arguments\":\"\"}}]},{\"tool_calls\":[{\"index\":0,"
+                          "\"function\":{\"arguments\":\"{\"}}]}", 217) == 0);
+    CHECK(strstr(deltas, "tool_call>") == NULL && strstr(deltas, "channel") == NULL);
+    ERR(lockstep_reply_reader_push(r, 10, &stopped), LOCKSTEP_ERR_INVALID_ARGUMENT, "finished");
+    lockstep_reply_reader_free(r);
+
+    /* A stop string ends the visible text; deltas that do not fit wait for a larger buffer. */
+    deltas[0] = '\0';
+    OK(lockstep_reply_reader_new(m, &p, 0, "[\"STOPX\", \"\"]", NULL, &r));
+    push_text(m, r, "Hello STOPX and more", deltas, 0, &stopped);
+    CHECK(stopped == 1);
+    OK(lockstep_reply_reader_push(r, 10, &stopped)); /* after the stop: released nothing */
+    CHECK(stopped == 1);
+    OK(lockstep_reply_reader_finish(r));
+    ERR(lockstep_reply_reader_take(r, buf, 4, &n), LOCKSTEP_ERR_BUFFER_TOO_SMALL, "needs");
+    whole = n;
+    OK(lockstep_reply_reader_take(r, buf, sizeof buf, &n));
+    CHECK(n == whole && strcmp(buf, "[{\"content\":\"Hello \"}]") == 0);
+    OK(lockstep_reply_reader_take(r, buf, sizeof buf, &n));
+    CHECK(strcmp(buf, "[]") == 0);
+    OK(lockstep_reply_reader_message(r, buf, sizeof buf, &n));
+    CHECK(strcmp(buf, "{\"content\":\"Hello \",\"tool_calls\":[]}") == 0);
+    lockstep_reply_reader_free(r);
+
+    /* A call that breaks the format: the text as written, and why. */
+    OK(lockstep_reply_reader_new(m, &p, 1, NULL, NULL, &r));
+    deltas[0] = '\0';
+    stopped = 0;
+    push_text(m, r, "<tool_call>{\"name\": \"get_time\", \"arguments\": {\"tz\": ", deltas, sizeof deltas, &stopped);
+    OK(lockstep_reply_reader_finish(r));
+    OK(lockstep_reply_reader_message(r, buf, sizeof buf, &n));
+    CHECK(strstr(buf, "\"content\":\"<tool_call>") != NULL && strstr(buf, "\"tool_calls\":[]") != NULL && strstr(buf, "\"error\":\"the model's tool call 0") != NULL);
+    /* Refusals. */
+    ERR(lockstep_reply_reader_push(r, 100000, NULL), LOCKSTEP_ERR_OUT_OF_RANGE, "100000");
+    ERR(lockstep_reply_reader_push(NULL, 1, NULL), LOCKSTEP_ERR_INVALID_ARGUMENT, "reader is NULL");
+    ERR(lockstep_reply_reader_finish(NULL), LOCKSTEP_ERR_INVALID_ARGUMENT, "reader is NULL");
+    ERR(lockstep_reply_reader_take(NULL, buf, sizeof buf, &n), LOCKSTEP_ERR_INVALID_ARGUMENT, "reader is NULL");
+    ERR(lockstep_reply_reader_take(r, buf, sizeof buf, NULL), LOCKSTEP_ERR_INVALID_ARGUMENT, "n_out is NULL");
+    ERR(lockstep_reply_reader_message(NULL, buf, sizeof buf, &n), LOCKSTEP_ERR_INVALID_ARGUMENT, "reader is NULL");
+    lockstep_reply_reader_free(r);
+    lockstep_reply_reader_free(NULL);
+    r = (lockstep_reply_reader*)&r;
+    ERR(lockstep_reply_reader_new(m, &p, 1, "[1]", NULL, &r), LOCKSTEP_ERR_INVALID_ARGUMENT, "stops_json: a stop is not a string");
+    CHECK(r == NULL);
+    ERR(lockstep_reply_reader_new(m, &p, 1, "{", NULL, &r), LOCKSTEP_ERR_INVALID_ARGUMENT, "stops_json is not JSON");
+    ERR(lockstep_reply_reader_new(m, &p, 1, "{}", NULL, &r), LOCKSTEP_ERR_INVALID_ARGUMENT, "stops_json is not a JSON array");
+    ERR(lockstep_reply_reader_new(NULL, &p, 1, NULL, NULL, &r), LOCKSTEP_ERR_INVALID_ARGUMENT, "model is NULL");
+    ERR(lockstep_reply_reader_new(m, NULL, 1, NULL, NULL, &r), LOCKSTEP_ERR_INVALID_ARGUMENT, "params is NULL");
+    ERR(lockstep_reply_reader_new(m, &p, 1, NULL, NULL, NULL), LOCKSTEP_ERR_INVALID_ARGUMENT, "reader is NULL");
+    p.tools_json = "[{\"type\": \"retrieval\"}]";
+    ERR(lockstep_reply_reader_new(m, &p, 1, NULL, NULL, &r), LOCKSTEP_ERR_INVALID_ARGUMENT, "tools_json: tools[0]");
+    p.tools_json = NULL;
+    p.template_source = "{% for %}";
+    ERR(lockstep_reply_reader_new(m, &p, 1, NULL, NULL, &r), LOCKSTEP_ERR_TEMPLATE, "");
+}
+
+/* ---- vocab_only: the vocabulary and metadata, no weights ---- */
+static void test_vocab_only(const char* gemma4, lockstep_model* full, lockstep_model* hybrid) {
+    lockstep_model_params p = lockstep_model_default_params();
+    lockstep_model* v = NULL;
+    lockstep_session* s = (lockstep_session*)&s;
+    lockstep_session_params sp = lockstep_session_default_params();
+    lockstep_chat_params cp = lockstep_chat_default_params();
+    int32_t a[64], b[64], na = 0, nb = 0, i, same = 1, add_bos = 0;
+    char buf[1024];
+    size_t n = 0;
+    const char* text = "The history of the printing press";
+
+    CHECK(p.vocab_only == 0);
+    CHECK(lockstep_model_vocab_only(full) == 0 && lockstep_model_is_recurrent(full) == 0 && lockstep_model_is_hybrid(full) == 0);
+    CHECK(lockstep_model_is_recurrent(hybrid) == 0 && lockstep_model_is_hybrid(hybrid) == 1);
+    BAD_GET(lockstep_model_is_recurrent(NULL), "model is NULL");
+    BAD_GET(lockstep_model_is_hybrid(NULL), "model is NULL");
+    BAD_GET(lockstep_model_vocab_only(NULL), "model is NULL");
+    p.vocab_only = 1;
+    p.backend = "nosuch"; /* (still checked) */
+    ERR(lockstep_model_load(gemma4, &p, &v), LOCKSTEP_ERR_INVALID_ARGUMENT, "unknown backend");
+    p.backend = NULL;
+    ERR(lockstep_model_load(path_in(tmp_dir, "header_only.gguf"), &p, &v), LOCKSTEP_ERR_FORMAT, "");
+    OK(lockstep_model_load(gemma4, &p, &v));
+    CHECK(lockstep_model_vocab_only(v) == 1);
+    CHECK(lockstep_model_n_vocab(v) == lockstep_model_n_vocab(full));
+    CHECK(lockstep_model_n_ctx_train(v) == lockstep_model_n_ctx_train(full) && lockstep_model_n_embd(v) == lockstep_model_n_embd(full));
+    CHECK(lockstep_model_n_layer(v) == lockstep_model_n_layer(full) && lockstep_model_pooling(v) == LOCKSTEP_POOLING_NONE);
+    CHECK(lockstep_model_meta_count(v) == lockstep_model_meta_count(full) && lockstep_model_size(v) == lockstep_model_size(full));
+    /* The same tokens and text as the whole model's. */
+    OK(lockstep_tokenize(v, text, strlen(text), 1, 0, a, 64, &na));
+    OK(lockstep_tokenize(full, text, strlen(text), 1, 0, b, 64, &nb));
+    for (i = 0; i < na && i < nb; ++i) same = same && a[i] == b[i];
+    CHECK(na == nb && same);
+    OK(lockstep_detokenize(v, a, na, 0, buf, sizeof buf, &n));
+    CHECK(strcmp(buf, text) == 0);
+    cp.messages_json = "[{\"role\": \"user\", \"content\": \"hi there\"}]";
+    OK(lockstep_chat_render(v, &cp, buf, sizeof buf, &n, &add_bos));
+    CHECK(strstr(buf, "hi there") != NULL);
+    /* What needs weights refuses, naming why. */
+    sp.n_ctx = 32;
+    ERR(lockstep_session_new(v, &sp, &s), LOCKSTEP_ERR_UNSUPPORTED, "vocab_only");
+    CHECK(s == NULL);
+    BAD_GET(lockstep_model_is_recurrent(v), "vocab_only");
+    BAD_GET(lockstep_model_has_logits(v), "vocab_only");
+    lockstep_model_free(v);
+}
+
 /* ---- handles freed in any order ---- */
 static void test_lifetimes(const char* gemma4) {
     lockstep_model* m = load(gemma4);
@@ -1343,6 +1488,8 @@ int main(int argc, char** argv) {
     test_grammar(m);
     test_chat(m, templated, argv[5]);
     test_tools(m);
+    test_reply_reader(m);
+    test_vocab_only(path_in(data_dir, "gemma4_tiny.gguf"), m, hybrid);
     test_lifetimes(path_in(data_dir, "gemma4_tiny.gguf"));
     lockstep_model_free(templated);
     lockstep_model_free(hybrid);

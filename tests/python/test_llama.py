@@ -250,15 +250,27 @@ TIME = {"type": "function", "function": {"name": "get_time", "description": "The
                                                         "required": ["tz"], "additionalProperties": False}}}
 
 
-def calls_of_stream(chunks):
-    calls, content, finish = {}, "", None
+def calls_of_stream(chunks, pieces=None):
+    """Tool calls put together from streamed deltas as an OpenAI client does: the first delta
+    of an index gives id and name, the later ones more arguments. pieces: a list that gets the
+    number of argument deltas of each call after its first."""
+    calls, content, finish, n = {}, "", None, {}
     for c in chunks:
         d = c["choices"][0]["delta"]
         content += d.get("content") or ""
         for tc in d.get("tool_calls") or []:
-            calls[tc["index"]] = (tc["id"], tc["function"]["name"], tc["function"]["arguments"])
+            i = tc["index"]
+            if i not in calls:
+                calls[i] = [tc["id"], tc["function"]["name"], tc["function"].get("arguments", "")]
+                n[i] = 0
+            else:
+                assert "id" not in tc and "name" not in tc["function"], tc
+                calls[i][2] += tc["function"]["arguments"]
+                n[i] += 1
         finish = c["choices"][0]["finish_reason"] or finish
-    return [calls[i] for i in sorted(calls)], content or None, finish
+    if pieces is not None:
+        pieces += [n[i] for i in sorted(n)]
+    return [tuple(calls[i]) for i in sorted(calls)], content or None, finish
 
 
 @pytest.mark.parametrize("choice", ["required", {"type": "function", "function": {"name": "get_time"}}])
@@ -425,3 +437,113 @@ def test_facts_and_pickle(tiny):
     small = load(path, n_ctx=32, n_ubatch=16)
     r = small.create_completion("y", max_tokens=None, temperature=0)
     assert r["choices"][0]["finish_reason"] in ("length", "stop") and r["usage"]["total_tokens"] <= 33
+
+
+def scripted(llm, text):
+    """A logits processor that makes the model write `text` (special tokens parsed) and then
+    its end of generation, whatever its weights say."""
+    script = llm.tokenize(text.encode(), add_bos=False, special=True) + [llm.token_eos()]
+    start = []
+
+    def processor(input_ids, scores):
+        if not start:
+            start.append(len(input_ids))
+        k = len(input_ids) - start[0]
+        out = np.full_like(scores, -np.inf)
+        out[script[min(k, len(script) - 1)]] = 0.0
+        return out
+
+    return processor
+
+
+def test_reasoning_content_and_stops_as_the_server_reads_them(data_dir):
+    """A reply with a <think> block (tiny Qwen3: its template's markers): the reasoning comes as
+    reasoning_content, the rest as content, streamed the same as whole; a stop string inside
+    the reasoning does not stop it, one in the content does."""
+    llm = lockstep.Llama(os.path.join(data_dir, "qwen3_tiny.gguf"), n_ctx=256, verbose=False)
+    ask = [{"role": "user", "content": "Hi"}]
+    reply = "<think>\nThe user says hi. STOP\n</think>\n\nHello there STOP friend"
+    r = llm.create_chat_completion(messages=ask, logits_processor=scripted(llm, reply), max_tokens=100)
+    m = r["choices"][0]["message"]
+    assert m["reasoning_content"] == "The user says hi. STOP"
+    assert m["content"] == "Hello there STOP friend"
+    assert r["choices"][0]["finish_reason"] == "stop"
+    chunks = list(llm.create_chat_completion(messages=ask, logits_processor=scripted(llm, reply), max_tokens=100, stream=True))
+    deltas = [c["choices"][0]["delta"] for c in chunks]
+    assert "".join(d.get("reasoning_content", "") for d in deltas) == m["reasoning_content"]
+    assert "".join(d.get("content") or "" for d in deltas) == m["content"]
+    assert not any("think>" in (d.get("content") or "") for d in deltas)
+    stopped = llm.create_chat_completion(messages=ask, logits_processor=scripted(llm, reply), max_tokens=100, stop=["STOP"])
+    assert stopped["choices"][0]["message"]["reasoning_content"] == "The user says hi. STOP"
+    assert stopped["choices"][0]["message"]["content"] == "Hello there "
+    assert stopped["choices"][0]["finish_reason"] == "stop"
+
+
+def test_vocab_only_tokenizes_and_refuses_evaluation(tiny):
+    path, kw = tiny["gemma4"]
+    full = load(path, **kw)
+    voc = lockstep.Llama(path, vocab_only=True, verbose=False)
+    text = b"The history of the printing press"
+    assert voc.tokenize(text) == full.tokenize(text)
+    assert voc.detokenize(voc.tokenize(text, add_bos=False)) == text
+    assert voc.n_vocab() == full.n_vocab() and voc.token_bos() == full.token_bos()
+    assert voc.metadata == full.metadata
+    assert voc._is_recurrent is False and voc._is_hybrid is False
+    voc.reset()
+    with pytest.raises(lockstep.LockstepUnsupportedError, match="vocab_only"):
+        voc.create_completion("Hello", max_tokens=2)
+    with pytest.raises(lockstep.LockstepUnsupportedError, match="vocab_only"):
+        voc.eval([1, 2])
+
+
+@pytest.mark.parametrize("name", ["swa", "gemma4", "hybrid"])
+def test_ram_cache_resumes_conversations_and_equals_fresh(tiny, name):
+    """llama-cpp-python's LlamaRAMCache: a Llama with the cache loads the longest cached prefix
+    of a prompt that its own memory does not hold (once), and answers as a fresh instance."""
+    path, kw = tiny[name]
+    assert load(path, **kw)._is_hybrid is (name == "hybrid")
+    assert load(path, **kw)._is_recurrent is False
+    prompt = "The quick brown fox jumps over the lazy dog and then"
+    fresh = load(path, **kw).create_completion(prompt, max_tokens=6, temperature=0.0)
+    cache = lockstep.LlamaRAMCache()
+    writer = load(path, **kw)
+    writer.set_cache(cache)
+    writer.create_completion(prompt, max_tokens=6, temperature=0.0)
+    assert cache.cache_size > 0 and len(cache.cache_state) == 1
+    cached = load(path, **kw)
+    cached.set_cache(cache)
+    loads = []
+    real = cached.load_state
+    cached.load_state = lambda st: (loads.append(1), real(st))[1]
+    again = cached.create_completion(prompt, max_tokens=6, temperature=0.0)
+    assert len(loads) == 1
+    assert again["choices"][0]["text"] == fresh["choices"][0]["text"]
+    # A second conversation, then the first again: each resumes from the cache.
+    other = cached.create_completion("Once upon a time", max_tokens=4, temperature=0.0)
+    assert other["choices"][0]["text"] == load(path, **kw).create_completion("Once upon a time", max_tokens=4, temperature=0.0)["choices"][0]["text"]
+    assert cached.create_completion(prompt, max_tokens=6, temperature=0.0)["choices"][0]["text"] == fresh["choices"][0]["text"]
+    assert len(loads) == 2 and len(cache.cache_state) == 2
+    tiny_cache = lockstep.LlamaRAMCache(capacity_bytes=1)
+    cached.set_cache(tiny_cache)
+    cached.create_completion("Once", max_tokens=2, temperature=0.0)
+    assert len(tiny_cache.cache_state) == 0  # (over capacity: dropped)
+
+
+def test_tool_call_arguments_stream_as_written(data_dir):
+    """Hermes calls (tiny Qwen3's template): the call is announced with its id and name, then
+    its arguments come in pieces as the model writes them, and put together they equal the
+    whole reply's call."""
+    llm = lockstep.Llama(os.path.join(data_dir, "qwen3_tiny.gguf"), n_ctx=1024, verbose=False)
+    ask = [{"role": "user", "content": "Time?"}]
+    reply = 'Let me look.\n<tool_call>\n{"name": "get_time", "arguments": {"tz": "CET"}}\n</tool_call>'
+    whole = llm.create_chat_completion(messages=ask, tools=[TIME], logits_processor=scripted(llm, reply), max_tokens=200)
+    m = whole["choices"][0]["message"]
+    assert whole["choices"][0]["finish_reason"] == "tool_calls"
+    assert m["content"].strip() == "Let me look."
+    assert [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in m["tool_calls"]] == [("get_time", {"tz": "CET"})]
+    pieces = []
+    calls, content, finish = calls_of_stream(
+        llm.create_chat_completion(messages=ask, tools=[TIME], logits_processor=scripted(llm, reply), max_tokens=200, stream=True), pieces)
+    assert finish == "tool_calls" and content == m["content"]
+    assert [(n, a) for _, n, a in calls] == [("get_time", m["tool_calls"][0]["function"]["arguments"])]
+    assert pieces[0] > 1

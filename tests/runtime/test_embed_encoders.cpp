@@ -22,7 +22,7 @@
 #include "core/runtime/session.h"
 #include "core/text/tokenizer.h"
 #include "tests/runtime/embed_oracle.h"
-#include "tests/server/byte_vocab.h"
+#include "tests/support/byte_vocab.h"
 #include "tests/support/gguf_edit.h"
 #include "tests/server/engine_embed_job.h"
 #include "tests/support/kv_contract.h"

@@ -6,10 +6,10 @@
 
 #include "core/runtime/generate.h"
 #include "core/text/tokenizer.h"
-#include "tests/server/byte_vocab.h"
+#include "tests/support/byte_vocab.h"
 #include "tools/server/api_request.h"
 #include "tools/server/api_response.h"
-#include "tools/server/stop_text.h"
+#include "core/text/stop_text.h"
 
 using namespace ls;
 using namespace ls::server;

@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/text/tokenizer.h"
-#include "tests/server/byte_vocab.h"
+#include "tests/support/byte_vocab.h"
 #include "tools/server/api_request.h"
 
 using namespace ls;

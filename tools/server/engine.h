@@ -19,7 +19,7 @@
 #include "tools/server/embed_job.h"
 #include "tools/server/job.h"
 #include "tools/server/metrics.h"
-#include "tools/server/stop_text.h"
+#include "core/text/stop_text.h"
 
 namespace ls::server {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace ls::server {
+namespace ls {
 
 class StopText {
 public:
@@ -36,4 +36,4 @@ private:
     Out release(size_t upto, bool final);
 };
 
-}  // namespace ls::server
+}  // namespace ls

@@ -1,10 +1,10 @@
-#include "tools/server/stop_text.h"
+#include "core/text/stop_text.h"
 
 #include <algorithm>
 
 #include "core/text/utf8.h"
 
-namespace ls::server {
+namespace ls {
 
 namespace {
 
@@ -113,4 +113,4 @@ StopText::Out StopText::finish() {
     return release(buf_.size(), true);
 }
 
-}  // namespace ls::server
+}  // namespace ls

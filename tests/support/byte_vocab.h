@@ -1,4 +1,4 @@
-// A byte-level BPE vocabulary for server tests without a model: every byte's
+// A byte-level BPE vocabulary for tests of text paths without a model: every byte's
 // bytes_to_unicode character (ids 0..255), then the given special tokens with their types.
 #pragma once
 #include <string>

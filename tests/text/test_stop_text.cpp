@@ -2,9 +2,9 @@
 // sent, whole UTF-8 characters only, and each token released with the text it completes.
 #include <catch2/catch.hpp>
 
-#include "tools/server/stop_text.h"
+#include "core/text/stop_text.h"
 
-using ls::server::StopText;
+using ls::StopText;
 
 namespace {
 
