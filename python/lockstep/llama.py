@@ -495,13 +495,17 @@ class Llama:
         return ctypes.string_at(self._piece_ptr, self._piece_len.value) if self._piece_len.value else b""
 
     def detokenize(self, tokens: List[int], prev_tokens: Optional[List[int]] = None, special: bool = False) -> bytes:
-        """The bytes `tokens` stand for. Without prev_tokens they are a text's start (a
-        SentencePiece vocabulary's added leading space is dropped); with them, a continuation
-        (each token's bytes as generated). special: control tokens give their text."""
-        if prev_tokens:
-            return b"".join(self._piece(int(t), special) for t in tokens)
-        arr = (c_int32 * len(tokens))(*tokens)
-        return _capi.read_text(self._lib.lockstep_detokenize, self._model, arr, len(tokens), int(special))
+        """The bytes `tokens` stand for: each token's bytes as generated, joined, as
+        llama-cpp-python gives them. A SentencePiece vocabulary's leading space (the one
+        tokenize added) is dropped when the tokens begin with BOS, so
+        detokenize(tokenize(text)) == text, and kept without it, as llama-cpp-python does
+        (lockstep_detokenize, the C call, drops it at any text's start, as llama.cpp's
+        llama_detokenize). prev_tokens is accepted and not needed: a token's bytes do not
+        depend on those before it. special: control tokens give their text."""
+        out = b"".join(self._piece(int(t), special) for t in tokens)
+        if tokens and int(tokens[0]) == self.token_bos() and out[:1] == b" ":
+            out = out[1:]
+        return out
 
     # ---- the sequence ------------------------------------------------------------------------
 
