@@ -54,6 +54,27 @@ void put_json(const nlohmann::ordered_json& j, char* buf, size_t buf_len, size_t
     put_bytes(text.data(), text.size(), buf, buf_len, n_out);
 }
 
+// A reply as the message JSON lockstep_chat_parse and lockstep_reply_reader_message give:
+// content (null when there are calls and no text), reasoning_content where any, tool_calls;
+// with `error`, the text as written, no calls, and the reason.
+nlohmann::ordered_json message_json(const chat::Message& msg, const std::string* error, const std::string& raw) {
+    nlohmann::ordered_json out, calls = nlohmann::ordered_json::array();
+    if (error) {
+        out["content"] = raw;
+        if (!msg.reasoning.empty()) out["reasoning_content"] = msg.reasoning;
+        out["tool_calls"] = std::move(calls);
+        out["error"] = *error;
+        return out;
+    }
+    for (const chat::ToolCall& c : msg.tool_calls)
+        calls.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+    if (msg.content.empty() && !calls.empty()) out["content"] = nullptr;
+    else out["content"] = msg.content;
+    if (!msg.reasoning.empty()) out["reasoning_content"] = msg.reasoning;
+    out["tool_calls"] = std::move(calls);
+    return out;
+}
+
 // A chat::Event as the OpenAI chat delta it becomes (the server's stream chunks).
 nlohmann::ordered_json delta_of(const chat::Event& e) {
     switch (e.kind) {
@@ -200,19 +221,8 @@ LOCKSTEP_API int lockstep_chat_parse(const lockstep_model* model, const lockstep
         with_format(m, *params, [&](const chat::ChatFormat& f) {
             std::optional<chat::ParseError> err;
             const chat::Message msg = chat::parse_reply(reply_format(f), reply, opt, &err);
-            nlohmann::ordered_json calls = nlohmann::ordered_json::array();
-            if (err) {
-                out["content"] = std::string(reply);
-                out["tool_calls"] = std::move(calls);
-                out["error"] = err->message;
-                return;
-            }
-            for (const chat::ToolCall& c : msg.tool_calls)
-                calls.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
-            if (msg.content.empty() && !calls.empty()) out["content"] = nullptr;
-            else out["content"] = msg.content;
-            if (!msg.reasoning.empty()) out["reasoning_content"] = msg.reasoning;
-            out["tool_calls"] = std::move(calls);
+            // (a whole reply's own reasoning channel is not kept when its call broke)
+            out = message_json(err ? chat::Message{} : msg, err ? &err->message : nullptr, std::string(reply));
         });
         put_json(out, buf, buf_len, n_out);
     });
@@ -294,24 +304,9 @@ LOCKSTEP_API int lockstep_reply_reader_message(lockstep_reply_reader* reader, ch
         need(n_out, "n_out");
         *n_out = 0;
         if (!reader->finished) throw Error(LOCKSTEP_ERR_INVALID_ARGUMENT, "the reply is not finished (lockstep_reply_reader_finish)");
-        const chat::Message& msg = reader->message;
-        nlohmann::ordered_json out;
-        if (const auto& err = reader->r->error()) {
-            // As lockstep_chat_parse: the text as written, no calls, and why.
-            out["content"] = reader->r->text();
-            if (!msg.reasoning.empty()) out["reasoning_content"] = msg.reasoning;
-            out["tool_calls"] = nlohmann::ordered_json::array();
-            out["error"] = "the model's tool call " + std::to_string(err->call_index) + " is malformed: " + err->message;
-        } else {
-            nlohmann::ordered_json calls = nlohmann::ordered_json::array();
-            for (const chat::ToolCall& c : msg.tool_calls)
-                calls.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
-            if (msg.content.empty() && !calls.empty()) out["content"] = nullptr;
-            else out["content"] = msg.content;
-            if (!msg.reasoning.empty()) out["reasoning_content"] = msg.reasoning;
-            out["tool_calls"] = std::move(calls);
-        }
-        put_json(out, buf, buf_len, n_out);
+        const auto& err = reader->r->error();
+        const std::string why = err ? "the model's tool call " + std::to_string(err->call_index) + " is malformed: " + err->message : "";
+        put_json(message_json(reader->message, err ? &why : nullptr, reader->r->text()), buf, buf_len, n_out);
     });
 }
 

@@ -14,7 +14,8 @@ if TYPE_CHECKING:
     from .llama import LlamaState
 
 
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+def longest_token_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading tokens a and b share (Llama.longest_token_prefix)."""
     n = 0
     for x, y in zip(a, b):
         if x != y:
@@ -61,7 +62,7 @@ class LlamaRAMCache(BaseLlamaCache):
     def _find_longest_prefix_key(self, key: Tuple[int, ...]) -> Optional[Tuple[int, ...]]:
         best, best_key = 0, None
         for k in self.cache_state:
-            n = _common_prefix(k, key)
+            n = longest_token_prefix(k, key)
             if n > best:
                 best, best_key = n, k
         return best_key

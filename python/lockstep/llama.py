@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from . import _capi
 from ._capi import LockstepError, LockstepUnsupportedError, LockstepValueError
-from .cache import BaseLlamaCache
+from .cache import BaseLlamaCache, longest_token_prefix
 
 LLAMA_DEFAULT_SEED = 0xFFFFFFFF
 
@@ -1348,12 +1348,4 @@ class Llama:
         with np.errstate(divide="ignore"):
             return (y - np.log(np.sum(np.exp(y), axis=axis, keepdims=True))).astype(np.single)
 
-    @staticmethod
-    def longest_token_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-        """How many leading tokens a and b share."""
-        n = 0
-        for x, y in zip(a, b):
-            if x != y:
-                break
-            n += 1
-        return n
+    longest_token_prefix = staticmethod(longest_token_prefix)
