@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "core/ir/ops.h"
+#include "core/models/attention_block.h"
 
 namespace ls {
 
@@ -133,11 +134,7 @@ Tensor* Bert::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
             q3 = rope(g, q3, rope_tables(rp), rp);
             k = reshape(g, rope(g, reshape(g, k, {L.head_dim_k, L.n_head_kv, T}), rope_tables(rp), rp), {E, T});
         }
-        Tensor* rows = cache_rows(kv.ring_rows(int(il)));
-        Tensor* kc = set_rows(g, kv.k(int(il)), k, rows);
-        Tensor* vc = set_rows(g, kv.v(int(il)), v, rows);
-        const AttentionParams ap{0, int32_t(kv.ring_rows(int(il))), L.n_head_kv, hp_.attn_scale, 0.f};
-        Tensor* a = attention(g, q3, kc, vc, last_key, seq, ap);  // (head_dim, n_head, T)
+        Tensor* a = cached_attention(g, kv, cache_rows, int(il), q3, k, v, last_key, seq, L.n_head_kv, hp_.attn_scale);  // (head_dim, n_head, T)
         Tensor* o = mul_mat(g, w.at.wo, reshape(g, a, {E, T}));
         if (w.at.bo) o = add(g, o, w.at.bo);
         x = layer_norm(g, add(g, o, x), w.attn_out_norm);

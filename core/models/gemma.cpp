@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "core/ir/ops.h"
+#include "core/models/attention_block.h"
 #include "core/rules/attention_rule.h"
 
 namespace ls {
@@ -179,12 +180,9 @@ Tensor* Gemma::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
         const RopeParams rp{L.head_dim_k, ROPE_NEOX, L.rope_base, L.rope_scale};
         q = rope(g, q, rope_tables(rp), rp);
         k = rope(g, k, rope_tables(rp), rp);
-        Tensor* rows = cache_rows(kv.ring_rows(int(il)));
-        Tensor* kc = set_rows(g, kv.k(int(il)), reshape(g, k, {int64_t(L.head_dim_k) * L.n_head_kv, T}), rows);
-        Tensor* vc = set_rows(g, kv.v(int(il)), v, rows);
-        const int32_t window = w.symmetric ? kAttnFirstGiven : L.window;
-        const AttentionParams ap{window, int32_t(kv.ring_rows(int(il))), L.n_head_kv, hp_.attn_scale, attn_softcap_};
-        Tensor* a = attention(g, q, kc, vc, w.symmetric ? sym_keys : pos, seq, ap);  // (head_dim_v, n_head, T)
+        const CachedAttention ca{.window = w.symmetric ? kAttnFirstGiven : L.window, .softcap = attn_softcap_};
+        Tensor* a = cached_attention(g, kv, cache_rows, int(il), q, k, v, w.symmetric ? sym_keys : pos, seq, L.n_head_kv, hp_.attn_scale,
+                                     ca);  // (head_dim_v, n_head, T)
         Tensor* o = mul_mat(g, w.at.wo, reshape(g, a, {int64_t(L.head_dim_v) * L.n_head, T}));
         x = add(g, x, rms_norm(g, o, w.post_attn_norm, eps));
 

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "core/ir/ops.h"
+#include "core/models/attention_block.h"
 #include "core/rules/topk_rule.h"
 
 namespace ls {
@@ -220,7 +221,6 @@ Tensor* Gemma4::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
             T = n_out;
             rope_tables.reset(p_out);
         }
-        const int src = Lp.kv_source >= 0 ? Lp.kv_source : int(il);
         const int64_t Dk = Lp.head_dim_k, Dv = Lp.head_dim_v, H = Lp.n_head, Hkv = Lp.n_head_kv;
         const RopeParams rp{w.rope_dims, ROPE_NEOX, Lp.rope_base, 1.0f};
         Tensor* rope_cs = rope_tables(rp, w.freq_factors ? &rope_freqs_ : nullptr);
@@ -228,18 +228,15 @@ Tensor* Gemma4::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
         Tensor* h = rms_norm(g, x, w.attn_norm, eps);
         Tensor* q = reshape(g, mul_mat(g, w.wq, h), {Dk, H, T});
         q = rope(g, rms_norm(g, q, w.q_norm, eps), rope_cs, rp);
-        Tensor *kc = kv.k(src), *vc = kv.v(src);
+        Tensor *k = nullptr, *v = nullptr;
         if (Lp.kv_source < 0) {
             Tensor* k_raw = mul_mat(g, w.wk, h);  // (Hkv * Dk, T)
-            Tensor* v = w.wv ? mul_mat(g, w.wv, h) : k_raw;
-            Tensor* k = rope(g, rms_norm(g, reshape(g, k_raw, {Dk, Hkv, T}), w.k_norm, eps), rope_cs, rp);
+            v = w.wv ? mul_mat(g, w.wv, h) : k_raw;
+            k = rope(g, rms_norm(g, reshape(g, k_raw, {Dk, Hkv, T}), w.k_norm, eps), rope_cs, rp);
             v = rms_norm(g, reshape(g, v, {Dv, Hkv, T}), nullptr, eps);
-            Tensor* rows = cache_rows(kv.ring_rows(src));
-            kc = set_rows(g, kc, reshape(g, k, {Dk * Hkv, T}), rows);
-            vc = set_rows(g, vc, reshape(g, v, {Dv * Hkv, T}), rows);
         }
-        const AttentionParams ap{Lp.window, int32_t(kv.ring_rows(src)), int32_t(Hkv), hp_.attn_scale, 0.f};
-        Tensor* att = attention(g, q, kc, vc, pos, seq, ap);  // (Dv, H, T)
+        Tensor* att = cached_attention(g, kv, cache_rows, int(il), q, k, v, pos, seq, int32_t(Hkv), hp_.attn_scale,
+                                       {.window = Lp.window, .src = Lp.kv_source});  // (Dv, H, T)
         Tensor* o = mul_mat(g, w.wo, reshape(g, att, {Dv * H, T}));
         x = add(g, x, rms_norm(g, o, w.post_attn_norm, eps));
 

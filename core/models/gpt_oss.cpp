@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "core/ir/ops.h"
+#include "core/models/attention_block.h"
 #include "core/models/rope_scaling.h"
 #include "core/rules/topk_rule.h"
 
@@ -103,11 +104,8 @@ Tensor* GptOss::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
         Tensor* v = add(g, mul_mat(g, w.at.wv, h), w.at.bv);  // (n_head_kv * hd, T)
         q = rope(g, q, rope_cs, rope_);
         k = rope(g, k, rope_cs, rope_);
-        Tensor* rows = cache_rows(kv.ring_rows(int(il)));
-        Tensor* kc = set_rows(g, kv.k(int(il)), reshape(g, k, {hd * L.n_head_kv, T}), rows);
-        Tensor* vc = set_rows(g, kv.v(int(il)), v, rows);
-        const AttentionParams ap{L.window, int32_t(kv.ring_rows(int(il))), L.n_head_kv, hp_.attn_scale, 0.f};
-        Tensor* a = attention(g, q, kc, vc, pos, seq, ap, w.sinks);  // (hd, n_head, T)
+        Tensor* a = cached_attention(g, kv, cache_rows, int(il), q, k, v, pos, seq, L.n_head_kv, hp_.attn_scale,
+                                     {.window = L.window, .sinks = w.sinks});  // (hd, n_head, T)
         x = add(g, x, add(g, mul_mat(g, w.at.wo, reshape(g, a, {hd * L.n_head, T})), w.at.bo));
 
         // Router: the k largest logits, then a softmax over those k alone.

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "core/ir/ops.h"
+#include "core/models/attention_block.h"
 #include "core/models/rope_scaling.h"
 #include "core/rules/topk_rule.h"
 
@@ -123,11 +124,8 @@ Tensor* Llama::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
         }
         q = rope(g, q, rope_cs, rope_);
         k = rope(g, k, rope_cs, rope_);
-        Tensor* rows = cache_rows(kv.ring_rows(int(il)));
-        Tensor* kc = set_rows(g, kv.k(int(il)), reshape(g, k, {int64_t(L.head_dim_k) * L.n_head_kv, T}), rows);
-        Tensor* vc = set_rows(g, kv.v(int(il)), v, rows);
-        const AttentionParams ap{L.window, int32_t(kv.ring_rows(int(il))), L.n_head_kv, hp_.attn_scale, 0.f};
-        Tensor* a = attention(g, q, kc, vc, pos, seq, ap);  // (head_dim_v, n_head, T)
+        Tensor* a = cached_attention(g, kv, cache_rows, int(il), q, k, v, pos, seq, L.n_head_kv, hp_.attn_scale,
+                                     {.window = L.window});  // (head_dim_v, n_head, T)
         x = add(g, x, biased(mul_mat(g, w.at.wo, reshape(g, a, {int64_t(L.head_dim_v) * L.n_head, T})), w.at.bo));
         x = add(g, x, ffn(g, rms_norm(g, x, w.ffn_norm, eps), il));
     }

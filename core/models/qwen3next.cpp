@@ -6,6 +6,7 @@
 
 #include "core/models/moe.h"
 #include "core/ir/ops.h"
+#include "core/models/attention_block.h"
 #include "core/rules/topk_rule.h"
 
 namespace ls {
@@ -256,11 +257,7 @@ Tensor* Qwen3Hybrid::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, Recurr
             const RopeParams rp{int32_t(n_rot_), ROPE_NEOX, L.rope_base, 1.0f};
             q = rope(g, q, rope_tables(rp), rp);
             k = rope(g, k, rope_tables(rp), rp);
-            Tensor* rows = cache_rows(kv.ring_rows(int(il)));
-            Tensor* kc = set_rows(g, kv.k(int(il)), reshape(g, k, {hd * L.n_head_kv, T}), rows);
-            Tensor* vc = set_rows(g, kv.v(int(il)), v, rows);
-            const AttentionParams ap{0, int32_t(kv.ring_rows(int(il))), L.n_head_kv, hp_.attn_scale, 0.f};
-            Tensor* att = reshape(g, attention(g, q, kc, vc, pos, seq, ap), {hd * H, T});
+            Tensor* att = reshape(g, cached_attention(g, kv, cache_rows, int(il), q, k, v, pos, seq, L.n_head_kv, hp_.attn_scale), {hd * H, T});
             o = mul_mat(g, w.wo, mul(g, att, sigmoid(g, gt)));
         }
         x = add(g, x, o);
