@@ -11,7 +11,8 @@ struct LlamaFlavor {
     bool qk_norm;       // qwen3: per-head RMS norms of q and k before rope
 };
 
-// The plain pre-norm decoder: llama (Llama 2/3.x, Mistral, SmolLM), qwen3 and qwen3moe.
+// The plain pre-norm decoder: llama (Llama 2/3.x, Mistral, SmolLM), qwen2 (biases on q, k
+// and v), qwen3 and qwen3moe.
 // RMS norm, attention with GQA, rope (linear, YaRN, or Llama 3's per-pair divisors from
 // rope_freqs.weight), optional sliding window (Mistral-style, every layer), optional biases;
 // SwiGLU FFN or a mixture of SwiGLU experts (softmax router, top-k, renormalised as the

@@ -26,6 +26,7 @@ struct Family {
 };
 constexpr Family kFamilies[] = {
     {"llama", &make_llama<ROPE_NORMAL, false>},
+    {"qwen2", &make_llama<ROPE_NEOX, false>},  // (Qwen2, Qwen2.5, DeepSeek-R1-Distill-Qwen: q/k/v biases)
     {"qwen3", &make_llama<ROPE_NEOX, true>},
     {"qwen3moe", &make_llama<ROPE_NEOX, true>},
     {"gemma2", &make<Gemma>},

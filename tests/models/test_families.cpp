@@ -3,6 +3,8 @@
 // converter writes them):
 //   llama_tiny     interleaved rope (Q/K permuted by the converter), Llama 3 rope scaling
 //                  (rope_freqs.weight), separate output;
+//   qwen2_tiny     NeoX rope, biases on q, k and v (none on the output projection), separate
+//                  output;
 //   qwen3_tiny     NeoX rope, q/k RMS norms, tied output;
 //   qwen3moe_tiny  qwen3 with 8 experts, 3 per token, softmax router renormalised;
 //   gemma2_tiny    sliding window 4 on the even layers, attention and final soft-caps, four
@@ -33,14 +35,14 @@ using namespace ls::test;
 
 namespace {
 
-const std::vector<std::string> kFamilies = {"llama", "qwen3", "qwen3moe", "gemma2", "gptoss"};
+const std::vector<std::string> kFamilies = {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gptoss"};
 const std::vector<std::string> kSliding = {"gemma2", "gptoss"};
 
 }  // namespace
 
 TEST_CASE("families: tiny model logits match transformers, whole and in ubatches, on every backend", "[families][golden]") {
     // gpt-oss: the file with its experts as F32 copies of their MXFP4 values (see below).
-    for (const std::string& kind : {"llama", "qwen3", "qwen3moe", "gemma2", "gptossf32"}) {
+    for (const std::string& kind : {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gptossf32"}) {
         const Golden gold = read_golden(kind == "gptossf32" ? "gptoss_tiny" : kind + "_tiny");
         SameBitsAsFirst same(gold.n_vocab);
         for (const std::string& bk : all_backend_names()) {

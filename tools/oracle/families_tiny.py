@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Tiny random-weight oracles of five families: Llama 3 (arch llama), Qwen3 (qwen3), Qwen3-MoE
-(qwen3moe), Gemma 2 (gemma2) and gpt-oss (gpt-oss).
+"""Tiny random-weight oracles of six families: Llama 3 (arch llama), Qwen3 (qwen3), Qwen3-MoE
+(qwen3moe), Gemma 2 (gemma2), gpt-oss (gpt-oss) and Qwen2 / Qwen2.5 (qwen2).
 
 Each model is built with the `transformers` reference class (float32, eager attention, random
 weights scaled for unit-variance outputs), exported to GGUF with the tensor names, metadata keys
@@ -11,7 +11,7 @@ matrices, which are MXFP4 as in the published conversions; the torch model is gi
 dequantized MXFP4 values before the logits are taken, so the golden logits are exact for the file.
 
 Usage: tools/oracle/families_tiny.py OUT_DIR FAMILY [tiny|bench]
-       FAMILY in llama, qwen3, qwen3moe, gemma2, gptoss; writes OUT_DIR/<family>_tiny.gguf and
+       FAMILY in llama, qwen3, qwen3moe, gemma2, gptoss, qwen2; writes OUT_DIR/<family>_tiny.gguf and
        OUT_DIR/<family>_tiny.golden. `bench` exists for llama only: Llama-3.2-1B's exact shapes
        with random F16 weights written straight from numpy (no HF model, no golden), for speed
        runs after llama-quantize (OUT_DIR/llama1b_f16.gguf).
@@ -65,6 +65,17 @@ qwen3 (Qwen3ForCausalLM; vocab 384, hidden 64, 4 layers, 4 heads, 2 KV heads, he
     ffn_gate [64,128], ffn_up [64,128], ffn_down [128,64] (all .weight).
   transforms: none (NeoX RoPE: rotate-half pairs (i, i + d/2), as HF). Q and K are RMS-normed per
     head (attn_q_norm / attn_k_norm, eps as the layers) before RoPE.
+
+qwen2 (Qwen2ForCausalLM; vocab 384, hidden 64, 4 layers, 4 heads, 2 KV heads, head_dim 16 (hidden /
+  heads: Qwen2's config has no head_dim), FFN 128, untied output, no sliding window)
+  keys: qwen2.block_count 4, context_length 4096, embedding_length 64, feed_forward_length 128,
+    attention.head_count 4, attention.head_count_kv 2, rope.freq_base 1000000.0,
+    attention.layer_norm_rms_epsilon 1e-6; no key_length / value_length (the converter writes
+    them from a config's head_dim only).
+  tensors: token_embd, output_norm, output [64,384]; per layer: attn_norm, attn_q [64,64] and
+    attn_q.bias [64], attn_k [64,32] and attn_k.bias [32], attn_v [64,32] and attn_v.bias [32],
+    attn_output [64,64] (no bias), ffn_norm, ffn_gate [64,128], ffn_up [64,128], ffn_down [128,64].
+  transforms: none (NeoX RoPE, as qwen3). Tokenizer: qwen3's BPE and special tokens, pre "qwen2".
 
 qwen3moe (Qwen3MoeForCausalLM; vocab 384, hidden 64, 4 layers, 4 heads, 2 KV heads, head_dim 16,
   8 experts, top-3, expert FFN 24, norm_topk_prob True, untied output)
@@ -188,8 +199,8 @@ from golden import write_golden
 SEED = 2020
 N_PROMPT = 100
 VOCAB = 384
-FAMILIES = ("llama", "qwen3", "qwen3moe", "gemma2", "gptoss")
-ARCH = {"llama": "llama", "qwen3": "qwen3", "qwen3moe": "qwen3moe", "gemma2": "gemma2", "gptoss": "gpt-oss"}
+FAMILIES = ("llama", "qwen3", "qwen3moe", "gemma2", "gptoss", "qwen2")
+ARCH = {"llama": "llama", "qwen3": "qwen3", "qwen3moe": "qwen3moe", "gemma2": "gemma2", "gptoss": "gpt-oss", "qwen2": "qwen2"}
 
 LLAMA3_ROPE = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
                "high_freq_factor": 4.0, "original_max_position_embeddings": 256}
@@ -205,7 +216,8 @@ GEMMA2_SOFTCAP_FINAL = 5.0
 
 def make_model(family):
     from transformers import (LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM, Qwen3MoeConfig,
-                              Qwen3MoeForCausalLM, Gemma2Config, Gemma2ForCausalLM, GptOssConfig, GptOssForCausalLM)
+                              Qwen3MoeForCausalLM, Gemma2Config, Gemma2ForCausalLM, GptOssConfig, GptOssForCausalLM,
+                              Qwen2Config, Qwen2ForCausalLM)
     common = dict(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2)
     if family == "llama":
         cfg = LlamaConfig(**common, head_dim=16, intermediate_size=128, max_position_embeddings=2048, rms_norm_eps=1e-5,
@@ -221,6 +233,11 @@ def make_model(family):
                              moe_intermediate_size=24, norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[],
                              rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})
         cls = Qwen3MoeForCausalLM
+    elif family == "qwen2":
+        cfg = Qwen2Config(**common, intermediate_size=128, max_position_embeddings=4096, rms_norm_eps=1e-6,
+                          tie_word_embeddings=False, use_sliding_window=False,
+                          rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})
+        cls = Qwen2ForCausalLM
     elif family == "gemma2":
         cfg = Gemma2Config(**common, head_dim=32, intermediate_size=128, max_position_embeddings=4096, rms_norm_eps=1e-6,
                            tie_word_embeddings=True, sliding_window=4, query_pre_attn_scalar=32,
@@ -353,7 +370,7 @@ BPE_SPECIALS = {
                 ("<|channel|>", 3), ("<|start|>", 3), ("<|end|>", 3), ("<|message|>", 3), ("<|call|>", 3)],
                "<|startoftext|>", "<|return|>", "<|endoftext|>", False),
 }
-BPE_PRE = {"llama": "llama-bpe", "qwen3": "qwen2", "qwen3moe": "qwen2", "gptoss": "gpt-4o"}
+BPE_PRE = {"llama": "llama-bpe", "qwen3": "qwen2", "qwen3moe": "qwen2", "gptoss": "gpt-4o", "qwen2": "qwen2"}
 
 
 def write_bpe_tokenizer(w, family, V):
@@ -364,7 +381,7 @@ def write_bpe_tokenizer(w, family, V):
         assert a in toks and b in toks and a + b not in toks
         toks.append(a + b)
         types.append(1)
-    specials, bos, eos, pad, add_bos = BPE_SPECIALS["qwen3" if family == "qwen3moe" else family]
+    specials, bos, eos, pad, add_bos = BPE_SPECIALS["qwen3" if family in ("qwen3moe", "qwen2") else family]
     n_pad = V - len(toks) - len(specials)
     toks += [f"[PAD{len(toks) + i}]" for i in range(n_pad)]
     types += [5] * n_pad
@@ -441,7 +458,8 @@ def export(family, cfg, m, path, mxfp4=True):
     w.add_type("model")
     w.add_name(f"lockstep tiny {family}")
     L, H = cfg.num_hidden_layers, cfg.hidden_size
-    nh, nkv, hd = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
+    nh, nkv = cfg.num_attention_heads, cfg.num_key_value_heads
+    hd = getattr(cfg, "head_dim", None) or H // nh
     # the converter's key order: TextModel.set_gguf_parameters, then the family's additions
     if family == "gemma2":
         w.add_context_length(cfg.max_position_embeddings)
@@ -479,8 +497,9 @@ def export(family, cfg, m, path, mxfp4=True):
         if family == "gptoss":
             w.add_expert_count(cfg.num_local_experts)
             w.add_expert_used_count(cfg.num_experts_per_tok)
-        w.add_key_length(hd)
-        w.add_value_length(hd)
+        if family != "qwen2":  # (the converter writes them only from a config's head_dim, which Qwen2's lack)
+            w.add_key_length(hd)
+            w.add_value_length(hd)
         w.add_file_type(gguf.LlamaFileType.MOSTLY_MXFP4_MOE if family == "gptoss" else gguf.LlamaFileType.ALL_F32)
         if family == "llama":
             w.add_vocab_size(cfg.vocab_size)
@@ -525,6 +544,9 @@ def export(family, cfg, m, path, mxfp4=True):
             for src, dst in (("q_proj", "attn_q"), ("k_proj", "attn_k"), ("v_proj", "attn_v"), ("o_proj", "attn_output")):
                 put(f"{b}{dst}.bias", sd[f"{a}{src}.bias"])
             put(b + "attn_sinks.weight", sd[a + "sinks"])
+        if family == "qwen2":  # q, k and v have biases, the output projection none
+            for src, dst in (("q_proj", "attn_q"), ("k_proj", "attn_k"), ("v_proj", "attn_v")):
+                put(f"{b}{dst}.bias", sd[f"{a}{src}.bias"])
         if family in ("qwen3", "qwen3moe"):
             put(b + "attn_q_norm.weight", sd[a + "q_norm.weight"])
             put(b + "attn_k_norm.weight", sd[a + "k_norm.weight"])
