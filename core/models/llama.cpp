@@ -44,6 +44,16 @@ void Llama::load_arch() {
     if (hp_.n_ctx_train > 0 && window > hp_.n_ctx_train)
         bad("sliding window of " + std::to_string(window) + " tokens is larger than the model's context of " +
             std::to_string(hp_.n_ctx_train) + " (broken metadata)");
+    // Granite's multipliers (0: the key is absent, nothing is scaled).
+    embd_scale_ = float(f.get_float(a + "embedding_scale", 0.0));
+    residual_scale_ = float(f.get_float(a + "residual_scale", 0.0));
+    logit_scale_ = float(f.get_float(a + "logit_scale", 0.0));
+    for (float v : {embd_scale_, residual_scale_, logit_scale_})
+        if (!std::isfinite(v) || v < 0) bad("embedding_scale, residual_scale and logit_scale must be finite and not negative");
+    // What this class does not build, refused rather than left out: Granite MoE's shared
+    // experts, and Granite without rope (its rope.scaling.finetuned switch).
+    if (f.get_int(a + "expert_shared_feed_forward_length", 0) != 0) bad("shared experts (expert_shared_feed_forward_length) are not supported");
+    if (!f.get_bool(a + "rope.scaling.finetuned", true)) bad("a model without rope (rope.scaling.finetuned false) is not supported");
     const double scale = f.get_float(a + "attention.scale", 0.0);
     hp_.attn_scale = scale != 0.0 ? float(scale) : 1.0f / std::sqrt(float(hd_k));
     if (!std::isfinite(hp_.attn_scale) || hp_.attn_scale <= 0) bad("attention.scale must be a positive number");
@@ -82,6 +92,9 @@ void Llama::load_arch() {
             l.ffn_gate = matmul_weight(p + "ffn_gate.weight", E, F);
             l.ffn_up = matmul_weight(p + "ffn_up.weight", E, F);
             l.ffn_down = matmul_weight(p + "ffn_down.weight", F, E);
+            l.ffn_gate_b = weight(p + "ffn_gate.bias", {F}, false);
+            l.ffn_up_b = weight(p + "ffn_up.bias", {F}, false);
+            l.ffn_down_b = weight(p + "ffn_down.bias", {E}, false);
         }
         layers_.push_back(l);
     }
@@ -92,7 +105,11 @@ void Llama::load_arch() {
 Tensor* Llama::ffn(Graph& g, Tensor* h, int64_t il) const {
     using namespace ops;
     const Layer& w = layers_[size_t(il)];
-    if (!w.ffn_gate_inp) return mul_mat(g, w.ffn_down, mul(g, silu(g, mul_mat(g, w.ffn_gate, h)), mul_mat(g, w.ffn_up, h)));
+    auto biased = [&](Tensor* y, Tensor* b) { return b ? add(g, y, b) : y; };
+    if (!w.ffn_gate_inp)
+        return biased(mul_mat(g, w.ffn_down, mul(g, silu(g, biased(mul_mat(g, w.ffn_gate, h), w.ffn_gate_b)),
+                                                     biased(mul_mat(g, w.ffn_up, h), w.ffn_up_b))),
+                      w.ffn_down_b);
     Tensor* probs = softmax(g, mul_mat(g, w.ffn_gate_inp, h), 1.0f);  // [n_expert, T]
     Tensor* ids = topk_ids(g, probs, int(n_expert_used_));            // [k, T]
     Tensor* wts = topk_weights(g, probs, int(n_expert_used_), expert_norm_);
@@ -110,7 +127,10 @@ Tensor* Llama::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
     Tensor* rope_cs = RopeTables(g, ub.pos)(rope_, rope_freqs_.empty() ? nullptr : &rope_freqs_);
     auto biased = [&](Tensor* y, Tensor* b) { return b ? add(g, y, b) : y; };
 
+    auto residual = [&](Tensor* y) { return residual_scale_ != 0.f ? scale(g, y, residual_scale_) : y; };
+
     Tensor* x = get_rows(g, tok_embd_, tokens);  // (E, T)
+    if (embd_scale_ != 0.f) x = scale(g, x, embd_scale_);
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
         const Layer& w = layers_[size_t(il)];
         const LayerParams& L = hp_.layers[size_t(il)];
@@ -126,10 +146,13 @@ Tensor* Llama::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
         k = rope(g, k, rope_cs, rope_);
         Tensor* a = cached_attention(g, kv, cache_rows, int(il), q, k, v, pos, seq, L.n_head_kv, hp_.attn_scale,
                                      {.window = L.window});  // (head_dim_v, n_head, T)
-        x = add(g, x, biased(mul_mat(g, w.at.wo, reshape(g, a, {int64_t(L.head_dim_v) * L.n_head, T})), w.at.bo));
-        x = add(g, x, ffn(g, rms_norm(g, x, w.ffn_norm, eps), il));
+        x = add(g, x, residual(biased(mul_mat(g, w.at.wo, reshape(g, a, {int64_t(L.head_dim_v) * L.n_head, T})), w.at.bo)));
+        x = add(g, x, residual(ffn(g, rms_norm(g, x, w.ffn_norm, eps), il)));
     }
-    return output_head(g, ub, x);
+    Tensor* out = output_head(g, ub, x);
+    // (hidden states for embeddings are not logits: they are not divided)
+    if (out && logit_scale_ != 0.f && !ub.hidden) out = scale(g, out, 1.0f / logit_scale_);
+    return out;
 }
 
 }  // namespace ls

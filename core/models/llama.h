@@ -12,11 +12,14 @@ struct LlamaFlavor {
 };
 
 // The plain pre-norm decoder: llama (Llama 2/3.x, Mistral, SmolLM), qwen2 (biases on q, k
-// and v), qwen3 and qwen3moe.
+// and v), qwen3, qwen3moe and granite (IBM Granite 3: its four multipliers, below).
 // RMS norm, attention with GQA, rope (linear, YaRN, or Llama 3's per-pair divisors from
 // rope_freqs.weight), optional sliding window (Mistral-style, every layer), optional biases;
-// SwiGLU FFN or a mixture of SwiGLU experts (softmax router, top-k, renormalised as the
-// metadata says); tied or separate output.
+// SwiGLU FFN (optional biases) or a mixture of SwiGLU experts (softmax router, top-k,
+// renormalised as the metadata says); tied or separate output. Granite's multipliers, read
+// from the metadata wherever a file has them: the embeddings scaled by embedding_scale, each
+// branch's output by residual_scale before the residual add, the logits divided by
+// logit_scale (the attention's own scale is attention.scale, as every family reads it).
 class Llama final : public Model {
 public:
     explicit Llama(LlamaFlavor f) : flavor_(f) {}
@@ -31,6 +34,7 @@ private:
         Tensor *q_norm, *k_norm;             // (head_dim), qwen3 only
         Tensor* ffn_norm;                    // (n_embd)
         Tensor *ffn_gate, *ffn_up, *ffn_down;  // dense: (n_embd, n_ff), (n_embd, n_ff), (n_ff, n_embd)
+        Tensor *ffn_gate_b, *ffn_up_b, *ffn_down_b;  // their optional biases
         Tensor* ffn_gate_inp;                // MoE router (n_embd, n_expert), or null
         MoeExperts experts;
     };
@@ -40,6 +44,7 @@ private:
     std::vector<float> rope_freqs_;  // (n_rot / 2) Llama 3 divisors, or empty
     int64_t n_expert_ = 0, n_expert_used_ = 0;
     bool expert_norm_ = true;
+    float embd_scale_ = 0.f, residual_scale_ = 0.f, logit_scale_ = 0.f;  // 0: absent (granite's multipliers)
 };
 
 }  // namespace ls

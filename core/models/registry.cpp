@@ -28,6 +28,7 @@ constexpr Family kFamilies[] = {
     {"llama", &make_llama<ROPE_NORMAL, false>},
     {"qwen2", &make_llama<ROPE_NEOX, false>},  // (Qwen2, Qwen2.5, DeepSeek-R1-Distill-Qwen: q/k/v biases)
     {"qwen3", &make_llama<ROPE_NEOX, true>},
+    {"granite", &make_llama<ROPE_NORMAL, false>},  // (IBM Granite 3.x dense; its multipliers from the metadata)
     {"qwen3moe", &make_llama<ROPE_NEOX, true>},
     {"gemma2", &make<Gemma>},
     {"gpt-oss", &make<GptOss>},

@@ -301,6 +301,7 @@ struct PreName {
 constexpr PreName kPreNames[] = {
     {"gpt2", Tokenizer::Impl::Pre::Gpt2, false},          {"gpt-2", Tokenizer::Impl::Pre::Gpt2, false},
     {"phi-2", Tokenizer::Impl::Pre::Gpt2, false},         {"smollm", Tokenizer::Impl::Pre::Smollm, false},
+    {"refact", Tokenizer::Impl::Pre::Smollm, false},      // (IBM Granite 3; llama.cpp splits it by SmolLM's regex)
     {"llama-bpe", Tokenizer::Impl::Pre::Llama3, true},    {"llama3", Tokenizer::Impl::Pre::Llama3, true},
     {"llama-v3", Tokenizer::Impl::Pre::Llama3, true},     {"smaug-bpe", Tokenizer::Impl::Pre::Llama3, false},
     {"qwen2", Tokenizer::Impl::Pre::Qwen2, false},        {"deepseek-r1-qwen", Tokenizer::Impl::Pre::Qwen2, false},

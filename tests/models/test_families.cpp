@@ -6,6 +6,8 @@
 //   qwen2_tiny     NeoX rope, biases on q, k and v (none on the output projection), separate
 //                  output;
 //   qwen3_tiny     NeoX rope, q/k RMS norms, tied output;
+//   granite_tiny   llama's rope, Granite's four multipliers (embeddings x12, branches x0.22,
+//                  attention scale 0.25, logits / 8), biases on every projection, tied output;
 //   qwen3moe_tiny  qwen3 with 8 experts, 3 per token, softmax router renormalised;
 //   gemma2_tiny    sliding window 4 on the even layers, attention and final soft-caps, four
 //                  norms per layer;
@@ -35,14 +37,14 @@ using namespace ls::test;
 
 namespace {
 
-const std::vector<std::string> kFamilies = {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gptoss"};
+const std::vector<std::string> kFamilies = {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gptoss", "granite"};
 const std::vector<std::string> kSliding = {"gemma2", "gptoss"};
 
 }  // namespace
 
 TEST_CASE("families: tiny model logits match transformers, whole and in ubatches, on every backend", "[families][golden]") {
     // gpt-oss: the file with its experts as F32 copies of their MXFP4 values (see below).
-    for (const std::string& kind : {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gptossf32"}) {
+    for (const std::string& kind : {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gptossf32", "granite"}) {
         const Golden gold = read_golden(kind == "gptossf32" ? "gptoss_tiny" : kind + "_tiny");
         SameBitsAsFirst same(gold.n_vocab);
         for (const std::string& bk : all_backend_names()) {
@@ -154,6 +156,14 @@ TEST_CASE("families: broken metadata and missing tensors are load errors naming 
     CHECK_THAT(load_error("llama", {"llama.rope.scaling.type"}, {}, [](GgufWriter& w) { w.set_string("llama.rope.scaling.type", "longrope"); }),
                Catch::Contains("rope scaling type 'longrope' is not supported"));
     CHECK_THAT(load_error("llama", {}, {"blk.2.ffn_up.weight"}, {}), Catch::Contains("blk.2.ffn_up.weight"));
+    // granite: a multiplier that is not a number, Granite MoE's shared experts and Granite
+    // without rope (neither built here: refused, not left out).
+    CHECK_THAT(load_error("granite", {"granite.residual_scale"}, {}, [](GgufWriter& w) { w.set_f32("granite.residual_scale", -1.f); }),
+               Catch::Contains("residual_scale"));
+    CHECK_THAT(load_error("granite", {}, {}, [](GgufWriter& w) { w.set_u32("granite.expert_shared_feed_forward_length", 64); }),
+               Catch::Contains("shared experts"));
+    CHECK_THAT(load_error("granite", {}, {}, [](GgufWriter& w) { w.set_bool("granite.rope.scaling.finetuned", false); }),
+               Catch::Contains("without rope"));
     // qwen3: the q/k norms are required.
     CHECK_THAT(load_error("qwen3", {}, {"blk.0.attn_k_norm.weight"}, {}), Catch::Contains("blk.0.attn_k_norm.weight"));
     // gemma2: a window longer than the context, a negative soft-cap.

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Tiny random-weight oracles of six families: Llama 3 (arch llama), Qwen3 (qwen3), Qwen3-MoE
-(qwen3moe), Gemma 2 (gemma2), gpt-oss (gpt-oss) and Qwen2 / Qwen2.5 (qwen2).
+"""Tiny random-weight oracles of seven families: Llama 3 (arch llama), Qwen3 (qwen3), Qwen3-MoE
+(qwen3moe), Gemma 2 (gemma2), gpt-oss (gpt-oss), Qwen2 / Qwen2.5 (qwen2) and IBM Granite 3
+(granite).
 
 Each model is built with the `transformers` reference class (float32, eager attention, random
 weights scaled for unit-variance outputs), exported to GGUF with the tensor names, metadata keys
@@ -11,7 +12,7 @@ matrices, which are MXFP4 as in the published conversions; the torch model is gi
 dequantized MXFP4 values before the logits are taken, so the golden logits are exact for the file.
 
 Usage: tools/oracle/families_tiny.py OUT_DIR FAMILY [tiny|bench]
-       FAMILY in llama, qwen3, qwen3moe, gemma2, gptoss, qwen2; writes OUT_DIR/<family>_tiny.gguf and
+       FAMILY in llama, qwen3, qwen3moe, gemma2, gptoss, qwen2, granite; writes OUT_DIR/<family>_tiny.gguf and
        OUT_DIR/<family>_tiny.golden. `bench` exists for llama only: Llama-3.2-1B's exact shapes
        with random F16 weights written straight from numpy (no HF model, no golden), for speed
        runs after llama-quantize (OUT_DIR/llama1b_f16.gguf).
@@ -76,6 +77,18 @@ qwen2 (Qwen2ForCausalLM; vocab 384, hidden 64, 4 layers, 4 heads, 2 KV heads, he
     attn_q.bias [64], attn_k [64,32] and attn_k.bias [32], attn_v [64,32] and attn_v.bias [32],
     attn_output [64,64] (no bias), ffn_norm, ffn_gate [64,128], ffn_up [64,128], ffn_down [128,64].
   transforms: none (NeoX RoPE, as qwen3). Tokenizer: qwen3's BPE and special tokens, pre "qwen2".
+
+granite (GraniteForCausalLM; vocab 384, hidden 64, 4 layers, 4 heads, 2 KV heads, head_dim 16, FFN
+  128, tied output, attention_bias and mlp_bias on: every projection has a bias)
+  keys: the llama ones with the granite prefix (the converter is LlamaModel's: vocab_size and
+    rope.dimension_count 16; no key_length, Granite's head_dim being dropped), rope.freq_base
+    10000, rms eps 1e-6, plus granite.attention.scale 0.25, granite.embedding_scale 12,
+    granite.residual_scale 0.22, granite.logit_scale 8 (HF's attention_multiplier,
+    embedding_multiplier, residual_multiplier, logits_scaling).
+  tensors: as llama without output.weight, plus attn_{q,k,v,output}.bias and ffn_{gate,up,down}.bias.
+  transforms: llama's q/k row permute, applied to attn_q.bias / attn_k.bias too. The model scales
+    the embeddings by 12, each branch's output by 0.22 before the residual add, q.k by 0.25, and
+    divides the logits by 8. Tokenizer: the BPE one with Granite's special tokens, pre "refact".
 
 qwen3moe (Qwen3MoeForCausalLM; vocab 384, hidden 64, 4 layers, 4 heads, 2 KV heads, head_dim 16,
   8 experts, top-3, expert FFN 24, norm_topk_prob True, untied output)
@@ -199,8 +212,11 @@ from golden import write_golden
 SEED = 2020
 N_PROMPT = 100
 VOCAB = 384
-FAMILIES = ("llama", "qwen3", "qwen3moe", "gemma2", "gptoss", "qwen2")
-ARCH = {"llama": "llama", "qwen3": "qwen3", "qwen3moe": "qwen3moe", "gemma2": "gemma2", "gptoss": "gpt-oss", "qwen2": "qwen2"}
+FAMILIES = ("llama", "qwen3", "qwen3moe", "gemma2", "gptoss", "qwen2", "granite")
+ARCH = {"llama": "llama", "qwen3": "qwen3", "qwen3moe": "qwen3moe", "gemma2": "gemma2", "gptoss": "gpt-oss", "qwen2": "qwen2",
+        "granite": "granite"}
+# Granite 3's multipliers (granite-3.x-2b-instruct's values, the attention's for head_dim 16)
+GRANITE_MULT = dict(embedding_multiplier=12.0, residual_multiplier=0.22, attention_multiplier=0.25, logits_scaling=8.0)
 
 LLAMA3_ROPE = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
                "high_freq_factor": 4.0, "original_max_position_embeddings": 256}
@@ -217,7 +233,7 @@ GEMMA2_SOFTCAP_FINAL = 5.0
 def make_model(family):
     from transformers import (LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM, Qwen3MoeConfig,
                               Qwen3MoeForCausalLM, Gemma2Config, Gemma2ForCausalLM, GptOssConfig, GptOssForCausalLM,
-                              Qwen2Config, Qwen2ForCausalLM)
+                              Qwen2Config, Qwen2ForCausalLM, GraniteConfig, GraniteForCausalLM)
     common = dict(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2)
     if family == "llama":
         cfg = LlamaConfig(**common, head_dim=16, intermediate_size=128, max_position_embeddings=2048, rms_norm_eps=1e-5,
@@ -238,6 +254,11 @@ def make_model(family):
                           tie_word_embeddings=False, use_sliding_window=False,
                           rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})
         cls = Qwen2ForCausalLM
+    elif family == "granite":
+        cfg = GraniteConfig(**common, intermediate_size=128, max_position_embeddings=4096, rms_norm_eps=1e-6,
+                            tie_word_embeddings=True, attention_bias=True, mlp_bias=True, **GRANITE_MULT,
+                            rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+        cls = GraniteForCausalLM
     elif family == "gemma2":
         cfg = Gemma2Config(**common, head_dim=32, intermediate_size=128, max_position_embeddings=4096, rms_norm_eps=1e-6,
                            tie_word_embeddings=True, sliding_window=4, query_pre_attn_scalar=32,
@@ -366,11 +387,13 @@ BPE_SPECIALS = {
                ("<|end_header_id|>", 3), ("<|eot_id|>", 3)], "<|begin_of_text|>", "<|eot_id|>", None, True),
     "qwen3": ([("<|endoftext|>", 3), ("<|im_start|>", 3), ("<|im_end|>", 3), ("<think>", 4), ("</think>", 4)],
               "<|endoftext|>", "<|im_end|>", "<|endoftext|>", False),
+    "granite": ([("<|end_of_text|>", 3), ("<|start_of_role|>", 3), ("<|end_of_role|>", 3), ("<|tool_call|>", 3)],
+                "<|end_of_text|>", "<|end_of_text|>", "<|end_of_text|>", False),
     "gptoss": ([("<|startoftext|>", 3), ("<|endoftext|>", 3), ("<|return|>", 3), ("<|constrain|>", 3),
                 ("<|channel|>", 3), ("<|start|>", 3), ("<|end|>", 3), ("<|message|>", 3), ("<|call|>", 3)],
                "<|startoftext|>", "<|return|>", "<|endoftext|>", False),
 }
-BPE_PRE = {"llama": "llama-bpe", "qwen3": "qwen2", "qwen3moe": "qwen2", "gptoss": "gpt-4o", "qwen2": "qwen2"}
+BPE_PRE = {"llama": "llama-bpe", "qwen3": "qwen2", "qwen3moe": "qwen2", "gptoss": "gpt-4o", "qwen2": "qwen2", "granite": "refact"}
 
 
 def write_bpe_tokenizer(w, family, V):
@@ -497,13 +520,18 @@ def export(family, cfg, m, path, mxfp4=True):
         if family == "gptoss":
             w.add_expert_count(cfg.num_local_experts)
             w.add_expert_used_count(cfg.num_experts_per_tok)
-        if family != "qwen2":  # (the converter writes them only from a config's head_dim, which Qwen2's lack)
+        if family not in ("qwen2", "granite"):  # (the converter writes them only from a config's head_dim: Qwen2's have none, Granite's is dropped)
             w.add_key_length(hd)
             w.add_value_length(hd)
         w.add_file_type(gguf.LlamaFileType.MOSTLY_MXFP4_MOE if family == "gptoss" else gguf.LlamaFileType.ALL_F32)
-        if family == "llama":
+        if family in ("llama", "granite"):
             w.add_vocab_size(cfg.vocab_size)
             w.add_rope_dimension_count(hd)
+        if family == "granite":
+            w.add_attention_scale(cfg.attention_multiplier)
+            w.add_embedding_scale(cfg.embedding_multiplier)
+            w.add_residual_scale(cfg.residual_multiplier)
+            w.add_logit_scale(cfg.logits_scaling)
         if family == "qwen3moe":
             w.add_expert_feed_forward_length(cfg.moe_intermediate_size)
         if family == "gptoss":
@@ -534,7 +562,7 @@ def export(family, cfg, m, path, mxfp4=True):
         a = p + "self_attn."
         put(b + "attn_norm.weight", norm(sd[p + "input_layernorm.weight"]))
         q, k = sd[a + "q_proj.weight"], sd[a + "k_proj.weight"]
-        if family == "llama":
+        if family in ("llama", "granite"):
             q, k = permute_qk(q, nh), permute_qk(k, nkv)
         put(b + "attn_q.weight", q)
         put(b + "attn_k.weight", k)
@@ -547,6 +575,11 @@ def export(family, cfg, m, path, mxfp4=True):
         if family == "qwen2":  # q, k and v have biases, the output projection none
             for src, dst in (("q_proj", "attn_q"), ("k_proj", "attn_k"), ("v_proj", "attn_v")):
                 put(f"{b}{dst}.bias", sd[f"{a}{src}.bias"])
+        if family == "granite":  # attention_bias: all four, q and k permuted as their rows
+            put(b + "attn_q.bias", permute_qk(sd[a + "q_proj.bias"], nh))
+            put(b + "attn_k.bias", permute_qk(sd[a + "k_proj.bias"], nkv))
+            put(b + "attn_v.bias", sd[a + "v_proj.bias"])
+            put(b + "attn_output.bias", sd[a + "o_proj.bias"])
         if family in ("qwen3", "qwen3moe"):
             put(b + "attn_q_norm.weight", sd[a + "q_norm.weight"])
             put(b + "attn_k_norm.weight", sd[a + "k_norm.weight"])
@@ -582,6 +615,9 @@ def export(family, cfg, m, path, mxfp4=True):
             put(b + "ffn_gate.weight", sd[p + "mlp.gate_proj.weight"])
             put(b + "ffn_up.weight", sd[p + "mlp.up_proj.weight"])
             put(b + "ffn_down.weight", sd[p + "mlp.down_proj.weight"])
+            if family == "granite":  # mlp_bias
+                for nm in ("gate", "up", "down"):
+                    put(f"{b}ffn_{nm}.bias", sd[f"{p}mlp.{nm}_proj.bias"])
     if family == "gemma2":
         write_spm_tokenizer(w, cfg.vocab_size)
     else:
