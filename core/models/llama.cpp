@@ -54,6 +54,9 @@ void Llama::load_arch() {
     // experts, and Granite without rope (its rope.scaling.finetuned switch).
     if (f.get_int(a + "expert_shared_feed_forward_length", 0) != 0) bad("shared experts (expert_shared_feed_forward_length) are not supported");
     if (!f.get_bool(a + "rope.scaling.finetuned", true)) bad("a model without rope (rope.scaling.finetuned false) is not supported");
+    // OLMo 3's sliding layers come in a pattern (attention.sliding_window_pattern), which
+    // this class does not build: every layer here has the one window.
+    if (flavor_.post_norm && f.find(a + "attention.sliding_window")) bad("sliding-window layers (OLMo 3) are not supported");
     const double scale = f.get_float(a + "attention.scale", 0.0);
     hp_.attn_scale = scale != 0.0 ? float(scale) : 1.0f / std::sqrt(float(hd_k));
     if (!std::isfinite(hp_.attn_scale) || hp_.attn_scale <= 0) bad("attention.scale must be a positive number");
@@ -74,13 +77,21 @@ void Llama::load_arch() {
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
         Layer l{};
-        l.attn_norm = norm_weight(p + "attn_norm.weight", E);
         l.at = attn_weights(p, hp_.layers[size_t(il)], Biases::Optional);
-        if (flavor_.qk_norm) {
+        if (flavor_.qk_norm == QkNorm::PerHead) {
             l.q_norm = norm_weight(p + "attn_q_norm.weight", hd_k);
             l.k_norm = norm_weight(p + "attn_k_norm.weight", hd_k);
+        } else if (flavor_.qk_norm == QkNorm::Whole) {
+            l.q_norm = norm_weight(p + "attn_q_norm.weight", hd_k * n_head);
+            l.k_norm = norm_weight(p + "attn_k_norm.weight", hd_k * n_head_kv);
         }
-        l.ffn_norm = norm_weight(p + "ffn_norm.weight", E);
+        if (flavor_.post_norm) {
+            l.attn_post_norm = norm_weight(p + "post_attention_norm.weight", E);
+            l.ffn_post_norm = norm_weight(p + "post_ffw_norm.weight", E);
+        } else {
+            l.attn_norm = norm_weight(p + "attn_norm.weight", E);
+            l.ffn_norm = norm_weight(p + "ffn_norm.weight", E);
+        }
         if (n_expert_ > 0) {
             l.ffn_gate_inp = matmul_weight(p + "ffn_gate_inp.weight", E, n_expert_);
             l.experts.gate = expert_weight(p + "ffn_gate_exps.weight", E, F, n_expert_);
@@ -134,11 +145,17 @@ Tensor* Llama::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
         const Layer& w = layers_[size_t(il)];
         const LayerParams& L = hp_.layers[size_t(il)];
-        Tensor* h = rms_norm(g, x, w.attn_norm, eps);
-        Tensor* q = reshape(g, biased(mul_mat(g, w.at.wq, h), w.at.bq), {L.head_dim_k, L.n_head, T});
-        Tensor* k = reshape(g, biased(mul_mat(g, w.at.wk, h), w.at.bk), {L.head_dim_k, L.n_head_kv, T});
+        Tensor* h = w.attn_norm ? rms_norm(g, x, w.attn_norm, eps) : x;
+        Tensor* q = biased(mul_mat(g, w.at.wq, h), w.at.bq);  // (n_head * head_dim_k, T)
+        Tensor* k = biased(mul_mat(g, w.at.wk, h), w.at.bk);
         Tensor* v = biased(mul_mat(g, w.at.wv, h), w.at.bv);  // (n_head_kv * head_dim_v, T)
-        if (w.q_norm) {
+        if (flavor_.qk_norm == QkNorm::Whole) {
+            q = rms_norm(g, q, w.q_norm, eps);
+            k = rms_norm(g, k, w.k_norm, eps);
+        }
+        q = reshape(g, q, {L.head_dim_k, L.n_head, T});
+        k = reshape(g, k, {L.head_dim_k, L.n_head_kv, T});
+        if (flavor_.qk_norm == QkNorm::PerHead) {
             q = rms_norm(g, q, w.q_norm, eps);
             k = rms_norm(g, k, w.k_norm, eps);
         }
@@ -146,8 +163,12 @@ Tensor* Llama::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
         k = rope(g, k, rope_cs, rope_);
         Tensor* a = cached_attention(g, kv, cache_rows, int(il), q, k, v, pos, seq, L.n_head_kv, hp_.attn_scale,
                                      {.window = L.window});  // (head_dim_v, n_head, T)
-        x = add(g, x, residual(biased(mul_mat(g, w.at.wo, reshape(g, a, {int64_t(L.head_dim_v) * L.n_head, T})), w.at.bo)));
-        x = add(g, x, residual(ffn(g, rms_norm(g, x, w.ffn_norm, eps), il)));
+        Tensor* o = biased(mul_mat(g, w.at.wo, reshape(g, a, {int64_t(L.head_dim_v) * L.n_head, T})), w.at.bo);
+        if (w.attn_post_norm) o = rms_norm(g, o, w.attn_post_norm, eps);
+        x = add(g, x, residual(o));
+        Tensor* f = ffn(g, w.ffn_norm ? rms_norm(g, x, w.ffn_norm, eps) : x, il);
+        if (w.ffn_post_norm) f = rms_norm(g, f, w.ffn_post_norm, eps);
+        x = add(g, x, residual(f));
     }
     Tensor* out = output_head(g, ub, x);
     // (hidden states for embeddings are not logits: they are not divided)

@@ -6,13 +6,20 @@
 namespace ls {
 
 // What distinguishes the families this class builds; the registry gives one per architecture.
+enum class QkNorm : uint8_t {
+    None,
+    PerHead,  // qwen3: each head's q and k RMS-normed (a head_dim weight)
+    Whole,    // olmo2: q and k RMS-normed over the whole projection (n_head * head_dim weights)
+};
 struct LlamaFlavor {
     int32_t rope_mode;  // llama: interleaved pairs (the converter permuted Q/K for it); qwen3: NeoX halves
-    bool qk_norm;       // qwen3: per-head RMS norms of q and k before rope
+    QkNorm qk_norm;     // before rope
+    bool post_norm;     // olmo2: no norm before attention and FFN; each one's output RMS-normed before the residual add
 };
 
-// The plain pre-norm decoder: llama (Llama 2/3.x, Mistral, SmolLM), qwen2 (biases on q, k
-// and v), qwen3, qwen3moe and granite (IBM Granite 3: its four multipliers, below).
+// The plain decoder: llama (Llama 2/3.x, Mistral, SmolLM), qwen2 (biases on q, k and v),
+// qwen3, qwen3moe, granite (IBM Granite 3: its four multipliers, below) and olmo2 (OLMo 2:
+// norms after attention and FFN instead of before, q/k norms over the whole projection).
 // RMS norm, attention with GQA, rope (linear, YaRN, or Llama 3's per-pair divisors from
 // rope_freqs.weight), optional sliding window (Mistral-style, every layer), optional biases;
 // SwiGLU FFN (optional biases) or a mixture of SwiGLU experts (softmax router, top-k,
@@ -29,10 +36,11 @@ private:
     void load_arch() override;
     Tensor* ffn(Graph& g, Tensor* h, int64_t il) const;
     struct Layer {
-        Tensor* attn_norm;                   // (n_embd)
+        Tensor* attn_norm;                   // (n_embd), or null (post_norm)
         AttnWeights at;                      // q, k, v, o and optional biases
-        Tensor *q_norm, *k_norm;             // (head_dim), qwen3 only
-        Tensor* ffn_norm;                    // (n_embd)
+        Tensor *q_norm, *k_norm;             // (head_dim) per head, or (n_head[_kv] * head_dim) whole; or null
+        Tensor* ffn_norm;                    // (n_embd), or null (post_norm)
+        Tensor *attn_post_norm, *ffn_post_norm;  // (n_embd), post_norm only
         Tensor *ffn_gate, *ffn_up, *ffn_down;  // dense: (n_embd, n_ff), (n_embd, n_ff), (n_ff, n_embd)
         Tensor *ffn_gate_b, *ffn_up_b, *ffn_down_b;  // their optional biases
         Tensor* ffn_gate_inp;                // MoE router (n_embd, n_expert), or null

@@ -13,8 +13,8 @@ namespace ls {
 namespace {
 
 template <class M> std::unique_ptr<Model> make() { return std::make_unique<M>(); }
-template <int32_t rope_mode, bool qk_norm> std::unique_ptr<Model> make_llama() {
-    return std::make_unique<Llama>(LlamaFlavor{rope_mode, qk_norm});
+template <int32_t rope_mode, QkNorm qk_norm, bool post_norm = false> std::unique_ptr<Model> make_llama() {
+    return std::make_unique<Llama>(LlamaFlavor{rope_mode, qk_norm, post_norm});
 }
 template <DeltaHeadMap map> std::unique_ptr<Model> make_qwen3_hybrid() { return std::make_unique<Qwen3Hybrid>(map); }
 
@@ -25,11 +25,12 @@ struct Family {
     std::unique_ptr<Model> (*make)();
 };
 constexpr Family kFamilies[] = {
-    {"llama", &make_llama<ROPE_NORMAL, false>},
-    {"qwen2", &make_llama<ROPE_NEOX, false>},  // (Qwen2, Qwen2.5, DeepSeek-R1-Distill-Qwen: q/k/v biases)
-    {"qwen3", &make_llama<ROPE_NEOX, true>},
-    {"granite", &make_llama<ROPE_NORMAL, false>},  // (IBM Granite 3.x dense; its multipliers from the metadata)
-    {"qwen3moe", &make_llama<ROPE_NEOX, true>},
+    {"llama", &make_llama<ROPE_NORMAL, QkNorm::None>},
+    {"qwen2", &make_llama<ROPE_NEOX, QkNorm::None>},  // (Qwen2, Qwen2.5, DeepSeek-R1-Distill-Qwen: q/k/v biases)
+    {"qwen3", &make_llama<ROPE_NEOX, QkNorm::PerHead>},
+    {"granite", &make_llama<ROPE_NORMAL, QkNorm::None>},  // (IBM Granite 3.x dense; its multipliers from the metadata)
+    {"olmo2", &make_llama<ROPE_NEOX, QkNorm::Whole, true>},  // (OLMo 2: post-norms, whole-projection q/k norms)
+    {"qwen3moe", &make_llama<ROPE_NEOX, QkNorm::PerHead>},
     {"gemma2", &make<Gemma>},
     {"gpt-oss", &make<GptOss>},
     {"gemma3", &make<Gemma>},

@@ -6,6 +6,8 @@
 //   qwen2_tiny     NeoX rope, biases on q, k and v (none on the output projection), separate
 //                  output;
 //   qwen3_tiny     NeoX rope, q/k RMS norms, tied output;
+//   olmo2_tiny     NeoX rope, no norms before attention and FFN, RMS norms of their outputs
+//                  before the residual adds, q/k norms over the whole projections;
 //   granite_tiny   llama's rope, Granite's four multipliers (embeddings x12, branches x0.22,
 //                  attention scale 0.25, logits / 8), biases on every projection, tied output;
 //   qwen3moe_tiny  qwen3 with 8 experts, 3 per token, softmax router renormalised;
@@ -37,14 +39,14 @@ using namespace ls::test;
 
 namespace {
 
-const std::vector<std::string> kFamilies = {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gptoss", "granite"};
+const std::vector<std::string> kFamilies = {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gptoss", "granite", "olmo2"};
 const std::vector<std::string> kSliding = {"gemma2", "gptoss"};
 
 }  // namespace
 
 TEST_CASE("families: tiny model logits match transformers, whole and in ubatches, on every backend", "[families][golden]") {
     // gpt-oss: the file with its experts as F32 copies of their MXFP4 values (see below).
-    for (const std::string& kind : {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gptossf32", "granite"}) {
+    for (const std::string& kind : {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gptossf32", "granite", "olmo2"}) {
         const Golden gold = read_golden(kind == "gptossf32" ? "gptoss_tiny" : kind + "_tiny");
         SameBitsAsFirst same(gold.n_vocab);
         for (const std::string& bk : all_backend_names()) {
@@ -164,6 +166,10 @@ TEST_CASE("families: broken metadata and missing tensors are load errors naming 
                Catch::Contains("shared experts"));
     CHECK_THAT(load_error("granite", {}, {}, [](GgufWriter& w) { w.set_bool("granite.rope.scaling.finetuned", false); }),
                Catch::Contains("without rope"));
+    // olmo2: its post-norms are required; OLMo 3's sliding layers are refused.
+    CHECK_THAT(load_error("olmo2", {}, {"blk.1.post_ffw_norm.weight"}, {}), Catch::Contains("blk.1.post_ffw_norm.weight"));
+    CHECK_THAT(load_error("olmo2", {}, {}, [](GgufWriter& w) { w.set_u32("olmo2.attention.sliding_window", 4096); }),
+               Catch::Contains("sliding-window layers (OLMo 3)"));
     // qwen3: the q/k norms are required.
     CHECK_THAT(load_error("qwen3", {}, {"blk.0.attn_k_norm.weight"}, {}), Catch::Contains("blk.0.attn_k_norm.weight"));
     // gemma2: a window longer than the context, a negative soft-cap.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Tiny random-weight oracles of seven families: Llama 3 (arch llama), Qwen3 (qwen3), Qwen3-MoE
-(qwen3moe), Gemma 2 (gemma2), gpt-oss (gpt-oss), Qwen2 / Qwen2.5 (qwen2) and IBM Granite 3
-(granite).
+"""Tiny random-weight oracles of eight families: Llama 3 (arch llama), Qwen3 (qwen3), Qwen3-MoE
+(qwen3moe), Gemma 2 (gemma2), gpt-oss (gpt-oss), Qwen2 / Qwen2.5 (qwen2), IBM Granite 3
+(granite) and OLMo 2 (olmo2).
 
 Each model is built with the `transformers` reference class (float32, eager attention, random
 weights scaled for unit-variance outputs), exported to GGUF with the tensor names, metadata keys
@@ -12,7 +12,7 @@ matrices, which are MXFP4 as in the published conversions; the torch model is gi
 dequantized MXFP4 values before the logits are taken, so the golden logits are exact for the file.
 
 Usage: tools/oracle/families_tiny.py OUT_DIR FAMILY [tiny|bench]
-       FAMILY in llama, qwen3, qwen3moe, gemma2, gptoss, qwen2, granite; writes OUT_DIR/<family>_tiny.gguf and
+       FAMILY in llama, qwen3, qwen3moe, gemma2, gptoss, qwen2, granite, olmo2; writes OUT_DIR/<family>_tiny.gguf and
        OUT_DIR/<family>_tiny.golden. `bench` exists for llama only: Llama-3.2-1B's exact shapes
        with random F16 weights written straight from numpy (no HF model, no golden), for speed
        runs after llama-quantize (OUT_DIR/llama1b_f16.gguf).
@@ -89,6 +89,18 @@ granite (GraniteForCausalLM; vocab 384, hidden 64, 4 layers, 4 heads, 2 KV heads
   transforms: llama's q/k row permute, applied to attn_q.bias / attn_k.bias too. The model scales
     the embeddings by 12, each branch's output by 0.22 before the residual add, q.k by 0.25, and
     divides the logits by 8. Tokenizer: the BPE one with Granite's special tokens, pre "refact".
+
+olmo2 (Olmo2ForCausalLM; vocab 384, hidden 64, 4 layers, 4 heads, 2 KV heads, head_dim 16, FFN 128,
+  untied output, no biases)
+  keys: the common ones with the olmo2 prefix, rope.freq_base 500000, rms eps 1e-6; no
+    key_length (no head_dim in the config).
+  tensors: token_embd, output_norm, output; per layer: attn_q [64,64], attn_k [64,32], attn_v
+    [64,32], attn_output [64,64], attn_q_norm [64] and attn_k_norm [32] (RMS norms over the
+    whole q and k projections, before the heads are split), post_attention_norm [64],
+    ffn_gate, ffn_up, ffn_down, post_ffw_norm [64]; no attn_norm / ffn_norm: the residual
+    stream goes into attention and FFN as it is, and each one's output is normed before it is
+    added back. transforms: none (NeoX RoPE). Tokenizer: the BPE one, pre "dbrx" (OLMo 2's
+    cl100k vocabulary).
 
 qwen3moe (Qwen3MoeForCausalLM; vocab 384, hidden 64, 4 layers, 4 heads, 2 KV heads, head_dim 16,
   8 experts, top-3, expert FFN 24, norm_topk_prob True, untied output)
@@ -212,9 +224,9 @@ from golden import write_golden
 SEED = 2020
 N_PROMPT = 100
 VOCAB = 384
-FAMILIES = ("llama", "qwen3", "qwen3moe", "gemma2", "gptoss", "qwen2", "granite")
+FAMILIES = ("llama", "qwen3", "qwen3moe", "gemma2", "gptoss", "qwen2", "granite", "olmo2")
 ARCH = {"llama": "llama", "qwen3": "qwen3", "qwen3moe": "qwen3moe", "gemma2": "gemma2", "gptoss": "gpt-oss", "qwen2": "qwen2",
-        "granite": "granite"}
+        "granite": "granite", "olmo2": "olmo2"}
 # Granite 3's multipliers (granite-3.x-2b-instruct's values, the attention's for head_dim 16)
 GRANITE_MULT = dict(embedding_multiplier=12.0, residual_multiplier=0.22, attention_multiplier=0.25, logits_scaling=8.0)
 
@@ -233,7 +245,8 @@ GEMMA2_SOFTCAP_FINAL = 5.0
 def make_model(family):
     from transformers import (LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM, Qwen3MoeConfig,
                               Qwen3MoeForCausalLM, Gemma2Config, Gemma2ForCausalLM, GptOssConfig, GptOssForCausalLM,
-                              Qwen2Config, Qwen2ForCausalLM, GraniteConfig, GraniteForCausalLM)
+                              Qwen2Config, Qwen2ForCausalLM, GraniteConfig, GraniteForCausalLM, Olmo2Config,
+                              Olmo2ForCausalLM)
     common = dict(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2)
     if family == "llama":
         cfg = LlamaConfig(**common, head_dim=16, intermediate_size=128, max_position_embeddings=2048, rms_norm_eps=1e-5,
@@ -259,6 +272,11 @@ def make_model(family):
                             tie_word_embeddings=True, attention_bias=True, mlp_bias=True, **GRANITE_MULT,
                             rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
         cls = GraniteForCausalLM
+    elif family == "olmo2":
+        cfg = Olmo2Config(**common, intermediate_size=128, max_position_embeddings=4096, rms_norm_eps=1e-6,
+                          tie_word_embeddings=False, attention_bias=False,
+                          rope_parameters={"rope_type": "default", "rope_theta": 500000.0})
+        cls = Olmo2ForCausalLM
     elif family == "gemma2":
         cfg = Gemma2Config(**common, head_dim=32, intermediate_size=128, max_position_embeddings=4096, rms_norm_eps=1e-6,
                            tie_word_embeddings=True, sliding_window=4, query_pre_attn_scalar=32,
@@ -387,13 +405,16 @@ BPE_SPECIALS = {
                ("<|end_header_id|>", 3), ("<|eot_id|>", 3)], "<|begin_of_text|>", "<|eot_id|>", None, True),
     "qwen3": ([("<|endoftext|>", 3), ("<|im_start|>", 3), ("<|im_end|>", 3), ("<think>", 4), ("</think>", 4)],
               "<|endoftext|>", "<|im_end|>", "<|endoftext|>", False),
+    "olmo2": ([("<|endoftext|>", 3), ("<|pad|>", 3), ("<|im_start|>", 3), ("<|im_end|>", 3)],
+              "<|endoftext|>", "<|endoftext|>", "<|pad|>", False),
     "granite": ([("<|end_of_text|>", 3), ("<|start_of_role|>", 3), ("<|end_of_role|>", 3), ("<|tool_call|>", 3)],
                 "<|end_of_text|>", "<|end_of_text|>", "<|end_of_text|>", False),
     "gptoss": ([("<|startoftext|>", 3), ("<|endoftext|>", 3), ("<|return|>", 3), ("<|constrain|>", 3),
                 ("<|channel|>", 3), ("<|start|>", 3), ("<|end|>", 3), ("<|message|>", 3), ("<|call|>", 3)],
                "<|startoftext|>", "<|return|>", "<|endoftext|>", False),
 }
-BPE_PRE = {"llama": "llama-bpe", "qwen3": "qwen2", "qwen3moe": "qwen2", "gptoss": "gpt-4o", "qwen2": "qwen2", "granite": "refact"}
+BPE_PRE = {"llama": "llama-bpe", "qwen3": "qwen2", "qwen3moe": "qwen2", "gptoss": "gpt-4o", "qwen2": "qwen2", "granite": "refact",
+           "olmo2": "dbrx"}
 
 
 def write_bpe_tokenizer(w, family, V):
@@ -520,7 +541,7 @@ def export(family, cfg, m, path, mxfp4=True):
         if family == "gptoss":
             w.add_expert_count(cfg.num_local_experts)
             w.add_expert_used_count(cfg.num_experts_per_tok)
-        if family not in ("qwen2", "granite"):  # (the converter writes them only from a config's head_dim: Qwen2's have none, Granite's is dropped)
+        if family not in ("qwen2", "granite", "olmo2"):  # (the converter writes them only from a config's head_dim: Qwen2's have none, Granite's is dropped)
             w.add_key_length(hd)
             w.add_value_length(hd)
         w.add_file_type(gguf.LlamaFileType.MOSTLY_MXFP4_MOE if family == "gptoss" else gguf.LlamaFileType.ALL_F32)
@@ -560,7 +581,8 @@ def export(family, cfg, m, path, mxfp4=True):
         p = f"model.layers.{i}."
         b = f"blk.{i}."
         a = p + "self_attn."
-        put(b + "attn_norm.weight", norm(sd[p + "input_layernorm.weight"]))
+        if family != "olmo2":  # (OLMo 2 has no norm before attention or FFN)
+            put(b + "attn_norm.weight", norm(sd[p + "input_layernorm.weight"]))
         q, k = sd[a + "q_proj.weight"], sd[a + "k_proj.weight"]
         if family in ("llama", "granite"):
             q, k = permute_qk(q, nh), permute_qk(k, nkv)
@@ -580,7 +602,7 @@ def export(family, cfg, m, path, mxfp4=True):
             put(b + "attn_k.bias", permute_qk(sd[a + "k_proj.bias"], nkv))
             put(b + "attn_v.bias", sd[a + "v_proj.bias"])
             put(b + "attn_output.bias", sd[a + "o_proj.bias"])
-        if family in ("qwen3", "qwen3moe"):
+        if family in ("qwen3", "qwen3moe", "olmo2"):  # (OLMo 2's over the whole projection: [64] and [32])
             put(b + "attn_q_norm.weight", sd[a + "q_norm.weight"])
             put(b + "attn_k_norm.weight", sd[a + "k_norm.weight"])
         if family == "gemma2":
@@ -589,6 +611,9 @@ def export(family, cfg, m, path, mxfp4=True):
             put(b + "post_ffw_norm.weight", norm(sd[p + "post_feedforward_layernorm.weight"]))
         elif family == "gptoss":
             put(b + "post_attention_norm.weight", sd[p + "post_attention_layernorm.weight"])
+        elif family == "olmo2":
+            put(b + "post_attention_norm.weight", sd[p + "post_attention_layernorm.weight"])
+            put(b + "post_ffw_norm.weight", sd[p + "post_feedforward_layernorm.weight"])
         else:
             put(b + "ffn_norm.weight", sd[p + "post_attention_layernorm.weight"])
         if family == "qwen3moe":
