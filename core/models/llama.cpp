@@ -6,6 +6,7 @@
 #include "core/ir/ops.h"
 #include "core/models/attention_block.h"
 #include "core/models/rope_scaling.h"
+#include "core/rules/canon.h"
 #include "core/rules/topk_rule.h"
 
 namespace ls {
@@ -57,6 +58,13 @@ void Llama::load_arch() {
     // OLMo 3's sliding layers come in a pattern (attention.sliding_window_pattern), which
     // this class does not build: every layer here has the one window.
     if (flavor_.post_norm && f.find(a + "attention.sliding_window")) bad("sliding-window layers (OLMo 3) are not supported");
+    temp_beta_ = float(f.get_float(a + "attention.temperature_scale", 0.0));
+    if (!std::isfinite(temp_beta_) || temp_beta_ < 0) bad("attention.temperature_scale must be a finite number >= 0");
+    if (temp_beta_ != 0.f) {
+        // (llama.cpp's floor: the YaRN original context, as transformers' original_max_position_embeddings)
+        temp_floor_ = f.get_int(a + "rope.scaling.original_context_length", 0);
+        if (temp_floor_ <= 0) bad("attention.temperature_scale needs rope.scaling.original_context_length");
+    }
     const double scale = f.get_float(a + "attention.scale", 0.0);
     hp_.attn_scale = scale != 0.0 ? float(scale) : 1.0f / std::sqrt(float(hd_k));
     if (!std::isfinite(hp_.attn_scale) || hp_.attn_scale <= 0) bad("attention.scale must be a positive number");
@@ -136,6 +144,14 @@ Tensor* Llama::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
     Tensor* seq = g.input(DType::I32, {T}, ub.seq.data(), "seq");
     CacheRows cache_rows(g, ub);
     Tensor* rope_cs = RopeTables(g, ub.pos)(rope_, rope_freqs_.empty() ? nullptr : &rope_freqs_);
+    // Llama 4's attention temperature: one factor per token, from its position on the host
+    // (det_log1p: the same bits on every machine), multiplying the roped queries.
+    Tensor* q_temp = nullptr;
+    if (temp_beta_ != 0.f) {
+        std::vector<float> temps(static_cast<size_t>(T));
+        for (int64_t i = 0; i < T; ++i) temps[size_t(i)] = 1.0f + temp_beta_ * det_log1p(float(int64_t(ub.pos[size_t(i)]) / temp_floor_));
+        q_temp = g.input(DType::F32, {1, 1, T}, temps.data(), "attn_temperature");  // (copied now)
+    }
     auto biased = [&](Tensor* y, Tensor* b) { return b ? add(g, y, b) : y; };
 
     auto residual = [&](Tensor* y) { return residual_scale_ != 0.f ? scale(g, y, residual_scale_) : y; };
@@ -161,6 +177,7 @@ Tensor* Llama::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
         }
         q = rope(g, q, rope_cs, rope_);
         k = rope(g, k, rope_cs, rope_);
+        if (q_temp) q = mul(g, q, q_temp);
         Tensor* a = cached_attention(g, kv, cache_rows, int(il), q, k, v, pos, seq, L.n_head_kv, hp_.attn_scale,
                                      {.window = L.window});  // (head_dim_v, n_head, T)
         Tensor* o = biased(mul_mat(g, w.at.wo, reshape(g, a, {int64_t(L.head_dim_v) * L.n_head, T})), w.at.bo);

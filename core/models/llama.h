@@ -18,8 +18,9 @@ struct LlamaFlavor {
 };
 
 // The plain decoder: llama (Llama 2/3.x, Mistral, SmolLM), qwen2 (biases on q, k and v),
-// qwen3, qwen3moe, granite (IBM Granite 3: its four multipliers, below) and olmo2 (OLMo 2:
-// norms after attention and FFN instead of before, q/k norms over the whole projection).
+// qwen3, qwen3moe, granite (IBM Granite 3: its four multipliers, below), olmo2 (OLMo 2:
+// norms after attention and FFN instead of before, q/k norms over the whole projection) and
+// mistral3 (Ministral 3, Mistral Small 3.x: YaRN and Llama 4's attention temperature).
 // RMS norm, attention with GQA, rope (linear, YaRN, or Llama 3's per-pair divisors from
 // rope_freqs.weight), optional sliding window (Mistral-style, every layer), optional biases;
 // SwiGLU FFN (optional biases) or a mixture of SwiGLU experts (softmax router, top-k,
@@ -53,6 +54,10 @@ private:
     int64_t n_expert_ = 0, n_expert_used_ = 0;
     bool expert_norm_ = true;
     float embd_scale_ = 0.f, residual_scale_ = 0.f, logit_scale_ = 0.f;  // 0: absent (granite's multipliers)
+    // Llama 4's attention temperature (Ministral 3, attention.temperature_scale): queries after
+    // rope times 1 + beta log(1 + floor(pos / temp_floor_)); beta 0: none.
+    float temp_beta_ = 0.f;
+    int64_t temp_floor_ = 0;
 };
 
 }  // namespace ls

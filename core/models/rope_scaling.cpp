@@ -28,9 +28,14 @@ RopeParams rope_params_from_gguf(const GgufFile& f, const std::string& a, int32_
         throw std::runtime_error("yarn rope scaling needs " + a + "rope.scaling.original_context_length (broken metadata)");
     p.freq_scale = float(1.0 / factor);
     p.ext_factor = float(f.get_float(a + "rope.scaling.yarn_ext_factor", 1.0));
-    // The magnitude transformers applies to cos and sin (its attention_factor default):
-    // 1 + 0.1 ln(factor) for factors above 1.
-    const double mscale = factor <= 1 ? 1.0 : 1.0 + 0.1 * std::log(factor);
+    // The magnitude transformers applies to cos and sin (its attention_factor): 1 + 0.1 ln(factor)
+    // for factors above 1; with yarn_log_multiplier (mscale_all_dim, Ministral 3's), the ratio
+    // get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim), mscale taken as 1 as
+    // llama.cpp's converter and loader take it.
+    auto get_mscale = [&](double m) { return factor <= 1 ? 1.0 : 1.0 + 0.1 * m * std::log(factor); };
+    const double log_mul = f.get_float(a + "rope.scaling.yarn_log_multiplier", 0.0);
+    if (!std::isfinite(log_mul) || log_mul < 0) throw std::runtime_error("rope.scaling.yarn_log_multiplier must be a finite number >= 0 (broken metadata)");
+    const double mscale = log_mul != 0.0 ? get_mscale(1.0) / get_mscale(log_mul) : get_mscale(1.0);
     p.attn_factor = float(mscale * attn_factor);
     const double beta_fast = f.get_float(a + "rope.scaling.yarn_beta_fast", 32.0);
     const double beta_slow = f.get_float(a + "rope.scaling.yarn_beta_slow", 1.0);

@@ -6,6 +6,9 @@
 //   qwen2_tiny     NeoX rope, biases on q, k and v (none on the output projection), separate
 //                  output;
 //   qwen3_tiny     NeoX rope, q/k RMS norms, tied output;
+//   mistral3_tiny  llama's rope with YaRN (factor 16 over an original context of 32, mscale_all_dim
+//                  1) and Llama 4's attention temperature (queries x 1 + 0.1 ln(1 + floor(pos / 32)),
+//                  three steps within the prompt);
 //   olmo2_tiny     NeoX rope, no norms before attention and FFN, RMS norms of their outputs
 //                  before the residual adds, q/k norms over the whole projections;
 //   granite_tiny   llama's rope, Granite's four multipliers (embeddings x12, branches x0.22,
@@ -39,14 +42,14 @@ using namespace ls::test;
 
 namespace {
 
-const std::vector<std::string> kFamilies = {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gptoss", "granite", "olmo2"};
+const std::vector<std::string> kFamilies = {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gptoss", "granite", "olmo2", "mistral3"};
 const std::vector<std::string> kSliding = {"gemma2", "gptoss"};
 
 }  // namespace
 
 TEST_CASE("families: tiny model logits match transformers, whole and in ubatches, on every backend", "[families][golden]") {
     // gpt-oss: the file with its experts as F32 copies of their MXFP4 values (see below).
-    for (const std::string& kind : {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gptossf32", "granite", "olmo2"}) {
+    for (const std::string& kind : {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gptossf32", "granite", "olmo2", "mistral3"}) {
         const Golden gold = read_golden(kind == "gptossf32" ? "gptoss_tiny" : kind + "_tiny");
         SameBitsAsFirst same(gold.n_vocab);
         for (const std::string& bk : all_backend_names()) {
@@ -166,6 +169,9 @@ TEST_CASE("families: broken metadata and missing tensors are load errors naming 
                Catch::Contains("shared experts"));
     CHECK_THAT(load_error("granite", {}, {}, [](GgufWriter& w) { w.set_bool("granite.rope.scaling.finetuned", false); }),
                Catch::Contains("without rope"));
+    // mistral3: the temperature needs the YaRN original context it steps by.
+    CHECK_THAT(load_error("mistral3", {"mistral3.rope.scaling.original_context_length", "mistral3.rope.scaling.type"}, {}, {}),
+               Catch::Contains("temperature_scale needs rope.scaling.original_context_length"));
     // olmo2: its post-norms are required; OLMo 3's sliding layers are refused.
     CHECK_THAT(load_error("olmo2", {}, {"blk.1.post_ffw_norm.weight"}, {}), Catch::Contains("blk.1.post_ffw_norm.weight"));
     CHECK_THAT(load_error("olmo2", {}, {}, [](GgufWriter& w) { w.set_u32("olmo2.attention.sliding_window", 4096); }),

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Tiny random-weight oracles of eight families: Llama 3 (arch llama), Qwen3 (qwen3), Qwen3-MoE
+"""Tiny random-weight oracles of nine families: Llama 3 (arch llama), Qwen3 (qwen3), Qwen3-MoE
 (qwen3moe), Gemma 2 (gemma2), gpt-oss (gpt-oss), Qwen2 / Qwen2.5 (qwen2), IBM Granite 3
-(granite) and OLMo 2 (olmo2).
+(granite), OLMo 2 (olmo2) and Ministral 3 (mistral3).
 
 Each model is built with the `transformers` reference class (float32, eager attention, random
 weights scaled for unit-variance outputs), exported to GGUF with the tensor names, metadata keys
@@ -12,7 +12,7 @@ matrices, which are MXFP4 as in the published conversions; the torch model is gi
 dequantized MXFP4 values before the logits are taken, so the golden logits are exact for the file.
 
 Usage: tools/oracle/families_tiny.py OUT_DIR FAMILY [tiny|bench]
-       FAMILY in llama, qwen3, qwen3moe, gemma2, gptoss, qwen2, granite, olmo2; writes OUT_DIR/<family>_tiny.gguf and
+       FAMILY in llama, qwen3, qwen3moe, gemma2, gptoss, qwen2, granite, olmo2, mistral3; writes OUT_DIR/<family>_tiny.gguf and
        OUT_DIR/<family>_tiny.golden. `bench` exists for llama only: Llama-3.2-1B's exact shapes
        with random F16 weights written straight from numpy (no HF model, no golden), for speed
        runs after llama-quantize (OUT_DIR/llama1b_f16.gguf).
@@ -89,6 +89,18 @@ granite (GraniteForCausalLM; vocab 384, hidden 64, 4 layers, 4 heads, 2 KV heads
   transforms: llama's q/k row permute, applied to attn_q.bias / attn_k.bias too. The model scales
     the embeddings by 12, each branch's output by 0.22 before the residual add, q.k by 0.25, and
     divides the logits by 8. Tokenizer: the BPE one with Granite's special tokens, pre "refact".
+
+mistral3 (Ministral3ForCausalLM; vocab 384, hidden 64, 4 layers, 4 heads, 2 KV heads, head_dim 16,
+  FFN 128, untied output, YaRN rope: factor 16, original context 32, beta 32 / 1, mscale and
+  mscale_all_dim 1, llama_4_scaling_beta 0.1)
+  keys: llama's with the mistral3 prefix (key_length/value_length 16, vocab_size,
+    rope.dimension_count 16), rope.freq_base 1e6, rms eps 1e-5, rope.scaling.type yarn,
+    rope.scaling.factor 16, rope.scaling.original_context_length 32, yarn_beta_fast 32,
+    yarn_beta_slow 1, rope.scaling.yarn_log_multiplier 1 (mscale_all_dim), and
+    attention.temperature_scale 0.1 (llama_4_scaling_beta).
+  tensors and transforms: llama's (q/k rows permuted, interleaved rope), no rope_freqs. The
+    queries after rope are multiplied by 1 + 0.1 ln(1 + floor(pos / 32)). Tokenizer: the BPE one
+    with Mistral's special tokens, pre "tekken".
 
 olmo2 (Olmo2ForCausalLM; vocab 384, hidden 64, 4 layers, 4 heads, 2 KV heads, head_dim 16, FFN 128,
   untied output, no biases)
@@ -224,9 +236,13 @@ from golden import write_golden
 SEED = 2020
 N_PROMPT = 100
 VOCAB = 384
-FAMILIES = ("llama", "qwen3", "qwen3moe", "gemma2", "gptoss", "qwen2", "granite", "olmo2")
+FAMILIES = ("llama", "qwen3", "qwen3moe", "gemma2", "gptoss", "qwen2", "granite", "olmo2", "mistral3")
 ARCH = {"llama": "llama", "qwen3": "qwen3", "qwen3moe": "qwen3moe", "gemma2": "gemma2", "gptoss": "gpt-oss", "qwen2": "qwen2",
-        "granite": "granite", "olmo2": "olmo2"}
+        "granite": "granite", "olmo2": "olmo2", "mistral3": "mistral3"}
+# Ministral 3's YaRN and Llama 4 attention temperature, with an original context of 32 so that
+# the 100-token golden prompt crosses three of the temperature's steps (16384 in the real ones)
+MINISTRAL3_ROPE = {"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 16.0, "original_max_position_embeddings": 32,
+                   "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0, "llama_4_scaling_beta": 0.1}
 # Granite 3's multipliers (granite-3.x-2b-instruct's values, the attention's for head_dim 16)
 GRANITE_MULT = dict(embedding_multiplier=12.0, residual_multiplier=0.22, attention_multiplier=0.25, logits_scaling=8.0)
 
@@ -246,7 +262,7 @@ def make_model(family):
     from transformers import (LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM, Qwen3MoeConfig,
                               Qwen3MoeForCausalLM, Gemma2Config, Gemma2ForCausalLM, GptOssConfig, GptOssForCausalLM,
                               Qwen2Config, Qwen2ForCausalLM, GraniteConfig, GraniteForCausalLM, Olmo2Config,
-                              Olmo2ForCausalLM)
+                              Olmo2ForCausalLM, Ministral3Config, Ministral3ForCausalLM)
     common = dict(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2)
     if family == "llama":
         cfg = LlamaConfig(**common, head_dim=16, intermediate_size=128, max_position_embeddings=2048, rms_norm_eps=1e-5,
@@ -277,6 +293,10 @@ def make_model(family):
                           tie_word_embeddings=False, attention_bias=False,
                           rope_parameters={"rope_type": "default", "rope_theta": 500000.0})
         cls = Olmo2ForCausalLM
+    elif family == "mistral3":
+        cfg = Ministral3Config(**common, head_dim=16, intermediate_size=128, max_position_embeddings=512, rms_norm_eps=1e-5,
+                               tie_word_embeddings=False, sliding_window=None, rope_parameters=dict(MINISTRAL3_ROPE))
+        cls = Ministral3ForCausalLM
     elif family == "gemma2":
         cfg = Gemma2Config(**common, head_dim=32, intermediate_size=128, max_position_embeddings=4096, rms_norm_eps=1e-6,
                            tie_word_embeddings=True, sliding_window=4, query_pre_attn_scalar=32,
@@ -405,6 +425,7 @@ BPE_SPECIALS = {
                ("<|end_header_id|>", 3), ("<|eot_id|>", 3)], "<|begin_of_text|>", "<|eot_id|>", None, True),
     "qwen3": ([("<|endoftext|>", 3), ("<|im_start|>", 3), ("<|im_end|>", 3), ("<think>", 4), ("</think>", 4)],
               "<|endoftext|>", "<|im_end|>", "<|endoftext|>", False),
+    "mistral3": ([("<unk>", 3), ("<s>", 3), ("</s>", 3), ("[INST]", 3), ("[/INST]", 3)], "<s>", "</s>", None, True),
     "olmo2": ([("<|endoftext|>", 3), ("<|pad|>", 3), ("<|im_start|>", 3), ("<|im_end|>", 3)],
               "<|endoftext|>", "<|endoftext|>", "<|pad|>", False),
     "granite": ([("<|end_of_text|>", 3), ("<|start_of_role|>", 3), ("<|end_of_role|>", 3), ("<|tool_call|>", 3)],
@@ -413,7 +434,7 @@ BPE_SPECIALS = {
                 ("<|channel|>", 3), ("<|start|>", 3), ("<|end|>", 3), ("<|message|>", 3), ("<|call|>", 3)],
                "<|startoftext|>", "<|return|>", "<|endoftext|>", False),
 }
-BPE_PRE = {"llama": "llama-bpe", "qwen3": "qwen2", "qwen3moe": "qwen2", "gptoss": "gpt-4o", "qwen2": "qwen2", "granite": "refact",
+BPE_PRE = {"mistral3": "tekken", "llama": "llama-bpe", "qwen3": "qwen2", "qwen3moe": "qwen2", "gptoss": "gpt-4o", "qwen2": "qwen2", "granite": "refact",
            "olmo2": "dbrx"}
 
 
@@ -545,9 +566,12 @@ def export(family, cfg, m, path, mxfp4=True):
             w.add_key_length(hd)
             w.add_value_length(hd)
         w.add_file_type(gguf.LlamaFileType.MOSTLY_MXFP4_MOE if family == "gptoss" else gguf.LlamaFileType.ALL_F32)
-        if family in ("llama", "granite"):
+        if family in ("llama", "granite", "mistral3"):
             w.add_vocab_size(cfg.vocab_size)
             w.add_rope_dimension_count(hd)
+        if family == "mistral3":
+            w.add_rope_scaling_yarn_log_mul(rp["mscale_all_dim"])
+            w.add_attn_temperature_scale(rp["llama_4_scaling_beta"])
         if family == "granite":
             w.add_attention_scale(cfg.attention_multiplier)
             w.add_embedding_scale(cfg.embedding_multiplier)
@@ -584,7 +608,7 @@ def export(family, cfg, m, path, mxfp4=True):
         if family != "olmo2":  # (OLMo 2 has no norm before attention or FFN)
             put(b + "attn_norm.weight", norm(sd[p + "input_layernorm.weight"]))
         q, k = sd[a + "q_proj.weight"], sd[a + "k_proj.weight"]
-        if family in ("llama", "granite"):
+        if family in ("llama", "granite", "mistral3"):
             q, k = permute_qk(q, nh), permute_qk(k, nkv)
         put(b + "attn_q.weight", q)
         put(b + "attn_k.weight", k)
