@@ -33,7 +33,8 @@ RecurrentMemory::RecurrentMemory(const std::vector<Backend*>& layer_backends, co
     }
     for (size_t il = 0; il < layers.size(); ++il) {
         const RecurrentLayerSpec& L = layers[il];
-        if ((L.conv_row == 0) != (L.state_row == 0) || L.conv_row < 0 || L.state_row < 0)
+        // (A layer may keep a convolution state alone, LFM2's short convolutions: state_row 0.)
+        if ((L.conv_row == 0 && L.state_row != 0) || L.conv_row < 0 || L.state_row < 0)
             throw std::invalid_argument("recurrent memory: layer " + std::to_string(il) + " has an invalid geometry");
         if (L.conv_row == 0) {
             conv_[il].ne[0] = state_[il].ne[0] = 0;

@@ -11,7 +11,7 @@ namespace ls {
 
 struct RecurrentLayerSpec {
     int64_t conv_row = 0;   // floats of conv state per slot: (d_conv - 1) * channels; 0 = not recurrent
-    int64_t state_row = 0;  // floats of scan state per slot: n_v_heads * d_v * d_k
+    int64_t state_row = 0;  // floats of scan state per slot: n_v_heads * d_v * d_k; 0 with conv_row > 0: a convolution alone (LFM2)
 };
 
 class RecurrentMemory {

@@ -7,6 +7,7 @@
 #include "core/models/moe.h"
 #include "core/ir/ops.h"
 #include "core/models/attention_block.h"
+#include "core/models/scan_inputs.h"
 #include "core/rules/topk_rule.h"
 
 namespace ls {
@@ -153,27 +154,7 @@ Tensor* Qwen3Hybrid::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, Recurr
     Tensor* pos = g.input(DType::I32, {T}, ub.pos.data(), "pos");
     Tensor* seq = g.input(DType::I32, {T}, ub.seq.data(), "seq");
 
-    // The runs of the recurrent ops: the ubatch's tokens grouped by sequence (first appearance
-    // order), positions increasing inside a run; a run starting at position 0 resets its slot.
-    // Slots and reset flags are inputs of this graph, never constants of the ops.
-    std::vector<int32_t> runs, order;
-    {
-        std::vector<int32_t> seqs;
-        for (int32_t s : ub.seq)
-            if (std::find(seqs.begin(), seqs.end(), s) == seqs.end()) seqs.push_back(s);
-        for (int32_t s : seqs) {
-            const int32_t first = int32_t(order.size());
-            int32_t first_pos = -1;
-            for (int64_t i = 0; i < T; ++i)
-                if (ub.seq[size_t(i)] == s) {
-                    if (first_pos < 0) first_pos = ub.pos[size_t(i)];
-                    order.push_back(int32_t(i));
-                }
-            runs.insert(runs.end(), {s, first, int32_t(order.size()) - first, first_pos == 0 ? 1 : 0});
-        }
-    }
-    Tensor* runs_t = g.input(DType::I32, {4, int64_t(runs.size() / 4)}, runs.data(), "scan_runs");
-    Tensor* order_t = g.input(DType::I32, {T}, order.data(), "scan_order");
+    const auto [runs_t, order_t] = scan_inputs(g, ub);
 
     CacheRows cache_rows(g, ub);  // full-attention layers: R = n_ctx
     RopeTables rope_tables(g, ub.pos);

@@ -6,6 +6,7 @@
 #include "core/models/gemma.h"
 #include "core/models/gemma4.h"
 #include "core/models/gpt_oss.h"
+#include "core/models/lfm2.h"
 #include "core/models/llama.h"
 #include "core/models/qwen3next.h"
 
@@ -40,6 +41,7 @@ constexpr Family kFamilies[] = {
     {"qwen3next", &make_qwen3_hybrid<HEADS_GROUPED>},
     {"qwen35", &make_qwen3_hybrid<HEADS_TILED>},
     {"qwen35moe", &make_qwen3_hybrid<HEADS_TILED>},
+    {"lfm2", &make<Lfm2>},
     {"bert", &make<Bert>},
     {"nomic-bert", &make<Bert>},
 };

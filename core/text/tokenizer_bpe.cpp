@@ -304,6 +304,7 @@ constexpr PreName kPreNames[] = {
     {"refact", Tokenizer::Impl::Pre::Smollm, false},      // (IBM Granite 3; llama.cpp splits it by SmolLM's regex)
     {"llama-bpe", Tokenizer::Impl::Pre::Llama3, true},    {"llama3", Tokenizer::Impl::Pre::Llama3, true},
     {"llama-v3", Tokenizer::Impl::Pre::Llama3, true},     {"smaug-bpe", Tokenizer::Impl::Pre::Llama3, false},
+    {"lfm2", Tokenizer::Impl::Pre::Llama3, true},         // (Liquid's LFM2: llama.cpp reads it as llama-bpe)
     {"dbrx", Tokenizer::Impl::Pre::Llama3, false},        // (OLMo 2's cl100k vocabulary; llama.cpp: Llama 3's regex, merges kept)
     {"qwen2", Tokenizer::Impl::Pre::Qwen2, false},        {"deepseek-r1-qwen", Tokenizer::Impl::Pre::Qwen2, false},
     {"qwen35", Tokenizer::Impl::Pre::Qwen35, false},      {"gpt-4o", Tokenizer::Impl::Pre::Gpt4o, false},

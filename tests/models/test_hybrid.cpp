@@ -170,11 +170,13 @@ TEST_CASE("qwen35: a slot reused at position 0 sees nothing of the sequence it h
     }
 }
 
-TEST_CASE("qwen35: batch invariance: 4 sequences per ubatch vs 1, token at a time vs ubatches of 128", "[hybrid][seq]") {
+TEST_CASE("qwen35 and lfm2: batch invariance: 4 sequences per ubatch vs 1, token at a time vs ubatches of 128", "[hybrid][seq]") {
+    // (lfm2: short convolutions as its recurrent state, beside attention layers)
+    const std::string file = GENERATE(as<std::string>(), "qwen35_tiny.gguf", "lfm2_tiny.gguf");
     for (const std::string& name : test::all_backend_names()) {
-        INFO("backend " << name);
+        INFO("backend " << name << ", " << file);
         auto be = test::make_backend(name);
-        auto m = load_model(tiny_path(), *be);
+        auto m = load_model(test::test_data(file), *be);
         const auto text = test::random_tokens(4 * 64, 21, 256);
         // The text cut into 4 sequences of 64 tokens: all four in each ubatch, or one sequence
         // per ubatch. Every logit bit-identical (every op computes a token the same way in any
@@ -197,11 +199,12 @@ TEST_CASE("qwen35: batch invariance: 4 sequences per ubatch vs 1, token at a tim
     }
 }
 
-TEST_CASE("qwen35: sequence edits on recurrent state: seq_rm only whole, seq_cp copies the state", "[hybrid][seq]") {
+TEST_CASE("qwen35 and lfm2: sequence edits on recurrent state: seq_rm only whole, seq_cp copies the state", "[hybrid][seq]") {
+    const std::string file = GENERATE(as<std::string>(), "qwen35_tiny.gguf", "lfm2_tiny.gguf");
     for (const std::string& name : test::all_backend_names()) {
-        INFO("backend " << name);
+        INFO("backend " << name << ", " << file);
         auto be = test::make_backend(name);
-        auto m = load_model(tiny_path(), *be);
+        auto m = load_model(test::test_data(file), *be);
         const auto a = test::random_tokens(30, 3, 256), more = test::random_tokens(10, 4, 256);
         Session s(*m, *be, params(3));
         s.eval(a, 0, 0);
@@ -223,11 +226,12 @@ TEST_CASE("qwen35: sequence edits on recurrent state: seq_rm only whole, seq_cp 
     }
 }
 
-TEST_CASE("qwen35: a state checkpoint lets a chat turn resume from the previous prompt", "[hybrid][seq]") {
+TEST_CASE("qwen35 and lfm2: a state checkpoint lets a chat turn resume from the previous prompt", "[hybrid][seq]") {
+    const std::string file = GENERATE(as<std::string>(), "qwen35_tiny.gguf", "lfm2_tiny.gguf");
     for (const std::string& name : test::all_backend_names()) {
-        INFO("backend " << name);
+        INFO("backend " << name << ", " << file);
         auto be = test::make_backend(name);
-        auto m = load_model(tiny_path(), *be);
+        auto m = load_model(test::test_data(file), *be);
         const auto prompt = test::random_tokens(30, 5, 256), reply = test::random_tokens(8, 6, 256),
                    other = test::random_tokens(8, 7, 256), next = test::random_tokens(12, 8, 256);
         auto fresh = [&](const std::vector<int32_t>& t, int64_t from) {

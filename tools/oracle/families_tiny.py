@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Tiny random-weight oracles of nine families: Llama 3 (arch llama), Qwen3 (qwen3), Qwen3-MoE
+"""Tiny random-weight oracles of ten families: Llama 3 (arch llama), Qwen3 (qwen3), Qwen3-MoE
 (qwen3moe), Gemma 2 (gemma2), gpt-oss (gpt-oss), Qwen2 / Qwen2.5 (qwen2), IBM Granite 3
-(granite), OLMo 2 (olmo2) and Ministral 3 (mistral3).
+(granite), OLMo 2 (olmo2), Ministral 3 (mistral3) and Liquid's LFM2 (lfm2).
 
 Each model is built with the `transformers` reference class (float32, eager attention, random
 weights scaled for unit-variance outputs), exported to GGUF with the tensor names, metadata keys
@@ -12,7 +12,7 @@ matrices, which are MXFP4 as in the published conversions; the torch model is gi
 dequantized MXFP4 values before the logits are taken, so the golden logits are exact for the file.
 
 Usage: tools/oracle/families_tiny.py OUT_DIR FAMILY [tiny|bench]
-       FAMILY in llama, qwen3, qwen3moe, gemma2, gptoss, qwen2, granite, olmo2, mistral3; writes OUT_DIR/<family>_tiny.gguf and
+       FAMILY in llama, qwen3, qwen3moe, gemma2, gptoss, qwen2, granite, olmo2, mistral3, lfm2; writes OUT_DIR/<family>_tiny.gguf and
        OUT_DIR/<family>_tiny.golden. `bench` exists for llama only: Llama-3.2-1B's exact shapes
        with random F16 weights written straight from numpy (no HF model, no golden), for speed
        runs after llama-quantize (OUT_DIR/llama1b_f16.gguf).
@@ -101,6 +101,19 @@ mistral3 (Ministral3ForCausalLM; vocab 384, hidden 64, 4 layers, 4 heads, 2 KV h
   tensors and transforms: llama's (q/k rows permuted, interleaved rope), no rope_freqs. The
     queries after rope are multiplied by 1 + 0.1 ln(1 + floor(pos / 32)). Tokenizer: the BPE one
     with Mistral's special tokens, pre "tekken".
+
+lfm2 (Lfm2ForCausalLM; vocab 384, hidden 64, 4 layers [conv, attention, conv, attention], 4 heads,
+  2 KV heads, head_dim 16, FFN 128 (block_auto_adjust_ff_dim off), conv_L_cache 3, tied output)
+  keys: lfm2.block_count, context_length, embedding_length, attention.head_count 4,
+    attention.head_count_kv [0, 2, 0, 2] (0: a convolution layer), rope.freq_base 1e6,
+    vocab_size, shortconv.l_cache 3, attention.layer_norm_rms_epsilon 1e-5,
+    feed_forward_length 128.
+  tensors: token_embd; token_embd_norm (HF's final embedding_norm); per layer attn_norm
+    (operator_norm), ffn_norm, ffn_gate / ffn_up / ffn_down (w1 / w3 / w2); convolution layers
+    shortconv.in_proj [64,192] (B, C, x rows), shortconv.conv [3,64] (HF [64,1,3] squeezed),
+    shortconv.out_proj [64,64]; attention layers attn_q/k/v/output and attn_q_norm /
+    attn_k_norm [16] (per head). transforms: none (NeoX rope). Tokenizer: the BPE one with
+    LFM2's special tokens, pre "lfm2".
 
 olmo2 (Olmo2ForCausalLM; vocab 384, hidden 64, 4 layers, 4 heads, 2 KV heads, head_dim 16, FFN 128,
   untied output, no biases)
@@ -236,9 +249,9 @@ from golden import write_golden
 SEED = 2020
 N_PROMPT = 100
 VOCAB = 384
-FAMILIES = ("llama", "qwen3", "qwen3moe", "gemma2", "gptoss", "qwen2", "granite", "olmo2", "mistral3")
+FAMILIES = ("llama", "qwen3", "qwen3moe", "gemma2", "gptoss", "qwen2", "granite", "olmo2", "mistral3", "lfm2")
 ARCH = {"llama": "llama", "qwen3": "qwen3", "qwen3moe": "qwen3moe", "gemma2": "gemma2", "gptoss": "gpt-oss", "qwen2": "qwen2",
-        "granite": "granite", "olmo2": "olmo2", "mistral3": "mistral3"}
+        "granite": "granite", "olmo2": "olmo2", "mistral3": "mistral3", "lfm2": "lfm2"}
 # Ministral 3's YaRN and Llama 4 attention temperature, with an original context of 32 so that
 # the 100-token golden prompt crosses three of the temperature's steps (16384 in the real ones)
 MINISTRAL3_ROPE = {"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 16.0, "original_max_position_embeddings": 32,
@@ -262,7 +275,7 @@ def make_model(family):
     from transformers import (LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM, Qwen3MoeConfig,
                               Qwen3MoeForCausalLM, Gemma2Config, Gemma2ForCausalLM, GptOssConfig, GptOssForCausalLM,
                               Qwen2Config, Qwen2ForCausalLM, GraniteConfig, GraniteForCausalLM, Olmo2Config,
-                              Olmo2ForCausalLM, Ministral3Config, Ministral3ForCausalLM)
+                              Olmo2ForCausalLM, Ministral3Config, Ministral3ForCausalLM, Lfm2Config, Lfm2ForCausalLM)
     common = dict(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2)
     if family == "llama":
         cfg = LlamaConfig(**common, head_dim=16, intermediate_size=128, max_position_embeddings=2048, rms_norm_eps=1e-5,
@@ -297,6 +310,12 @@ def make_model(family):
         cfg = Ministral3Config(**common, head_dim=16, intermediate_size=128, max_position_embeddings=512, rms_norm_eps=1e-5,
                                tie_word_embeddings=False, sliding_window=None, rope_parameters=dict(MINISTRAL3_ROPE))
         cls = Ministral3ForCausalLM
+    elif family == "lfm2":
+        cfg = Lfm2Config(**common, intermediate_size=128, block_auto_adjust_ff_dim=False,
+                         max_position_embeddings=4096, norm_eps=1e-5, tie_word_embeddings=True, conv_L_cache=3,
+                         layer_types=["conv", "full_attention", "conv", "full_attention"],
+                         rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})
+        cls = Lfm2ForCausalLM
     elif family == "gemma2":
         cfg = Gemma2Config(**common, head_dim=32, intermediate_size=128, max_position_embeddings=4096, rms_norm_eps=1e-6,
                            tie_word_embeddings=True, sliding_window=4, query_pre_attn_scalar=32,
@@ -332,6 +351,8 @@ def make_model(family):
                     p.copy_(torch.randn(p.shape, generator=g) * std)
                 else:
                     p.copy_(torch.randn(p.shape, generator=g) / math.sqrt(fan_in))
+            elif name.endswith("conv.conv.weight"):  # LFM2's depthwise taps [C, 1, L]
+                p.copy_(torch.randn(p.shape, generator=g) / math.sqrt(p.shape[2]))
             elif name.endswith("sinks"):
                 p.copy_(torch.randn(p.shape, generator=g) * 1.5)
             elif "bias" in name:
@@ -425,6 +446,8 @@ BPE_SPECIALS = {
                ("<|end_header_id|>", 3), ("<|eot_id|>", 3)], "<|begin_of_text|>", "<|eot_id|>", None, True),
     "qwen3": ([("<|endoftext|>", 3), ("<|im_start|>", 3), ("<|im_end|>", 3), ("<think>", 4), ("</think>", 4)],
               "<|endoftext|>", "<|im_end|>", "<|endoftext|>", False),
+    "lfm2": ([("<|startoftext|>", 3), ("<|endoftext|>", 3), ("<|im_start|>", 3), ("<|im_end|>", 3)],
+             "<|startoftext|>", "<|im_end|>", "<|endoftext|>", True),
     "mistral3": ([("<unk>", 3), ("<s>", 3), ("</s>", 3), ("[INST]", 3), ("[/INST]", 3)], "<s>", "</s>", None, True),
     "olmo2": ([("<|endoftext|>", 3), ("<|pad|>", 3), ("<|im_start|>", 3), ("<|im_end|>", 3)],
               "<|endoftext|>", "<|endoftext|>", "<|pad|>", False),
@@ -434,7 +457,7 @@ BPE_SPECIALS = {
                 ("<|channel|>", 3), ("<|start|>", 3), ("<|end|>", 3), ("<|message|>", 3), ("<|call|>", 3)],
                "<|startoftext|>", "<|return|>", "<|endoftext|>", False),
 }
-BPE_PRE = {"mistral3": "tekken", "llama": "llama-bpe", "qwen3": "qwen2", "qwen3moe": "qwen2", "gptoss": "gpt-4o", "qwen2": "qwen2", "granite": "refact",
+BPE_PRE = {"lfm2": "lfm2", "mistral3": "tekken", "llama": "llama-bpe", "qwen3": "qwen2", "qwen3moe": "qwen2", "gptoss": "gpt-4o", "qwen2": "qwen2", "granite": "refact",
            "olmo2": "dbrx"}
 
 
@@ -516,8 +539,61 @@ def f32(t):
     return t.detach().float().contiguous().numpy().astype(np.float32)
 
 
+def export_lfm2(cfg, m, path):
+    """LFM2 as llama.cpp's converter (conversion/lfm2.py) writes it."""
+    w = gguf.GGUFWriter(path, "lfm2")
+    w.add_type("model")
+    w.add_name("lockstep tiny lfm2")
+    L, H, nh = cfg.num_hidden_layers, cfg.hidden_size, cfg.num_attention_heads
+    w.add_block_count(L)
+    w.add_context_length(cfg.max_position_embeddings)
+    w.add_embedding_length(H)
+    w.add_head_count(nh)
+    w.add_head_count_kv([cfg.num_key_value_heads if t != "conv" else 0 for t in cfg.layer_types])
+    w.add_rope_freq_base(cfg.rope_parameters["rope_theta"])
+    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    w.add_vocab_size(cfg.vocab_size)
+    w.add_shortconv_l_cache(cfg.conv_L_cache)
+    w.add_layer_norm_rms_eps(cfg.norm_eps)
+    w.add_feed_forward_length(cfg.intermediate_size)  # (block_auto_adjust_ff_dim off: as it is)
+    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    sd = dict(m.named_parameters())
+
+    def put(name, t):
+        w.add_tensor(name, f32(t))
+
+    put("token_embd.weight", sd["model.embed_tokens.weight"])
+    put("token_embd_norm.weight", sd["model.embedding_norm.weight"])
+    if not cfg.tie_word_embeddings:
+        put("output.weight", sd["lm_head.weight"])
+    for i, kind in enumerate(cfg.layer_types):
+        p, b = f"model.layers.{i}.", f"blk.{i}."
+        put(b + "attn_norm.weight", sd[p + "operator_norm.weight"])
+        put(b + "ffn_norm.weight", sd[p + "ffn_norm.weight"])
+        if kind == "conv":
+            put(b + "shortconv.in_proj.weight", sd[p + "conv.in_proj.weight"])
+            put(b + "shortconv.conv.weight", sd[p + "conv.conv.weight"].squeeze(1))  # [C, L]: ne (L, C)
+            put(b + "shortconv.out_proj.weight", sd[p + "conv.out_proj.weight"])
+        else:
+            a = p + "self_attn."
+            for src, dst in (("q_proj", "attn_q"), ("k_proj", "attn_k"), ("v_proj", "attn_v"), ("out_proj", "attn_output")):
+                put(f"{b}{dst}.weight", sd[f"{a}{src}.weight"])
+            put(b + "attn_q_norm.weight", sd[a + "q_layernorm.weight"])
+            put(b + "attn_k_norm.weight", sd[a + "k_layernorm.weight"])
+        put(b + "ffn_gate.weight", sd[p + "feed_forward.w1.weight"])
+        put(b + "ffn_up.weight", sd[p + "feed_forward.w3.weight"])
+        put(b + "ffn_down.weight", sd[p + "feed_forward.w2.weight"])
+    print("special token ids:", write_bpe_tokenizer(w, "lfm2", cfg.vocab_size))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def export(family, cfg, m, path, mxfp4=True):
     """mxfp4=False (checks only): gpt-oss experts as F32 copies of their MXFP4 values."""
+    if family == "lfm2":
+        return export_lfm2(cfg, m, path)
     A = ARCH[family]
     w = gguf.GGUFWriter(path, A)
     w.add_type("model")
