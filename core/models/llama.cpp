@@ -42,7 +42,12 @@ void Llama::load_arch() {
     if (n_expert_ > 0 && (n_expert_used_ < 1 || n_expert_used_ > n_expert_ || n_expert_used_ > kTopkMax))
         bad("inconsistent expert counts (expert_count " + std::to_string(n_expert_) + ", expert_used_count " +
             std::to_string(n_expert_used_) + ")");
-    if (hp_.n_ctx_train > 0 && window > hp_.n_ctx_train)
+    // LongRoPE (Phi-3.5-mini, Phi-4-mini: rope_factors_long / rope_factors_short, chosen by the
+    // context length) is not built here: refused rather than run with the wrong angles.
+    if (f.find_tensor("rope_factors_long.weight") || f.find_tensor("rope_factors_short.weight") ||
+        f.find_tensor("blk.0.rope_factors_long.weight"))
+        bad("LongRoPE (rope_factors_long / rope_factors_short) is not supported");
+    if (hp_.n_ctx_train > 0 && window > hp_.n_ctx_train && arch != "phi3")
         bad("sliding window of " + std::to_string(window) + " tokens is larger than the model's context of " +
             std::to_string(hp_.n_ctx_train) + " (broken metadata)");
     // Granite's multipliers (0: the key is absent, nothing is scaled).
@@ -71,8 +76,11 @@ void Llama::load_arch() {
     const float base = float(f.get_float(a + "rope.freq_base", 10000.0));
     if (!(base > 1.0f) || !std::isfinite(base)) bad("rope.freq_base must be a finite number above 1");
     rope_ = rope_params_from_gguf(f, a, int32_t(n_rot), flavor_.rope_mode, base);
+    // (phi3's converter writes the config's sliding_window, 0 or none for Phi-4; a window as
+    // long as the context, Phi-3.5's 262144, is full attention.)
+    const int64_t eff_window = hp_.n_ctx_train > 0 && window >= hp_.n_ctx_train ? 0 : window;
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
-        hp_.layers.push_back({.window = int32_t(window), .rope_base = base, .rope_scale = rope_.freq_scale, .n_head = int32_t(n_head),
+        hp_.layers.push_back({.window = int32_t(eff_window), .rope_base = base, .rope_scale = rope_.freq_scale, .n_head = int32_t(n_head),
                               .n_head_kv = int32_t(n_head_kv), .head_dim_k = int32_t(hd_k), .head_dim_v = int32_t(hd_v)});
     }
 
@@ -85,7 +93,16 @@ void Llama::load_arch() {
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
         Layer l{};
-        l.at = attn_weights(p, hp_.layers[size_t(il)], Biases::Optional);
+        if (f.find_tensor(p + "attn_qkv.weight")) {
+            // phi3's fused projection: split by row tables in the graph (build_graph).
+            l.wqkv = matmul_weight(p + "attn_qkv.weight", E, hd_k * (n_head + 2 * n_head_kv));
+            fused_qkv_ = true;
+            if (hd_v != hd_k) bad("a fused attn_qkv with value heads of another size is not supported");
+            l.at = {nullptr, nullptr, nullptr, matmul_weight(p + "attn_output.weight", hd_v * n_head, E)};
+            l.at.bo = f.find_tensor(p + "attn_output.bias") ? norm_weight(p + "attn_output.bias", E) : nullptr;
+        } else {
+            l.at = attn_weights(p, hp_.layers[size_t(il)], Biases::Optional);
+        }
         if (flavor_.qk_norm == QkNorm::PerHead) {
             l.q_norm = norm_weight(p + "attn_q_norm.weight", hd_k);
             l.k_norm = norm_weight(p + "attn_k_norm.weight", hd_k);
@@ -107,6 +124,11 @@ void Llama::load_arch() {
             l.experts.down = expert_weight(p + "ffn_down_exps.weight", F, E, n_expert_);
             l.experts.n_ff = F;
             l.experts.act = MoeAct::Silu;
+        } else if (!f.find_tensor(p + "ffn_gate.weight") && f.find_tensor(p + "ffn_up.weight")) {
+            // phi3: gate and up in one matrix, gate rows first (llama.cpp's SWIGLU split)
+            l.ffn_up = matmul_weight(p + "ffn_up.weight", E, 2 * F);
+            l.ffn_down = matmul_weight(p + "ffn_down.weight", F, E);
+            fused_ffn_ = true;
         } else {
             l.ffn_gate = matmul_weight(p + "ffn_gate.weight", E, F);
             l.ffn_up = matmul_weight(p + "ffn_up.weight", E, F);
@@ -121,10 +143,16 @@ void Llama::load_arch() {
 
 // SwiGLU, or the experts: router softmax over all experts, the k most probable, their
 // probabilities renormalised to sum 1 unless expert_weights_norm says otherwise.
-Tensor* Llama::ffn(Graph& g, Tensor* h, int64_t il) const {
+Tensor* Llama::ffn(Graph& g, Tensor* h, int64_t il, const FusedRows& fr) const {
     using namespace ops;
     const Layer& w = layers_[size_t(il)];
     auto biased = [&](Tensor* y, Tensor* b) { return b ? add(g, y, b) : y; };
+    if (!w.ffn_gate_inp && !w.ffn_gate) {
+        // gate rows then up rows per token: as rows of n_ff, token t's are 2t and 2t + 1
+        const int64_t T = h->ne[1], F = hp_.n_ff;
+        Tensor* gu = reshape(g, mul_mat(g, w.ffn_up, h), {F, 2 * T});
+        return mul_mat(g, w.ffn_down, mul(g, silu(g, get_rows(g, gu, fr.gate)), get_rows(g, gu, fr.up)));
+    }
     if (!w.ffn_gate_inp)
         return biased(mul_mat(g, w.ffn_down, mul(g, silu(g, biased(mul_mat(g, w.ffn_gate, h), w.ffn_gate_b)),
                                                      biased(mul_mat(g, w.ffn_up, h), w.ffn_up_b))),
@@ -156,15 +184,43 @@ Tensor* Llama::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
 
     auto residual = [&](Tensor* y) { return residual_scale_ != 0.f ? scale(g, y, residual_scale_) : y; };
 
+    FusedRows fr;
+    if (fused_qkv_) {
+        const LayerParams& L0 = hp_.layers[0];
+        const int64_t H = L0.n_head, Hkv = L0.n_head_kv, per = H + 2 * Hkv;
+        std::vector<int32_t> qi, ki, vi;
+        for (int64_t t = 0; t < T; ++t) {
+            for (int64_t j = 0; j < H; ++j) qi.push_back(int32_t(t * per + j));
+            for (int64_t j = 0; j < Hkv; ++j) ki.push_back(int32_t(t * per + H + j)), vi.push_back(int32_t(t * per + H + Hkv + j));
+        }
+        fr.q = g.input(DType::I32, {H * T}, qi.data(), "qkv_q_rows");
+        fr.k = g.input(DType::I32, {Hkv * T}, ki.data(), "qkv_k_rows");
+        fr.v = g.input(DType::I32, {Hkv * T}, vi.data(), "qkv_v_rows");
+    }
+    if (fused_ffn_) {
+        std::vector<int32_t> gi, ui;
+        for (int64_t t = 0; t < T; ++t) gi.push_back(int32_t(2 * t)), ui.push_back(int32_t(2 * t + 1));
+        fr.gate = g.input(DType::I32, {T}, gi.data(), "ffn_gate_rows");
+        fr.up = g.input(DType::I32, {T}, ui.data(), "ffn_up_rows");
+    }
+
     Tensor* x = get_rows(g, tok_embd_, tokens);  // (E, T)
     if (embd_scale_ != 0.f) x = scale(g, x, embd_scale_);
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
         const Layer& w = layers_[size_t(il)];
         const LayerParams& L = hp_.layers[size_t(il)];
         Tensor* h = w.attn_norm ? rms_norm(g, x, w.attn_norm, eps) : x;
-        Tensor* q = biased(mul_mat(g, w.at.wq, h), w.at.bq);  // (n_head * head_dim_k, T)
-        Tensor* k = biased(mul_mat(g, w.at.wk, h), w.at.bk);
-        Tensor* v = biased(mul_mat(g, w.at.wv, h), w.at.bv);  // (n_head_kv * head_dim_v, T)
+        Tensor *q, *k, *v;
+        if (w.wqkv) {
+            Tensor* qkv = reshape(g, mul_mat(g, w.wqkv, h), {int64_t(L.head_dim_k), int64_t(L.n_head + 2 * L.n_head_kv) * T});
+            q = reshape(g, get_rows(g, qkv, fr.q), {int64_t(L.head_dim_k) * L.n_head, T});
+            k = reshape(g, get_rows(g, qkv, fr.k), {int64_t(L.head_dim_k) * L.n_head_kv, T});
+            v = reshape(g, get_rows(g, qkv, fr.v), {int64_t(L.head_dim_v) * L.n_head_kv, T});
+        } else {
+            q = biased(mul_mat(g, w.at.wq, h), w.at.bq);  // (n_head * head_dim_k, T)
+            k = biased(mul_mat(g, w.at.wk, h), w.at.bk);
+            v = biased(mul_mat(g, w.at.wv, h), w.at.bv);  // (n_head_kv * head_dim_v, T)
+        }
         if (flavor_.qk_norm == QkNorm::Whole) {
             q = rms_norm(g, q, w.q_norm, eps);
             k = rms_norm(g, k, w.k_norm, eps);
@@ -183,7 +239,7 @@ Tensor* Llama::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
         Tensor* o = biased(mul_mat(g, w.at.wo, reshape(g, a, {int64_t(L.head_dim_v) * L.n_head, T})), w.at.bo);
         if (w.attn_post_norm) o = rms_norm(g, o, w.attn_post_norm, eps);
         x = add(g, x, residual(o));
-        Tensor* f = ffn(g, w.ffn_norm ? rms_norm(g, x, w.ffn_norm, eps) : x, il);
+        Tensor* f = ffn(g, w.ffn_norm ? rms_norm(g, x, w.ffn_norm, eps) : x, il, fr);
         if (w.ffn_post_norm) f = rms_norm(g, f, w.ffn_post_norm, eps);
         x = add(g, x, residual(f));
     }

@@ -20,7 +20,8 @@ struct LlamaFlavor {
 // The plain decoder: llama (Llama 2/3.x, Mistral, SmolLM), qwen2 (biases on q, k and v),
 // qwen3, qwen3moe, granite (IBM Granite 3: its four multipliers, below), olmo2 (OLMo 2:
 // norms after attention and FFN instead of before, q/k norms over the whole projection) and
-// mistral3 (Ministral 3, Mistral Small 3.x: YaRN and Llama 4's attention temperature).
+// mistral3 (Ministral 3, Mistral Small 3.x: YaRN and Llama 4's attention temperature) and
+// phi3 (Phi-3, Phi-4: q, k and v in one matrix, gate and up in one, partial rope).
 // RMS norm, attention with GQA, rope (linear, YaRN, or Llama 3's per-pair divisors from
 // rope_freqs.weight), optional sliding window (Mistral-style, every layer), optional biases;
 // SwiGLU FFN (optional biases) or a mixture of SwiGLU experts (softmax router, top-k,
@@ -35,14 +36,21 @@ public:
 
 private:
     void load_arch() override;
-    Tensor* ffn(Graph& g, Tensor* h, int64_t il) const;
+    // phi3's fused matrices, split per token by row tables (get_rows), made once per graph.
+    struct FusedRows {
+        Tensor *q = nullptr, *k = nullptr, *v = nullptr;  // rows of head_dim in attn_qkv's output
+        Tensor *gate = nullptr, *up = nullptr;            // rows of n_ff in ffn_up's output
+    };
+    Tensor* ffn(Graph& g, Tensor* h, int64_t il, const FusedRows& fr) const;
     struct Layer {
         Tensor* attn_norm;                   // (n_embd), or null (post_norm)
-        AttnWeights at;                      // q, k, v, o and optional biases
+        AttnWeights at;                      // q, k, v, o and optional biases (q, k, v null when fused:)
+        Tensor* wqkv;                        // phi3: (n_embd, (n_head + 2 n_head_kv) * head_dim): q rows, k rows, v rows
         Tensor *q_norm, *k_norm;             // (head_dim) per head, or (n_head[_kv] * head_dim) whole; or null
         Tensor* ffn_norm;                    // (n_embd), or null (post_norm)
         Tensor *attn_post_norm, *ffn_post_norm;  // (n_embd), post_norm only
-        Tensor *ffn_gate, *ffn_up, *ffn_down;  // dense: (n_embd, n_ff), (n_embd, n_ff), (n_ff, n_embd)
+        Tensor *ffn_gate, *ffn_up, *ffn_down;  // dense: (n_embd, n_ff), (n_embd, n_ff), (n_ff, n_embd); phi3: no
+                                               // ffn_gate, ffn_up (n_embd, 2 n_ff): gate rows, then up rows
         Tensor *ffn_gate_b, *ffn_up_b, *ffn_down_b;  // their optional biases
         Tensor* ffn_gate_inp;                // MoE router (n_embd, n_expert), or null
         MoeExperts experts;
@@ -53,6 +61,7 @@ private:
     std::vector<float> rope_freqs_;  // (n_rot / 2) Llama 3 divisors, or empty
     int64_t n_expert_ = 0, n_expert_used_ = 0;
     bool expert_norm_ = true;
+    bool fused_qkv_ = false, fused_ffn_ = false;  // phi3
     float embd_scale_ = 0.f, residual_scale_ = 0.f, logit_scale_ = 0.f;  // 0: absent (granite's multipliers)
     // Llama 4's attention temperature (Ministral 3, attention.temperature_scale): queries after
     // rope times 1 + beta log(1 + floor(pos / temp_floor_)); beta 0: none.

@@ -31,7 +31,8 @@ constexpr Family kFamilies[] = {
     {"qwen3", &make_llama<ROPE_NEOX, QkNorm::PerHead>},
     {"granite", &make_llama<ROPE_NORMAL, QkNorm::None>},  // (IBM Granite 3.x dense; its multipliers from the metadata)
     {"olmo2", &make_llama<ROPE_NEOX, QkNorm::Whole, true>},  // (OLMo 2: post-norms, whole-projection q/k norms)
-    {"mistral3", &make_llama<ROPE_NORMAL, QkNorm::None>},     // (Ministral 3, Mistral Small 3.x text: YaRN, attention temperature)
+    {"mistral3", &make_llama<ROPE_NORMAL, QkNorm::None>},
+    {"phi3", &make_llama<ROPE_NEOX, QkNorm::None>},  // (Phi-3, Phi-4: fused q/k/v and gate/up, partial rope; not LongRoPE)     // (Ministral 3, Mistral Small 3.x text: YaRN, attention temperature)
     {"qwen3moe", &make_llama<ROPE_NEOX, QkNorm::PerHead>},
     {"gemma2", &make<Gemma>},
     {"gpt-oss", &make<GptOss>},

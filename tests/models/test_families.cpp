@@ -9,6 +9,9 @@
 //   mistral3_tiny  llama's rope with YaRN (factor 16 over an original context of 32, mscale_all_dim
 //                  1) and Llama 4's attention temperature (queries x 1 + 0.1 ln(1 + floor(pos / 32)),
 //                  three steps within the prompt);
+//   phi3_tiny      q, k and v in one matrix and gate and up in another (split by row tables),
+//                  NeoX rope on half of each head (partial_rotary_factor 0.5);
+//   lfm2_tiny      short-convolution blocks (conv1d_scan state) beside attention blocks;
 //   olmo2_tiny     NeoX rope, no norms before attention and FFN, RMS norms of their outputs
 //                  before the residual adds, q/k norms over the whole projections;
 //   granite_tiny   llama's rope, Granite's four multipliers (embeddings x12, branches x0.22,
@@ -24,6 +27,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <set>
@@ -42,14 +46,15 @@ using namespace ls::test;
 
 namespace {
 
-const std::vector<std::string> kFamilies = {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gptoss", "granite", "olmo2", "mistral3", "lfm2"};
+const std::vector<std::string> kFamilies = {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gptoss", "granite", "olmo2", "mistral3", "lfm2", "phi3"};
 const std::vector<std::string> kSliding = {"gemma2", "gptoss"};
+constexpr float kOne = 1.0f;
 
 }  // namespace
 
 TEST_CASE("families: tiny model logits match transformers, whole and in ubatches, on every backend", "[families][golden]") {
     // gpt-oss: the file with its experts as F32 copies of their MXFP4 values (see below).
-    for (const std::string kind : {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gptossf32", "granite", "olmo2", "mistral3", "lfm2"}) {
+    for (const std::string kind : {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gptossf32", "granite", "olmo2", "mistral3", "lfm2", "phi3"}) {
         const Golden gold = read_golden(kind == "gptossf32" ? "gptoss_tiny" : kind + "_tiny");
         SameBitsAsFirst same(gold.n_vocab);
         for (const std::string& bk : all_backend_names()) {
@@ -172,6 +177,13 @@ TEST_CASE("families: broken metadata and missing tensors are load errors naming 
     // mistral3: the temperature needs the YaRN original context it steps by.
     CHECK_THAT(load_error("mistral3", {"mistral3.rope.scaling.original_context_length", "mistral3.rope.scaling.type"}, {}, {}),
                Catch::Contains("temperature_scale needs rope.scaling.original_context_length"));
+    // phi3: LongRoPE factors are refused (not built), not ignored.
+    CHECK_THAT(load_error("phi3", {}, {}, [](GgufWriter& w) {
+                   std::vector<uint8_t> ones(4 * sizeof(float));
+                   for (size_t i = 0; i < 4; ++i) std::memcpy(ones.data() + 4 * i, &kOne, 4);
+                   w.add_tensor("rope_factors_long.weight", DType::F32, {4}, std::move(ones));
+               }),
+               Catch::Contains("LongRoPE"));
     // olmo2: its post-norms are required; OLMo 3's sliding layers are refused.
     CHECK_THAT(load_error("olmo2", {}, {"blk.1.post_ffw_norm.weight"}, {}), Catch::Contains("blk.1.post_ffw_norm.weight"));
     CHECK_THAT(load_error("olmo2", {}, {}, [](GgufWriter& w) { w.set_u32("olmo2.attention.sliding_window", 4096); }),

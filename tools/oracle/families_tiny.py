@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Tiny random-weight oracles of ten families: Llama 3 (arch llama), Qwen3 (qwen3), Qwen3-MoE
+"""Tiny random-weight oracles of eleven families: Llama 3 (arch llama), Qwen3 (qwen3), Qwen3-MoE
 (qwen3moe), Gemma 2 (gemma2), gpt-oss (gpt-oss), Qwen2 / Qwen2.5 (qwen2), IBM Granite 3
-(granite), OLMo 2 (olmo2), Ministral 3 (mistral3) and Liquid's LFM2 (lfm2).
+(granite), OLMo 2 (olmo2), Ministral 3 (mistral3), Liquid's LFM2 (lfm2) and Phi-3 / Phi-4 (phi3).
 
 Each model is built with the `transformers` reference class (float32, eager attention, random
 weights scaled for unit-variance outputs), exported to GGUF with the tensor names, metadata keys
@@ -12,7 +12,7 @@ matrices, which are MXFP4 as in the published conversions; the torch model is gi
 dequantized MXFP4 values before the logits are taken, so the golden logits are exact for the file.
 
 Usage: tools/oracle/families_tiny.py OUT_DIR FAMILY [tiny|bench]
-       FAMILY in llama, qwen3, qwen3moe, gemma2, gptoss, qwen2, granite, olmo2, mistral3, lfm2; writes OUT_DIR/<family>_tiny.gguf and
+       FAMILY in llama, qwen3, qwen3moe, gemma2, gptoss, qwen2, granite, olmo2, mistral3, lfm2, phi3; writes OUT_DIR/<family>_tiny.gguf and
        OUT_DIR/<family>_tiny.golden. `bench` exists for llama only: Llama-3.2-1B's exact shapes
        with random F16 weights written straight from numpy (no HF model, no golden), for speed
        runs after llama-quantize (OUT_DIR/llama1b_f16.gguf).
@@ -101,6 +101,18 @@ mistral3 (Ministral3ForCausalLM; vocab 384, hidden 64, 4 layers, 4 heads, 2 KV h
   tensors and transforms: llama's (q/k rows permuted, interleaved rope), no rope_freqs. The
     queries after rope are multiplied by 1 + 0.1 ln(1 + floor(pos / 32)). Tokenizer: the BPE one
     with Mistral's special tokens, pre "tekken".
+
+phi3 (Phi3ForCausalLM; vocab 384, hidden 64, 4 layers, 4 heads, 2 KV heads, head_dim 16, FFN 128,
+  partial_rotary_factor 0.5 (rope on the first 8 of 16 dims, as Phi-4-mini), untied output, no
+  sliding window)
+  keys: phi3.context_length 4096, rope.scaling.original_context_length 4096, embedding_length,
+    feed_forward_length 128, block_count, head_count, head_count_kv, rms eps 1e-5,
+    rope.dimension_count 8, rope.freq_base 10000, sliding_window 0 (the converter writes 0 for
+    none).
+  tensors: token_embd, output_norm, output; per layer attn_norm, attn_qkv [64,128] (q rows, k
+    rows, v rows: HF's qkv_proj as it is), attn_output, ffn_norm, ffn_up [64,256] (HF's
+    gate_up_proj: gate rows, then up rows), ffn_down. transforms: none (NeoX rope). Tokenizer:
+    the SentencePiece one. No LongRoPE factors (rope_factors_long / _short; refused).
 
 lfm2 (Lfm2ForCausalLM; vocab 384, hidden 64, 4 layers [conv, attention, conv, attention], 4 heads,
   2 KV heads, head_dim 16, FFN 128 (block_auto_adjust_ff_dim off), conv_L_cache 3, tied output)
@@ -249,9 +261,9 @@ from golden import write_golden
 SEED = 2020
 N_PROMPT = 100
 VOCAB = 384
-FAMILIES = ("llama", "qwen3", "qwen3moe", "gemma2", "gptoss", "qwen2", "granite", "olmo2", "mistral3", "lfm2")
+FAMILIES = ("llama", "qwen3", "qwen3moe", "gemma2", "gptoss", "qwen2", "granite", "olmo2", "mistral3", "lfm2", "phi3")
 ARCH = {"llama": "llama", "qwen3": "qwen3", "qwen3moe": "qwen3moe", "gemma2": "gemma2", "gptoss": "gpt-oss", "qwen2": "qwen2",
-        "granite": "granite", "olmo2": "olmo2", "mistral3": "mistral3", "lfm2": "lfm2"}
+        "granite": "granite", "olmo2": "olmo2", "mistral3": "mistral3", "lfm2": "lfm2", "phi3": "phi3"}
 # Ministral 3's YaRN and Llama 4 attention temperature, with an original context of 32 so that
 # the 100-token golden prompt crosses three of the temperature's steps (16384 in the real ones)
 MINISTRAL3_ROPE = {"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 16.0, "original_max_position_embeddings": 32,
@@ -275,7 +287,8 @@ def make_model(family):
     from transformers import (LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM, Qwen3MoeConfig,
                               Qwen3MoeForCausalLM, Gemma2Config, Gemma2ForCausalLM, GptOssConfig, GptOssForCausalLM,
                               Qwen2Config, Qwen2ForCausalLM, GraniteConfig, GraniteForCausalLM, Olmo2Config,
-                              Olmo2ForCausalLM, Ministral3Config, Ministral3ForCausalLM, Lfm2Config, Lfm2ForCausalLM)
+                              Olmo2ForCausalLM, Ministral3Config, Ministral3ForCausalLM, Lfm2Config, Lfm2ForCausalLM,
+                              Phi3Config, Phi3ForCausalLM)
     common = dict(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2)
     if family == "llama":
         cfg = LlamaConfig(**common, head_dim=16, intermediate_size=128, max_position_embeddings=2048, rms_norm_eps=1e-5,
@@ -316,6 +329,12 @@ def make_model(family):
                          layer_types=["conv", "full_attention", "conv", "full_attention"],
                          rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})
         cls = Lfm2ForCausalLM
+    elif family == "phi3":
+        cfg = Phi3Config(**common, intermediate_size=128, max_position_embeddings=4096, original_max_position_embeddings=4096,
+                         rms_norm_eps=1e-5, tie_word_embeddings=False, sliding_window=None, pad_token_id=0, eos_token_id=1,
+                         bos_token_id=2, partial_rotary_factor=0.5,
+                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5})
+        cls = Phi3ForCausalLM
     elif family == "gemma2":
         cfg = Gemma2Config(**common, head_dim=32, intermediate_size=128, max_position_embeddings=4096, rms_norm_eps=1e-6,
                            tie_word_embeddings=True, sliding_window=4, query_pre_attn_scalar=32,
@@ -590,10 +609,57 @@ def export_lfm2(cfg, m, path):
     w.close()
 
 
+def export_phi3(cfg, m, path):
+    """Phi-3 / Phi-4 as llama.cpp's converter (conversion/phi.py, Phi3MiniModel) writes them: q, k
+    and v in one attn_qkv, gate and up in one ffn_up (gate rows first), as the HF checkpoints
+    have them."""
+    w = gguf.GGUFWriter(path, "phi3")
+    w.add_type("model")
+    w.add_name("lockstep tiny phi3")
+    H, nh = cfg.hidden_size, cfg.num_attention_heads
+    rot = int(cfg.rope_parameters.get("partial_rotary_factor", 1.0) * H) // nh
+    w.add_context_length(cfg.max_position_embeddings)
+    w.add_rope_scaling_orig_ctx_len(cfg.original_max_position_embeddings)
+    w.add_embedding_length(H)
+    w.add_feed_forward_length(cfg.intermediate_size)
+    w.add_block_count(cfg.num_hidden_layers)
+    w.add_head_count(nh)
+    w.add_head_count_kv(cfg.num_key_value_heads)
+    w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    w.add_rope_dimension_count(rot)
+    w.add_rope_freq_base(cfg.rope_parameters["rope_theta"])
+    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    w.add_sliding_window(cfg.sliding_window or 0)
+    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    sd = dict(m.named_parameters())
+
+    def put(name, t):
+        w.add_tensor(name, f32(t))
+
+    put("token_embd.weight", sd["model.embed_tokens.weight"])
+    put("output_norm.weight", sd["model.norm.weight"])
+    put("output.weight", sd["lm_head.weight"])
+    for i in range(cfg.num_hidden_layers):
+        p, b = f"model.layers.{i}.", f"blk.{i}."
+        put(b + "attn_norm.weight", sd[p + "input_layernorm.weight"])
+        put(b + "attn_qkv.weight", sd[p + "self_attn.qkv_proj.weight"])
+        put(b + "attn_output.weight", sd[p + "self_attn.o_proj.weight"])
+        put(b + "ffn_norm.weight", sd[p + "post_attention_layernorm.weight"])
+        put(b + "ffn_up.weight", sd[p + "mlp.gate_up_proj.weight"])
+        put(b + "ffn_down.weight", sd[p + "mlp.down_proj.weight"])
+    write_spm_tokenizer(w, cfg.vocab_size)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def export(family, cfg, m, path, mxfp4=True):
     """mxfp4=False (checks only): gpt-oss experts as F32 copies of their MXFP4 values."""
     if family == "lfm2":
         return export_lfm2(cfg, m, path)
+    if family == "phi3":
+        return export_phi3(cfg, m, path)
     A = ARCH[family]
     w = gguf.GGUFWriter(path, A)
     w.add_type("model")
