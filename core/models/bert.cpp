@@ -3,6 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "core/models/arch_keys.h"
 #include "core/ir/ops.h"
 #include "core/models/attention_block.h"
 
@@ -13,19 +14,20 @@ void Bert::load_arch() {
     const std::string arch = f.get_string("general.architecture");
     const bool nomic = arch == "nomic-bert";
     const std::string a = arch + ".";
+    const ArchKeys keys(f, arch);
     auto bad = [&](const std::string& what) { throw std::runtime_error(arch + ": " + what); };
     hp_.arch = arch;
-    hp_.n_embd = f.get_int(a + "embedding_length");
-    hp_.n_layer = f.get_int(a + "block_count");
-    hp_.n_ff = f.get_int(a + "feed_forward_length");
-    hp_.n_ctx_train = f.get_int(a + "context_length", 0);
-    ln_eps_ = float(f.get_float(a + "attention.layer_norm_epsilon", 1e-12));
+    hp_.n_embd = keys.get_int(ArchKey::EmbeddingLength);
+    hp_.n_layer = keys.get_int(ArchKey::BlockCount);
+    hp_.n_ff = keys.get_int(ArchKey::FeedForwardLength);
+    hp_.n_ctx_train = keys.get_int(ArchKey::ContextLength, 0);
+    ln_eps_ = float(keys.get_float(ArchKey::LayerNormEps, 1e-12));
     // An encoder: both ways (a file that says attention.causal = true is not one we know).
-    if (f.get_bool(a + "attention.causal", false)) bad("attention.causal is true; a BERT encoder attends both ways");
+    if (keys.get_bool(ArchKey::AttentionCausal, false)) bad("attention.causal is true; a BERT encoder attends both ways");
     hp_.causal = false;
     hp_.has_logits = false;
-    const int64_t n_head = f.get_int(a + "attention.head_count");
-    const int64_t n_head_kv = f.get_int(a + "attention.head_count_kv", n_head);
+    const int64_t n_head = keys.get_int(ArchKey::HeadCount);
+    const int64_t n_head_kv = keys.get_int(ArchKey::HeadCountKv, n_head);
     constexpr int64_t kMax = int64_t(1) << 30;
     for (int64_t v : {hp_.n_embd, hp_.n_ff, n_head, n_head_kv, hp_.n_ctx_train})
         if (v > kMax) bad("a hyperparameter of " + std::to_string(v) + " is out of range (broken metadata)");
@@ -36,7 +38,7 @@ void Bert::load_arch() {
     const int64_t hd = hp_.n_embd / n_head;
     hp_.attn_scale = 1.0f / std::sqrt(float(hd));
     rope_ = nomic;
-    rope_base_ = float(f.get_float(a + "rope.freq_base", 10000.0));
+    rope_base_ = float(keys.get_float(ArchKey::RopeFreqBase, 10000.0));
     if (rope_ && (!(rope_base_ > 1.0f) || !std::isfinite(rope_base_))) bad("rope.freq_base must be a finite number above 1");
     for (int64_t il = 0; il < hp_.n_layer; ++il)
         hp_.layers.push_back({.window = 0, .rope_base = rope_base_, .rope_scale = 1.f, .n_head = int32_t(n_head),

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "core/models/arch_keys.h"
 #include "core/ir/ops.h"
 #include "core/models/attention_block.h"
 #include "core/rules/attention_rule.h"
@@ -18,28 +19,29 @@ void Gemma::load_arch() {
     // after the final norm, are pooled as <arch>.pooling_type says).
     const bool embedding = arch == "gemma-embedding";
     const std::string a = arch + ".";
+    const ArchKeys keys(f, arch);
     auto bad = [&](const std::string& what) { throw std::runtime_error(arch + ": " + what); };
     hp_.arch = arch;
-    hp_.n_embd = f.get_int(a + "embedding_length");
-    hp_.n_layer = f.get_int(a + "block_count");
-    hp_.n_ff = f.get_int(a + "feed_forward_length");
-    hp_.n_ctx_train = f.get_int(a + "context_length", 0);
-    hp_.rms_eps = float(f.get_float(a + "attention.layer_norm_rms_epsilon", 1e-6));
-    const int64_t n_head = f.get_int(a + "attention.head_count");
-    const int64_t n_head_kv = f.get_int(a + "attention.head_count_kv", n_head);
-    const int64_t hd_k = f.get_int(a + "attention.key_length", n_head > 0 ? hp_.n_embd / n_head : 0);
-    const int64_t hd_v = f.get_int(a + "attention.value_length", hd_k);
+    hp_.n_embd = keys.get_int(ArchKey::EmbeddingLength);
+    hp_.n_layer = keys.get_int(ArchKey::BlockCount);
+    hp_.n_ff = keys.get_int(ArchKey::FeedForwardLength);
+    hp_.n_ctx_train = keys.get_int(ArchKey::ContextLength, 0);
+    hp_.rms_eps = float(keys.get_float(ArchKey::RmsEps, 1e-6));
+    const int64_t n_head = keys.get_int(ArchKey::HeadCount);
+    const int64_t n_head_kv = keys.get_int(ArchKey::HeadCountKv, n_head);
+    const int64_t hd_k = keys.get_int(ArchKey::KeyLength, n_head > 0 ? hp_.n_embd / n_head : 0);
+    const int64_t hd_v = keys.get_int(ArchKey::ValueLength, hd_k);
     // Gemma 2's published window when the file does not say (llama.cpp's default too).
-    const int64_t window = g2 ? f.get_int(a + "attention.sliding_window", 4096) : f.get_int(a + "attention.sliding_window", 0);
+    const int64_t window = g2 ? keys.get_int(ArchKey::SlidingWindow, 4096) : keys.get_int(ArchKey::SlidingWindow, 0);
     // Of every `period` layers all but the last slide.
-    const int64_t period = g2 ? f.get_int(a + "attention.sliding_window_pattern", 2) : 6;
-    const float base_global = float(f.get_float(a + "rope.freq_base", g2 ? 10000.0 : 1e6));
+    const int64_t period = g2 ? keys.get_int(ArchKey::SlidingWindowPattern, 2) : 6;
+    const float base_global = float(keys.get_float(ArchKey::RopeFreqBase, g2 ? 10000.0 : 1e6));
     float scale_global = 1.f;
-    if (!g2 && f.get_string(a + "rope.scaling.type", "none") == "linear")
-        scale_global = float(1.0 / f.get_float(a + "rope.scaling.factor", 1.0));
+    if (!g2 && keys.get_string(ArchKey::RopeScalingType, "none") == "linear")
+        scale_global = float(1.0 / keys.get_float(ArchKey::RopeScalingFactor, 1.0));
     if (g2) {
-        attn_softcap_ = float(f.get_float(a + "attn_logit_softcapping", 50.0));
-        final_softcap_ = float(f.get_float(a + "final_logit_softcapping", 30.0));
+        attn_softcap_ = float(keys.get_float(ArchKey::AttnLogitSoftcapping, 50.0));
+        final_softcap_ = float(keys.get_float(ArchKey::FinalLogitSoftcapping, 30.0));
     }
     constexpr int64_t kMax = int64_t(1) << 30;
     for (int64_t v : {hp_.n_embd, hp_.n_ff, n_head, n_head_kv, hd_k, hd_v, window, period})
@@ -58,7 +60,7 @@ void Gemma::load_arch() {
     // the head size, except in the 27B models (Gemma 2: 46 layers, Gemma 3: 62), where it is
     // n_embd / n_head. A file that carries attention.scale is taken at its word.
     const bool is_27b = hp_.n_layer == (g2 ? 46 : 62);
-    const double scale = f.get_float(a + "attention.scale", 0.0);
+    const double scale = keys.get_float(ArchKey::AttentionScale, 0.0);
     hp_.attn_scale = scale != 0.0 ? float(scale)
                      : is_27b     ? 1.0f / std::sqrt(float(hp_.n_embd / n_head))
                                   : 1.0f / std::sqrt(float(hd_k));
@@ -115,15 +117,16 @@ void Gemma::load_arch() {
 void Gemma::load_dense_projection() {
     const GgufFile& f = *file_;
     const std::string a = hp_.arch + ".";
+    const ArchKeys keys(f, hp_.arch);
     const int64_t E = hp_.n_embd;
     auto bad = [&](const std::string& what) { throw std::runtime_error(hp_.arch + ": " + what); };
-    auto key = [&](const char* k) {
-        const int64_t v = f.get_int(a + k, 0);
-        if (v < 0 || v > (int64_t(1) << 30)) bad(a + k + " is " + std::to_string(v) + ", out of range (broken metadata)");
+    auto key = [&](ArchKey k) {
+        const int64_t v = keys.get_int(k, 0);
+        if (v < 0 || v > (int64_t(1) << 30)) bad(keys.name(k) + " is " + std::to_string(v) + ", out of range (broken metadata)");
         return v;
     };
-    const int64_t in2 = key("dense_2_feat_in"), out2 = key("dense_2_feat_out"), in3 = key("dense_3_feat_in"),
-                  out3 = key("dense_3_feat_out");
+    const int64_t in2 = key(ArchKey::Dense2FeatIn), out2 = key(ArchKey::Dense2FeatOut), in3 = key(ArchKey::Dense3FeatIn),
+                  out3 = key(ArchKey::Dense3FeatOut);
     if (in2 != 0 && in2 != E) bad(a + "dense_2_feat_in is " + std::to_string(in2) + ", not embedding_length " + std::to_string(E));
     if (out3 != 0 && out3 != E) bad(a + "dense_3_feat_out is " + std::to_string(out3) + ", not embedding_length " + std::to_string(E));
     // llama.cpp's gemma-embedding takes no bias (its loader would count the tensor as unused and

@@ -5,6 +5,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "core/models/arch_keys.h"
 #include "core/ir/ops.h"
 #include "core/models/attention_block.h"
 #include "core/rules/topk_rule.h"
@@ -18,51 +19,48 @@ namespace {
 void Gemma4::load_arch() {
     const GgufFile& f = *file_;
     const std::string a = "gemma4.";
+    const ArchKeys keys(f, "gemma4");
     hp_.arch = "gemma4";
-    hp_.n_embd = f.get_int(a + "embedding_length");
-    hp_.n_layer = f.get_int(a + "block_count");
-    hp_.n_ctx_train = f.get_int(a + "context_length");
-    hp_.rms_eps = float(f.get_float(a + "attention.layer_norm_rms_epsilon", 1e-6));
+    hp_.n_embd = keys.get_int(ArchKey::EmbeddingLength);
+    hp_.n_layer = keys.get_int(ArchKey::BlockCount);
+    hp_.n_ctx_train = keys.get_int(ArchKey::ContextLength);
+    hp_.rms_eps = float(keys.get_float(ArchKey::RmsEps, 1e-6));
     hp_.attn_scale = 1.0f;  // the q/k RMS norms replace the 1/sqrt(head_dim) scale
     const int64_t L = hp_.n_layer, E = hp_.n_embd;
     if (E <= 0 || L <= 0 || L > 4096) bad("inconsistent embedding_length / block_count in the GGUF metadata");
 
     // A per-layer value: a scalar for every layer or an array of one entry per layer.
-    auto per_layer = [&](const std::string& key, std::optional<int64_t> def) {
-        const GgufValue* v = f.find(a + key);
-        if (!v) {
-            if (!def) bad("missing key '" + a + key + "'");
-            return std::vector<int64_t>(size_t(L), *def);
+    auto per_layer = [&](ArchKey k, std::optional<int64_t> def) {
+        try {
+            return keys.per_layer(k, L, def);
+        } catch (const std::runtime_error& e) {
+            bad(e.what());
         }
-        if (v->type != GgufType::ARRAY) return std::vector<int64_t>(size_t(L), f.get_int(a + key));
-        std::vector<int64_t> arr = f.get_int_array(a + key);
-        if (int64_t(arr.size()) != L)
-            bad("'" + a + key + "' has " + std::to_string(arr.size()) + " entries for " + std::to_string(L) + " layers");
-        return arr;
+        return std::vector<int64_t>();
     };
-    const int64_t n_head = f.get_int(a + "attention.head_count");
-    const std::vector<int64_t> n_head_kv = per_layer("attention.head_count_kv", n_head);
-    const std::vector<int64_t> n_ff = per_layer("feed_forward_length", std::nullopt);
-    const int64_t hd_k = f.get_int(a + "attention.key_length");
-    const int64_t hd_v = f.get_int(a + "attention.value_length", hd_k);
-    const int64_t hd_k_swa = f.get_int(a + "attention.key_length_swa", hd_k);
-    const int64_t hd_v_swa = f.get_int(a + "attention.value_length_swa", hd_k_swa);
-    const int64_t window = f.get_int(a + "attention.sliding_window");
-    const int64_t n_shared = f.get_int(a + "attention.shared_kv_layers", 0);
-    const double base = f.get_float(a + "rope.freq_base", 1e6);
-    const double base_swa = f.get_float(a + "rope.freq_base_swa", 1e4);
-    const int64_t rot = f.get_int(a + "rope.dimension_count", hd_k);
-    const int64_t rot_swa = f.get_int(a + "rope.dimension_count_swa", hd_k_swa);
-    n_embd_per_layer_ = f.get_int(a + "embedding_length_per_layer_input", 0);
-    final_softcap_ = float(f.get_float(a + "final_logit_softcapping", 30.0));
-    n_expert_ = f.get_int(a + "expert_count", 0);
-    n_expert_used_ = f.get_int(a + "expert_used_count", 0);
-    const int64_t n_ff_exp = f.get_int(a + "expert_feed_forward_length", 0);
+    const int64_t n_head = keys.get_int(ArchKey::HeadCount);
+    const std::vector<int64_t> n_head_kv = per_layer(ArchKey::HeadCountKv, n_head);
+    const std::vector<int64_t> n_ff = per_layer(ArchKey::FeedForwardLength, std::nullopt);
+    const int64_t hd_k = keys.get_int(ArchKey::KeyLength);
+    const int64_t hd_v = keys.get_int(ArchKey::ValueLength, hd_k);
+    const int64_t hd_k_swa = keys.get_int(ArchKey::KeyLengthSwa, hd_k);
+    const int64_t hd_v_swa = keys.get_int(ArchKey::ValueLengthSwa, hd_k_swa);
+    const int64_t window = keys.get_int(ArchKey::SlidingWindow);
+    const int64_t n_shared = keys.get_int(ArchKey::SharedKvLayers, 0);
+    const double base = keys.get_float(ArchKey::RopeFreqBase, 1e6);
+    const double base_swa = keys.get_float(ArchKey::RopeFreqBaseSwa, 1e4);
+    const int64_t rot = keys.get_int(ArchKey::RopeDimensionCount, hd_k);
+    const int64_t rot_swa = keys.get_int(ArchKey::RopeDimensionCountSwa, hd_k_swa);
+    n_embd_per_layer_ = keys.get_int(ArchKey::EmbeddingLengthPerLayerInput, 0);
+    final_softcap_ = float(keys.get_float(ArchKey::FinalLogitSoftcapping, 30.0));
+    n_expert_ = keys.get_int(ArchKey::ExpertCount, 0);
+    n_expert_used_ = keys.get_int(ArchKey::ExpertUsedCount, 0);
+    const int64_t n_ff_exp = keys.get_int(ArchKey::ExpertFeedForwardLength, 0);
 
     // Required, as llama.cpp requires it: the family's patterns differ (4:1 in E2B, 5:1 in
     // others), so no default would be right.
-    if (!f.find(a + "attention.sliding_window_pattern")) bad("missing key '" + a + "attention.sliding_window_pattern'");
-    const std::vector<bool> swa = f.get_bool_array(a + "attention.sliding_window_pattern");
+    if (!keys.find(ArchKey::SlidingWindowPattern)) bad("missing key '" + a + "attention.sliding_window_pattern'");
+    const std::vector<bool> swa = keys.get_bool_array(ArchKey::SlidingWindowPattern);
     if (int64_t(swa.size()) != L)
         bad("attention.sliding_window_pattern has " + std::to_string(swa.size()) + " entries for " + std::to_string(L) +
             " layers");

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "core/models/arch_keys.h"
 #include "core/ir/ops.h"
 #include "core/models/attention_block.h"
 #include "core/models/rope_scaling.h"
@@ -17,20 +18,21 @@ namespace {
 void GptOss::load_arch() {
     const GgufFile& f = *file_;
     const std::string a = "gpt-oss.";
+    const ArchKeys keys(f, "gpt-oss");
     hp_.arch = "gpt-oss";
-    hp_.n_embd = f.get_int(a + "embedding_length");
-    hp_.n_layer = f.get_int(a + "block_count");
-    hp_.n_ctx_train = f.get_int(a + "context_length", 0);
-    hp_.rms_eps = float(f.get_float(a + "attention.layer_norm_rms_epsilon", 1e-5));
-    const int64_t n_head = f.get_int(a + "attention.head_count");
-    const int64_t n_head_kv = f.get_int(a + "attention.head_count_kv", n_head);
-    const int64_t hd = f.get_int(a + "attention.key_length", 64);
-    const int64_t hd_v = f.get_int(a + "attention.value_length", hd);
-    const int64_t window = f.get_int(a + "attention.sliding_window");
-    const int64_t period = f.get_int(a + "attention.sliding_window_pattern", 2);
-    n_expert_ = f.get_int(a + "expert_count");
-    n_expert_used_ = f.get_int(a + "expert_used_count");
-    hp_.n_ff = f.get_int(a + "expert_feed_forward_length");
+    hp_.n_embd = keys.get_int(ArchKey::EmbeddingLength);
+    hp_.n_layer = keys.get_int(ArchKey::BlockCount);
+    hp_.n_ctx_train = keys.get_int(ArchKey::ContextLength, 0);
+    hp_.rms_eps = float(keys.get_float(ArchKey::RmsEps, 1e-5));
+    const int64_t n_head = keys.get_int(ArchKey::HeadCount);
+    const int64_t n_head_kv = keys.get_int(ArchKey::HeadCountKv, n_head);
+    const int64_t hd = keys.get_int(ArchKey::KeyLength, 64);
+    const int64_t hd_v = keys.get_int(ArchKey::ValueLength, hd);
+    const int64_t window = keys.get_int(ArchKey::SlidingWindow);
+    const int64_t period = keys.get_int(ArchKey::SlidingWindowPattern, 2);
+    n_expert_ = keys.get_int(ArchKey::ExpertCount);
+    n_expert_used_ = keys.get_int(ArchKey::ExpertUsedCount);
+    hp_.n_ff = keys.get_int(ArchKey::ExpertFeedForwardLength);
     constexpr int64_t kMax = int64_t(1) << 30;
     for (int64_t v : {hp_.n_embd, n_head, n_head_kv, hd, hd_v, window, period, n_expert_, hp_.n_ff})
         if (v > kMax) bad("a hyperparameter of " + std::to_string(v) + " is out of range (broken metadata)");
@@ -44,11 +46,11 @@ void GptOss::load_arch() {
         bad("sliding window of " + std::to_string(window) + " tokens is larger than the model's context of " +
             std::to_string(hp_.n_ctx_train) + " (broken metadata)");
     hp_.attn_scale = 1.0f / std::sqrt(float(hd));
-    const float base = float(f.get_float(a + "rope.freq_base", 150000.0));
+    const float base = float(keys.get_float(ArchKey::RopeFreqBase, 150000.0));
     if (!(base > 1.0f) || !std::isfinite(base)) bad("rope.freq_base must be a finite number above 1");
     // gpt-oss's YaRN range is not rounded to whole pairs (its config: truncate false; OpenAI's
     // own implementation likewise). llama.cpp rounds it, which moves the ramp by up to a pair.
-    rope_ = rope_params_from_gguf(f, a, int32_t(hd), ROPE_NEOX, base, RopeScalingOptions{.yarn_truncate = false});
+    rope_ = rope_params_from_gguf(keys, int32_t(hd), ROPE_NEOX, base, RopeScalingOptions{.yarn_truncate = false});
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
         const int32_t w = il % period < period - 1 ? int32_t(window) : 0;  // the even layers slide
         hp_.layers.push_back({.window = w, .rope_base = base, .rope_scale = rope_.freq_scale, .n_head = int32_t(n_head),

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "core/models/arch_keys.h"
 #include "core/ir/ops.h"
 #include "core/models/attention_block.h"
 #include "core/models/scan_inputs.h"
@@ -13,31 +14,26 @@ void Lfm2::load_arch() {
     const GgufFile& f = *file_;
     hp_.arch = f.get_string("general.architecture");
     const std::string a = hp_.arch + ".";
+    const ArchKeys keys(f, hp_.arch);
     auto bad = [&](const std::string& what) { throw std::runtime_error(hp_.arch + ": " + what); };
-    hp_.n_embd = f.get_int(a + "embedding_length");
-    hp_.n_layer = f.get_int(a + "block_count");
-    hp_.n_ff = f.get_int(a + "feed_forward_length");
-    hp_.n_ctx_train = f.get_int(a + "context_length", 0);
-    hp_.rms_eps = float(f.get_float(a + "attention.layer_norm_rms_epsilon", 1e-5));
-    const int64_t n_head = f.get_int(a + "attention.head_count");
-    l_cache_ = f.get_int(a + "shortconv.l_cache");
-    if (f.find(a + "attention.sliding_window")) bad("sliding-window attention layers are not supported");
-    if (f.get_int(a + "expert_count", 0) != 0) bad("mixture-of-experts layers are not supported");
+    hp_.n_embd = keys.get_int(ArchKey::EmbeddingLength);
+    hp_.n_layer = keys.get_int(ArchKey::BlockCount);
+    hp_.n_ff = keys.get_int(ArchKey::FeedForwardLength);
+    hp_.n_ctx_train = keys.get_int(ArchKey::ContextLength, 0);
+    hp_.rms_eps = float(keys.get_float(ArchKey::RmsEps, 1e-5));
+    const int64_t n_head = keys.get_int(ArchKey::HeadCount);
+    l_cache_ = keys.get_int(ArchKey::ShortconvLCache);
+    if (keys.find(ArchKey::SlidingWindow)) bad("sliding-window attention layers are not supported");
+    if (keys.get_int(ArchKey::ExpertCount, 0) != 0) bad("mixture-of-experts layers are not supported");
     if (hp_.n_embd <= 0 || hp_.n_layer <= 0 || hp_.n_layer > 4096 || n_head <= 0 || hp_.n_embd % n_head || hp_.n_ff <= 0 ||
         hp_.n_ff > (int64_t(1) << 30) || l_cache_ < 2 || l_cache_ > 16)
         bad("inconsistent embedding_length / block_count / head_count / feed_forward_length / shortconv.l_cache in the GGUF metadata");
     // head_count_kv: per layer (0: a convolution block), or one value for every layer.
-    std::vector<int64_t> kv_heads;
-    const GgufValue* kvv = f.find(a + "attention.head_count_kv");
-    if (!kvv) bad("attention.head_count_kv is missing");
-    if (kvv->type == GgufType::ARRAY) kv_heads = f.get_int_array(a + "attention.head_count_kv");
-    else kv_heads.assign(size_t(hp_.n_layer), f.get_int(a + "attention.head_count_kv"));
-    if (int64_t(kv_heads.size()) != hp_.n_layer) bad("attention.head_count_kv has " + std::to_string(kv_heads.size()) + " entries for " +
-                                                      std::to_string(hp_.n_layer) + " layers");
+    const std::vector<int64_t> kv_heads = keys.per_layer(ArchKey::HeadCountKv, hp_.n_layer);
     const int64_t hd = hp_.n_embd / n_head;
-    const int64_t n_rot = f.get_int(a + "rope.dimension_count", hd);
+    const int64_t n_rot = keys.get_int(ArchKey::RopeDimensionCount, hd);
     if (n_rot != hd) bad("rope.dimension_count must be the head size");
-    const float base = float(f.get_float(a + "rope.freq_base", 1000000.0));
+    const float base = float(keys.get_float(ArchKey::RopeFreqBase, 1000000.0));
     if (!(base > 1.0f) || !std::isfinite(base)) bad("rope.freq_base must be a finite number above 1");
     rope_ = RopeParams{int32_t(hd), ROPE_NEOX, base, 1.0f};
     hp_.attn_scale = 1.0f / std::sqrt(float(hd));

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "core/models/arch_keys.h"
 #include "core/ir/ops.h"
 #include "core/models/attention_block.h"
 #include "core/models/rope_scaling.h"
@@ -15,25 +16,26 @@ void Llama::load_arch() {
     const GgufFile& f = *file_;
     const std::string arch = f.get_string("general.architecture");
     const std::string a = arch + ".";
+    const ArchKeys keys(f, arch);
     auto bad = [&](const std::string& what) { throw std::runtime_error(arch + ": " + what); };
     hp_.arch = arch;
-    hp_.n_embd = f.get_int(a + "embedding_length");
-    hp_.n_layer = f.get_int(a + "block_count");
-    hp_.n_ctx_train = f.get_int(a + "context_length", 0);
-    hp_.rms_eps = float(f.get_float(a + "attention.layer_norm_rms_epsilon", 1e-5));
-    const int64_t n_head = f.get_int(a + "attention.head_count");
-    const int64_t n_head_kv = f.get_int(a + "attention.head_count_kv", n_head);
+    hp_.n_embd = keys.get_int(ArchKey::EmbeddingLength);
+    hp_.n_layer = keys.get_int(ArchKey::BlockCount);
+    hp_.n_ctx_train = keys.get_int(ArchKey::ContextLength, 0);
+    hp_.rms_eps = float(keys.get_float(ArchKey::RmsEps, 1e-5));
+    const int64_t n_head = keys.get_int(ArchKey::HeadCount);
+    const int64_t n_head_kv = keys.get_int(ArchKey::HeadCountKv, n_head);
     if (hp_.n_embd <= 0 || hp_.n_layer <= 0 || hp_.n_layer > 4096 || n_head <= 0 || n_head_kv <= 0 || n_head % n_head_kv)
         bad("inconsistent embedding_length / block_count / head counts in the GGUF metadata");
-    const int64_t hd_k = f.get_int(a + "attention.key_length", hp_.n_embd / n_head);
-    const int64_t hd_v = f.get_int(a + "attention.value_length", hd_k);
-    const int64_t n_rot = f.get_int(a + "rope.dimension_count", hd_k);
-    const int64_t window = f.get_int(a + "attention.sliding_window", 0);
-    n_expert_ = f.get_int(a + "expert_count", 0);
-    n_expert_used_ = f.get_int(a + "expert_used_count", 0);
-    expert_norm_ = f.get_bool(a + "expert_weights_norm", true);
-    hp_.n_ff = n_expert_ > 0 ? f.get_int(a + "expert_feed_forward_length", f.get_int(a + "feed_forward_length", 0))
-                             : f.get_int(a + "feed_forward_length");
+    const int64_t hd_k = keys.get_int(ArchKey::KeyLength, hp_.n_embd / n_head);
+    const int64_t hd_v = keys.get_int(ArchKey::ValueLength, hd_k);
+    const int64_t n_rot = keys.get_int(ArchKey::RopeDimensionCount, hd_k);
+    const int64_t window = keys.get_int(ArchKey::SlidingWindow, 0);
+    n_expert_ = keys.get_int(ArchKey::ExpertCount, 0);
+    n_expert_used_ = keys.get_int(ArchKey::ExpertUsedCount, 0);
+    expert_norm_ = keys.get_bool(ArchKey::ExpertWeightsNorm, true);
+    hp_.n_ff = n_expert_ > 0 ? keys.get_int(ArchKey::ExpertFeedForwardLength, keys.get_int(ArchKey::FeedForwardLength, 0))
+                             : keys.get_int(ArchKey::FeedForwardLength);
     constexpr int64_t kMax = int64_t(1) << 30;
     for (int64_t v : {hp_.n_embd, n_head, hd_k, hd_v, n_rot, window, hp_.n_ff, n_expert_})
         if (v < 0 || v > kMax) bad("a hyperparameter of " + std::to_string(v) + " is out of range (broken metadata)");
@@ -51,31 +53,31 @@ void Llama::load_arch() {
         bad("sliding window of " + std::to_string(window) + " tokens is larger than the model's context of " +
             std::to_string(hp_.n_ctx_train) + " (broken metadata)");
     // Granite's multipliers (0: the key is absent, nothing is scaled).
-    embd_scale_ = float(f.get_float(a + "embedding_scale", 0.0));
-    residual_scale_ = float(f.get_float(a + "residual_scale", 0.0));
-    logit_scale_ = float(f.get_float(a + "logit_scale", 0.0));
+    embd_scale_ = float(keys.get_float(ArchKey::EmbeddingScale, 0.0));
+    residual_scale_ = float(keys.get_float(ArchKey::ResidualScale, 0.0));
+    logit_scale_ = float(keys.get_float(ArchKey::LogitScale, 0.0));
     for (float v : {embd_scale_, residual_scale_, logit_scale_})
         if (!std::isfinite(v) || v < 0) bad("embedding_scale, residual_scale and logit_scale must be finite and not negative");
     // What this class does not build, refused rather than left out: Granite MoE's shared
     // experts, and Granite without rope (its rope.scaling.finetuned switch).
-    if (f.get_int(a + "expert_shared_feed_forward_length", 0) != 0) bad("shared experts (expert_shared_feed_forward_length) are not supported");
-    if (!f.get_bool(a + "rope.scaling.finetuned", true)) bad("a model without rope (rope.scaling.finetuned false) is not supported");
+    if (keys.get_int(ArchKey::ExpertSharedFeedForwardLength, 0) != 0) bad("shared experts (expert_shared_feed_forward_length) are not supported");
+    if (!keys.get_bool(ArchKey::RopeScalingFinetuned, true)) bad("a model without rope (rope.scaling.finetuned false) is not supported");
     // OLMo 3's sliding layers come in a pattern (attention.sliding_window_pattern), which
     // this class does not build: every layer here has the one window.
-    if (flavor_.post_norm && f.find(a + "attention.sliding_window")) bad("sliding-window layers (OLMo 3) are not supported");
-    temp_beta_ = float(f.get_float(a + "attention.temperature_scale", 0.0));
+    if (flavor_.post_norm && keys.find(ArchKey::SlidingWindow)) bad("sliding-window layers (OLMo 3) are not supported");
+    temp_beta_ = float(keys.get_float(ArchKey::TemperatureScale, 0.0));
     if (!std::isfinite(temp_beta_) || temp_beta_ < 0) bad("attention.temperature_scale must be a finite number >= 0");
     if (temp_beta_ != 0.f) {
         // (llama.cpp's floor: the YaRN original context, as transformers' original_max_position_embeddings)
-        temp_floor_ = f.get_int(a + "rope.scaling.original_context_length", 0);
+        temp_floor_ = keys.get_int(ArchKey::RopeScalingOrigCtx, 0);
         if (temp_floor_ <= 0) bad("attention.temperature_scale needs rope.scaling.original_context_length");
     }
-    const double scale = f.get_float(a + "attention.scale", 0.0);
+    const double scale = keys.get_float(ArchKey::AttentionScale, 0.0);
     hp_.attn_scale = scale != 0.0 ? float(scale) : 1.0f / std::sqrt(float(hd_k));
     if (!std::isfinite(hp_.attn_scale) || hp_.attn_scale <= 0) bad("attention.scale must be a positive number");
-    const float base = float(f.get_float(a + "rope.freq_base", 10000.0));
+    const float base = float(keys.get_float(ArchKey::RopeFreqBase, 10000.0));
     if (!(base > 1.0f) || !std::isfinite(base)) bad("rope.freq_base must be a finite number above 1");
-    rope_ = rope_params_from_gguf(f, a, int32_t(n_rot), flavor_.rope_mode, base);
+    rope_ = rope_params_from_gguf(keys, int32_t(n_rot), flavor_.rope_mode, base);
     // (phi3's converter writes the config's sliding_window, 0 or none for Phi-4; a window as
     // long as the context, Phi-3.5's 262144, is full attention.)
     const int64_t eff_window = hp_.n_ctx_train > 0 && window >= hp_.n_ctx_train ? 0 : window;

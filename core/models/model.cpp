@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "core/models/arch_keys.h"
 #include "core/ir/ops.h"
 
 #include <stdexcept>
@@ -280,7 +281,8 @@ std::vector<float> RankHead::apply(const std::vector<float>& pooled) const {
 // with neither would pool a state as the score, which no converter writes: refused here.
 void Model::load_rank_head() {
     const std::string a = hp_.arch + ".";
-    if (file_->get_int(a + "pooling_type", 0) != 4) return;
+    const ArchKeys keys(*file_, hp_.arch);
+    if (keys.get_int(ArchKey::PoolingType, 0) != 4) return;
     const int64_t E = hp_.n_embd;
     RankHead h;
     if (file_->find_tensor("cls.weight")) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "core/models/arch_keys.h"
 #include "core/models/moe.h"
 #include "core/ir/ops.h"
 #include "core/models/attention_block.h"
@@ -18,29 +19,30 @@ void Qwen3Hybrid::load_arch() {
     if (hp_.arch != "qwen35" && hp_.arch != "qwen35moe" && hp_.arch != "qwen3next")
         throw std::runtime_error("qwen3 hybrid loader: architecture '" + hp_.arch + "' (expected qwen35, qwen35moe or qwen3next)");
     const std::string a = hp_.arch + ".";
-    hp_.n_embd = f.get_int(a + "embedding_length");
-    hp_.n_layer = f.get_int(a + "block_count");
-    hp_.n_ff = f.get_int(a + "feed_forward_length", 0);  // dense FFN layers only
-    n_expert_ = f.get_int(a + "expert_count", 0);
-    n_expert_used_ = f.get_int(a + "expert_used_count", 0);
-    n_ff_exp_ = f.get_int(a + "expert_feed_forward_length", 0);
-    n_ff_shexp_ = f.get_int(a + "expert_shared_feed_forward_length", 0);
-    expert_norm_ = f.get_bool(a + "expert_weights_norm", true);
-    hp_.n_ctx_train = f.get_int(a + "context_length", 0);
-    hp_.rms_eps = float(f.get_float(a + "attention.layer_norm_rms_epsilon", 1e-6));
-    const int64_t n_head = f.get_int(a + "attention.head_count");
-    const int64_t n_head_kv = f.get_int(a + "attention.head_count_kv", n_head);
-    const int64_t hd = f.get_int(a + "attention.key_length", hp_.n_embd / n_head);
-    if (f.get_int(a + "attention.value_length", hd) != hd)
+    const ArchKeys keys(f, hp_.arch);
+    hp_.n_embd = keys.get_int(ArchKey::EmbeddingLength);
+    hp_.n_layer = keys.get_int(ArchKey::BlockCount);
+    hp_.n_ff = keys.get_int(ArchKey::FeedForwardLength, 0);  // dense FFN layers only
+    n_expert_ = keys.get_int(ArchKey::ExpertCount, 0);
+    n_expert_used_ = keys.get_int(ArchKey::ExpertUsedCount, 0);
+    n_ff_exp_ = keys.get_int(ArchKey::ExpertFeedForwardLength, 0);
+    n_ff_shexp_ = keys.get_int(ArchKey::ExpertSharedFeedForwardLength, 0);
+    expert_norm_ = keys.get_bool(ArchKey::ExpertWeightsNorm, true);
+    hp_.n_ctx_train = keys.get_int(ArchKey::ContextLength, 0);
+    hp_.rms_eps = float(keys.get_float(ArchKey::RmsEps, 1e-6));
+    const int64_t n_head = keys.get_int(ArchKey::HeadCount);
+    const int64_t n_head_kv = keys.get_int(ArchKey::HeadCountKv, n_head);
+    const int64_t hd = keys.get_int(ArchKey::KeyLength, hp_.n_embd / n_head);
+    if (keys.get_int(ArchKey::ValueLength, hd) != hd)
         throw std::runtime_error("qwen3 hybrid: attention key and value head sizes differ (unsupported)");
-    n_rot_ = f.get_int(a + "rope.dimension_count", hd);
-    const double rope_base = f.get_float(a + "rope.freq_base", 1e7);
-    const int64_t interval = f.get_int(a + "full_attention_interval", 4);
-    d_conv_ = f.get_int(a + "ssm.conv_kernel");
-    d_k_ = f.get_int(a + "ssm.state_size");
-    n_k_heads_ = f.get_int(a + "ssm.group_count");
-    n_v_heads_ = f.get_int(a + "ssm.time_step_rank");
-    const int64_t inner = f.get_int(a + "ssm.inner_size");
+    n_rot_ = keys.get_int(ArchKey::RopeDimensionCount, hd);
+    const double rope_base = keys.get_float(ArchKey::RopeFreqBase, 1e7);
+    const int64_t interval = keys.get_int(ArchKey::FullAttentionInterval, 4);
+    d_conv_ = keys.get_int(ArchKey::SsmConvKernel);
+    d_k_ = keys.get_int(ArchKey::SsmStateSize);
+    n_k_heads_ = keys.get_int(ArchKey::SsmGroupCount);
+    n_v_heads_ = keys.get_int(ArchKey::SsmTimeStepRank);
+    const int64_t inner = keys.get_int(ArchKey::SsmInnerSize);
     d_v_ = n_v_heads_ > 0 ? inner / n_v_heads_ : 0;
     if (n_expert_ > 0 && (n_expert_used_ < 1 || n_expert_used_ > n_expert_ || n_expert_used_ > kTopkMax || n_ff_exp_ <= 0 ||
                           n_ff_shexp_ < 0))

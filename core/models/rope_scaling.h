@@ -4,8 +4,8 @@
 #pragma once
 #include <string>
 
-#include "core/gguf/gguf.h"
 #include "core/ir/op_params.h"
+#include "core/models/arch_keys.h"
 
 namespace ls {
 
@@ -15,8 +15,8 @@ struct RopeScalingOptions {
     bool yarn_truncate = true;
 };
 
-// prefix is "<arch>."; n_dims the rotated dims per head; freq_base the layer's base.
-RopeParams rope_params_from_gguf(const GgufFile& f, const std::string& prefix, int32_t n_dims, int32_t mode, float freq_base,
+// keys: the file's under its architecture; n_dims the rotated dims per head; freq_base the layer's base.
+RopeParams rope_params_from_gguf(const ArchKeys& keys, int32_t n_dims, int32_t mode, float freq_base,
                                  const RopeScalingOptions& opt = {});
 
 }  // namespace ls

@@ -1,5 +1,7 @@
 #include "core/runtime/embed.h"
 
+#include "core/models/arch_keys.h"
+
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -27,9 +29,9 @@ Pooling parse_pooling(const std::string& s) {
 Pooling model_pooling(const Model& m) { return model_pooling(m.gguf(), m.hparams().arch); }
 
 Pooling model_pooling(const GgufFile& f, const std::string& arch) {
-    const std::string key = arch + ".pooling_type";
-    const int64_t v = f.get_int(key, 0);
-    if (v < 0 || v > 4) throw std::runtime_error(key + " is " + std::to_string(v) + ", not a pooling type (0..4)");
+    const ArchKeys keys(f, arch);
+    const int64_t v = keys.get_int(ArchKey::PoolingType, 0);
+    if (v < 0 || v > 4) throw std::runtime_error(keys.name(ArchKey::PoolingType) + " is " + std::to_string(v) + ", not a pooling type (0..4)");
     return Pooling(v);
 }
 
