@@ -6,6 +6,7 @@
 #include "core/models/arch_keys.h"
 #include "core/ir/ops.h"
 #include "core/models/attention_block.h"
+#include "core/models/ffn_block.h"
 
 namespace ls {
 
@@ -143,7 +144,7 @@ Tensor* Bert::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
 
         Tensor* f;
         if (w.ffn_gate) {
-            f = mul(g, silu(g, mul_mat(g, w.ffn_gate, x)), mul_mat(g, w.ffn_up, x));
+            f = gated_act(g, x, w.ffn_gate, w.ffn_up, GatedAct::Silu);
         } else {
             Tensor* up = mul_mat(g, w.ffn_up, x);
             if (w.ffn_up_b) up = add(g, up, w.ffn_up_b);

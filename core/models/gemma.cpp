@@ -7,6 +7,7 @@
 #include "core/models/arch_keys.h"
 #include "core/ir/ops.h"
 #include "core/models/attention_block.h"
+#include "core/models/ffn_block.h"
 #include "core/rules/attention_rule.h"
 
 namespace ls {
@@ -190,8 +191,7 @@ Tensor* Gemma::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
         x = add(g, x, rms_norm(g, o, w.post_attn_norm, eps));
 
         h = rms_norm(g, x, w.ffn_norm, eps);
-        Tensor* f = mul(g, gelu(g, mul_mat(g, w.ffn_gate, h)), mul_mat(g, w.ffn_up, h));
-        x = add(g, x, rms_norm(g, mul_mat(g, w.ffn_down, f), w.post_ffw_norm, eps));
+        x = add(g, x, rms_norm(g, gated_ffn(g, h, w.ffn_gate, w.ffn_up, w.ffn_down, GatedAct::Gelu), w.post_ffw_norm, eps));
     }
     return output_head(g, ub, x, final_softcap_);
 }

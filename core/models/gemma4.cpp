@@ -8,6 +8,7 @@
 #include "core/models/arch_keys.h"
 #include "core/ir/ops.h"
 #include "core/models/attention_block.h"
+#include "core/models/ffn_block.h"
 #include "core/rules/topk_rule.h"
 
 namespace ls {
@@ -240,7 +241,7 @@ Tensor* Gemma4::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
 
         Tensor* res = x;
         h = rms_norm(g, x, w.ffn_norm, eps);
-        Tensor* f = mul_mat(g, w.ffn_down, mul(g, gelu(g, mul_mat(g, w.ffn_gate, h)), mul_mat(g, w.ffn_up, h)));
+        Tensor* f = gated_ffn(g, h, w.ffn_gate, w.ffn_up, w.ffn_down, GatedAct::Gelu);
         if (w.ffn_gate_inp) {
             // Router: softmax(W_r (norm(res) * scale / sqrt(E))), top k renormalised, each
             // weight times its expert's scale; the experts read their own norm of res.

@@ -6,6 +6,7 @@
 #include "core/models/arch_keys.h"
 #include "core/ir/ops.h"
 #include "core/models/attention_block.h"
+#include "core/models/ffn_block.h"
 #include "core/models/scan_inputs.h"
 
 namespace ls {
@@ -146,7 +147,7 @@ Tensor* Lfm2::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, RecurrentMemo
         }
         x = add(g, x, o);
         h = rms_norm(g, x, w.ffn_norm, eps);
-        x = add(g, x, mul_mat(g, w.ffn_down, mul(g, silu(g, mul_mat(g, w.ffn_gate, h)), mul_mat(g, w.ffn_up, h))));
+        x = add(g, x, gated_ffn(g, h, w.ffn_gate, w.ffn_up, w.ffn_down, GatedAct::Silu));
     }
     return output_head(g, ub, x);
 }

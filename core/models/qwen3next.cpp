@@ -8,6 +8,7 @@
 #include "core/models/moe.h"
 #include "core/ir/ops.h"
 #include "core/models/attention_block.h"
+#include "core/models/ffn_block.h"
 #include "core/models/scan_inputs.h"
 #include "core/rules/topk_rule.h"
 
@@ -248,8 +249,7 @@ Tensor* Qwen3Hybrid::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, Recurr
         if (w.ffn_gate_inp) {
             x = add(g, x, moe_ffn(g, w, h));
         } else {
-            Tensor* f = mul(g, silu(g, mul_mat(g, w.ffn_gate, h)), mul_mat(g, w.ffn_up, h));
-            x = add(g, x, mul_mat(g, w.ffn_down, f));
+            x = add(g, x, gated_ffn(g, h, w.ffn_gate, w.ffn_up, w.ffn_down, GatedAct::Silu));
         }
     }
     return output_head(g, ub, x);
@@ -268,7 +268,7 @@ Tensor* Qwen3Hybrid::moe_ffn(Graph& g, const Layer& w, Tensor* h) const {
     const MoeExperts ex{w.ffn_gate_exps, w.ffn_up_exps, w.ffn_gate_up_exps, w.ffn_down_exps, F, MoeAct::Silu};
     Tensor* out = moe_experts(g, ex, h, ids, wts);
     if (w.ffn_gate_inp_shexp) {
-        Tensor* sh = mul_mat(g, w.ffn_down_shexp, mul(g, silu(g, mul_mat(g, w.ffn_gate_shexp, h)), mul_mat(g, w.ffn_up_shexp, h)));
+        Tensor* sh = gated_ffn(g, h, w.ffn_gate_shexp, w.ffn_up_shexp, w.ffn_down_shexp, GatedAct::Silu);
         out = add(g, out, mul(g, sh, sigmoid(g, mul_mat(g, w.ffn_gate_inp_shexp, h))));  // [E, T] x [1, T]
     }
     return out;
