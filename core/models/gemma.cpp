@@ -23,11 +23,8 @@ void Gemma::load_arch() {
     const ArchKeys keys(f, arch);
     auto bad = [&](const std::string& what) { throw std::runtime_error(arch + ": " + what); };
     hp_.arch = arch;
-    hp_.n_embd = keys.get_int(ArchKey::EmbeddingLength);
-    hp_.n_layer = keys.get_int(ArchKey::BlockCount);
+    read_decoder_sizes(keys, 1e-6);
     hp_.n_ff = keys.get_int(ArchKey::FeedForwardLength);
-    hp_.n_ctx_train = keys.get_int(ArchKey::ContextLength, 0);
-    hp_.rms_eps = float(keys.get_float(ArchKey::RmsEps, 1e-6));
     const int64_t n_head = keys.get_int(ArchKey::HeadCount);
     const int64_t n_head_kv = keys.get_int(ArchKey::HeadCountKv, n_head);
     const int64_t hd_k = keys.get_int(ArchKey::KeyLength, n_head > 0 ? hp_.n_embd / n_head : 0);

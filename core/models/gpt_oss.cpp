@@ -20,10 +20,7 @@ void GptOss::load_arch() {
     const std::string a = "gpt-oss.";
     const ArchKeys keys(f, "gpt-oss");
     hp_.arch = "gpt-oss";
-    hp_.n_embd = keys.get_int(ArchKey::EmbeddingLength);
-    hp_.n_layer = keys.get_int(ArchKey::BlockCount);
-    hp_.n_ctx_train = keys.get_int(ArchKey::ContextLength, 0);
-    hp_.rms_eps = float(keys.get_float(ArchKey::RmsEps, 1e-5));
+    read_decoder_sizes(keys, 1e-5);
     const int64_t n_head = keys.get_int(ArchKey::HeadCount);
     const int64_t n_head_kv = keys.get_int(ArchKey::HeadCountKv, n_head);
     const int64_t hd = keys.get_int(ArchKey::KeyLength, 64);

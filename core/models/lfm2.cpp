@@ -17,11 +17,8 @@ void Lfm2::load_arch() {
     const std::string a = hp_.arch + ".";
     const ArchKeys keys(f, hp_.arch);
     auto bad = [&](const std::string& what) { throw std::runtime_error(hp_.arch + ": " + what); };
-    hp_.n_embd = keys.get_int(ArchKey::EmbeddingLength);
-    hp_.n_layer = keys.get_int(ArchKey::BlockCount);
+    read_decoder_sizes(keys, 1e-5);
     hp_.n_ff = keys.get_int(ArchKey::FeedForwardLength);
-    hp_.n_ctx_train = keys.get_int(ArchKey::ContextLength, 0);
-    hp_.rms_eps = float(keys.get_float(ArchKey::RmsEps, 1e-5));
     const int64_t n_head = keys.get_int(ArchKey::HeadCount);
     l_cache_ = keys.get_int(ArchKey::ShortconvLCache);
     if (keys.find(ArchKey::SlidingWindow)) bad("sliding-window attention layers are not supported");

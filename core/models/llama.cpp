@@ -19,10 +19,7 @@ void Llama::load_arch() {
     const ArchKeys keys(f, arch);
     auto bad = [&](const std::string& what) { throw std::runtime_error(arch + ": " + what); };
     hp_.arch = arch;
-    hp_.n_embd = keys.get_int(ArchKey::EmbeddingLength);
-    hp_.n_layer = keys.get_int(ArchKey::BlockCount);
-    hp_.n_ctx_train = keys.get_int(ArchKey::ContextLength, 0);
-    hp_.rms_eps = float(keys.get_float(ArchKey::RmsEps, 1e-5));
+    read_decoder_sizes(keys, 1e-5);
     const int64_t n_head = keys.get_int(ArchKey::HeadCount);
     const int64_t n_head_kv = keys.get_int(ArchKey::HeadCountKv, n_head);
     if (hp_.n_embd <= 0 || hp_.n_layer <= 0 || hp_.n_layer > 4096 || n_head <= 0 || n_head_kv <= 0 || n_head % n_head_kv)

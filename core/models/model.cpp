@@ -376,6 +376,13 @@ AttnWeights Model::attn_weights(const std::string& p, const LayerParams& L, Bias
     return a;
 }
 
+void Model::read_decoder_sizes(const ArchKeys& keys, double rms_eps_default) {
+    hp_.n_embd = keys.get_int(ArchKey::EmbeddingLength);
+    hp_.n_layer = keys.get_int(ArchKey::BlockCount);
+    hp_.n_ctx_train = keys.get_int(ArchKey::ContextLength, 0);
+    hp_.rms_eps = float(keys.get_float(ArchKey::RmsEps, rms_eps_default));
+}
+
 void Model::bind_embeddings() {
     const GgufTensorInfo* te = file_->find_tensor("token_embd.weight");
     if (!te) throw std::runtime_error("model is missing tensor 'token_embd.weight'");

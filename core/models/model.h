@@ -11,6 +11,7 @@
 #include "core/gguf/gguf.h"
 #include "core/memory/kv_cache.h"
 #include "core/memory/recurrent_memory.h"
+#include "core/models/arch_keys.h"
 #include "core/sched/placement.h"
 #include "core/sched/scheduler.h"
 
@@ -208,6 +209,9 @@ public:
 protected:
     // Reads hyperparameters and binds weights; called once by attach().
     virtual void load_arch() = 0;
+    // The sizes every decoder's metadata has, into hp_: embedding_length, block_count,
+    // context_length (0 when absent) and the RMS epsilon (rms_eps_default when absent).
+    void read_decoder_sizes(const ArchKeys& keys, double rms_eps_default);
     // Binds a weight, checking its shape (ne0 first, as in GGUF) and that `be` can use its type.
     Tensor* weight(const std::string& name, std::initializer_list<int64_t> ne, bool required = true);
     Tensor* norm_weight(const std::string& name, int64_t n);

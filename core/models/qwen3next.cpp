@@ -21,16 +21,13 @@ void Qwen3Hybrid::load_arch() {
         throw std::runtime_error("qwen3 hybrid loader: architecture '" + hp_.arch + "' (expected qwen35, qwen35moe or qwen3next)");
     const std::string a = hp_.arch + ".";
     const ArchKeys keys(f, hp_.arch);
-    hp_.n_embd = keys.get_int(ArchKey::EmbeddingLength);
-    hp_.n_layer = keys.get_int(ArchKey::BlockCount);
+    read_decoder_sizes(keys, 1e-6);
     hp_.n_ff = keys.get_int(ArchKey::FeedForwardLength, 0);  // dense FFN layers only
     n_expert_ = keys.get_int(ArchKey::ExpertCount, 0);
     n_expert_used_ = keys.get_int(ArchKey::ExpertUsedCount, 0);
     n_ff_exp_ = keys.get_int(ArchKey::ExpertFeedForwardLength, 0);
     n_ff_shexp_ = keys.get_int(ArchKey::ExpertSharedFeedForwardLength, 0);
     expert_norm_ = keys.get_bool(ArchKey::ExpertWeightsNorm, true);
-    hp_.n_ctx_train = keys.get_int(ArchKey::ContextLength, 0);
-    hp_.rms_eps = float(keys.get_float(ArchKey::RmsEps, 1e-6));
     const int64_t n_head = keys.get_int(ArchKey::HeadCount);
     const int64_t n_head_kv = keys.get_int(ArchKey::HeadCountKv, n_head);
     const int64_t hd = keys.get_int(ArchKey::KeyLength, hp_.n_embd / n_head);

@@ -102,7 +102,7 @@ void put_tiny_vocab(GgufWriter& w, int n_vocab) {
 }
 
 
-void put_arch_keys(GgufWriter& w, const ArchKeys& k) {
+void put_arch_keys(GgufWriter& w, const DecoderKeys& k) {
     const std::string a = k.arch + ".";
     w.set_string("general.architecture", k.arch);
     w.set_string("general.name", k.name);

@@ -42,11 +42,11 @@ void write_with_tiny_vocab(const std::string& in, const std::string& out);
 class GgufWriter;
 // The keys of general.* and <arch>.* that a decoder-only model's loader reads (context,
 // widths, depth, heads, head sizes), shared by the tiny and the shaped writers.
-struct ArchKeys {
+struct DecoderKeys {
     std::string arch, name;
     int ctx, n_embd, n_layer, n_ff, n_head, n_head_kv, head_dim;
 };
-void put_arch_keys(GgufWriter& w, const ArchKeys& k);
+void put_arch_keys(GgufWriter& w, const DecoderKeys& k);
 // The tiny vocabulary's tokenizer keys, padded with unused pieces to n_vocab tokens (at
 // least 262): the byte tokens make every text encodable.
 void put_tiny_vocab(GgufWriter& w, int n_vocab);
