@@ -18,7 +18,7 @@ struct LlamaFlavor {
 };
 
 // The plain decoder: llama (Llama 2/3.x, Mistral, SmolLM), qwen2 (biases on q, k and v),
-// qwen3, qwen3moe, granite (IBM Granite 3: its four multipliers, below), olmo2 (OLMo 2:
+// qwen3, qwen3moe, granite and granitemoe (IBM Granite 3: its four multipliers, below), olmo2 (OLMo 2:
 // norms after attention and FFN instead of before, q/k norms over the whole projection) and
 // mistral3 (Ministral 3, Mistral Small 3.x: YaRN and Llama 4's attention temperature) and
 // phi3 (Phi-3, Phi-4: q, k and v in one matrix, gate and up in one, partial rope).

@@ -30,6 +30,7 @@ constexpr Family kFamilies[] = {
     {"qwen2", &make_llama<ROPE_NEOX, QkNorm::None>},  // (Qwen2, Qwen2.5, DeepSeek-R1-Distill-Qwen: q/k/v biases)
     {"qwen3", &make_llama<ROPE_NEOX, QkNorm::PerHead>},
     {"granite", &make_llama<ROPE_NORMAL, QkNorm::None>},  // (IBM Granite 3.x dense; its multipliers from the metadata)
+    {"granitemoe", &make_llama<ROPE_NORMAL, QkNorm::None>},  // (Granite 3 MoE; shared experts refused)
     {"olmo2", &make_llama<ROPE_NEOX, QkNorm::Whole, true>},  // (OLMo 2: post-norms, whole-projection q/k norms)
     {"mistral3", &make_llama<ROPE_NORMAL, QkNorm::None>},
     {"phi3", &make_llama<ROPE_NEOX, QkNorm::None>},  // (Phi-3, Phi-4: fused q/k/v and gate/up, partial rope; not LongRoPE)     // (Ministral 3, Mistral Small 3.x text: YaRN, attention temperature)

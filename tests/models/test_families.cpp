@@ -12,6 +12,7 @@
 //   phi3_tiny      q, k and v in one matrix and gate and up in another (split by row tables),
 //                  NeoX rope on half of each head (partial_rotary_factor 0.5);
 //   lfm2_tiny      short-convolution blocks (conv1d_scan state) beside attention blocks;
+//   granitemoe_tiny  granite's multipliers with 8 experts, 3 per token (top-k softmax);
 //   olmo2_tiny     NeoX rope, no norms before attention and FFN, RMS norms of their outputs
 //                  before the residual adds, q/k norms over the whole projections;
 //   granite_tiny   llama's rope, Granite's four multipliers (embeddings x12, branches x0.22,
@@ -46,7 +47,7 @@ using namespace ls::test;
 
 namespace {
 
-const std::vector<std::string> kFamilies = {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gptoss", "granite", "olmo2", "mistral3", "lfm2", "phi3"};
+const std::vector<std::string> kFamilies = {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gptoss", "granite", "olmo2", "mistral3", "lfm2", "phi3", "granitemoe"};
 const std::vector<std::string> kSliding = {"gemma2", "gptoss"};
 constexpr float kOne = 1.0f;
 
@@ -54,7 +55,7 @@ constexpr float kOne = 1.0f;
 
 TEST_CASE("families: tiny model logits match transformers, whole and in ubatches, on every backend", "[families][golden]") {
     // gpt-oss: the file with its experts as F32 copies of their MXFP4 values (see below).
-    for (const std::string kind : {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gptossf32", "granite", "olmo2", "mistral3", "lfm2", "phi3"}) {
+    for (const std::string kind : {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gptossf32", "granite", "olmo2", "mistral3", "lfm2", "phi3", "granitemoe"}) {
         const Golden gold = read_golden(kind == "gptossf32" ? "gptoss_tiny" : kind + "_tiny");
         SameBitsAsFirst same(gold.n_vocab);
         for (const std::string& bk : all_backend_names()) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Tiny random-weight oracles of eleven families: Llama 3 (arch llama), Qwen3 (qwen3), Qwen3-MoE
+"""Tiny random-weight oracles of twelve families: Llama 3 (arch llama), Qwen3 (qwen3), Qwen3-MoE
 (qwen3moe), Gemma 2 (gemma2), gpt-oss (gpt-oss), Qwen2 / Qwen2.5 (qwen2), IBM Granite 3
-(granite), OLMo 2 (olmo2), Ministral 3 (mistral3), Liquid's LFM2 (lfm2) and Phi-3 / Phi-4 (phi3).
+(granite) and Granite MoE (granitemoe), OLMo 2 (olmo2), Ministral 3 (mistral3), Liquid's LFM2 (lfm2)
+and Phi-3 / Phi-4 (phi3).
 
 Each model is built with the `transformers` reference class (float32, eager attention, random
 weights scaled for unit-variance outputs), exported to GGUF with the tensor names, metadata keys
@@ -12,7 +13,7 @@ matrices, which are MXFP4 as in the published conversions; the torch model is gi
 dequantized MXFP4 values before the logits are taken, so the golden logits are exact for the file.
 
 Usage: tools/oracle/families_tiny.py OUT_DIR FAMILY [tiny|bench]
-       FAMILY in llama, qwen3, qwen3moe, gemma2, gptoss, qwen2, granite, olmo2, mistral3, lfm2, phi3; writes OUT_DIR/<family>_tiny.gguf and
+       FAMILY in llama, qwen3, qwen3moe, gemma2, gptoss, qwen2, granite, olmo2, mistral3, lfm2, phi3, granitemoe; writes OUT_DIR/<family>_tiny.gguf and
        OUT_DIR/<family>_tiny.golden. `bench` exists for llama only: Llama-3.2-1B's exact shapes
        with random F16 weights written straight from numpy (no HF model, no golden), for speed
        runs after llama-quantize (OUT_DIR/llama1b_f16.gguf).
@@ -101,6 +102,15 @@ mistral3 (Ministral3ForCausalLM; vocab 384, hidden 64, 4 layers, 4 heads, 2 KV h
   tensors and transforms: llama's (q/k rows permuted, interleaved rope), no rope_freqs. The
     queries after rope are multiplied by 1 + 0.1 ln(1 + floor(pos / 32)). Tokenizer: the BPE one
     with Mistral's special tokens, pre "tekken".
+
+granitemoe (GraniteMoeForCausalLM; granite's shapes and multipliers without biases, 8 experts of FFN
+  24, 3 per token, untied output)
+  keys: granite's with the granitemoe prefix, plus expert_count 8 and expert_used_count 3;
+    feed_forward_length 24 (the experts' FFN: HF's intermediate_size).
+  tensors: granite's attention (q/k permuted), ffn_gate_inp [64,8] (the router), and the
+    experts as the converter splits block_sparse_moe's gate_up: ffn_gate_exps / ffn_up_exps
+    [64,24,8] (gate rows, then up rows), ffn_down_exps [24,64,8]. The router: the 3 largest
+    logits' softmax, which is llama.cpp's softmax over all, top 3, renormalised.
 
 phi3 (Phi3ForCausalLM; vocab 384, hidden 64, 4 layers, 4 heads, 2 KV heads, head_dim 16, FFN 128,
   partial_rotary_factor 0.5 (rope on the first 8 of 16 dims, as Phi-4-mini), untied output, no
@@ -261,9 +271,9 @@ from golden import write_golden
 SEED = 2020
 N_PROMPT = 100
 VOCAB = 384
-FAMILIES = ("llama", "qwen3", "qwen3moe", "gemma2", "gptoss", "qwen2", "granite", "olmo2", "mistral3", "lfm2", "phi3")
+FAMILIES = ("llama", "qwen3", "qwen3moe", "gemma2", "gptoss", "qwen2", "granite", "olmo2", "mistral3", "lfm2", "phi3", "granitemoe")
 ARCH = {"llama": "llama", "qwen3": "qwen3", "qwen3moe": "qwen3moe", "gemma2": "gemma2", "gptoss": "gpt-oss", "qwen2": "qwen2",
-        "granite": "granite", "olmo2": "olmo2", "mistral3": "mistral3", "lfm2": "lfm2", "phi3": "phi3"}
+        "granite": "granite", "olmo2": "olmo2", "mistral3": "mistral3", "lfm2": "lfm2", "phi3": "phi3", "granitemoe": "granitemoe"}
 # Ministral 3's YaRN and Llama 4 attention temperature, with an original context of 32 so that
 # the 100-token golden prompt crosses three of the temperature's steps (16384 in the real ones)
 MINISTRAL3_ROPE = {"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 16.0, "original_max_position_embeddings": 32,
@@ -288,7 +298,7 @@ def make_model(family):
                               Qwen3MoeForCausalLM, Gemma2Config, Gemma2ForCausalLM, GptOssConfig, GptOssForCausalLM,
                               Qwen2Config, Qwen2ForCausalLM, GraniteConfig, GraniteForCausalLM, Olmo2Config,
                               Olmo2ForCausalLM, Ministral3Config, Ministral3ForCausalLM, Lfm2Config, Lfm2ForCausalLM,
-                              Phi3Config, Phi3ForCausalLM)
+                              Phi3Config, Phi3ForCausalLM, GraniteMoeConfig, GraniteMoeForCausalLM)
     common = dict(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2)
     if family == "llama":
         cfg = LlamaConfig(**common, head_dim=16, intermediate_size=128, max_position_embeddings=2048, rms_norm_eps=1e-5,
@@ -309,6 +319,11 @@ def make_model(family):
                           tie_word_embeddings=False, use_sliding_window=False,
                           rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})
         cls = Qwen2ForCausalLM
+    elif family == "granitemoe":
+        cfg = GraniteMoeConfig(**common, intermediate_size=24, max_position_embeddings=4096, rms_norm_eps=1e-6,
+                               tie_word_embeddings=False, num_local_experts=8, num_experts_per_tok=3, **GRANITE_MULT,
+                               rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+        cls = GraniteMoeForCausalLM
     elif family == "granite":
         cfg = GraniteConfig(**common, intermediate_size=128, max_position_embeddings=4096, rms_norm_eps=1e-6,
                             tie_word_embeddings=True, attention_bias=True, mlp_bias=True, **GRANITE_MULT,
@@ -470,6 +485,8 @@ BPE_SPECIALS = {
     "mistral3": ([("<unk>", 3), ("<s>", 3), ("</s>", 3), ("[INST]", 3), ("[/INST]", 3)], "<s>", "</s>", None, True),
     "olmo2": ([("<|endoftext|>", 3), ("<|pad|>", 3), ("<|im_start|>", 3), ("<|im_end|>", 3)],
               "<|endoftext|>", "<|endoftext|>", "<|pad|>", False),
+    "granitemoe": ([("<|end_of_text|>", 3), ("<|start_of_role|>", 3), ("<|end_of_role|>", 3), ("<|tool_call|>", 3)],
+                   "<|end_of_text|>", "<|end_of_text|>", "<|end_of_text|>", False),
     "granite": ([("<|end_of_text|>", 3), ("<|start_of_role|>", 3), ("<|end_of_role|>", 3), ("<|tool_call|>", 3)],
                 "<|end_of_text|>", "<|end_of_text|>", "<|end_of_text|>", False),
     "gptoss": ([("<|startoftext|>", 3), ("<|endoftext|>", 3), ("<|return|>", 3), ("<|constrain|>", 3),
@@ -477,7 +494,7 @@ BPE_SPECIALS = {
                "<|startoftext|>", "<|return|>", "<|endoftext|>", False),
 }
 BPE_PRE = {"lfm2": "lfm2", "mistral3": "tekken", "llama": "llama-bpe", "qwen3": "qwen2", "qwen3moe": "qwen2", "gptoss": "gpt-4o", "qwen2": "qwen2", "granite": "refact",
-           "olmo2": "dbrx"}
+           "olmo2": "dbrx", "granitemoe": "refact"}
 
 
 def write_bpe_tokenizer(w, family, V):
@@ -701,20 +718,20 @@ def export(family, cfg, m, path, mxfp4=True):
         if family == "qwen3moe":
             w.add_expert_count(cfg.num_experts)
             w.add_expert_used_count(cfg.num_experts_per_tok)
-        if family == "gptoss":
+        if family in ("gptoss", "granitemoe"):
             w.add_expert_count(cfg.num_local_experts)
             w.add_expert_used_count(cfg.num_experts_per_tok)
-        if family not in ("qwen2", "granite", "olmo2"):  # (the converter writes them only from a config's head_dim: Qwen2's have none, Granite's is dropped)
+        if family not in ("qwen2", "granite", "granitemoe", "olmo2"):  # (the converter writes them only from a config's head_dim: Qwen2's have none, Granite's is dropped)
             w.add_key_length(hd)
             w.add_value_length(hd)
         w.add_file_type(gguf.LlamaFileType.MOSTLY_MXFP4_MOE if family == "gptoss" else gguf.LlamaFileType.ALL_F32)
-        if family in ("llama", "granite", "mistral3"):
+        if family in ("llama", "granite", "granitemoe", "mistral3"):
             w.add_vocab_size(cfg.vocab_size)
             w.add_rope_dimension_count(hd)
         if family == "mistral3":
             w.add_rope_scaling_yarn_log_mul(rp["mscale_all_dim"])
             w.add_attn_temperature_scale(rp["llama_4_scaling_beta"])
-        if family == "granite":
+        if family in ("granite", "granitemoe"):
             w.add_attention_scale(cfg.attention_multiplier)
             w.add_embedding_scale(cfg.embedding_multiplier)
             w.add_residual_scale(cfg.residual_multiplier)
@@ -750,7 +767,7 @@ def export(family, cfg, m, path, mxfp4=True):
         if family != "olmo2":  # (OLMo 2 has no norm before attention or FFN)
             put(b + "attn_norm.weight", norm(sd[p + "input_layernorm.weight"]))
         q, k = sd[a + "q_proj.weight"], sd[a + "k_proj.weight"]
-        if family in ("llama", "granite", "mistral3"):
+        if family in ("llama", "granite", "granitemoe", "mistral3"):
             q, k = permute_qk(q, nh), permute_qk(k, nkv)
         put(b + "attn_q.weight", q)
         put(b + "attn_k.weight", k)
@@ -782,10 +799,11 @@ def export(family, cfg, m, path, mxfp4=True):
             put(b + "post_ffw_norm.weight", sd[p + "post_feedforward_layernorm.weight"])
         else:
             put(b + "ffn_norm.weight", sd[p + "post_attention_layernorm.weight"])
-        if family == "qwen3moe":
-            mp = p + "mlp."
-            put(b + "ffn_gate_inp.weight", sd[mp + "gate.weight"])
-            F = cfg.moe_intermediate_size
+        if family in ("qwen3moe", "granitemoe"):
+            # (granitemoe: the converter splits block_sparse_moe's input_linear the same way)
+            mp = p + ("mlp." if family == "qwen3moe" else "block_sparse_moe.")
+            put(b + "ffn_gate_inp.weight", sd[mp + ("gate.weight" if family == "qwen3moe" else "router.weight")])
+            F = cfg.moe_intermediate_size if family == "qwen3moe" else cfg.intermediate_size
             gu = sd[mp + "experts.gate_up_proj"]  # [E, 2F, H]: gate rows then up rows
             put(b + "ffn_gate_exps.weight", gu[:, :F, :])
             put(b + "ffn_up_exps.weight", gu[:, F:, :])
