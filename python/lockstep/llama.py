@@ -1211,6 +1211,7 @@ class Llama:
         """Embeddings of a text or a list of texts: pooled as the model's GGUF says (one
         vector per text), or, for a model that names no pooling, one vector per token.
         normalize: euclidean. The sequence is emptied afterwards (as llama-cpp-python does)."""
+        self._need_session()
         inputs = [input] if isinstance(input, str) else list(input)
         n_embd = self.n_embd()
         pooling = self._pooling if self._pooling >= 0 else self.pooling_type()

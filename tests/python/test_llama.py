@@ -494,6 +494,8 @@ def test_vocab_only_tokenizes_and_refuses_evaluation(tiny):
         voc.create_completion("Hello", max_tokens=2)
     with pytest.raises(lockstep.LockstepUnsupportedError, match="vocab_only"):
         voc.eval([1, 2])
+    with pytest.raises(lockstep.LockstepUnsupportedError, match="vocab_only"):
+        voc.embed("Hello")
 
 
 @pytest.mark.parametrize("name", ["swa", "gemma4", "hybrid"])
