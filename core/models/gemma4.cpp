@@ -246,10 +246,10 @@ Tensor* Gemma4::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
             // Router: softmax(W_r (norm(res) * scale / sqrt(E))), top k renormalised, each
             // weight times its expert's scale; the experts read their own norm of res.
             Tensor* r = scale(g, mul(g, rms_norm(g, res, nullptr, eps), w.router_scale), 1.0f / std::sqrt(float(E)));
-            Tensor* probs = softmax(g, mul_mat(g, w.ffn_gate_inp, r), 1.0f);  // (n_expert, T)
             const int k = int(n_expert_used_);
-            Tensor* ids = topk_ids(g, probs, k);
-            Tensor* wts = topk_weights(g, probs, k, true);
+            const MoeRoute route = softmax_topk(g, mul_mat(g, w.ffn_gate_inp, r), k, true);
+            Tensor* ids = route.ids;
+            Tensor* wts = route.wts;
             // wts[j, t] * scale[ids[j, t]]: the scales as one 1x1 matrix per expert, so that
             // mul_mat_id gathers them by the ids computed on the device (one product each).
             if (w.expert_scale) {

@@ -101,8 +101,6 @@ Tensor* Lfm2::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, RecurrentMemo
     const auto [runs_t, order_t] = scan_inputs(g, ub);
     CacheRows cache_rows(g, ub);
     Tensor* rope_cs = RopeTables(g, ub.pos)(rope_);
-    // in_proj's output per token is [B, C, x]: as rows of n_embd, token t's are 3t, 3t+1, 3t+2.
-    Tensor *b_idx = nullptr, *c_idx = nullptr, *x_idx = nullptr;
     Tensor* conv_rows = nullptr;  // all rows of a conv kernel that is not f32
 
     Tensor* x = get_rows(g, tok_embd_, tokens);  // (E, T)
@@ -112,15 +110,11 @@ Tensor* Lfm2::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, RecurrentMemo
         Tensor* h = rms_norm(g, x, w.attn_norm, eps);
         Tensor* o;
         if (L.recurrent) {
-            if (!b_idx) {
-                std::vector<int32_t> bi, ci, xi;
-                for (int64_t t = 0; t < T; ++t) bi.push_back(int32_t(3 * t)), ci.push_back(int32_t(3 * t + 1)), xi.push_back(int32_t(3 * t + 2));
-                b_idx = g.input(DType::I32, {T}, bi.data(), "shortconv_b_rows");
-                c_idx = g.input(DType::I32, {T}, ci.data(), "shortconv_c_rows");
-                x_idx = g.input(DType::I32, {T}, xi.data(), "shortconv_x_rows");
-            }
-            Tensor* bcx = reshape(g, mul_mat(g, w.in_proj, h), {E, 3 * T});
-            Tensor* bx = mul(g, get_rows(g, bcx, b_idx), get_rows(g, bcx, x_idx));  // (E, T)
+            // in_proj's output per token is [B, C, x], n_embd each: views of its rows.
+            Tensor* bcx = mul_mat(g, w.in_proj, h);  // (3E, T)
+            const size_t row_bytes = size_t(3 * E) * 4;
+            auto part = [&](int64_t i) { return view_2d(g, bcx, E, T, row_bytes, size_t(i * E) * 4); };
+            Tensor* bx = mul(g, part(0), part(2));  // (E, T)
             Tensor* conv_w = w.conv;
             if (conv_w->type != DType::F32) {
                 if (!conv_rows) {
@@ -131,7 +125,7 @@ Tensor* Lfm2::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, RecurrentMemo
                 conv_w = get_rows(g, conv_w, conv_rows);
             }
             Tensor* conv = conv1d_scan(g, bx, conv_w, rs->conv(int(il)), runs_t, order_t);
-            o = mul_mat(g, w.out_proj, mul(g, get_rows(g, bcx, c_idx), conv));
+            o = mul_mat(g, w.out_proj, mul(g, part(1), conv));
         } else {
             const int64_t hd = L.head_dim_k;
             Tensor* q = rms_norm(g, reshape(g, mul_mat(g, w.wq, h), {hd, L.n_head, T}), w.q_norm, eps);

@@ -127,7 +127,6 @@ void Llama::load_arch() {
             // phi3: gate and up in one matrix, gate rows first (llama.cpp's SWIGLU split)
             l.ffn_up = matmul_weight(p + "ffn_up.weight", E, 2 * F);
             l.ffn_down = matmul_weight(p + "ffn_down.weight", F, E);
-            fused_ffn_ = true;
         } else {
             l.ffn_gate = matmul_weight(p + "ffn_gate.weight", E, F);
             l.ffn_up = matmul_weight(p + "ffn_up.weight", E, F);
@@ -147,19 +146,19 @@ Tensor* Llama::ffn(Graph& g, Tensor* h, int64_t il, const FusedRows& fr) const {
     const Layer& w = layers_[size_t(il)];
     auto biased = [&](Tensor* y, Tensor* b) { return b ? add(g, y, b) : y; };
     if (!w.ffn_gate_inp && !w.ffn_gate) {
-        // gate rows then up rows per token: as rows of n_ff, token t's are 2t and 2t + 1
+        // gate rows then up rows per token: views of its halves (the silu of the whole, as
+        // moe_experts does for a fused gate_up)
         const int64_t T = h->ne[1], F = hp_.n_ff;
-        Tensor* gu = reshape(g, mul_mat(g, w.ffn_up, h), {F, 2 * T});
-        return mul_mat(g, w.ffn_down, mul(g, silu(g, get_rows(g, gu, fr.gate)), get_rows(g, gu, fr.up)));
+        Tensor* gu = mul_mat(g, w.ffn_up, h);  // (2F, T)
+        const size_t rs = size_t(2 * F) * 4;
+        return mul_mat(g, w.ffn_down, mul(g, view_2d(g, silu(g, gu), F, T, rs, 0), view_2d(g, gu, F, T, rs, size_t(F) * 4)));
     }
     if (!w.ffn_gate_inp)
         return biased(mul_mat(g, w.ffn_down, mul(g, silu(g, biased(mul_mat(g, w.ffn_gate, h), w.ffn_gate_b)),
                                                      biased(mul_mat(g, w.ffn_up, h), w.ffn_up_b))),
                       w.ffn_down_b);
-    Tensor* probs = softmax(g, mul_mat(g, w.ffn_gate_inp, h), 1.0f);  // [n_expert, T]
-    Tensor* ids = topk_ids(g, probs, int(n_expert_used_));            // [k, T]
-    Tensor* wts = topk_weights(g, probs, int(n_expert_used_), expert_norm_);
-    return moe_experts(g, w.experts, h, ids, wts);
+    const MoeRoute r = softmax_topk(g, mul_mat(g, w.ffn_gate_inp, h), int(n_expert_used_), expert_norm_);
+    return moe_experts(g, w.experts, h, r.ids, r.wts);
 }
 
 Tensor* Llama::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
@@ -195,12 +194,6 @@ Tensor* Llama::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
         fr.q = g.input(DType::I32, {H * T}, qi.data(), "qkv_q_rows");
         fr.k = g.input(DType::I32, {Hkv * T}, ki.data(), "qkv_k_rows");
         fr.v = g.input(DType::I32, {Hkv * T}, vi.data(), "qkv_v_rows");
-    }
-    if (fused_ffn_) {
-        std::vector<int32_t> gi, ui;
-        for (int64_t t = 0; t < T; ++t) gi.push_back(int32_t(2 * t)), ui.push_back(int32_t(2 * t + 1));
-        fr.gate = g.input(DType::I32, {T}, gi.data(), "ffn_gate_rows");
-        fr.up = g.input(DType::I32, {T}, ui.data(), "ffn_up_rows");
     }
 
     Tensor* x = get_rows(g, tok_embd_, tokens);  // (E, T)

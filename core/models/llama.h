@@ -36,10 +36,10 @@ public:
 
 private:
     void load_arch() override;
-    // phi3's fused matrices, split per token by row tables (get_rows), made once per graph.
+    // phi3's fused attn_qkv, split per token by row tables (get_rows: the heads must be
+    // contiguous for rope), made once per graph. (Its fused gate/up is split by views.)
     struct FusedRows {
         Tensor *q = nullptr, *k = nullptr, *v = nullptr;  // rows of head_dim in attn_qkv's output
-        Tensor *gate = nullptr, *up = nullptr;            // rows of n_ff in ffn_up's output
     };
     Tensor* ffn(Graph& g, Tensor* h, int64_t il, const FusedRows& fr) const;
     struct Layer {
@@ -61,7 +61,7 @@ private:
     std::vector<float> rope_freqs_;  // (n_rot / 2) Llama 3 divisors, or empty
     int64_t n_expert_ = 0, n_expert_used_ = 0;
     bool expert_norm_ = true;
-    bool fused_qkv_ = false, fused_ffn_ = false;  // phi3
+    bool fused_qkv_ = false;  // phi3
     float embd_scale_ = 0.f, residual_scale_ = 0.f, logit_scale_ = 0.f;  // 0: absent (granite's multipliers)
     // Llama 4's attention temperature (Ministral 3, attention.temperature_scale): queries after
     // rope times 1 + beta log(1 + floor(pos / temp_floor_)); beta 0: none.

@@ -7,6 +7,11 @@
 
 namespace ls {
 
+MoeRoute softmax_topk(Graph& g, Tensor* logits, int k, bool renorm) {
+    Tensor* probs = ops::softmax(g, logits, 1.0f);
+    return {ops::topk_ids(g, probs, k), ops::topk_weights(g, probs, k, renorm)};
+}
+
 Tensor* moe_experts(Graph& g, const MoeExperts& w, Tensor* x, Tensor* ids, Tensor* wts) {
     using namespace ops;
     const int64_t E = x->ne[0], T = x->ne[1], k = ids->ne[0], F = w.n_ff;

@@ -20,6 +20,15 @@ struct MoeExperts {
     float alpha = 1.702f, limit = 7.0f;  // SwigluOai
 };
 
+// The softmax router every softmax-routed family runs: softmax over the experts' logits
+// (n_expert, T), the k most probable (ids I32 [k, T]), and their probabilities (wts F32 [k, T]),
+// renormalised to sum 1 when `renorm` (the metadata's expert_weights_norm).
+struct MoeRoute {
+    Tensor* ids;
+    Tensor* wts;
+};
+MoeRoute softmax_topk(Graph& g, Tensor* logits, int k, bool renorm);
+
 // sum_j wts[j, t] * down_e(act(gate_e x_t) * up_e x_t) over the k experts e = ids[j, t] chosen
 // for token t, summed in selection order. x F32 [n_embd, T], ids I32 [k, T], wts F32 [k, T]
 // -> F32 [n_embd, T].

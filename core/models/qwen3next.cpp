@@ -259,11 +259,9 @@ Tensor* Qwen3Hybrid::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, Recurr
 Tensor* Qwen3Hybrid::moe_ffn(Graph& g, const Layer& w, Tensor* h) const {
     using namespace ops;
     const int64_t k = n_expert_used_, F = n_ff_exp_;
-    Tensor* probs = softmax(g, mul_mat(g, w.ffn_gate_inp, h), 1.0f);  // [n_expert, T]
-    Tensor* ids = topk_ids(g, probs, int(k));                         // [k, T]
-    Tensor* wts = topk_weights(g, probs, int(k), expert_norm_);        // [k, T]
+    const MoeRoute r = softmax_topk(g, mul_mat(g, w.ffn_gate_inp, h), int(k), expert_norm_);
     const MoeExperts ex{w.ffn_gate_exps, w.ffn_up_exps, w.ffn_gate_up_exps, w.ffn_down_exps, F, MoeAct::Silu};
-    Tensor* out = moe_experts(g, ex, h, ids, wts);
+    Tensor* out = moe_experts(g, ex, h, r.ids, r.wts);
     if (w.ffn_gate_inp_shexp) {
         Tensor* sh = gated_ffn(g, h, w.ffn_gate_shexp, w.ffn_up_shexp, w.ffn_down_shexp, GatedAct::Silu);
         out = add(g, out, mul(g, sh, sigmoid(g, mul_mat(g, w.ffn_gate_inp_shexp, h))));  // [E, T] x [1, T]
