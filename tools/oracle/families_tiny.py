@@ -259,6 +259,7 @@ gptoss, 2.4e-6 with the experts written as F32 copies of their MXFP4 values (mxf
 the MXFP4 file llama.cpp quantizes the activations to Q8_0 (~0.03 everywhere, and two tokens whose
 expert choice flips).
 """
+import functools
 import math
 import sys
 
@@ -575,6 +576,17 @@ def f32(t):
     return t.detach().float().contiguous().numpy().astype(np.float32)
 
 
+def put_f32(w, name, t):
+    w.add_tensor(name, f32(t))
+
+
+def finish_gguf(w):
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def export_lfm2(cfg, m, path):
     """LFM2 as llama.cpp's converter (conversion/lfm2.py) writes it."""
     w = gguf.GGUFWriter(path, "lfm2")
@@ -594,9 +606,7 @@ def export_lfm2(cfg, m, path):
     w.add_feed_forward_length(cfg.intermediate_size)  # (block_auto_adjust_ff_dim off: as it is)
     w.add_quantization_version(gguf.GGML_QUANT_VERSION)
     sd = dict(m.named_parameters())
-
-    def put(name, t):
-        w.add_tensor(name, f32(t))
+    put = functools.partial(put_f32, w)
 
     put("token_embd.weight", sd["model.embed_tokens.weight"])
     put("token_embd_norm.weight", sd["model.embedding_norm.weight"])
@@ -620,10 +630,7 @@ def export_lfm2(cfg, m, path):
         put(b + "ffn_up.weight", sd[p + "feed_forward.w3.weight"])
         put(b + "ffn_down.weight", sd[p + "feed_forward.w2.weight"])
     print("special token ids:", write_bpe_tokenizer(w, "lfm2", cfg.vocab_size))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    finish_gguf(w)
 
 
 def export_phi3(cfg, m, path):
@@ -649,9 +656,7 @@ def export_phi3(cfg, m, path):
     w.add_sliding_window(cfg.sliding_window or 0)
     w.add_quantization_version(gguf.GGML_QUANT_VERSION)
     sd = dict(m.named_parameters())
-
-    def put(name, t):
-        w.add_tensor(name, f32(t))
+    put = functools.partial(put_f32, w)
 
     put("token_embd.weight", sd["model.embed_tokens.weight"])
     put("output_norm.weight", sd["model.norm.weight"])
@@ -665,10 +670,7 @@ def export_phi3(cfg, m, path):
         put(b + "ffn_up.weight", sd[p + "mlp.gate_up_proj.weight"])
         put(b + "ffn_down.weight", sd[p + "mlp.down_proj.weight"])
     write_spm_tokenizer(w, cfg.vocab_size)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    finish_gguf(w)
 
 
 def export(family, cfg, m, path, mxfp4=True):
@@ -742,9 +744,7 @@ def export(family, cfg, m, path, mxfp4=True):
             w.add_sliding_window(cfg.sliding_window)
             w.add_expert_feed_forward_length(cfg.intermediate_size)
     w.add_quantization_version(gguf.GGML_QUANT_VERSION)
-
-    def put(name, t):
-        w.add_tensor(name, f32(t))
+    put = functools.partial(put_f32, w)
 
     def put_mxfp4(name, t):
         if not mxfp4:
@@ -832,10 +832,7 @@ def export(family, cfg, m, path, mxfp4=True):
     else:
         specials = write_bpe_tokenizer(w, family, cfg.vocab_size)
         print("special token ids:", specials)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    finish_gguf(w)
 
 
 # ----------------------------------------------------------------------------------------------
