@@ -86,10 +86,6 @@ std::vector<RecurrentLayerSpec> Lfm2::recurrent_layout() const {
     return v;
 }
 
-Tensor* Lfm2::build_graph(Graph&, const Ubatch&, KvCache&) const {
-    throw std::logic_error("lfm2 has convolution layers: build its graph with recurrent memory (Session does)");
-}
-
 Tensor* Lfm2::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, RecurrentMemory* rs) const {
     using namespace ops;
     if (!rs) throw std::logic_error("lfm2: recurrent memory is required");
@@ -115,15 +111,7 @@ Tensor* Lfm2::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, RecurrentMemo
             const size_t row_bytes = size_t(3 * E) * 4;
             auto part = [&](int64_t i) { return view_2d(g, bcx, E, T, row_bytes, size_t(i * E) * 4); };
             Tensor* bx = mul(g, part(0), part(2));  // (E, T)
-            Tensor* conv_w = w.conv;
-            if (conv_w->type != DType::F32) {
-                if (!conv_rows) {
-                    std::vector<int32_t> all(static_cast<size_t>(conv_w->ne[1]));
-                    for (size_t i = 0; i < all.size(); ++i) all[i] = int32_t(i);
-                    conv_rows = g.input(DType::I32, {conv_w->ne[1]}, all.data(), "conv_rows");
-                }
-                conv_w = get_rows(g, conv_w, conv_rows);
-            }
+            Tensor* conv_w = conv_kernel_f32(g, w.conv, conv_rows);
             Tensor* conv = conv1d_scan(g, bx, conv_w, rs->conv(int(il)), runs_t, order_t);
             o = mul_mat(g, w.out_proj, mul(g, part(1), conv));
         } else {

@@ -12,9 +12,8 @@ namespace ls {
 // output through out_proj. Attention blocks norm q and k per head (RMS) before NeoX rope.
 // Tensor names and keys are those of llama.cpp's converter. Not built here, and refused by
 // name: the sliding-window variant and LFM2's MoE (arch lfm2moe, not registered).
-class Lfm2 final : public Model {
+class Lfm2 final : public RecurrentModel {
 public:
-    Tensor* build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const override;
     Tensor* build_graph(Graph& g, const Ubatch& ub, KvCache& kv, RecurrentMemory* rs) const override;
     std::vector<RecurrentLayerSpec> recurrent_layout() const override;
 

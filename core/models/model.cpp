@@ -376,6 +376,10 @@ AttnWeights Model::attn_weights(const std::string& p, const LayerParams& L, Bias
     return a;
 }
 
+Tensor* RecurrentModel::build_graph(Graph&, const Ubatch&, KvCache&) const {
+    throw std::logic_error(hp_.arch + " has recurrent layers: build its graph with recurrent memory (Session does)");
+}
+
 void Model::read_decoder_sizes(const ArchKeys& keys, double rms_eps_default) {
     hp_.n_embd = keys.get_int(ArchKey::EmbeddingLength);
     hp_.n_layer = keys.get_int(ArchKey::BlockCount);

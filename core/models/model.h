@@ -256,4 +256,12 @@ private:
     void load_rank_head();
 };
 
+// A model with recurrent layers (their state in RecurrentMemory, recurrent_layout()): Session
+// builds its graph with the memory; the form without it refuses, naming the architecture.
+class RecurrentModel : public Model {
+public:
+    Tensor* build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const final;
+    Tensor* build_graph(Graph& g, const Ubatch& ub, KvCache& kv, RecurrentMemory* rs) const override = 0;
+};
+
 }  // namespace ls

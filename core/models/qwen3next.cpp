@@ -141,10 +141,6 @@ std::vector<RecurrentLayerSpec> Qwen3Hybrid::recurrent_layout() const {
     return v;
 }
 
-Tensor* Qwen3Hybrid::build_graph(Graph&, const Ubatch&, KvCache&) const {
-    throw std::logic_error("qwen3 hybrid models have recurrent layers: build its graph with recurrent memory (Session does)");
-}
-
 Tensor* Qwen3Hybrid::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, RecurrentMemory* rs) const {
     using namespace ops;
     if (!rs) throw std::logic_error("qwen3 hybrid: recurrent memory is required");
@@ -201,15 +197,7 @@ Tensor* Qwen3Hybrid::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, Recurr
             Tensor* beta = sigmoid(g, b_raw);  // squashed exactly once
             // log-decay g = -exp(A_log) * softplus(alpha + dt_bias)
             Tensor* gate = mul(g, softplus(g, add(g, a_raw, w.dt_bias)), w.ssm_a);
-            Tensor* conv_w = w.conv1d;
-            if (conv_w->type != DType::F32) {  // a converter that stored it as f16/bf16: (K, C) in f32
-                if (!conv_rows) {
-                    std::vector<int32_t> all(static_cast<size_t>(conv_w->ne[1]));
-                    for (size_t i = 0; i < all.size(); ++i) all[i] = int32_t(i);
-                    conv_rows = g.input(DType::I32, {conv_w->ne[1]}, all.data(), "conv_rows");
-                }
-                conv_w = get_rows(g, conv_w, conv_rows);
-            }
+            Tensor* conv_w = conv_kernel_f32(g, w.conv1d, conv_rows);
             Tensor* conv = silu(g, conv1d_scan(g, qkv, conv_w, rs->conv(int(il)), runs_t, order_t));
             const DeltaScanParams dp{int32_t(n_k_heads_), int32_t(d_k_), int32_t(Hv), int32_t(Dv), head_map_,
                                      1.0f / std::sqrt(float(d_k_)), 1e-6f};

@@ -15,12 +15,11 @@ namespace ls {
 // (as published Qwen3-Next files are): softmax router, top-k experts renormalised, SwiGLU
 // experts (ffn_{gate,up,down}_exps or a fused ffn_gate_up_exps), plus a shared expert
 // scaled by sigmoid(ffn_gate_inp_shexp . x).
-class Qwen3Hybrid final : public Model {
+class Qwen3Hybrid final : public RecurrentModel {
 public:
     // Which key head a value head reads differs by file layout (the registry's rows say):
     // qwen3next groups them, qwen35's converter reorders them so that they tile.
     explicit Qwen3Hybrid(DeltaHeadMap head_map) : head_map_(head_map) {}
-    Tensor* build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const override;
     Tensor* build_graph(Graph& g, const Ubatch& ub, KvCache& kv, RecurrentMemory* rs) const override;
     std::vector<RecurrentLayerSpec> recurrent_layout() const override;
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/ir/ops.h"
+
 namespace ls {
 
 ScanInputs scan_inputs(Graph& g, const Ubatch& ub) {
@@ -22,6 +24,16 @@ ScanInputs scan_inputs(Graph& g, const Ubatch& ub) {
     }
     return {g.input(DType::I32, {4, int64_t(runs.size() / 4)}, runs.data(), "scan_runs"),
             g.input(DType::I32, {T}, order.data(), "scan_order")};
+}
+
+Tensor* conv_kernel_f32(Graph& g, Tensor* w, Tensor*& rows) {
+    if (w->type == DType::F32) return w;
+    if (!rows) {
+        std::vector<int32_t> all(static_cast<size_t>(w->ne[1]));
+        for (size_t i = 0; i < all.size(); ++i) all[i] = int32_t(i);
+        rows = g.input(DType::I32, {w->ne[1]}, all.data(), "conv_rows");
+    }
+    return ops::get_rows(g, w, rows);
 }
 
 }  // namespace ls

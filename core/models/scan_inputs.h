@@ -15,4 +15,9 @@ struct ScanInputs {
 };
 ScanInputs scan_inputs(Graph& g, const Ubatch& ub);
 
+// conv1d_scan's kernel (K, C) as F32: w itself, or, for a file that stores it as f16, bf16 or
+// quantized, its rows gathered by get_rows (which dequantizes); `rows` keeps the graph's
+// all-rows index input between layers (null at first).
+Tensor* conv_kernel_f32(Graph& g, Tensor* w, Tensor*& rows);
+
 }  // namespace ls
