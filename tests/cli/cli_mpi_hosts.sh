@@ -27,11 +27,19 @@ for i in 2 3 4; do
     { echo "FAIL: cannot make test host $ns"; exit 1; }
   hosts+=("$net.$i")
 done
-# The launch agent: "agent HOST command..." runs the command in HOST's namespace.
+# The launch agent: "agent HOST command..." runs the command in HOST's namespace, with the
+# session directory of a host of its own (hosts/N under this test's folder): the test hosts
+# share one filesystem and one hostname, so the three orted daemons made the same
+# ompi.<hostname>.<uid>/jf.<job> directory at once, and one failed ("File exists",
+# orte_session_dir failed: a clean-clone CI run failed so). Real hosts each have their /tmp.
 cat >"$tmp/agent" <<AGENT
 #!/bin/sh
 host="\$1"; shift
-exec ip netns exec "ls$tag-\${host##*.}" sh -c "\$*"
+dir="$tmp/hosts/\${host##*.}"
+mkdir -p "\$dir"
+cmd=\$(printf '%s ' "\$@" | sed "s|orte_tmpdir_base \\"$tmp\\"|orte_tmpdir_base \\"\$dir\\"|")
+export OMPI_MCA_orte_tmpdir_base="\$dir"
+exec ip netns exec "ls$tag-\${host##*.}" sh -c "\$cmd"
 AGENT
 chmod +x "$tmp/agent"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 PMIX_MCA_gds=hash
