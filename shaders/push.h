@@ -34,6 +34,13 @@ struct PcBinary {
     uint32_t anb1, anb2, anb3, bnb1, bnb2, bnb3;
 };
 
+// concat: dst F32 [A + B, n1, n2] contiguous = rows of a, then rows of b (B = 0: a copy of a);
+// a and b read through their row and plane strides.
+struct PcConcat {
+    addr_t a, b, dst;
+    uint32_t A, B, n1, n, a_nb1, a_nb2, b_nb1, b_nb2;
+};
+
 // scale / gelu / silu / sigmoid / softplus / softcap over n contiguous floats (s: scale's
 // factor, softcap's cap).
 struct PcUnary {
@@ -109,10 +116,9 @@ struct PcMulMatId {
 
 // topk over columns of x [E, T] (row stride x_nb1); dst [k, T] contiguous.
 struct PcTopk {
-    addr_t x, dst;
-    uint32_t x_nb1, E, T, pad;
+    addr_t x, v, dst;
+    uint32_t x_nb1, v_nb1, E, T;
     TopkParams p;
-    uint32_t pad2;
 };
 
 // conv1d_scan: x rows [C] (stride x_nb1), w [K per channel], state rows per slot
@@ -133,9 +139,9 @@ struct PcDeltaScan {
 
 #ifdef __cplusplus
 static_assert(sizeof(PcClamp) == 32, "push-constant layouts");
-static_assert(sizeof(PcConv1dScan) == 72 && sizeof(PcDeltaScan) == 104 && sizeof(PcMulMatId) == 72 && sizeof(PcTopk) == 48,
+static_assert(sizeof(PcConv1dScan) == 72 && sizeof(PcDeltaScan) == 104 && sizeof(PcMulMatId) == 72 && sizeof(PcTopk) == 64,
               "push-constant layouts");
-static_assert(sizeof(PcRows) == 48 && sizeof(PcBinary) == 80 && sizeof(PcUnary) == 24 && sizeof(PcRmsNorm) == 64 &&
+static_assert(sizeof(PcRows) == 48 && sizeof(PcConcat) == 56 && sizeof(PcBinary) == 80 && sizeof(PcUnary) == 24 && sizeof(PcRmsNorm) == 64 &&
               sizeof(PcRope) == 80 && sizeof(PcSoftmax) == 32 && sizeof(PcAttention) == 128 &&
               sizeof(PcMulMatAct) == 48 && sizeof(PcMulMat) == 48);
 static_assert(sizeof(PcAttention) <= 128, "128 bytes of push constants is all Vulkan guarantees");

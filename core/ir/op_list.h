@@ -28,4 +28,5 @@
     X(TOPK, topk, TopkParams)                     \
     X(MUL_MAT_ID, mul_mat_id, NoParams)           \
     X(SOFTCAP, softcap, SoftcapParams)            \
-    X(CLAMP, clamp, ClampParams)
+    X(CLAMP, clamp, ClampParams)                 \
+    X(CONCAT, concat, NoParams)

@@ -117,14 +117,24 @@ struct DeltaScanParams {
 // first, NaN last, ties to the lower index" (core/rules/topk_rule.h). values == 0: their indices
 // (I32 [k, T]); values != 0: their values (F32 [k, T]), divided by their sum when norm != 0
 // (canon_sum in selection order, each quotient correctly rounded). Mixture-of-experts routing.
+//
+// Group-limited selection (DeepSeek's routers), n_group > 1: the E entries are n_group groups of
+// E / n_group consecutive entries; a group's score is the sum of its group_top best entries in
+// selection order (DeepSeek V3: 2; V2: 1, its best), the group_used best-scoring groups (the
+// same order over the scores) stay eligible, and the k entries are picked among theirs.
+// With a second source v (topk_weights' `from`), the values returned are v's at the selected
+// indices (the unbiased router scores when the selection read biased ones).
 struct TopkParams {
     int32_t k;
     int32_t values;
     int32_t norm;
+    int32_t n_group LS_DEFAULT(0);     // <= 1: no groups
+    int32_t group_used LS_DEFAULT(0);
+    int32_t group_top LS_DEFAULT(0);   // 1 or 2
 };
 
 #ifdef __cplusplus
-static_assert(sizeof(Conv1dScanParams) == 4 && sizeof(DeltaScanParams) == 28 && sizeof(TopkParams) == 12);
+static_assert(sizeof(Conv1dScanParams) == 4 && sizeof(DeltaScanParams) == 28 && sizeof(TopkParams) == 24);
 
 }  // namespace ls
 #endif

@@ -225,7 +225,7 @@ Tensor* delta_scan(Graph& g, Tensor* qkv, Tensor* gate, Tensor* beta, Tensor* st
 }
 
 namespace {
-Tensor* topk(Graph& g, Tensor* x, int k, bool values, bool norm) {
+Tensor* topk(Graph& g, Tensor* x, int k, bool values, bool norm, const TopkGroups& gr, Tensor* from) {
     const char* op = "topk";
     expect_type(op, x, DType::F32, "x");
     expect_rows_contiguous(op, x, "x");
@@ -233,15 +233,35 @@ Tensor* topk(Graph& g, Tensor* x, int k, bool values, bool norm) {
         fail(op, "k = " + std::to_string(k) + " must be in [1, min(" + std::to_string(x->ne[0]) + ", " +
                      std::to_string(kTopkMax) + ")]");
     if (x->ne[2] != 1 || x->ne[3] != 1) fail(op, "x must be 2-d [E, T]");
+    if (gr.n_group > 1) {
+        const int64_t m = x->ne[0] / gr.n_group;
+        if (gr.n_group > kTopkMax || x->ne[0] % gr.n_group)
+            fail(op, std::to_string(gr.n_group) + " groups must divide the " + std::to_string(x->ne[0]) + " entries (at most " +
+                         std::to_string(kTopkMax) + " groups)");
+        if (gr.group_used < 1 || gr.group_used > gr.n_group || (gr.group_top != 1 && gr.group_top != 2) || gr.group_top > m ||
+            k > gr.group_used * m)
+            fail(op, "groups: " + std::to_string(gr.group_used) + " of " + std::to_string(gr.n_group) + " groups of " +
+                         std::to_string(m) + " scored by their best " + std::to_string(gr.group_top) + " cannot hold k = " +
+                         std::to_string(k));
+    }
+    if (from) {
+        expect_type(op, from, DType::F32, "from");
+        expect_rows_contiguous(op, from, "from");
+        if (from->ne[0] != x->ne[0] || from->ne[1] != x->ne[1] || from->ne[2] != 1 || from->ne[3] != 1)
+            fail(op, "from must have x's shape, got " + shape_str(*from) + " for " + shape_str(*x));
+    }
     int64_t ne[4] = {k, x->ne[1], 1, 1};
-    Tensor* t = node(g, OpId::TOPK, values ? DType::F32 : DType::I32, ne, {x});
-    t->set_params(TopkParams{k, values ? 1 : 0, norm ? 1 : 0});
+    Tensor* t = node(g, OpId::TOPK, values ? DType::F32 : DType::I32, ne, {x, from});
+    t->set_params(TopkParams{k, values ? 1 : 0, norm ? 1 : 0, gr.n_group > 1 ? gr.n_group : 0, gr.n_group > 1 ? gr.group_used : 0,
+                             gr.n_group > 1 ? gr.group_top : 0});
     return t;
 }
 }  // namespace
 
-Tensor* topk_ids(Graph& g, Tensor* x, int k) { return topk(g, x, k, false, false); }
-Tensor* topk_weights(Graph& g, Tensor* x, int k, bool norm) { return topk(g, x, k, true, norm); }
+Tensor* topk_ids(Graph& g, Tensor* x, int k, const TopkGroups& groups) { return topk(g, x, k, false, false, groups, nullptr); }
+Tensor* topk_weights(Graph& g, Tensor* x, int k, bool norm, const TopkGroups& groups, Tensor* from) {
+    return topk(g, x, k, true, norm, groups, from);
+}
 
 Tensor* mul_mat_id(Graph& g, Tensor* w, Tensor* x, Tensor* ids) {
     const char* op = "mul_mat_id";
@@ -305,6 +325,19 @@ Tensor* attention(Graph& g, Tensor* q, Tensor* k, Tensor* v, Tensor* pos, Tensor
     return t;
 }
 
+Tensor* concat(Graph& g, Tensor* a, Tensor* b) {
+    const char* op = b ? "concat" : "cont";
+    for (Tensor* t : {a, b}) {
+        if (!t) continue;
+        expect_type(op, t, DType::F32, t == a ? "a" : "b");
+        if (t->ne[3] != 1) fail(op, std::string(t == a ? "a" : "b") + " must have at most 3 dimensions, got " + shape_str(*t));
+    }
+    if (b && (b->ne[1] != a->ne[1] || b->ne[2] != a->ne[2]))
+        fail(op, "a and b must have the same rows, got " + shape_str(*a) + " and " + shape_str(*b));
+    const int64_t ne[4] = {a->ne[0] + (b ? b->ne[0] : 0), a->ne[1], a->ne[2], 1};
+    return node(g, OpId::CONCAT, DType::F32, ne, {a, b});
+}
+
 Tensor* reshape(Graph& g, Tensor* t, std::initializer_list<int64_t> ne) {
     if (!t->is_contiguous()) fail("reshape", "tensor must be contiguous");
     Tensor* r = g.new_tensor(t->type, ne, "reshape");
@@ -317,9 +350,10 @@ Tensor* reshape(Graph& g, Tensor* t, std::initializer_list<int64_t> ne) {
 
 Tensor* view_2d(Graph& g, Tensor* t, int64_t ne0, int64_t ne1, size_t nb1, size_t offset) {
     if (!t->is_contiguous()) fail("view_2d", "tensor must be contiguous");
+    // Quantized types: whole blocks (a view of the first values of quantized cache rows).
     const size_t es = traits(t->type).block_bytes;
-    if (traits(t->type).block != 1 || ne0 < 1 || ne1 < 1 || nb1 < size_t(ne0) * es || offset % es ||
-        offset + size_t(ne1 - 1) * nb1 + size_t(ne0) * es > t->nbytes())
+    const size_t width = ne0 % traits(t->type).block ? 0 : row_bytes(t->type, ne0);
+    if (width == 0 || ne0 < 1 || ne1 < 1 || nb1 < width || offset % es || offset + size_t(ne1 - 1) * nb1 + width > t->nbytes())
         fail("view_2d", "view [" + std::to_string(ne0) + ", " + std::to_string(ne1) + "] outside " + shape_str(*t));
     Tensor* r = g.new_tensor(t->type, {ne0, ne1}, "view");
     r->nb[1] = nb1;

@@ -66,9 +66,13 @@ Tensor* delta_scan(Graph& g, Tensor* qkv, Tensor* gate, Tensor* beta, Tensor* st
 
 // Mixture-of-experts routing (TopkParams): x F32 [E, T] -> the k best entries per column:
 // their indices I32 [k, T] (topk_ids) or their values F32 [k, T], renormalised to sum 1 when
-// norm (topk_weights).
-Tensor* topk_ids(Graph& g, Tensor* x, int k);
-Tensor* topk_weights(Graph& g, Tensor* x, int k, bool norm);
+// norm (topk_weights). groups: DeepSeek's group-limited selection (TopkParams); from (F32
+// [E, T], optional): the values returned are from's at the entries x selects.
+struct TopkGroups {
+    int32_t n_group = 0, group_used = 0, group_top = 0;
+};
+Tensor* topk_ids(Graph& g, Tensor* x, int k, const TopkGroups& groups = {});
+Tensor* topk_weights(Graph& g, Tensor* x, int k, bool norm, const TopkGroups& groups = {}, Tensor* from = nullptr);
 // Per-token expert matmul: w [K, N, E] (E experts, any mul_mat type), x F32 [K, X, T] with
 // X = 1 (every selected expert reads the token's row) or X = k (expert j reads row j),
 // ids I32 [k, T] in [0, E) -> F32 [N, k, T]: out[:, j, t] = mul_mat(w[:, :, ids[j, t]], x[:, j % X, t]),
@@ -76,10 +80,18 @@ Tensor* topk_weights(Graph& g, Tensor* x, int k, bool norm);
 // (GPU backends, which read ids on the device, write NaN for it instead).
 Tensor* mul_mat_id(Graph& g, Tensor* w, Tensor* x, Tensor* ids);
 
+// a F32 [A, n1, n2], b F32 [B, n1, n2] -> F32 [A + B, n1, n2], contiguous: each row of a
+// followed by the same row of b. a and b may be strided views (any row and plane strides);
+// b null: a contiguous copy of a (`cont`). Plain copies, no arithmetic (MLA's query and key
+// are a latent part and a rope part side by side; a strided view made contiguous for an op
+// that needs packed rows).
+Tensor* concat(Graph& g, Tensor* a, Tensor* b);
+inline Tensor* cont(Graph& g, Tensor* a) { return concat(g, a, nullptr); }
+
 // A contiguous tensor seen with another shape (no copy, no node).
 Tensor* reshape(Graph& g, Tensor* t, std::initializer_list<int64_t> ne);
 // Part of a contiguous tensor seen as [ne0, ne1] with row stride nb1 bytes, starting offset
-// bytes in (no copy, no node); must lie inside t.
+// bytes in (no copy, no node); must lie inside t. Quantized types: whole blocks only.
 Tensor* view_2d(Graph& g, Tensor* t, int64_t ne0, int64_t ne1, size_t nb1, size_t offset);
 
 }  // namespace ls::ops

@@ -20,7 +20,8 @@ size_t kv_layer_bytes(const KvLayerSpec& L, const KvCacheConfig& cfg) {
     const int64_t R = kv_ring_rows(L, cfg);
     if (R == 0) return 0;
     auto al = [](size_t n) { return (n + 255) / 256 * 256; };
-    return al(row_bytes(cfg.type_k, L.k_row) * size_t(R * cfg.n_seq)) + al(row_bytes(cfg.type_v, L.v_row) * size_t(R * cfg.n_seq));
+    return al(row_bytes(cfg.type_k, L.k_row) * size_t(R * cfg.n_seq)) +
+           (L.v_in_k ? 0 : al(row_bytes(cfg.type_v, L.v_row) * size_t(R * cfg.n_seq)));
 }
 
 KvCache::KvCache(Backend& be, const std::vector<KvLayerSpec>& layers, const KvCacheConfig& cfg)
@@ -69,7 +70,10 @@ KvCache::KvCache(const std::vector<Backend*>& layer_backends, const std::vector<
         }
         if (L.k_row <= 0 || L.v_row <= 0 || L.window < 0)
             throw std::invalid_argument("kv cache: layer " + std::to_string(il) + " has an invalid geometry");
-        for (auto [type, row, what] : {std::tuple{cfg.type_k, L.k_row, "K"}, std::tuple{cfg.type_v, L.v_row, "V"}})
+        if (L.v_in_k && L.v_row > L.k_row)
+            throw std::invalid_argument("kv cache: layer " + std::to_string(il) + "'s V (" + std::to_string(L.v_row) +
+                                        " values) cannot be a part of its K rows of " + std::to_string(L.k_row));
+        for (auto [type, row, what] : {std::tuple{cfg.type_k, L.k_row, "K"}, std::tuple{L.v_in_k ? cfg.type_k : cfg.type_v, L.v_row, "V"}})
             if (row % block_size(type) != 0)
                 throw std::invalid_argument(std::string("kv cache: ") + what + " cache type " + dtype_name(type) +
                                             " stores blocks of " + std::to_string(block_size(type)) + " values, but layer " +
@@ -80,6 +84,12 @@ KvCache::KvCache(const std::vector<Backend*>& layer_backends, const std::vector<
         const size_t slot = layer_slot[il] = slot_of(be_[il]);
         size_t& total = totals[slot];
         for (auto [t, type, row] : {std::tuple{&k_[il], cfg.type_k, L.k_row}, std::tuple{&v_[il], cfg.type_v, L.v_row}}) {
+            if (L.v_in_k && t == &v_[il]) {  // the first v_row values of each K row
+                *t = k_[il];
+                t->ne[0] = row;
+                t->name = "cache_v." + std::to_string(il) + " (in K)";
+                continue;
+            }
             t->type = type;
             t->ne[0] = row;
             t->ne[1] = R * cfg.n_seq;
@@ -150,6 +160,7 @@ bool KvCache::seq_cp(int src, int dst, int64_t p1) {
     // Slot s owns rows [s*R, (s+1)*R) of every layer's K and V: one contiguous range each.
     for (size_t il = 0; il < specs_.size(); ++il)
         for (Tensor* t : {&k_[il], &v_[il]}) {
+            if (t == &v_[il] && specs_[il].v_in_k) continue;  // copied with K
             const size_t slot_bytes = size_t(rows_[il]) * t->nb[1];
             if (slot_bytes) be_[il]->copy(*t->buffer, t->offset + size_t(dst) * slot_bytes, t->offset + size_t(src) * slot_bytes, slot_bytes);
         }
@@ -190,6 +201,7 @@ std::vector<std::pair<int64_t, int64_t>> ring_runs(int64_t R, int64_t p0, int64_
 
 void KvCache::read_rows(int il, bool v, int s, int64_t p0, int64_t p1, void* dst) const {
     check_slot(s, "read_rows");
+    if (v && v_in_k(il)) throw std::invalid_argument("kv cache: layer " + std::to_string(il) + "'s V is a part of its K rows");
     const Tensor& t = v ? v_.at(size_t(il)) : k_.at(size_t(il));
     const int64_t R = rows_.at(size_t(il));
     if (p0 < 0 || p1 < p0 || p1 - p0 > R) throw std::out_of_range("kv cache: positions outside the ring of layer " + std::to_string(il));
@@ -203,6 +215,7 @@ void KvCache::read_rows(int il, bool v, int s, int64_t p0, int64_t p1, void* dst
 
 void KvCache::write_rows(int il, bool v, int s, int64_t p0, int64_t p1, const void* src) {
     check_slot(s, "write_rows");
+    if (v && v_in_k(il)) throw std::invalid_argument("kv cache: layer " + std::to_string(il) + "'s V is a part of its K rows");
     Tensor& t = v ? v_.at(size_t(il)) : k_.at(size_t(il));
     const int64_t R = rows_.at(size_t(il));
     if (p0 < 0 || p1 < p0 || p1 - p0 > R) throw std::out_of_range("kv cache: positions outside the ring of layer " + std::to_string(il));

@@ -13,6 +13,10 @@ struct KvLayerSpec {
     int64_t k_row = 0;  // n_head_kv * head_dim_k
     int64_t v_row = 0;  // n_head_kv * head_dim_v
     int32_t window = 0; // 0 = full attention
+    // V is the first v_row values of each K row, stored once (multi-head latent attention: the
+    // key is the compressed latent and its rope part, the value the latent alone). No V
+    // buffer; v(il) is a view of k(il) in K's type.
+    bool v_in_k = false;
 };
 
 struct KvCacheConfig {
@@ -37,6 +41,9 @@ public:
     int32_t window(int il) const { return specs_[il].window; }
     Tensor* k(int il) { return &k_[il]; }
     Tensor* v(int il) { return &v_[il]; }
+    // Whether layer il's V is a view of its K (KvLayerSpec::v_in_k): nothing of its own to
+    // write, copy, save or load.
+    bool v_in_k(int il) const { return specs_[size_t(il)].v_in_k; }
     const Tensor* k(int il) const { return &k_[il]; }
     const Tensor* v(int il) const { return &v_[il]; }
     const KvCacheConfig& config() const { return cfg_; }

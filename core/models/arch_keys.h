@@ -54,6 +54,17 @@ namespace ls {
     X(ExpertFeedForwardLength, "expert_feed_forward_length")                             \
     X(ExpertSharedFeedForwardLength, "expert_shared_feed_forward_length")                \
     X(ExpertWeightsNorm, "expert_weights_norm")                                          \
+    X(ExpertWeightsScale, "expert_weights_scale")                                        \
+    X(ExpertSharedCount, "expert_shared_count")                                          \
+    X(ExpertGatingFunc, "expert_gating_func")                                            \
+    X(ExpertGroupCount, "expert_group_count")                                            \
+    X(ExpertGroupUsedCount, "expert_group_used_count")                                   \
+    X(LeadingDenseBlockCount, "leading_dense_block_count")                               \
+    X(NextnPredictLayers, "nextn_predict_layers")                                        \
+    X(QLoraRank, "attention.q_lora_rank")                                                \
+    X(KvLoraRank, "attention.kv_lora_rank")                                              \
+    X(KeyLengthMla, "attention.key_length_mla")                                          \
+    X(ValueLengthMla, "attention.value_length_mla")                                      \
     X(EmbeddingScale, "embedding_scale")                                                 \
     X(ResidualScale, "residual_scale")                                                   \
     X(LogitScale, "logit_scale")                                                         \
@@ -83,6 +94,7 @@ public:
     ArchKeys(const GgufFile& f, const std::string& arch) : f_(&f), prefix_(arch + ".") {}
     // "<arch>.<suffix>"
     std::string name(ArchKey k) const;
+    std::string arch() const { return prefix_.substr(0, prefix_.size() - 1); }
     bool has(ArchKey k) const { return f_->find(name(k)) != nullptr; }
     const GgufValue* find(ArchKey k) const { return f_->find(name(k)); }
     int64_t get_int(ArchKey k) const { return f_->get_int(name(k)); }

@@ -21,7 +21,9 @@ Tensor* cached_attention(Graph& g, KvCache& kv, CacheRows& rows, int il, Tensor*
         const int64_t T = q->ne[2];
         Tensor* at = rows(kv.ring_rows(il));
         kc = set_rows(g, kc, per_token_rows(g, k, T), at);
-        vc = set_rows(g, vc, per_token_rows(g, v, T), at);
+        // V inside K (MLA's latent): the view of the K just written, so attention reads it
+        // after the write; v is not written twice.
+        vc = kv.v_in_k(il) ? view_2d(g, kc, vc->ne[0], vc->ne[1], vc->nb[1], 0) : set_rows(g, vc, per_token_rows(g, v, T), at);
     }
     const AttentionParams ap{opt.window, int32_t(kv.ring_rows(src)), n_head_kv, scale, opt.softcap};
     return attention(g, q, kc, vc, key_pos, seq, ap, opt.sinks);

@@ -6,9 +6,9 @@
 #include "core/models/arch_keys.h"
 #include "core/ir/ops.h"
 #include "core/models/attention_block.h"
+#include "core/models/ffn_block.h"
 #include "core/models/rope_scaling.h"
 #include "core/rules/canon.h"
-#include "core/rules/topk_rule.h"
 
 namespace ls {
 
@@ -20,6 +20,10 @@ void Llama::load_arch() {
     auto bad = [&](const std::string& what) { throw std::runtime_error(arch + ": " + what); };
     hp_.arch = arch;
     read_decoder_sizes(keys, 1e-5);
+    // An appended NextN (multi-token prediction) layer is counted in block_count (glm4moe).
+    const int64_t nextn = keys.get_int(ArchKey::NextnPredictLayers, 0);
+    if (nextn < 0 || nextn >= hp_.n_layer) bad("nextn_predict_layers " + std::to_string(nextn) + " leaves no layer (broken metadata)");
+    hp_.n_layer -= nextn;
     const int64_t n_head = keys.get_int(ArchKey::HeadCount);
     const int64_t n_head_kv = keys.get_int(ArchKey::HeadCountKv, n_head);
     if (hp_.n_embd <= 0 || hp_.n_layer <= 0 || hp_.n_layer > 4096 || n_head <= 0 || n_head_kv <= 0 || n_head % n_head_kv)
@@ -29,18 +33,18 @@ void Llama::load_arch() {
     const int64_t n_rot = keys.get_int(ArchKey::RopeDimensionCount, hd_k);
     const int64_t window = keys.get_int(ArchKey::SlidingWindow, 0);
     n_expert_ = keys.get_int(ArchKey::ExpertCount, 0);
-    n_expert_used_ = keys.get_int(ArchKey::ExpertUsedCount, 0);
-    expert_norm_ = keys.get_bool(ArchKey::ExpertWeightsNorm, true);
     hp_.n_ff = n_expert_ > 0 ? keys.get_int(ArchKey::ExpertFeedForwardLength, keys.get_int(ArchKey::FeedForwardLength, 0))
                              : keys.get_int(ArchKey::FeedForwardLength);
+    // glm4moe: dense layers first (feed_forward_length), then routed ones with shared experts.
+    const int64_t n_dense = n_expert_ > 0 ? keys.get_int(ArchKey::LeadingDenseBlockCount, 0) : 0;
+    const int64_t F_dense = n_dense > 0 ? keys.get_int(ArchKey::FeedForwardLength) : hp_.n_ff;
+    const int64_t n_shared = n_expert_ > 0 ? keys.get_int(ArchKey::ExpertSharedCount, 0) : 0;
     constexpr int64_t kMax = int64_t(1) << 30;
-    for (int64_t v : {hp_.n_embd, n_head, hd_k, hd_v, n_rot, window, hp_.n_ff, n_expert_})
+    for (int64_t v : {hp_.n_embd, n_head, hd_k, hd_v, n_rot, window, hp_.n_ff, n_expert_, n_dense, F_dense, n_shared})
         if (v < 0 || v > kMax) bad("a hyperparameter of " + std::to_string(v) + " is out of range (broken metadata)");
-    if (hd_k <= 0 || hd_v <= 0 || n_rot <= 0 || n_rot > hd_k || n_rot % 2 || hp_.n_ff <= 0)
+    if (hd_k <= 0 || hd_v <= 0 || n_rot <= 0 || n_rot > hd_k || n_rot % 2 || hp_.n_ff <= 0 || F_dense <= 0)
         bad("inconsistent head / rope / feed-forward sizes in the GGUF metadata");
-    if (n_expert_ > 0 && (n_expert_used_ < 1 || n_expert_used_ > n_expert_ || n_expert_used_ > kTopkMax))
-        bad("inconsistent expert counts (expert_count " + std::to_string(n_expert_) + ", expert_used_count " +
-            std::to_string(n_expert_used_) + ")");
+    if (n_expert_ > 0) router_ = read_moe_router(keys, n_expert_, true);
     // LongRoPE (Phi-3.5-mini, Phi-4-mini: rope_factors_long / rope_factors_short, chosen by the
     // context length) is not built here: refused rather than run with the wrong angles.
     if (f.find_tensor("rope_factors_long.weight") || f.find_tensor("rope_factors_short.weight") ||
@@ -93,16 +97,16 @@ void Llama::load_arch() {
         const std::string p = "blk." + std::to_string(il) + ".";
         Layer l{};
         if (f.find_tensor(p + "attn_qkv.weight")) {
-            // phi3's fused projection: split by row tables in the graph (build_graph).
+            // phi3's fused projection: split by views in the graph (build_graph).
             l.wqkv = matmul_weight(p + "attn_qkv.weight", E, hd_k * (n_head + 2 * n_head_kv));
-            fused_qkv_ = true;
             if (hd_v != hd_k) bad("a fused attn_qkv with value heads of another size is not supported");
             l.at = {nullptr, nullptr, nullptr, matmul_weight(p + "attn_output.weight", hd_v * n_head, E)};
             l.at.bo = f.find_tensor(p + "attn_output.bias") ? norm_weight(p + "attn_output.bias", E) : nullptr;
         } else {
             l.at = attn_weights(p, hp_.layers[size_t(il)], Biases::Optional);
         }
-        if (flavor_.qk_norm == QkNorm::PerHead) {
+        if (flavor_.qk_norm == QkNorm::PerHead ||
+            (flavor_.qk_norm == QkNorm::PerHeadIfPresent && f.find_tensor(p + "attn_q_norm.weight"))) {
             l.q_norm = norm_weight(p + "attn_q_norm.weight", hd_k);
             l.k_norm = norm_weight(p + "attn_k_norm.weight", hd_k);
         } else if (flavor_.qk_norm == QkNorm::Whole) {
@@ -114,10 +118,20 @@ void Llama::load_arch() {
             l.ffn_post_norm = norm_weight(p + "post_ffw_norm.weight", E);
         } else {
             l.attn_norm = norm_weight(p + "attn_norm.weight", E);
-            l.ffn_norm = norm_weight(p + "ffn_norm.weight", E);
+            // (glm4moe's converter keeps HF's name for the norm before the FFN)
+            l.ffn_norm = norm_weight(p + (f.find_tensor(p + "ffn_norm.weight") || !f.find_tensor(p + "post_attention_norm.weight")
+                                              ? "ffn_norm.weight"
+                                              : "post_attention_norm.weight"),
+                                     E);
         }
-        if (n_expert_ > 0) {
+        if (n_expert_ > 0 && il >= n_dense) {
             l.ffn_gate_inp = matmul_weight(p + "ffn_gate_inp.weight", E, n_expert_);
+            l.exp_probs_b = weight(p + "exp_probs_b.bias", {n_expert_}, false);
+            if (n_shared > 0) {
+                l.sh_gate = matmul_weight(p + "ffn_gate_shexp.weight", E, F * n_shared);
+                l.sh_up = matmul_weight(p + "ffn_up_shexp.weight", E, F * n_shared);
+                l.sh_down = matmul_weight(p + "ffn_down_shexp.weight", F * n_shared, E);
+            }
             l.experts.gate = expert_weight(p + "ffn_gate_exps.weight", E, F, n_expert_);
             l.experts.up = expert_weight(p + "ffn_up_exps.weight", E, F, n_expert_);
             l.experts.down = expert_weight(p + "ffn_down_exps.weight", F, E, n_expert_);
@@ -128,11 +142,11 @@ void Llama::load_arch() {
             l.ffn_up = matmul_weight(p + "ffn_up.weight", E, 2 * F);
             l.ffn_down = matmul_weight(p + "ffn_down.weight", F, E);
         } else {
-            l.ffn_gate = matmul_weight(p + "ffn_gate.weight", E, F);
-            l.ffn_up = matmul_weight(p + "ffn_up.weight", E, F);
-            l.ffn_down = matmul_weight(p + "ffn_down.weight", F, E);
-            l.ffn_gate_b = weight(p + "ffn_gate.bias", {F}, false);
-            l.ffn_up_b = weight(p + "ffn_up.bias", {F}, false);
+            l.ffn_gate = matmul_weight(p + "ffn_gate.weight", E, F_dense);
+            l.ffn_up = matmul_weight(p + "ffn_up.weight", E, F_dense);
+            l.ffn_down = matmul_weight(p + "ffn_down.weight", F_dense, E);
+            l.ffn_gate_b = weight(p + "ffn_gate.bias", {F_dense}, false);
+            l.ffn_up_b = weight(p + "ffn_up.bias", {F_dense}, false);
             l.ffn_down_b = weight(p + "ffn_down.bias", {E}, false);
         }
         layers_.push_back(l);
@@ -141,7 +155,7 @@ void Llama::load_arch() {
 
 // SwiGLU, or the experts: router softmax over all experts, the k most probable, their
 // probabilities renormalised to sum 1 unless expert_weights_norm says otherwise.
-Tensor* Llama::ffn(Graph& g, Tensor* h, int64_t il, const FusedRows& fr) const {
+Tensor* Llama::ffn(Graph& g, Tensor* h, int64_t il) const {
     using namespace ops;
     const Layer& w = layers_[size_t(il)];
     auto biased = [&](Tensor* y, Tensor* b) { return b ? add(g, y, b) : y; };
@@ -157,8 +171,9 @@ Tensor* Llama::ffn(Graph& g, Tensor* h, int64_t il, const FusedRows& fr) const {
         return biased(mul_mat(g, w.ffn_down, mul(g, silu(g, biased(mul_mat(g, w.ffn_gate, h), w.ffn_gate_b)),
                                                      biased(mul_mat(g, w.ffn_up, h), w.ffn_up_b))),
                       w.ffn_down_b);
-    const MoeRoute r = softmax_topk(g, mul_mat(g, w.ffn_gate_inp, h), int(n_expert_used_), expert_norm_);
-    return moe_experts(g, w.experts, h, r.ids, r.wts);
+    const MoeRoute r = route_experts(g, router_, w.ffn_gate_inp, w.exp_probs_b, h);
+    Tensor* f = moe_experts(g, w.experts, h, r.ids, r.wts);
+    return w.sh_gate ? add(g, f, gated_ffn(g, h, w.sh_gate, w.sh_up, w.sh_down, GatedAct::Silu)) : f;
 }
 
 Tensor* Llama::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
@@ -182,20 +197,6 @@ Tensor* Llama::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
 
     auto residual = [&](Tensor* y) { return residual_scale_ != 0.f ? scale(g, y, residual_scale_) : y; };
 
-    FusedRows fr;
-    if (fused_qkv_) {
-        const LayerParams& L0 = hp_.layers[0];
-        const int64_t H = L0.n_head, Hkv = L0.n_head_kv, per = H + 2 * Hkv;
-        std::vector<int32_t> qi, ki, vi;
-        for (int64_t t = 0; t < T; ++t) {
-            for (int64_t j = 0; j < H; ++j) qi.push_back(int32_t(t * per + j));
-            for (int64_t j = 0; j < Hkv; ++j) ki.push_back(int32_t(t * per + H + j)), vi.push_back(int32_t(t * per + H + Hkv + j));
-        }
-        fr.q = g.input(DType::I32, {H * T}, qi.data(), "qkv_q_rows");
-        fr.k = g.input(DType::I32, {Hkv * T}, ki.data(), "qkv_k_rows");
-        fr.v = g.input(DType::I32, {Hkv * T}, vi.data(), "qkv_v_rows");
-    }
-
     Tensor* x = get_rows(g, tok_embd_, tokens);  // (E, T)
     if (embd_scale_ != 0.f) x = scale(g, x, embd_scale_);
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
@@ -204,10 +205,14 @@ Tensor* Llama::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
         Tensor* h = w.attn_norm ? rms_norm(g, x, w.attn_norm, eps) : x;
         Tensor *q, *k, *v;
         if (w.wqkv) {
-            Tensor* qkv = reshape(g, mul_mat(g, w.wqkv, h), {int64_t(L.head_dim_k), int64_t(L.n_head + 2 * L.n_head_kv) * T});
-            q = reshape(g, get_rows(g, qkv, fr.q), {int64_t(L.head_dim_k) * L.n_head, T});
-            k = reshape(g, get_rows(g, qkv, fr.k), {int64_t(L.head_dim_k) * L.n_head_kv, T});
-            v = reshape(g, get_rows(g, qkv, fr.v), {int64_t(L.head_dim_v) * L.n_head_kv, T});
+            // phi3's fused projection: each token's q rows, k rows, v rows, made contiguous
+            // (rope needs packed heads)
+            Tensor* qkv = mul_mat(g, w.wqkv, h);
+            const int64_t nq = int64_t(L.head_dim_k) * L.n_head, nk = int64_t(L.head_dim_k) * L.n_head_kv;
+            const size_t rs = size_t(nq + 2 * nk) * 4;
+            q = cont(g, view_2d(g, qkv, nq, T, rs, 0));
+            k = cont(g, view_2d(g, qkv, nk, T, rs, size_t(nq) * 4));
+            v = cont(g, view_2d(g, qkv, nk, T, rs, size_t(nq + nk) * 4));
         } else {
             q = biased(mul_mat(g, w.at.wq, h), w.at.bq);  // (n_head * head_dim_k, T)
             k = biased(mul_mat(g, w.at.wk, h), w.at.bk);
@@ -219,7 +224,7 @@ Tensor* Llama::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
         }
         q = reshape(g, q, {L.head_dim_k, L.n_head, T});
         k = reshape(g, k, {L.head_dim_k, L.n_head_kv, T});
-        if (flavor_.qk_norm == QkNorm::PerHead) {
+        if (w.q_norm && flavor_.qk_norm != QkNorm::Whole) {
             q = rms_norm(g, q, w.q_norm, eps);
             k = rms_norm(g, k, w.k_norm, eps);
         }
@@ -231,7 +236,7 @@ Tensor* Llama::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
         Tensor* o = biased(mul_mat(g, w.at.wo, reshape(g, a, {int64_t(L.head_dim_v) * L.n_head, T})), w.at.bo);
         if (w.attn_post_norm) o = rms_norm(g, o, w.attn_post_norm, eps);
         x = add(g, x, residual(o));
-        Tensor* f = ffn(g, w.ffn_norm ? rms_norm(g, x, w.ffn_norm, eps) : x, il, fr);
+        Tensor* f = ffn(g, w.ffn_norm ? rms_norm(g, x, w.ffn_norm, eps) : x, il);
         if (w.ffn_post_norm) f = rms_norm(g, f, w.ffn_post_norm, eps);
         x = add(g, x, residual(f));
     }

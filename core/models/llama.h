@@ -9,6 +9,7 @@ namespace ls {
 enum class QkNorm : uint8_t {
     None,
     PerHead,  // qwen3: each head's q and k RMS-normed (a head_dim weight)
+    PerHeadIfPresent,  // glm4moe: as PerHead where the file has the norms (its use_qk_norm)
     Whole,    // olmo2: q and k RMS-normed over the whole projection (n_head * head_dim weights)
 };
 struct LlamaFlavor {
@@ -20,12 +21,16 @@ struct LlamaFlavor {
 // The plain decoder: llama (Llama 2/3.x, Mistral, SmolLM), qwen2 (biases on q, k and v),
 // qwen3, qwen3moe, granite and granitemoe (IBM Granite 3: its four multipliers, below), olmo2 (OLMo 2:
 // norms after attention and FFN instead of before, q/k norms over the whole projection) and
-// mistral3 (Ministral 3, Mistral Small 3.x: YaRN and Llama 4's attention temperature) and
-// phi3 (Phi-3, Phi-4: q, k and v in one matrix, gate and up in one, partial rope).
+// mistral3 (Ministral 3, Mistral Small 3.x: YaRN and Llama 4's attention temperature),
+// phi3 (Phi-3, Phi-4: q, k and v in one matrix, gate and up in one, partial rope) and glm4moe
+// (GLM-4.5/4.6/4.7: q/k/v biases, partial NeoX rope, optional per-head q/k norms, routed and
+// shared experts).
 // RMS norm, attention with GQA, rope (linear, YaRN, or Llama 3's per-pair divisors from
 // rope_freqs.weight), optional sliding window (Mistral-style, every layer), optional biases;
-// SwiGLU FFN (optional biases) or a mixture of SwiGLU experts (softmax router, top-k,
-// renormalised as the metadata says); tied or separate output. Granite's multipliers, read
+// SwiGLU FFN (optional biases) or a mixture of SwiGLU experts (MoeRouter: softmax, or
+// glm4moe's sigmoid with a selection bias, renormalised and scaled as the metadata says),
+// after leading_dense_block_count dense layers, with expert_shared_count shared experts
+// added; tied or separate output; an appended NextN layer (glm4moe) is not run. Granite's multipliers, read
 // from the metadata wherever a file has them: the embeddings scaled by embedding_scale, each
 // branch's output by residual_scale before the residual add, the logits divided by
 // logit_scale (the attention's own scale is attention.scale, as every family reads it).
@@ -36,12 +41,7 @@ public:
 
 private:
     void load_arch() override;
-    // phi3's fused attn_qkv, split per token by row tables (get_rows: the heads must be
-    // contiguous for rope), made once per graph. (Its fused gate/up is split by views.)
-    struct FusedRows {
-        Tensor *q = nullptr, *k = nullptr, *v = nullptr;  // rows of head_dim in attn_qkv's output
-    };
-    Tensor* ffn(Graph& g, Tensor* h, int64_t il, const FusedRows& fr) const;
+    Tensor* ffn(Graph& g, Tensor* h, int64_t il) const;
     struct Layer {
         Tensor* attn_norm;                   // (n_embd), or null (post_norm)
         AttnWeights at;                      // q, k, v, o and optional biases (q, k, v null when fused:)
@@ -53,15 +53,16 @@ private:
                                                // ffn_gate, ffn_up (n_embd, 2 n_ff): gate rows, then up rows
         Tensor *ffn_gate_b, *ffn_up_b, *ffn_down_b;  // their optional biases
         Tensor* ffn_gate_inp;                // MoE router (n_embd, n_expert), or null
+        Tensor* exp_probs_b;                 // its selection bias (glm4moe), or null
         MoeExperts experts;
+        Tensor *sh_gate, *sh_up, *sh_down;   // shared experts (glm4moe), or null
     };
     LlamaFlavor flavor_;
     std::vector<Layer> layers_;
     RopeParams rope_{};
     std::vector<float> rope_freqs_;  // (n_rot / 2) Llama 3 divisors, or empty
-    int64_t n_expert_ = 0, n_expert_used_ = 0;
-    bool expert_norm_ = true;
-    bool fused_qkv_ = false;  // phi3
+    int64_t n_expert_ = 0;
+    MoeRouter router_;
     float embd_scale_ = 0.f, residual_scale_ = 0.f, logit_scale_ = 0.f;  // 0: absent (granite's multipliers)
     // Llama 4's attention temperature (Ministral 3, attention.temperature_scale): queries after
     // rope times 1 + beta log(1 + floor(pos / temp_floor_)); beta 0: none.

@@ -179,7 +179,7 @@ std::vector<KvLayerSpec> Model::kv_layout() const {
     std::vector<KvLayerSpec> v;
     for (const LayerParams& L : hp_.layers)
         if (L.recurrent || L.kv_source >= 0) v.push_back({0, 0, 0});  // no KV rows (KvCache skips the layer)
-        else v.push_back({int64_t(L.n_head_kv) * L.head_dim_k, int64_t(L.n_head_kv) * L.head_dim_v, L.window});
+        else v.push_back({int64_t(L.n_head_kv) * L.head_dim_k, int64_t(L.n_head_kv) * L.head_dim_v, L.window, L.v_in_k});
     return v;
 }
 

@@ -30,6 +30,9 @@ struct LayerParams {
     // Gemma 4's KV-shared layers: >= 0 names the earlier layer (of the same window) whose
     // cache this layer attends over; it stores no rows of its own. -1: its own cache.
     int32_t kv_source = -1;
+    // Multi-head latent attention (deepseek2): the cached key is the latent and its rope part,
+    // the value the latent alone, its first head_dim_v values (KvLayerSpec::v_in_k).
+    bool v_in_k = false;
 };
 
 struct Hparams {

@@ -1,15 +1,57 @@
 #include "core/models/moe.h"
 
 #include <cmath>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "core/ir/ops.h"
+#include "core/rules/topk_rule.h"
 
 namespace ls {
 
 MoeRoute softmax_topk(Graph& g, Tensor* logits, int k, bool renorm) {
     Tensor* probs = ops::softmax(g, logits, 1.0f);
     return {ops::topk_ids(g, probs, k), ops::topk_weights(g, probs, k, renorm)};
+}
+
+MoeRouter read_moe_router(const ArchKeys& keys, int64_t n_expert, bool norm_default) {
+    MoeRouter r;
+    const std::string arch = keys.arch();
+    auto bad = [&](ArchKey k, const std::string& what) { throw std::runtime_error(arch + ": " + keys.name(k) + " " + what + " (broken metadata)"); };
+    const int64_t k = keys.get_int(ArchKey::ExpertUsedCount, 0);
+    if (k < 1 || k > n_expert || k > kTopkMax) bad(ArchKey::ExpertUsedCount, "must be in [1, min(expert_count, 64)], got " + std::to_string(k));
+    r.k = int(k);
+    const int64_t gating = keys.get_int(ArchKey::ExpertGatingFunc, int64_t(MoeGating::Softmax));
+    if (gating != int64_t(MoeGating::Softmax) && gating != int64_t(MoeGating::Sigmoid))
+        bad(ArchKey::ExpertGatingFunc, "is " + std::to_string(gating) + "; supported: 1 (softmax), 2 (sigmoid)");
+    r.gating = MoeGating(gating);
+    r.norm = keys.get_bool(ArchKey::ExpertWeightsNorm, norm_default);
+    const double scale = keys.get_float(ArchKey::ExpertWeightsScale, 1.0);
+    if (!std::isfinite(scale) || scale < 0) bad(ArchKey::ExpertWeightsScale, "must be a finite number >= 0");
+    r.scale = scale == 0.0 ? 1.0f : float(scale);
+    const int64_t n_group = keys.get_int(ArchKey::ExpertGroupCount, 0);
+    if (n_group > 1) {
+        const int64_t used = keys.get_int(ArchKey::ExpertGroupUsedCount, 0);
+        if (n_group > kTopkMax || n_expert % n_group) bad(ArchKey::ExpertGroupCount, "must divide expert_count " + std::to_string(n_expert));
+        if (used < 1 || used > n_group || k > used * (n_expert / n_group))
+            bad(ArchKey::ExpertGroupUsedCount, "is " + std::to_string(used) + " for " + std::to_string(n_group) + " groups of " +
+                                                   std::to_string(n_expert / n_group) + " and " + std::to_string(k) + " experts used");
+        // DeepSeek V3 (sigmoid) scores a group by its two best experts; V2 (softmax) by its best.
+        r.groups = {int32_t(n_group), int32_t(used), r.gating == MoeGating::Sigmoid && n_expert / n_group >= 2 ? 2 : 1};
+    }
+    return r;
+}
+
+MoeRoute route_experts(Graph& g, const MoeRouter& r, Tensor* gate_inp, Tensor* probs_bias, Tensor* h) {
+    using namespace ops;
+    Tensor* logits = mul_mat(g, gate_inp, h);
+    Tensor* scores = r.gating == MoeGating::Sigmoid ? sigmoid(g, logits) : softmax(g, logits, 1.0f);
+    Tensor* sel = probs_bias ? add(g, scores, probs_bias) : scores;
+    Tensor* ids = topk_ids(g, sel, r.k, r.groups);
+    Tensor* wts = topk_weights(g, sel, r.k, r.norm, r.groups, sel == scores ? nullptr : scores);
+    if (r.scale != 1.0f) wts = scale(g, wts, r.scale);
+    return {ids, wts};
 }
 
 Tensor* moe_experts(Graph& g, const MoeExperts& w, Tensor* x, Tensor* ids, Tensor* wts) {

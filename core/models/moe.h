@@ -1,6 +1,8 @@
 // The routed-experts part of a mixture-of-experts FFN, shared by the models that have one.
 #pragma once
 #include "core/ir/graph.h"
+#include "core/ir/ops.h"
+#include "core/models/arch_keys.h"
 
 namespace ls {
 
@@ -28,6 +30,27 @@ struct MoeRoute {
     Tensor* wts;
 };
 MoeRoute softmax_topk(Graph& g, Tensor* logits, int k, bool renorm);
+
+// The router of the DeepSeek-style families (deepseek2, glm4moe), as the metadata describes it
+// (llama.cpp's expert_gating_func: 1 softmax, 2 sigmoid): scores = gating(logits); the
+// selection reads scores + probs_bias (exp_probs_b, DeepSeek V3's correction bias, when
+// present) under TopkParams' groups (V3: a group scored by its two best; V2: by its best);
+// the weights are the unbiased scores of the chosen experts, divided by their sum when norm,
+// times scale.
+enum class MoeGating : int32_t { Softmax = 1, Sigmoid = 2 };
+struct MoeRouter {
+    MoeGating gating = MoeGating::Softmax;
+    int k = 0;
+    bool norm = false;
+    float scale = 1.0f;  // expert_weights_scale (routed_scaling_factor); 0 or 1: none
+    ops::TopkGroups groups;
+};
+// The router's settings from `arch`'s metadata (expert_used_count, expert_gating_func
+// (default: softmax), expert_weights_norm, expert_weights_scale, expert_group_count /
+// expert_group_used_count), checked against n_expert; what is broken throws naming the key.
+MoeRouter read_moe_router(const ArchKeys& keys, int64_t n_expert, bool norm_default);
+// gate_inp (n_embd, n_expert), probs_bias (n_expert) or null; h F32 [n_embd, T].
+MoeRoute route_experts(Graph& g, const MoeRouter& r, Tensor* gate_inp, Tensor* probs_bias, Tensor* h);
 
 // sum_j wts[j, t] * down_e(act(gate_e x_t) * up_e x_t) over the k experts e = ids[j, t] chosen
 // for token t, summed in selection order. x F32 [n_embd, T], ids I32 [k, T], wts F32 [k, T]

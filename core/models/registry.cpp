@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "core/models/bert.h"
+#include "core/models/deepseek2.h"
 #include "core/models/gemma.h"
 #include "core/models/gemma4.h"
 #include "core/models/gpt_oss.h"
@@ -32,8 +33,9 @@ constexpr Family kFamilies[] = {
     {"granite", &make_llama<ROPE_NORMAL, QkNorm::None>},  // (IBM Granite 3.x dense; its multipliers from the metadata)
     {"granitemoe", &make_llama<ROPE_NORMAL, QkNorm::None>},  // (Granite 3 MoE; shared experts refused)
     {"olmo2", &make_llama<ROPE_NEOX, QkNorm::Whole, true>},  // (OLMo 2: post-norms, whole-projection q/k norms)
-    {"mistral3", &make_llama<ROPE_NORMAL, QkNorm::None>},
-    {"phi3", &make_llama<ROPE_NEOX, QkNorm::None>},  // (Phi-3, Phi-4: fused q/k/v and gate/up, partial rope; not LongRoPE)     // (Ministral 3, Mistral Small 3.x text: YaRN, attention temperature)
+    {"mistral3", &make_llama<ROPE_NORMAL, QkNorm::None>},  // (Ministral 3, Mistral Small 3.x text: YaRN, attention temperature)
+    {"phi3", &make_llama<ROPE_NEOX, QkNorm::None>},  // (Phi-3, Phi-4: fused q/k/v and gate/up, partial rope; not LongRoPE)
+    {"glm4moe", &make_llama<ROPE_NEOX, QkNorm::PerHead>},  // (GLM-4.5/4.6/4.7: biases, partial rope, sigmoid router, shared experts)
     {"qwen3moe", &make_llama<ROPE_NEOX, QkNorm::PerHead>},
     {"gemma2", &make<Gemma>},
     {"gpt-oss", &make<GptOss>},
@@ -44,6 +46,7 @@ constexpr Family kFamilies[] = {
     {"qwen35", &make_qwen3_hybrid<HEADS_TILED>},
     {"qwen35moe", &make_qwen3_hybrid<HEADS_TILED>},
     {"lfm2", &make<Lfm2>},
+    {"deepseek2", &make<Deepseek2>},  // (DeepSeek V2/V3/R1, Kimi K2: latent attention)
     {"bert", &make<Bert>},
     {"nomic-bert", &make<Bert>},
 };

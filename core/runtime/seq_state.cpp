@@ -80,7 +80,7 @@ size_t Session::seq_state_bytes(int s) const {
         bytes += 3 * 8 + 8;
         if (const int64_t R = kv_->ring_rows(il); R > 0) {
             const int64_t p0 = std::max<int64_t>(0, top - R);
-            bytes += size_t(n - std::min(n, p0)) * (kv_->k(il)->nb[1] + kv_->v(il)->nb[1]);
+            bytes += size_t(n - std::min(n, p0)) * (kv_->k(il)->nb[1] + (kv_->v_in_k(il) ? 0 : kv_->v(il)->nb[1]));
         }
         if (rs_) bytes += rs_->slot_bytes(il);
     }
@@ -106,14 +106,14 @@ std::vector<uint8_t> Session::save_seq(int s) const {
     w.bytes(cached_[size_t(s)].data(), size_t(n) * 4);
     for (int il = 0; il < int(m_.hparams().n_layer); ++il) {
         const int64_t R = kv_->ring_rows(il);
-        const int64_t kb = R > 0 ? int64_t(kv_->k(il)->nb[1]) : 0, vb = R > 0 ? int64_t(kv_->v(il)->nb[1]) : 0;
+        const int64_t kb = R > 0 ? int64_t(kv_->k(il)->nb[1]) : 0, vb = R > 0 && !kv_->v_in_k(il) ? int64_t(kv_->v(il)->nb[1]) : 0;
         const int64_t p0 = R > 0 ? std::min(n, std::max<int64_t>(0, top - R)) : n;
         w.put(kb);
         w.put(vb);
         w.put(p0);
         if (R > 0 && n > p0) {
             kv_->read_rows(il, false, s, p0, n, w.grow(size_t(n - p0) * size_t(kb)));
-            kv_->read_rows(il, true, s, p0, n, w.grow(size_t(n - p0) * size_t(vb)));
+            if (vb) kv_->read_rows(il, true, s, p0, n, w.grow(size_t(n - p0) * size_t(vb)));
         }
         const size_t rb = rs_ ? rs_->slot_bytes(il) : 0;
         w.put(uint64_t(rb));
@@ -163,7 +163,7 @@ void Session::load_seq(int s, const uint8_t* data, size_t size) {
         const int64_t kb = r.get<int64_t>("a layer's row sizes"), vb = r.get<int64_t>("a layer's row sizes");
         L.p0 = r.get<int64_t>("a layer's first position");
         const int64_t R = kv_->ring_rows(int(il));
-        const int64_t want_k = R > 0 ? int64_t(kv_->k(int(il))->nb[1]) : 0, want_v = R > 0 ? int64_t(kv_->v(int(il))->nb[1]) : 0;
+        const int64_t want_k = R > 0 ? int64_t(kv_->k(int(il))->nb[1]) : 0, want_v = R > 0 && !kv_->v_in_k(int(il)) ? int64_t(kv_->v(int(il))->nb[1]) : 0;
         if (kb != want_k || vb != want_v)
             throw std::invalid_argument("sequence state: layer " + std::to_string(il) + " has K/V rows of " + std::to_string(kb) + "/" +
                                         std::to_string(vb) + " bytes, this session's " + std::to_string(want_k) + "/" + std::to_string(want_v));
@@ -203,7 +203,7 @@ void Session::load_seq(int s, const uint8_t* data, size_t size) {
         if (R > 0 && len > L.p0) {
             const int64_t lo = std::max(L.p0, len - R), skip = lo - L.p0;
             kv_->write_rows(int(il), false, s, lo, len, L.k + size_t(skip) * kv_->k(int(il))->nb[1]);
-            kv_->write_rows(int(il), true, s, lo, len, L.v + size_t(skip) * kv_->v(int(il))->nb[1]);
+            if (!kv_->v_in_k(int(il))) kv_->write_rows(int(il), true, s, lo, len, L.v + size_t(skip) * kv_->v(int(il))->nb[1]);
         }
         if (L.rec) rs_->write_slot(int(il), s, L.rec);
     }

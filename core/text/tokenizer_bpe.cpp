@@ -306,6 +306,8 @@ constexpr PreName kPreNames[] = {
     {"llama-v3", Tokenizer::Impl::Pre::Llama3, true},     {"smaug-bpe", Tokenizer::Impl::Pre::Llama3, false},
     {"lfm2", Tokenizer::Impl::Pre::Llama3, true},         // (Liquid's LFM2: llama.cpp reads it as llama-bpe)
     {"dbrx", Tokenizer::Impl::Pre::Llama3, false},        // (OLMo 2's cl100k vocabulary; llama.cpp: Llama 3's regex, merges kept)
+    {"glm4", Tokenizer::Impl::Pre::Llama3, false},        // (GLM-4.x: llama.cpp's CHATGLM4 regex is Llama 3's, merges kept)
+    {"chatglm-bpe", Tokenizer::Impl::Pre::Llama3, false},
     {"qwen2", Tokenizer::Impl::Pre::Qwen2, false},        {"deepseek-r1-qwen", Tokenizer::Impl::Pre::Qwen2, false},
     {"qwen35", Tokenizer::Impl::Pre::Qwen35, false},      {"gpt-4o", Tokenizer::Impl::Pre::Gpt4o, false},
     {"tekken", Tokenizer::Impl::Pre::Tekken, true},

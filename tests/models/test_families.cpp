@@ -9,7 +9,7 @@
 //   mistral3_tiny  llama's rope with YaRN (factor 16 over an original context of 32, mscale_all_dim
 //                  1) and Llama 4's attention temperature (queries x 1 + 0.1 ln(1 + floor(pos / 32)),
 //                  three steps within the prompt);
-//   phi3_tiny      q, k and v in one matrix and gate and up in another (split by row tables),
+//   phi3_tiny      q, k and v in one matrix and gate and up in another (split by views),
 //                  NeoX rope on half of each head (partial_rotary_factor 0.5);
 //   lfm2_tiny      short-convolution blocks (conv1d_scan state) beside attention blocks;
 //   granitemoe_tiny  granite's multipliers with 8 experts, 3 per token (top-k softmax);
@@ -21,7 +21,15 @@
 //   gemma2_tiny    sliding window 4 on the even layers, attention and final soft-caps, four
 //                  norms per layer;
 //   gptoss_tiny    sliding window 4 on the even layers, attention sinks, biases, YaRN rope,
-//                  MXFP4 experts with biases and the clamped SwiGLU.
+//                  MXFP4 experts with biases and the clamped SwiGLU;
+//   deepseek2_tiny DeepSeek-V2-Lite's layout: multi-head latent attention (the cache holds the
+//                  latent and its rope part, V inside K), YaRN with mscale, a dense first layer,
+//                  then 8 experts (softmax, top 2) and 2 shared experts;
+//   deepseek3_tiny DeepSeek V3's: low-rank queries, a sigmoid router with correction bias over 4
+//                  groups of which 2 are kept, renormalised and scaled by 2.5, one shared expert;
+//   glm4moe_tiny   GLM-4.5's: q/k/v biases, per-head q/k norms, NeoX rope on half of each head,
+//                  a dense first layer, a sigmoid router with bias, a shared expert, an
+//                  appended NextN layer that is not run.
 // Golden logits against transformers (a 100-token prompt: every ring wraps) within float32's
 // spread, and bit for bit against the reference backend on every backend and ubatch size; the
 // KV contract of SEMANTICS.md section 1 on the sliding-window ones, every backend, f16 and q8_0.
@@ -47,7 +55,8 @@ using namespace ls::test;
 
 namespace {
 
-const std::vector<std::string> kFamilies = {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gptoss", "granite", "olmo2", "mistral3", "lfm2", "phi3", "granitemoe"};
+const std::vector<std::string> kFamilies = {"llama",    "qwen2", "qwen3", "qwen3moe",   "gemma2",    "gptoss",    "granite", "olmo2",
+                                            "mistral3", "lfm2",  "phi3",  "granitemoe", "deepseek2", "deepseek3", "glm4moe"};
 const std::vector<std::string> kSliding = {"gemma2", "gptoss"};
 constexpr float kOne = 1.0f;
 
@@ -55,7 +64,8 @@ constexpr float kOne = 1.0f;
 
 TEST_CASE("families: tiny model logits match transformers, whole and in ubatches, on every backend", "[families][golden]") {
     // gpt-oss: the file with its experts as F32 copies of their MXFP4 values (see below).
-    for (const std::string kind : {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gptossf32", "granite", "olmo2", "mistral3", "lfm2", "phi3", "granitemoe"}) {
+    for (const std::string kind : {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gptossf32", "granite", "olmo2", "mistral3", "lfm2", "phi3",
+                                   "granitemoe", "deepseek2", "deepseek3", "glm4moe"}) {
         const Golden gold = read_golden(kind == "gptossf32" ? "gptoss_tiny" : kind + "_tiny");
         SameBitsAsFirst same(gold.n_vocab);
         for (const std::string& bk : all_backend_names()) {
@@ -142,6 +152,18 @@ TEST_CASE("families: multi-turn chat with prefix reuse equals a fresh evaluation
     check_chat_prefix_reuse_equals_fresh(load_tiny(bk, kind), kv, 4, 4);  // windowed rings of 8 rows
 }
 
+// The families of issue 35 with routers and latent caches: chunked prompts equal token at a
+// time, and chat turns with a rolled-back reply token equal a fresh evaluation, on every backend.
+TEST_CASE("families: deepseek2, deepseek3 and glm4moe keep the KV contract in chunks and chat turns", "[families][kv]") {
+    const std::string bk = GENERATE(from_range(all_backend_names()));
+    const std::string kind = GENERATE(as<std::string>{}, "deepseek2", "deepseek3", "glm4moe");
+    const DType kv = GENERATE(DType::F16, DType::Q8_0);
+    INFO(kind << " on backend " << bk << ", kv cache " << dtype_name(kv));
+    LoadedModel l = load_tiny(bk, kind);
+    check_batchings_equal_token_at_a_time(l, kv, 29, 8);
+    check_chat_prefix_reuse_equals_fresh(l, kv, 3, 4);
+}
+
 TEST_CASE("families: broken metadata and missing tensors are load errors naming the problem", "[families]") {
     auto ref = make_backend("reference");
     auto load_error = [&](const std::string& kind, const std::set<std::string>& keys, const std::set<std::string>& tensors,
@@ -189,6 +211,17 @@ TEST_CASE("families: broken metadata and missing tensors are load errors naming 
     CHECK_THAT(load_error("olmo2", {}, {"blk.1.post_ffw_norm.weight"}, {}), Catch::Contains("blk.1.post_ffw_norm.weight"));
     CHECK_THAT(load_error("olmo2", {}, {}, [](GgufWriter& w) { w.set_u32("olmo2.attention.sliding_window", 4096); }),
                Catch::Contains("sliding-window layers (OLMo 3)"));
+    // deepseek2: a file from before the split attn_kv_b (refused with the way out), a gating
+    // function lockstep does not know, expert groups that do not divide the experts.
+    CHECK_THAT(load_error("deepseek2", {"deepseek2.attention.key_length_mla"}, {}, {}), Catch::Contains("convert the model again"));
+    CHECK_THAT(load_error("deepseek2", {"deepseek2.expert_gating_func"}, {}, [](GgufWriter& w) { w.set_u32("deepseek2.expert_gating_func", 3); }),
+               Catch::Contains("deepseek2.expert_gating_func"));
+    CHECK_THAT(load_error("deepseek3", {"deepseek2.expert_group_count"}, {}, [](GgufWriter& w) { w.set_u32("deepseek2.expert_group_count", 3); }),
+               Catch::Contains("deepseek2.expert_group_count"));
+    CHECK_THAT(load_error("deepseek2", {"deepseek2.attention.head_count_kv"}, {}, [](GgufWriter& w) { w.set_u32("deepseek2.attention.head_count_kv", 4); }),
+               Catch::Contains("head_count_kv must be 1"));
+    // glm4moe: the shared experts are required where expert_shared_count says so.
+    CHECK_THAT(load_error("glm4moe", {}, {"blk.1.ffn_up_shexp.weight"}, {}), Catch::Contains("blk.1.ffn_up_shexp.weight"));
     // qwen3: the q/k norms are required.
     CHECK_THAT(load_error("qwen3", {}, {"blk.0.attn_k_norm.weight"}, {}), Catch::Contains("blk.0.attn_k_norm.weight"));
     // gemma2: a window longer than the context, a negative soft-cap.
@@ -196,4 +229,42 @@ TEST_CASE("families: broken metadata and missing tensors are load errors naming 
                Catch::Contains("larger than the model's context"));
     CHECK_THAT(load_error("gemma2", {"gemma2.attn_logit_softcapping"}, {}, [](GgufWriter& w) { w.set_f32("gemma2.attn_logit_softcapping", -5.f); }),
                Catch::Contains("soft-caps"));
+}
+
+// Multi-head latent attention keeps one row of kv_lora_rank + n_rot values per token and layer,
+// V read from inside K: what DeepSeek's cache costs against a cache of full heads (the point of
+// MLA). The rows survive a save and load of the sequence; a file from before the converter
+// split attn_kv_b is refused with the way out.
+TEST_CASE("deepseek2: the cache holds the latent and its rope part only, and saves and loads", "[families][kv]") {
+    const std::string bk = GENERATE(from_range(all_backend_names()));
+    INFO("backend " << bk);
+    for (const std::string kind : {"deepseek2", "deepseek3"}) {
+        INFO(kind);
+        LoadedModel l = load_tiny(bk, kind);
+        const Hparams& hp = l.model->hparams();
+        const GgufFile& f = l.model->gguf();
+        const int64_t rank = f.get_int("deepseek2.attention.kv_lora_rank"), rot = f.get_int("deepseek2.rope.dimension_count");
+        const int64_t H = f.get_int("deepseek2.attention.head_count"), dk = f.get_int("deepseek2.attention.key_length_mla"),
+                      dv = f.get_int("deepseek2.attention.value_length_mla");
+        const int64_t n_ctx = 64;
+        auto s = new_session(l, n_ctx, 8, DType::F16);
+        for (int64_t il = 0; il < hp.n_layer; ++il) {
+            CHECK(s->kv().v_in_k(int(il)));
+            CHECK(s->kv().k(int(il))->ne[0] == rank + rot);
+            CHECK(s->kv().v(int(il))->ne[0] == rank);
+            CHECK(s->kv().v(int(il))->offset == s->kv().k(int(il))->offset);
+        }
+        // f16 bytes per token: the latent cache against full K and V heads
+        const size_t per_token = size_t(hp.n_layer * (rank + rot) * 2), full = size_t(hp.n_layer * H * (dk + dv) * 2);
+        CHECK(s->kv().bytes() <= per_token * size_t(n_ctx) + size_t(hp.n_layer) * 256);
+        WARN(kind << ": the cache holds " << per_token << " bytes per token (f16) where full heads would take " << full);
+
+        const std::vector<int32_t> prompt = random_tokens(20, 7, l.n_vocab()), more = random_tokens(5, 8, l.n_vocab());
+        s->eval(prompt, 0);
+        const std::vector<uint8_t> saved = s->save_seq(0);
+        CHECK(saved.size() == s->seq_state_bytes(0));
+        auto t = new_session(l, n_ctx, 8, DType::F16);
+        t->load_seq(0, saved.data(), saved.size());
+        REQUIRE_BIT_IDENTICAL(t->eval(more, 0), s->eval(more, 0), l.n_vocab());
+    }
 }

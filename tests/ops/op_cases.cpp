@@ -324,6 +324,26 @@ struct TopkCase {
     }
 };
 
+// DeepSeek's group-limited routing: 16 experts in 4 groups; V3's rule (groups scored by the
+// sum of their two best biased scores, the two best groups kept, weights the unbiased scores
+// at the chosen experts, renormalised) and V2's (a group's best entry, three groups kept), with
+// equal scores across groups and within one (lower index first).
+struct GroupTopkCase {
+    std::string name() const { return "topk(x=[16,7],groups=4,used=2|3,top=2|1,k=3,from)"; }
+    std::vector<Tensor*> build(Graph& g, Backend&, Keep&, std::mt19937& r) const {
+        std::vector<float> x = randn(r, size_t(16 * 7));
+        x[3] = x[9];     // token 0: equal entries in groups 0 and 2
+        x[16 + 4] = x[16 + 5];  // token 1: equal entries within group 1
+        std::vector<float> b = randn(r, 16, 0.1f);
+        Tensor* logits = g.input(DType::F32, {16, 7}, x.data(), "logits");
+        Tensor* scores = sigmoid(g, logits);
+        Tensor* biased = add(g, scores, g.input(DType::F32, {16}, b.data(), "bias"));
+        const TopkGroups v3{4, 2, 2}, v2{4, 3, 1};
+        return {topk_weights(g, biased, 3, true, v3, scores), topk_ids(g, biased, 3, v3), topk_ids(g, softmax(g, logits, 1.0f), 3, v2),
+                topk_weights(g, scores, 3, false, v2)};
+    }
+};
+
 // As mul_mat. 100 tokens x 2 experts: the GPU kernels group the pairs by expert into tiles
 // (more than one tile for the busier experts).
 struct MulMatIdCase {
@@ -376,6 +396,22 @@ struct ClampCase {
         Tensor* xf = g.input(DType::F32, {64, 4}, fin.data(), "x finite");
         return {clamp(g, x, -7.0f, 7.0f), clamp(g, xf, -INFINITY, 7.0f), clamp(g, x, 0.0f, 1.0f), clamp(g, x, -0.0f, 0.0f),
                 clamp(g, x, -2.0f, -2.0f), clamp(g, xf, -1.0f, INFINITY)};
+    }
+};
+
+// concat and cont (MLA's query and key: a latent part and a rope part side by side; a strided
+// view made contiguous): packed 3-D inputs, strided views whose rows do not follow each other
+// (the latent and rope columns of one projection), a copy of a strided view and of a packed
+// tensor.
+struct ConcatCase {
+    std::string name() const { return "concat/cont(a=[40,3,2],b=[8,3,2]; views [24,5]+[8,5] of [40,5]; cont of a view)"; }
+    std::vector<Tensor*> build(Graph& g, Backend&, Keep&, std::mt19937& r) const {
+        Tensor* a = in_f32(g, r, {40, 3, 2});
+        Tensor* b = in_f32(g, r, {8, 3, 2});
+        Tensor* kv = in_f32(g, r, {40, 5});
+        Tensor* lat = view_2d(g, kv, 24, 5, 40 * 4, 0);
+        Tensor* pe = view_2d(g, kv, 8, 5, 40 * 4, 32 * 4);
+        return {concat(g, a, b), concat(g, pe, lat), cont(g, lat), cont(g, a), concat(g, cont(g, pe), lat)};
     }
 };
 
@@ -539,6 +575,8 @@ std::vector<OpCase> op_cases() {
     };
     add_attention(symmetric(run({0, 128, 1, 4, 4, 64, 0.f, {}, {}}, 100, 0, 0), 40));
     add_attention(symmetric({0, 40, 2, 4, 2, 32, 0.f, {0, 0, 1, 1, 2, 2, 3, 4, 5, 6}, {0, 1, 0, 1, 0, 1, 0, 0, 0, 0}}, 2));
+    add_case(c, "concat", ConcatCase{}, true);
+    add_case(c, "topk", GroupTopkCase{});
     return c;
 }
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Tiny random-weight oracles of twelve families: Llama 3 (arch llama), Qwen3 (qwen3), Qwen3-MoE
+"""Tiny random-weight oracles of fifteen families: Llama 3 (arch llama), Qwen3 (qwen3), Qwen3-MoE
 (qwen3moe), Gemma 2 (gemma2), gpt-oss (gpt-oss), Qwen2 / Qwen2.5 (qwen2), IBM Granite 3
-(granite) and Granite MoE (granitemoe), OLMo 2 (olmo2), Ministral 3 (mistral3), Liquid's LFM2 (lfm2)
-and Phi-3 / Phi-4 (phi3).
+(granite) and Granite MoE (granitemoe), OLMo 2 (olmo2), Ministral 3 (mistral3), Liquid's LFM2 (lfm2),
+Phi-3 / Phi-4 (phi3), DeepSeek-V2 (deepseek2) and DeepSeek-V3 (family deepseek3, arch deepseek2),
+and GLM-4.5 (glm4moe).
 
 Each model is built with the `transformers` reference class (float32, eager attention, random
 weights scaled for unit-variance outputs), exported to GGUF with the tensor names, metadata keys
@@ -13,7 +14,8 @@ matrices, which are MXFP4 as in the published conversions; the torch model is gi
 dequantized MXFP4 values before the logits are taken, so the golden logits are exact for the file.
 
 Usage: tools/oracle/families_tiny.py OUT_DIR FAMILY [tiny|bench]
-       FAMILY in llama, qwen3, qwen3moe, gemma2, gptoss, qwen2, granite, olmo2, mistral3, lfm2, phi3, granitemoe; writes OUT_DIR/<family>_tiny.gguf and
+       FAMILY in llama, qwen3, qwen3moe, gemma2, gptoss, qwen2, granite, olmo2, mistral3, lfm2, phi3, granitemoe,
+       deepseek2, deepseek3, glm4moe; writes OUT_DIR/<family>_tiny.gguf and
        OUT_DIR/<family>_tiny.golden. `bench` exists for llama only: Llama-3.2-1B's exact shapes
        with random F16 weights written straight from numpy (no HF model, no golden), for speed
        runs after llama-quantize (OUT_DIR/llama1b_f16.gguf).
@@ -228,6 +230,125 @@ gptoss (GptOssForCausalLM; vocab 384, hidden 64, 4 layers, 4 heads, 2 KV heads, 
     inv_freq_i = theta^(-2i/d) * ((1 - r_i) + r_i / 4), cos and sin both times
     0.1 ln(4) + 1 = 1.138629.
 
+deepseek2 (DeepseekV2ForCausalLM, DeepSeek-V2-Lite's layout; vocab 384, hidden 64, 4 layers, 4 heads,
+  multi-head latent attention (MLA) with q_lora_rank None (a plain q projection), kv_lora_rank 32,
+  qk_nope_head_dim 16, qk_rope_head_dim 32, v_head_dim 16; layer 0 a dense FFN of 128
+  (first_k_dense_replace 1), layers 1-3 MoE: 8 routed experts of FFN 32, top-2, 2 shared experts (one
+  FFN of 64), softmax router, topk_method greedy, norm_topk_prob False, routed_scaling_factor 1; YaRN:
+  factor 40, original context 64 (4096 in V2-Lite: 64 puts the ramp inside the 32 rotary dims and the
+  100-token prompt past it), beta_fast 32, beta_slow 1, mscale = mscale_all_dim = 0.707, theta 10000,
+  max_position_embeddings 40 * 64; rms eps 1e-6; untied output)
+  keys (the converter's order; general.* and tokenizer.* as every file): deepseek2.block_count 4,
+    context_length 2560, embedding_length 64, feed_forward_length 128 (the dense layer's),
+    attention.head_count 4, attention.head_count_kv 1 (the converter's override: MLA run as MQA over
+    the latent), rope.scaling.type "yarn", rope.scaling.factor 40, rope.scaling.original_context_length 64,
+    rope.scaling.yarn_beta_fast 32, rope.scaling.yarn_beta_slow 1, rope.freq_base 10000,
+    attention.layer_norm_rms_epsilon 1e-6, expert_count 8, expert_used_count 2, expert_group_count 1,
+    expert_group_used_count 1 (V2-Lite's n_group / topk_group; 1 = no group limit),
+    expert_gating_func 1 (SOFTMAX, from the published config's scoring_func), attention.key_length 64
+    (kv_lora_rank + rope dims: what is cached per token as the key), attention.value_length 32
+    (kv_lora_rank: the cached value), general.file_type 0, leading_dense_block_count 1, vocab_size 384,
+    attention.kv_lora_rank 32, attention.key_length_mla 48 (nope + rope: one head's q.k size),
+    attention.value_length_mla 16 (v_head_dim), expert_feed_forward_length 32, expert_shared_count 2,
+    expert_weights_scale 1.0, rope.dimension_count 32, rope.scaling.yarn_log_multiplier 0.0707
+    (0.1 * mscale_all_dim: the converter's legacy factor, which llama.cpp's deepseek2 loader divides
+    back out). Not written: attention.q_lora_rank (q_lora_rank None), expert_weights_norm (written only
+    when true), rope.scaling.yarn_attn_factor / yarn_ext_factor, any nextn key.
+    (llama.cpp takes a deepseek2 file for "lite", needing no q_lora_rank key, by its layer count (27,
+    26, or 48 with a 128256 vocabulary) and so refuses this 4-layer one; what marks it is attn_q
+    present and attn_q_a absent, which is also what llama.cpp's graph tests.)
+  tensors: token_embd [64,384], output_norm [64], output [64,384]; per layer: attn_norm [64],
+    attn_q [64,192] (per head 16 nope rows, then 32 rope rows), attn_kv_a_mqa [64,64] (rows 0..31 the
+    latent c, rows 32..39 the key's rope part k_pe, one for all heads), attn_kv_a_norm [32],
+    attn_k_b [16,32,4], attn_v_b [32,16,4], attn_output [64,64], ffn_norm [64]; layer 0: ffn_gate
+    [64,128], ffn_up [64,128], ffn_down [128,64]; layers 1-3: ffn_gate_inp [64,8], ffn_gate_exps
+    [64,32,8], ffn_up_exps [64,32,8], ffn_down_exps [32,64,8], ffn_gate_shexp [64,64], ffn_up_shexp
+    [64,64], ffn_down_shexp [64,64] (the 2 shared experts as one FFN of 2 * 32).
+  transforms: kv_b_proj [4 * (16 + 16), 32], viewed per head as 16 k_nope rows then 16 v rows, is split:
+    attn_k_b[h] = (k_nope rows)^T, a [32, 16] matrix (ne (16, 32, 4)); attn_v_b[h] = the v rows, a
+    [16, 32] matrix (ne (32, 16, 4)); no kv_b tensor is written. No q/k permute: DeepSeek checkpoints
+    keep rope pairs interleaved (2i, 2i+1) (HF V2 rotates them as complex numbers), which is llama.cpp's
+    NORM rope. Experts: HF's gate_up_proj split as qwen3moe's (the converter stacks the checkpoint's
+    per-expert gate_proj / up_proj / down_proj: the same tensors).
+  attention (MLA as llama.cpp runs it, absorbed): c = RMSNorm(kv_a[0:32]) (attn_kv_a_norm, eps 1e-6),
+    k_pe = rope(kv_a[32:64]); per head q = [q_nope (16) | q_pe (32)], q_pe roped;
+    score(t, s) = ((attn_k_b[h] q_nope_t) . c_s + q_pe_t . k_pe_s) * kq_scale, causal softmax;
+    o_h = attn_v_b[h] (sum_s p_s c_s) (16 values); the 4 heads concatenated -> attn_output. (HF: k_nope =
+    k_nope rows . c, v = v rows . c, q.k over the 48 dims, the same numbers.)
+    kq_scale = mscale^2 / sqrt(48) with mscale = 1 + 0.1 * 0.707 * ln 40 = 1.260804: 0.229443 (HF:
+    qk_head_dim^-0.5 * yarn_get_mscale(40, mscale_all_dim)^2; llama.cpp: mscale = attn_factor_org *
+    (1 + 0.1 * (yarn_log_multiplier / 0.1) * ln(1 / freq_scale)) with attn_factor_org 1 here).
+  rope: NORM (interleaved pairs (2i, 2i+1)) on the 32 rope dims of q and of k_pe, theta 10000, YaRN
+    over those 32 dims with original context 64: correction dims floor / ceil of 32 ln(64 / (2 pi beta))
+    / (2 ln 10000) for beta 32 and 1 (-1.99 -> 0 and 4.03 -> 5; transformers (truncate, its default)
+    and ggml both round), extrapolation weight r_i = 1 - clamp((i - 0) / (5 - 0), 0, 1) for pair i,
+    inv_freq_i = theta^(-2i/32) * (r_i + (1 - r_i) / 40) = plain * [1, 0.805, 0.61, 0.415, 0.22,
+    0.025, ...]. (32 rope dims, not V2's 64, keep the tiny key row of 64 values whole blocks for a
+    q8_0 cache and the latent of 32 a whole block for V inside it.) cos and sin are NOT scaled: HF's attention_factor is yarn_get_mscale(40, mscale) /
+    yarn_get_mscale(40, mscale_all_dim) = 1; llama.cpp sets yarn_attn_factor the same way (mscale =
+    mscale_all_dim for deepseek2 when it is not 1), divides it by 1 + 0.1 ln 40 (0.730520 passed to
+    rope) and ggml's YaRN multiplies that back, net 1.
+  router (layers 1-3): p = softmax(ffn_gate_inp x) over the 8 experts; the 2 largest p; weights = those
+    p as they are (no renormalisation; scale 1); out = sum_e w_e ffn_down_e(silu(ffn_gate_e x) *
+    ffn_up_e x) + the shared FFN (the _shexp tensors, SiLU-gated, unweighted).
+
+deepseek3 (DeepseekV3ForCausalLM, written as architecture deepseek2 as the converter does; deepseek2's
+  sizes, YaRN, dense layer 0 and 8 experts of FFN 32, top-2, with q_lora_rank 24, 1 shared expert
+  (FFN 32), a sigmoid router with e_score_correction_bias (uniform(0, 0.1): positive, as the real
+  ones), n_group 4, topk_group 2 (topk_method noaux_tc), norm_topk_prob True,
+  routed_scaling_factor 2.5; transformers builds no MTP layer and the converter writes none)
+  keys: deepseek2's, with expert_group_count 4, expert_group_used_count 2, expert_gating_func 2
+    (SIGMOID), attention.q_lora_rank 24 (between vocab_size and kv_lora_rank), expert_shared_count 1,
+    expert_weights_scale 2.5, expert_weights_norm true (after expert_weights_scale).
+  tensors: deepseek2's, but attn_q_a [64,24], attn_q_a_norm [24], attn_q_b [24,192] in place of attn_q
+    (q = attn_q_b RMSNorm(attn_q_a x), eps 1e-6; per head 16 nope then 8 rope rows), MoE layers also
+    exp_probs_b.bias [8] (HF mlp.gate.e_score_correction_bias; the converter renames it
+    e_score_correction.bias), shared expert ffn_gate_shexp / ffn_up_shexp [64,32], ffn_down_shexp [32,64].
+  attention and rope: deepseek2's (kq_scale 0.229443, the same YaRN).
+  router (layers 1-3): s = sigmoid(ffn_gate_inp x); selection scores t = s + exp_probs_b; experts in 4
+    groups of 2 consecutive ({0,1}, {2,3}, {4,5}, {6,7}); a group's score is the SUM of its 2 largest t
+    (here both of its experts; not the max, which V2's group_limited_greedy uses); the 2 best groups
+    are kept and the other experts' t set to -inf; the top 2 t among the rest; weights = their s
+    (unbiased), divided by their sum, times 2.5 (routed_scaling_factor, on the routed weights only);
+    out = sum_e w_e expert_e(x) + the shared expert, unscaled. The group limit changes the choice for
+    99 of the 300 (token, MoE layer) pairs of the golden prompt (printed). (transformers 5 masks the
+    dropped groups with -inf, older versions with 0.0: the same here, every t being > 0.)
+
+glm4moe (Glm4MoeForCausalLM, GLM-4.5's layout; vocab 384, hidden 64, 4 layers, 4 heads, 2 KV heads,
+  head_dim 32 (q dim 128 != hidden), partial_rotary_factor 0.5, attention_bias, use_qk_norm; layer 0 a
+  dense FFN of 128, layers 1-3 MoE: 8 experts of FFN 32, top-2, 1 shared expert (FFN 32), sigmoid
+  router with e_score_correction_bias (uniform(0, 0.1)), n_group 1 / topk_group 1,
+  norm_topk_prob True, routed_scaling_factor 2.5; theta 1e6, no rope scaling; rms eps 1e-5;
+  num_nextn_predict_layers 1; untied output)
+  keys: glm4moe.block_count 5 (4 layers + the NextN layer, as the converter counts), context_length
+    4096, embedding_length 64, feed_forward_length 128, attention.head_count 4,
+    attention.head_count_kv 2, rope.freq_base 1000000.0, attention.layer_norm_rms_epsilon 1e-5,
+    expert_count 8, expert_used_count 2, expert_group_count 1, expert_group_used_count 1,
+    attention.key_length 32, attention.value_length 32, general.file_type 0, rope.dimension_count 16
+    (head_dim * partial_rotary_factor), expert_feed_forward_length 32, expert_shared_count 1,
+    leading_dense_block_count 1, expert_gating_func 2 (SIGMOID: the converter always writes it),
+    expert_weights_scale 2.5, expert_weights_norm true, nextn_predict_layers 1. No rope.scaling keys.
+  tensors: token_embd [64,384], output_norm [64], output [64,384]; per layer (0-3, and 4, the NextN
+    layer): attn_norm [64], attn_q [64,128] + attn_q.bias [128], attn_k [64,64] + .bias [64],
+    attn_v [64,64] + .bias [64], attn_output [128,64] (no bias), attn_q_norm [32], attn_k_norm [32],
+    post_attention_norm [64] (HF post_attention_layernorm, the norm before the FFN: glm4moe's tensor
+    list has no ffn_norm); layer 0: ffn_gate [64,128], ffn_up [64,128], ffn_down [128,64]; layers 1-4:
+    ffn_gate_inp [64,8], exp_probs_b.bias [8], ffn_gate_exps [64,32,8], ffn_up_exps [64,32,8],
+    ffn_down_exps [32,64,8], ffn_gate_shexp [64,32], ffn_up_shexp [64,32], ffn_down_shexp [32,64];
+    layer 4 also nextn.eh_proj [128,64], nextn.embed_tokens [64,384], nextn.enorm [64], nextn.hnorm
+    [64], nextn.shared_head_head [64,384], nextn.shared_head_norm [64]. Layer 4's weights are random
+    (transformers drops a checkpoint's NextN layer on load), written under the checkpoint's names as
+    the converter would; no logit depends on them (llama.cpp loads them as skipped and runs blocks
+    0..block_count - nextn_predict_layers - 1).
+  transforms: none (no q/k permute: llama.cpp's glm4moe rope is NeoX, as HF).
+  attention: q, k, v with their biases; q and k RMS-normed per head over its 32 dims (attn_q_norm /
+    attn_k_norm, eps 1e-5), then rope: NeoX (rotate-half) on the first 16 dims of each head, pairs
+    (i, i + 8) for i < 8, angle p * 1e6^(-2i/16); dims 16..31 unrotated; scale 1/sqrt(32); query head
+    h reads KV head h / 2.
+  router (layers 1-3): deepseek3's without the group limit: s = sigmoid(ffn_gate_inp x), the top 2 of
+    s + exp_probs_b, weights = their s divided by their sum, times 2.5; plus the shared expert,
+    unscaled. The bias changes the choice for 50 of the 300 (token, MoE layer) pairs (printed).
+
 Tokenizers (what the runtime reads; ids for the vocab of 384):
   llama, qwen3, qwen3moe, gptoss: byte-level BPE, tokenizer.ggml.model "gpt2",
     tokenizer.ggml.pre "llama-bpe" (llama) / "qwen2" (qwen3, qwen3moe) / "gpt-4o" (gptoss);
@@ -250,6 +371,15 @@ Tokenizers (what the runtime reads; ids for the vocab of 384):
     "\u2581", letters and word pieces (type 1, scores -rank), then <unusedN> (type 5);
     bos 2, eos 1, unk 3, padding 0, add_bos_token true, add_eos_token false,
     add_space_prefix false (as the Gemma 2 converter writes).
+  deepseek2, deepseek3, glm4moe: the byte-level BPE above; glm4moe with pre "glm4" (as the converter
+    writes it; llama.cpp's CHATGLM4 split is Llama 3's regex, merges kept), the DeepSeek files with
+    "smaug-bpe", a stand-in: the converter writes "deepseek-llm" (V2) and "deepseek-v3" (V3), splits
+    lockstep does not implement yet; "smaug-bpe" (Llama 3's regex, merges kept) is the nearest.
+    deepseek2, deepseek3: <｜begin▁of▁sentence｜> 379 (bos), <｜end▁of▁sentence｜> 380 (eos),
+            <｜▁pad▁｜> 381 (padding), <｜User｜> 382, <｜Assistant｜> 383; add_bos_token true.
+    glm4moe: <|endoftext|> 377 (eos, padding, unknown), [gMASK] 378 (bos, as the GLM converter sets
+            it), <sop> 379, <|system|> 380, <|user|> 381 (tokenizer.ggml.eot_token_id),
+            <|assistant|> 382, <|observation|> 383 (tokenizer.ggml.eom_token_id); add_bos_token false.
   No tokenizer.chat_template is written (lockstep picks its template by architecture).
 
 Checked against llama.cpp (d32676d, libllama, CPU, F32 KV cache, flash attention off): each file's
@@ -258,6 +388,12 @@ prompt, whole and one token at a time, gives the golden logits within 3e-6 (llam
 gptoss, 2.4e-6 with the experts written as F32 copies of their MXFP4 values (mxfp4=False); with
 the MXFP4 file llama.cpp quantizes the activations to Q8_0 (~0.03 everywhere, and two tokens whose
 expert choice flips).
+deepseek2, deepseek3, glm4moe (not run in llama.cpp): llama.cpp's converter (d32676d, with set_vocab
+skipped) run on save_pretrained of the same models (glm4moe's NextN weights added to the checkpoint)
+writes the same keys, values and key order and bit-identical tensors; a numpy forward from the GGUF
+alone with llama.cpp's semantics (MLA absorbed, ggml's YaRN rope, build_moe_ffn's router) gives the
+golden logits within 4e-6 (and misses them by about 3 without deepseek3's group limit, without
+glm4moe's selection bias, or with NeoX pairs for deepseek2's rope).
 """
 import functools
 import math
@@ -272,9 +408,12 @@ from golden import write_golden
 SEED = 2020
 N_PROMPT = 100
 VOCAB = 384
-FAMILIES = ("llama", "qwen3", "qwen3moe", "gemma2", "gptoss", "qwen2", "granite", "olmo2", "mistral3", "lfm2", "phi3", "granitemoe")
+# (append only: a family's weights are drawn with SEED + its index here)
+FAMILIES = ("llama", "qwen3", "qwen3moe", "gemma2", "gptoss", "qwen2", "granite", "olmo2", "mistral3", "lfm2", "phi3", "granitemoe",
+            "deepseek2", "deepseek3", "glm4moe")
 ARCH = {"llama": "llama", "qwen3": "qwen3", "qwen3moe": "qwen3moe", "gemma2": "gemma2", "gptoss": "gpt-oss", "qwen2": "qwen2",
-        "granite": "granite", "olmo2": "olmo2", "mistral3": "mistral3", "lfm2": "lfm2", "phi3": "phi3", "granitemoe": "granitemoe"}
+        "granite": "granite", "olmo2": "olmo2", "mistral3": "mistral3", "lfm2": "lfm2", "phi3": "phi3", "granitemoe": "granitemoe",
+        "deepseek2": "deepseek2", "deepseek3": "deepseek2", "glm4moe": "glm4moe"}
 # Ministral 3's YaRN and Llama 4 attention temperature, with an original context of 32 so that
 # the 100-token golden prompt crosses three of the temperature's steps (16384 in the real ones)
 MINISTRAL3_ROPE = {"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 16.0, "original_max_position_embeddings": 32,
@@ -286,6 +425,10 @@ LLAMA3_ROPE = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "lo
                "high_freq_factor": 4.0, "original_max_position_embeddings": 256}
 GPTOSS_ROPE = {"rope_type": "yarn", "rope_theta": 150000.0, "factor": 4.0, "beta_fast": 32.0, "beta_slow": 1.0,
                "original_max_position_embeddings": 4096, "truncate": False}
+# DeepSeek-V2-Lite's YaRN (factor 40, beta 32 / 1, mscale = mscale_all_dim = 0.707) with an original context of 64
+# (4096 in the real ones) so that the ramp falls inside the 8 rotary dims; context 40 * 64 = 2560
+DEEPSEEK_YARN = {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 40.0, "original_max_position_embeddings": 64,
+                 "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 0.707, "mscale_all_dim": 0.707}
 GEMMA2_SOFTCAP_ATTN = 5.0
 GEMMA2_SOFTCAP_FINAL = 5.0
 
@@ -299,7 +442,9 @@ def make_model(family):
                               Qwen3MoeForCausalLM, Gemma2Config, Gemma2ForCausalLM, GptOssConfig, GptOssForCausalLM,
                               Qwen2Config, Qwen2ForCausalLM, GraniteConfig, GraniteForCausalLM, Olmo2Config,
                               Olmo2ForCausalLM, Ministral3Config, Ministral3ForCausalLM, Lfm2Config, Lfm2ForCausalLM,
-                              Phi3Config, Phi3ForCausalLM, GraniteMoeConfig, GraniteMoeForCausalLM)
+                              Phi3Config, Phi3ForCausalLM, GraniteMoeConfig, GraniteMoeForCausalLM, DeepseekV2Config,
+                              DeepseekV2ForCausalLM, DeepseekV3Config, DeepseekV3ForCausalLM, Glm4MoeConfig,
+                              Glm4MoeForCausalLM)
     common = dict(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2)
     if family == "llama":
         cfg = LlamaConfig(**common, head_dim=16, intermediate_size=128, max_position_embeddings=2048, rms_norm_eps=1e-5,
@@ -364,6 +509,32 @@ def make_model(family):
                            sliding_window=4, swiglu_alpha=1.702, swiglu_limit=7.0, attention_bias=True,
                            rope_parameters=dict(GPTOSS_ROPE))
         cls = GptOssForCausalLM
+    elif family in ("deepseek2", "deepseek3"):
+        # multi-head latent attention; every head its own K and V (num_key_value_heads = heads, as the
+        # real configs: the converter writes 1); scoring_func and topk_method are not fields of the
+        # transformers configs but are in the published config.json files, and the converter reads
+        # scoring_func (-> expert_gating_func), so they are passed as the published configs have them
+        mla = dict(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=4,
+                   kv_lora_rank=32, qk_nope_head_dim=16, qk_rope_head_dim=32, v_head_dim=16, intermediate_size=128,
+                   moe_intermediate_size=32, first_k_dense_replace=1, n_routed_experts=8, num_experts_per_tok=2,
+                   max_position_embeddings=2560, rms_norm_eps=1e-6, tie_word_embeddings=False,
+                   rope_parameters=dict(DEEPSEEK_YARN))
+        if family == "deepseek2":
+            cfg = DeepseekV2Config(**mla, q_lora_rank=None, n_shared_experts=2, scoring_func="softmax", topk_method="greedy",
+                                   n_group=1, topk_group=1, norm_topk_prob=False, routed_scaling_factor=1.0)
+            cls = DeepseekV2ForCausalLM
+        else:
+            cfg = DeepseekV3Config(**mla, q_lora_rank=24, n_shared_experts=1, scoring_func="sigmoid", topk_method="noaux_tc",
+                                   n_group=4, topk_group=2, norm_topk_prob=True, routed_scaling_factor=2.5)
+            cls = DeepseekV3ForCausalLM
+    elif family == "glm4moe":
+        cfg = Glm4MoeConfig(**common, head_dim=32, intermediate_size=128, moe_intermediate_size=32, max_position_embeddings=4096,
+                            rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=True, use_qk_norm=True,
+                            first_k_dense_replace=1, n_routed_experts=8, num_experts_per_tok=2, n_shared_experts=1, n_group=1,
+                            topk_group=1, norm_topk_prob=True, routed_scaling_factor=2.5, num_nextn_predict_layers=1,
+                            partial_rotary_factor=0.5,
+                            rope_parameters={"rope_type": "default", "rope_theta": 1000000.0, "partial_rotary_factor": 0.5})
+        cls = Glm4MoeForCausalLM
     else:
         raise SystemExit(f"unknown family {family!r}")
     cfg._attn_implementation = "eager"
@@ -373,35 +544,67 @@ def make_model(family):
     tied = cfg.tie_word_embeddings
     with torch.no_grad():
         for name, p in m.named_parameters():
-            if name.endswith("experts.gate_up_proj") or name.endswith("experts.down_proj"):
-                # unit-variance outputs: gpt-oss stores [E, in, out] (x @ W), qwen3moe [E, out, in]
-                fan_in = p.shape[1] if family == "gptoss" else p.shape[2]
-                p.copy_(torch.randn(p.shape, generator=g) / math.sqrt(fan_in))
-            elif p.dim() == 2:
-                fan_in = p.shape[1]
-                if "embed_tokens" in name:
-                    # gemma2 multiplies the embedding by sqrt(hidden): entries ~1/sqrt(hidden) there;
-                    # a tied embedding is also the output projection: entries ~0.5 keep logits moderate
-                    std = 1.0 / math.sqrt(fan_in) if family == "gemma2" else (0.5 if tied else 1.0)
-                    p.copy_(torch.randn(p.shape, generator=g) * std)
-                else:
-                    p.copy_(torch.randn(p.shape, generator=g) / math.sqrt(fan_in))
-            elif name.endswith("conv.conv.weight"):  # LFM2's depthwise taps [C, 1, L]
-                p.copy_(torch.randn(p.shape, generator=g) / math.sqrt(p.shape[2]))
-            elif name.endswith("sinks"):
-                p.copy_(torch.randn(p.shape, generator=g) * 1.5)
-            elif "bias" in name:
-                p.copy_(torch.randn(p.shape, generator=g) * 0.3)
-            elif "norm" in name:
-                centre = 0.0 if family == "gemma2" else 1.0
-                p.copy_(centre + 0.2 * torch.randn(p.shape, generator=g))
-            else:
-                raise RuntimeError(f"no init rule for {name} {tuple(p.shape)}")
+            init_weight(family, name, p, g, tied)
+        for name, b in m.named_buffers():
+            if name.endswith("e_score_correction_bias"):
+                # DeepSeek-V3 / GLM-4.5's selection bias: small and positive, so that every biased score
+                # (sigmoid + bias) is > 0 as in the real models
+                b.copy_(torch.rand(b.shape, generator=g) * 0.1)
         if family == "gemma2":
             m.model.norm.weight.add_(1.0)  # (1 + w) ~ 2: logits large enough that the final cap bends them
+        if family == "glm4moe":
+            m.lockstep_nextn = glm4moe_nextn_layer(cfg, g)
     if family == "gptoss":
         mxfp4_roundtrip(m)
     return cfg, m
+
+
+def init_weight(family, name, p, g, tied):
+    if name.endswith("experts.gate_up_proj") or name.endswith("experts.down_proj"):
+        # unit-variance outputs: gpt-oss stores [E, in, out] (x @ W), the others [E, out, in]
+        fan_in = p.shape[1] if family == "gptoss" else p.shape[2]
+        p.copy_(torch.randn(p.shape, generator=g) / math.sqrt(fan_in))
+    elif p.dim() == 2:
+        fan_in = p.shape[1]
+        if "embed_tokens" in name:
+            # gemma2 multiplies the embedding by sqrt(hidden): entries ~1/sqrt(hidden) there;
+            # a tied embedding is also the output projection: entries ~0.5 keep logits moderate
+            std = 1.0 / math.sqrt(fan_in) if family == "gemma2" else (0.5 if tied else 1.0)
+            p.copy_(torch.randn(p.shape, generator=g) * std)
+        else:
+            p.copy_(torch.randn(p.shape, generator=g) / math.sqrt(fan_in))
+    elif name.endswith("conv.conv.weight"):  # LFM2's depthwise taps [C, 1, L]
+        p.copy_(torch.randn(p.shape, generator=g) / math.sqrt(p.shape[2]))
+    elif name.endswith("sinks"):
+        p.copy_(torch.randn(p.shape, generator=g) * 1.5)
+    elif "bias" in name:
+        p.copy_(torch.randn(p.shape, generator=g) * 0.3)
+    elif "norm" in name:
+        centre = 0.0 if family == "gemma2" else 1.0
+        p.copy_(centre + 0.2 * torch.randn(p.shape, generator=g))
+    else:
+        raise RuntimeError(f"no init rule for {name} {tuple(p.shape)}")
+
+
+def glm4moe_nextn_layer(cfg, g):
+    """GLM-4.5's NextN (multi-token prediction) block, model.layers.<n_layers> of the published
+    checkpoints: a whole MoE decoder layer plus eh_proj, enorm, hnorm, shared_head.{norm,head} and
+    its own embed_tokens. transformers never builds it (its loader drops those weights), so random
+    values in the HF names, for the converter to write; nothing the golden logits depend on."""
+    from transformers.models.glm4_moe.modeling_glm4_moe import Glm4MoeDecoderLayer
+    L, H = cfg.num_hidden_layers, cfg.hidden_size
+    layer = Glm4MoeDecoderLayer(cfg, L).float()
+    out = {}
+    for name, p in layer.named_parameters():
+        init_weight("glm4moe", name, p, g, False)
+        out[f"model.layers.{L}.{name}"] = p.detach().clone()
+    out[f"model.layers.{L}.mlp.gate.e_score_correction_bias"] = torch.rand(cfg.n_routed_experts, generator=g) * 0.1
+    out[f"model.layers.{L}.eh_proj.weight"] = torch.randn(H, 2 * H, generator=g) / math.sqrt(2 * H)  # [e_norm; h_norm] -> H
+    for nm in ("enorm", "hnorm", "shared_head.norm"):
+        out[f"model.layers.{L}.{nm}.weight"] = 1.0 + 0.2 * torch.randn(H, generator=g)
+    out[f"model.layers.{L}.embed_tokens.weight"] = torch.randn(cfg.vocab_size, H, generator=g)
+    out[f"model.layers.{L}.shared_head.head.weight"] = torch.randn(cfg.vocab_size, H, generator=g) / math.sqrt(H)
+    return out
 
 
 def gptoss_expert_views(mlp):
@@ -493,9 +696,18 @@ BPE_SPECIALS = {
     "gptoss": ([("<|startoftext|>", 3), ("<|endoftext|>", 3), ("<|return|>", 3), ("<|constrain|>", 3),
                 ("<|channel|>", 3), ("<|start|>", 3), ("<|end|>", 3), ("<|message|>", 3), ("<|call|>", 3)],
                "<|startoftext|>", "<|return|>", "<|endoftext|>", False),
+    "deepseek2": ([("<｜begin▁of▁sentence｜>", 3), ("<｜end▁of▁sentence｜>", 3), ("<｜▁pad▁｜>", 3), ("<｜User｜>", 3),
+                   ("<｜Assistant｜>", 3)], "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜▁pad▁｜>", True),
+    "glm4moe": ([("<|endoftext|>", 3), ("[gMASK]", 3), ("<sop>", 3), ("<|system|>", 3), ("<|user|>", 3), ("<|assistant|>", 3),
+                 ("<|observation|>", 3)], "[gMASK]", "<|endoftext|>", "<|endoftext|>", False),
 }
+BPE_SPECIALS_OF = {"qwen3moe": "qwen3", "qwen2": "qwen3", "deepseek3": "deepseek2"}
+# further special ids (key suffix -> token), after padding: what the GLM converter sets besides bos
+BPE_EXTRA_IDS = {"glm4moe": {"eot": "<|user|>", "unknown": "<|endoftext|>", "eom": "<|observation|>"}}
+# deepseek2 / deepseek3 / glm4moe: stand-ins for "deepseek-llm" / "deepseek-v3" / "glm4", which lockstep
+# does not split by (see "Tokenizers" in the docstring)
 BPE_PRE = {"lfm2": "lfm2", "mistral3": "tekken", "llama": "llama-bpe", "qwen3": "qwen2", "qwen3moe": "qwen2", "gptoss": "gpt-4o", "qwen2": "qwen2", "granite": "refact",
-           "olmo2": "dbrx", "granitemoe": "refact"}
+           "olmo2": "dbrx", "granitemoe": "refact", "deepseek2": "smaug-bpe", "deepseek3": "smaug-bpe", "glm4moe": "glm4"}
 
 
 def write_bpe_tokenizer(w, family, V):
@@ -506,7 +718,7 @@ def write_bpe_tokenizer(w, family, V):
         assert a in toks and b in toks and a + b not in toks
         toks.append(a + b)
         types.append(1)
-    specials, bos, eos, pad, add_bos = BPE_SPECIALS["qwen3" if family in ("qwen3moe", "qwen2") else family]
+    specials, bos, eos, pad, add_bos = BPE_SPECIALS[BPE_SPECIALS_OF.get(family, family)]
     n_pad = V - len(toks) - len(specials)
     toks += [f"[PAD{len(toks) + i}]" for i in range(n_pad)]
     types += [5] * n_pad
@@ -522,6 +734,8 @@ def write_bpe_tokenizer(w, family, V):
     w.add_uint32("tokenizer.ggml.eos_token_id", toks.index(eos))
     if pad is not None:
         w.add_uint32("tokenizer.ggml.padding_token_id", toks.index(pad))
+    for key, tok in BPE_EXTRA_IDS.get(family, {}).items():
+        w.add_uint32(f"tokenizer.ggml.{key}_token_id", toks.index(tok))
     w.add_bool("tokenizer.ggml.add_bos_token", add_bos)
     return {t: toks.index(t) for t, _ in specials}
 
@@ -673,12 +887,192 @@ def export_phi3(cfg, m, path):
     finish_gguf(w)
 
 
+def put_moe_ffn(put, b, mp, get, F):
+    """A DeepSeek / GLM MoE block's tensors: HF prefix mp (e.g. "model.layers.1.mlp."), get(name) -> tensor or None."""
+    put(b + "ffn_gate_inp.weight", get(mp + "gate.weight"))
+    bias = get(mp + "gate.e_score_correction_bias")
+    if bias is not None:
+        put(b + "exp_probs_b.bias", bias)  # (the converter renames e_score_correction_bias to e_score_correction.bias)
+    gu = get(mp + "experts.gate_up_proj")  # [E, 2F, H]: gate rows, then up rows
+    put(b + "ffn_gate_exps.weight", gu[:, :F, :])
+    put(b + "ffn_up_exps.weight", gu[:, F:, :])
+    put(b + "ffn_down_exps.weight", get(mp + "experts.down_proj"))  # [E, H, F]
+    for nm in ("gate", "up", "down"):
+        put(f"{b}ffn_{nm}_shexp.weight", get(f"{mp}shared_experts.{nm}_proj.weight"))
+
+
+def hf_tensors(m):
+    """Parameters and buffers by name (the selection biases are buffers)."""
+    t = {n: p.detach() for n, p in m.named_parameters()}
+    t.update({n: b_.detach() for n, b_ in m.named_buffers() if n.endswith("e_score_correction_bias")})
+    t.update(getattr(m, "lockstep_nextn", {}))
+    return t
+
+
+def export_deepseek2(family, cfg, m, path):
+    """DeepSeek-V2 / V3 as llama.cpp's converter (conversion/deepseek.py, DeepseekV2Model, which also
+    takes DeepseekV3ForCausalLM) writes them: architecture deepseek2, MLA as MQA over the latent
+    (head_count_kv 1, key_length kv_lora_rank + rope dims, value_length kv_lora_rank), kv_b_proj split
+    per head into attn_k_b (transposed) and attn_v_b, no q/k permute (the checkpoints' rope pairs are
+    already interleaved), MTP layers skipped."""
+    w = gguf.GGUFWriter(path, "deepseek2")
+    w.add_type("model")
+    w.add_name(f"lockstep tiny {family}")
+    L, H, nh = cfg.num_hidden_layers, cfg.hidden_size, cfg.num_attention_heads
+    nope, rope, vd, kvr = cfg.qk_nope_head_dim, cfg.qk_rope_head_dim, cfg.v_head_dim, cfg.kv_lora_rank
+    rp = cfg.rope_parameters
+    # TextModel.set_gguf_parameters
+    w.add_block_count(L)
+    w.add_context_length(cfg.max_position_embeddings)
+    w.add_embedding_length(H)
+    w.add_feed_forward_length(cfg.intermediate_size)
+    w.add_head_count(nh)
+    w.add_head_count_kv(1)  # (the converter's override of num_key_value_heads for MLA)
+    w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+    w.add_rope_scaling_factor(rp["factor"])
+    w.add_rope_scaling_orig_ctx_len(rp["original_max_position_embeddings"])
+    w.add_rope_scaling_yarn_beta_fast(rp["beta_fast"])
+    w.add_rope_scaling_yarn_beta_slow(rp["beta_slow"])
+    w.add_rope_freq_base(rp["rope_theta"])
+    w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    w.add_expert_count(cfg.n_routed_experts)
+    w.add_expert_used_count(cfg.num_experts_per_tok)
+    w.add_expert_group_count(cfg.n_group)
+    w.add_expert_group_used_count(cfg.topk_group)
+    w.add_expert_gating_func({"softmax": gguf.ExpertGatingFuncType.SOFTMAX,
+                              "sigmoid": gguf.ExpertGatingFuncType.SIGMOID}[cfg.scoring_func])
+    # the config's head_dim (= qk_rope_head_dim in transformers 5) puts key/value_length here first;
+    # DeepseekV2Model's values below overwrite them in place
+    w.add_key_length(kvr + rope)
+    w.add_value_length(kvr)
+    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    # DeepseekV2Model.set_gguf_parameters
+    w.add_leading_dense_block_count(cfg.first_k_dense_replace)
+    w.add_vocab_size(cfg.vocab_size)
+    if cfg.q_lora_rank is not None:
+        w.add_q_lora_rank(cfg.q_lora_rank)
+    w.add_kv_lora_rank(kvr)
+    w.add_key_length_mla(nope + rope)
+    w.add_value_length_mla(vd)
+    w.add_expert_feed_forward_length(cfg.moe_intermediate_size)
+    w.add_expert_shared_count(cfg.n_shared_experts)
+    w.add_expert_weights_scale(cfg.routed_scaling_factor)
+    if cfg.norm_topk_prob:
+        w.add_expert_weights_norm(True)
+    w.add_rope_dimension_count(rope)
+    w.add_rope_scaling_yarn_log_mul(0.1 * rp["mscale_all_dim"])  # (the converter's legacy 0.1 factor)
+    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    sd = hf_tensors(m)
+    put = functools.partial(put_f32, w)
+
+    put("token_embd.weight", sd["model.embed_tokens.weight"])
+    put("output_norm.weight", sd["model.norm.weight"])
+    put("output.weight", sd["lm_head.weight"])
+    for i in range(L):
+        p, b = f"model.layers.{i}.", f"blk.{i}."
+        a = p + "self_attn."
+        put(b + "attn_norm.weight", sd[p + "input_layernorm.weight"])
+        if cfg.q_lora_rank is None:
+            put(b + "attn_q.weight", sd[a + "q_proj.weight"])  # [nh * (nope + rope), H]: per head nope then rope rows
+        else:
+            put(b + "attn_q_a.weight", sd[a + "q_a_proj.weight"])
+            put(b + "attn_q_a_norm.weight", sd[a + "q_a_layernorm.weight"])
+            put(b + "attn_q_b.weight", sd[a + "q_b_proj.weight"])
+        put(b + "attn_kv_a_mqa.weight", sd[a + "kv_a_proj_with_mqa.weight"])  # [kvr + rope, H]: latent rows, then k_pe rows
+        put(b + "attn_kv_a_norm.weight", sd[a + "kv_a_layernorm.weight"])
+        kv_b = sd[a + "kv_b_proj.weight"].reshape(nh, nope + vd, kvr)  # per head: k_nope rows, then v rows
+        put(b + "attn_k_b.weight", kv_b[:, :nope, :].transpose(1, 2))  # [nh, kvr, nope]: ne (nope, kvr, nh)
+        put(b + "attn_v_b.weight", kv_b[:, nope:, :])  # [nh, vd, kvr]: ne (kvr, vd, nh)
+        put(b + "attn_output.weight", sd[a + "o_proj.weight"])
+        put(b + "ffn_norm.weight", sd[p + "post_attention_layernorm.weight"])
+        if i < cfg.first_k_dense_replace:
+            for nm in ("gate", "up", "down"):
+                put(f"{b}ffn_{nm}.weight", sd[f"{p}mlp.{nm}_proj.weight"])
+        else:
+            put_moe_ffn(put, b, p + "mlp.", sd.get, cfg.moe_intermediate_size)
+    print("special token ids:", write_bpe_tokenizer(w, family, cfg.vocab_size))
+    finish_gguf(w)
+
+
+def export_glm4moe(cfg, m, path):
+    """GLM-4.5 as llama.cpp's converter (conversion/glm.py, Glm4MoeModel) writes it: one block more than
+    the model runs (the NextN layer, whose tensors are written under blk.<n_layers>), the norm before
+    the FFN as post_attention_norm, no q/k permute (NeoX rope, as HF)."""
+    w = gguf.GGUFWriter(path, "glm4moe")
+    w.add_type("model")
+    w.add_name("lockstep tiny glm4moe")
+    L, H, nh, nkv, hd = cfg.num_hidden_layers, cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
+    n_nextn = cfg.num_nextn_predict_layers
+    rp = cfg.rope_parameters
+    # TextModel.set_gguf_parameters (rope_type "default": no rope.scaling keys)
+    w.add_block_count(L + n_nextn)
+    w.add_context_length(cfg.max_position_embeddings)
+    w.add_embedding_length(H)
+    w.add_feed_forward_length(cfg.intermediate_size)
+    w.add_head_count(nh)
+    w.add_head_count_kv(nkv)
+    w.add_rope_freq_base(rp["rope_theta"])
+    w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    w.add_expert_count(cfg.n_routed_experts)
+    w.add_expert_used_count(cfg.num_experts_per_tok)
+    w.add_expert_group_count(cfg.n_group)
+    w.add_expert_group_used_count(cfg.topk_group)
+    w.add_key_length(hd)
+    w.add_value_length(hd)
+    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    # Glm4MoeModel.set_gguf_parameters (its expert_count again: same key, same value)
+    w.add_rope_dimension_count(int(hd * rp.get("partial_rotary_factor", 0.5)))
+    w.add_expert_feed_forward_length(cfg.moe_intermediate_size)
+    w.add_expert_shared_count(cfg.n_shared_experts)
+    w.add_leading_dense_block_count(cfg.first_k_dense_replace)
+    w.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
+    w.add_expert_weights_scale(cfg.routed_scaling_factor)
+    w.add_expert_weights_norm(cfg.norm_topk_prob)
+    w.add_nextn_predict_layers(n_nextn)
+    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    sd = hf_tensors(m)
+    put = functools.partial(put_f32, w)
+
+    put("token_embd.weight", sd["model.embed_tokens.weight"])
+    put("output_norm.weight", sd["model.norm.weight"])
+    put("output.weight", sd["lm_head.weight"])
+    for i in range(L + n_nextn):
+        p, b = f"model.layers.{i}.", f"blk.{i}."
+        a = p + "self_attn."
+        put(b + "attn_norm.weight", sd[p + "input_layernorm.weight"])
+        for src, dst in (("q_proj", "attn_q"), ("k_proj", "attn_k"), ("v_proj", "attn_v")):
+            put(f"{b}{dst}.weight", sd[f"{a}{src}.weight"])
+            put(f"{b}{dst}.bias", sd[f"{a}{src}.bias"])
+        put(b + "attn_output.weight", sd[a + "o_proj.weight"])
+        put(b + "attn_q_norm.weight", sd[a + "q_norm.weight"])
+        put(b + "attn_k_norm.weight", sd[a + "k_norm.weight"])
+        put(b + "post_attention_norm.weight", sd[p + "post_attention_layernorm.weight"])
+        if i < cfg.first_k_dense_replace:
+            for nm in ("gate", "up", "down"):
+                put(f"{b}ffn_{nm}.weight", sd[f"{p}mlp.{nm}_proj.weight"])
+        else:
+            put_moe_ffn(put, b, p + "mlp.", sd.get, cfg.moe_intermediate_size)
+        if i >= L:
+            put(b + "nextn.eh_proj.weight", sd[p + "eh_proj.weight"])
+            put(b + "nextn.embed_tokens.weight", sd[p + "embed_tokens.weight"])
+            put(b + "nextn.enorm.weight", sd[p + "enorm.weight"])
+            put(b + "nextn.hnorm.weight", sd[p + "hnorm.weight"])
+            put(b + "nextn.shared_head_head.weight", sd[p + "shared_head.head.weight"])
+            put(b + "nextn.shared_head_norm.weight", sd[p + "shared_head.norm.weight"])
+    print("special token ids:", write_bpe_tokenizer(w, "glm4moe", cfg.vocab_size))
+    finish_gguf(w)
+
+
 def export(family, cfg, m, path, mxfp4=True):
     """mxfp4=False (checks only): gpt-oss experts as F32 copies of their MXFP4 values."""
     if family == "lfm2":
         return export_lfm2(cfg, m, path)
     if family == "phi3":
         return export_phi3(cfg, m, path)
+    if family in ("deepseek2", "deepseek3"):
+        return export_deepseek2(family, cfg, m, path)
+    if family == "glm4moe":
+        return export_glm4moe(cfg, m, path)
     A = ARCH[family]
     w = gguf.GGUFWriter(path, A)
     w.add_type("model")
@@ -890,6 +1284,8 @@ def describe(family, cfg, m):
             h.remove()
         what = "router logits" if family == "gptoss" else "router probabilities"
         print(f"smallest gap between the k-th and (k+1)-th {what} (whole prompt): {min(gaps):.2e}")
+    if family in ("deepseek2", "deepseek3", "glm4moe"):
+        describe_routed(family, cfg, m, ref)
     if family == "gemma2":
         from transformers.models.gemma2 import modeling_gemma2 as mg
         scores = []
@@ -914,6 +1310,55 @@ def describe(family, cfg, m):
         print(f"max |logit change| without the attention soft-cap: {(prompt_logits(cfg, m) - ref).abs().max().item():.3f}")
         for l in m.model.layers:
             l.self_attn.attn_logit_softcapping = cfg.attn_logit_softcapping
+
+
+def describe_routed(family, cfg, m, ref):
+    """DeepSeek / GLM: the logits' spread, the YaRN numbers, and what the router's bias and group limit
+    change (each MoE layer's choice for every prompt token, against the plain top-k)."""
+    am = ref.argmax(-1)
+    print(f"logits: std {ref.std().item():.3f}, max |logit| {ref.abs().max().item():.3f},"
+          f" {len(set(am.tolist()))} distinct argmax tokens over {ref.shape[0]} positions")
+    if family != "glm4moe":
+        re = m.model.rotary_emb
+        d = cfg.qk_rope_head_dim
+        base_inv = 1.0 / (cfg.rope_parameters["rope_theta"] ** (torch.arange(0, d, 2).float() / d))
+        print("yarn inv_freq / plain inv_freq:", [round(x, 4) for x in (re.inv_freq / base_inv).tolist()],
+              " cos/sin factor (attention_scaling):", re.attention_scaling,
+              f" softmax scale: {m.model.layers[0].self_attn.scaling:.6f} = {cfg.qk_head_dim}^-0.5 *"
+              f" {m.model.layers[0].self_attn.scaling * math.sqrt(cfg.qk_head_dim):.6f}")
+    k, E = cfg.num_experts_per_tok, cfg.n_routed_experts
+    stats = dict(tokens=0, vs_plain=0, vs_unbiased=0, gap=float("inf"), group_gap=float("inf"))
+
+    def hook(mod, args, out):
+        x = args[0].reshape(-1, args[0].shape[-1]).float()
+        logits = torch.nn.functional.linear(x, mod.weight.float())
+        probs = torch.softmax(logits, -1) if family == "deepseek2" else torch.sigmoid(logits)
+        sel = probs + mod.e_score_correction_bias if hasattr(mod, "e_score_correction_bias") else probs
+        chosen = out[2].sort(-1).values
+        plain = sel.topk(k, -1).indices.sort(-1).values  # no group limit
+        unbiased = probs.topk(k, -1).indices.sort(-1).values  # no bias, no group limit
+        stats["tokens"] += x.shape[0]
+        stats["vs_plain"] += (chosen != plain).any(-1).sum().item()
+        stats["vs_unbiased"] += (chosen != unbiased).any(-1).sum().item()
+        masked = sel.clone()
+        if cfg.n_group and cfg.n_group > 1:
+            gs = sel.view(-1, cfg.n_group, E // cfg.n_group).topk(2, -1).values.sum(-1)
+            gsort = gs.sort(-1, descending=True).values
+            stats["group_gap"] = min(stats["group_gap"], (gsort[:, cfg.topk_group - 1] - gsort[:, cfg.topk_group]).min().item())
+            keep = torch.zeros_like(gs).scatter_(1, gs.topk(cfg.topk_group, -1).indices, 1.0)
+            masked = masked.masked_fill(keep.repeat_interleave(E // cfg.n_group, -1) == 0, float("-inf"))
+        top = masked.sort(-1, descending=True).values
+        stats["gap"] = min(stats["gap"], (top[:, k - 1] - top[:, k]).min().item())
+
+    hs = [l.mlp.gate.register_forward_hook(hook) for l in m.model.layers if hasattr(l.mlp, "gate")]
+    prompt_logits(cfg, m)
+    for h in hs:
+        h.remove()
+    print(f"routing over {stats['tokens']} (token, MoE layer) pairs: {stats['vs_plain']} differ from the plain top-{k} of"
+          f" the selection scores (group limit), {stats['vs_unbiased']} from the top-{k} of the unbiased scores;"
+          f" smallest gap k-th / (k+1)-th eligible score {stats['gap']:.2e}"
+          + (f", smallest gap between the kept and the first dropped group {stats['group_gap']:.2e}"
+             if cfg.n_group and cfg.n_group > 1 else ""))
 
 
 # ----------------------------------------------------------------------------------------------
