@@ -137,8 +137,16 @@ struct PcDeltaScan {
     uint32_t pad2;
 };
 
+// ssm_scan: xbc rows (stride xbc_nb1), dt [H per token], A [H], state rows per slot (stride
+// st_nb1), runs [4 per run], order [T], y [P, H, T].
+struct PcSsmScan {
+    addr_t xbc, dt, A, state, runs, order, y;
+    uint32_t xbc_nb1, st_nb1, n_runs, pad;
+    SsmScanParams p;
+};
+
 #ifdef __cplusplus
-static_assert(sizeof(PcClamp) == 32, "push-constant layouts");
+static_assert(sizeof(PcClamp) == 32 && sizeof(PcSsmScan) == 88, "push-constant layouts");
 static_assert(sizeof(PcConv1dScan) == 72 && sizeof(PcDeltaScan) == 104 && sizeof(PcMulMatId) == 72 && sizeof(PcTopk) == 64,
               "push-constant layouts");
 static_assert(sizeof(PcRows) == 48 && sizeof(PcConcat) == 56 && sizeof(PcBinary) == 80 && sizeof(PcUnary) == 24 && sizeof(PcRmsNorm) == 64 &&

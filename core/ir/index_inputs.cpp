@@ -40,6 +40,7 @@ void check_index_inputs(const Graph& g) {
             case OpId::SET_ROWS: rows(n->src[1], n->ne[1], "set_rows"); break;
             case OpId::CONV1D_SCAN: runs(n->src[3], n->src[4], n->src[0]->ne[1], n->src[2]->ne[1], "conv1d_scan"); break;
             case OpId::DELTA_SCAN: runs(n->src[4], n->src[5], n->src[0]->nrows(), n->src[3]->ne[1], "delta_scan"); break;
+            case OpId::SSM_SCAN: runs(n->src[4], n->src[5], n->src[0]->nrows(), n->src[3]->ne[1], "ssm_scan"); break;
             case OpId::ATTENTION: {
                 const AttentionParams p = n->get_params<AttentionParams>();
                 const Tensor *pos = n->src[3], *seq = n->src[4];

@@ -29,4 +29,5 @@
     X(MUL_MAT_ID, mul_mat_id, NoParams)           \
     X(SOFTCAP, softcap, SoftcapParams)            \
     X(CLAMP, clamp, ClampParams)                 \
-    X(CONCAT, concat, NoParams)
+    X(CONCAT, concat, NoParams)                  \
+    X(SSM_SCAN, ssm_scan, SsmScanParams)

@@ -113,6 +113,15 @@ struct DeltaScanParams {
     float eps;          // L2 norm: x / sqrt(sum x^2 + eps)
 };
 
+// Mamba-2's selective scan over the runs of a ubatch (SEMANTICS.md section 2): H heads of P
+// channels, state N per channel, G groups of B and C (head h reads group h / (H / G)).
+struct SsmScanParams {
+    int32_t n_head;    // H
+    int32_t head_dim;  // P
+    int32_t d_state;   // N
+    int32_t n_group;   // G (divides H)
+};
+
 // topk: per column of x [E, T], the k entries that come first in the order "larger value
 // first, NaN last, ties to the lower index" (core/rules/topk_rule.h). values == 0: their indices
 // (I32 [k, T]); values != 0: their values (F32 [k, T]), divided by their sum when norm != 0
@@ -134,7 +143,7 @@ struct TopkParams {
 };
 
 #ifdef __cplusplus
-static_assert(sizeof(Conv1dScanParams) == 4 && sizeof(DeltaScanParams) == 28 && sizeof(TopkParams) == 24);
+static_assert(sizeof(Conv1dScanParams) == 4 && sizeof(DeltaScanParams) == 28 && sizeof(SsmScanParams) == 16 && sizeof(TopkParams) == 24);
 
 }  // namespace ls
 #endif

@@ -61,6 +61,7 @@ const Tensor* written_in_place(const Tensor& n) {
         case OpId::SET_ROWS: return n.src[2];
         case OpId::CONV1D_SCAN: return n.src[2];
         case OpId::DELTA_SCAN: return n.src[3];
+        case OpId::SSM_SCAN: return n.src[3];
         default: return nullptr;
     }
 }
@@ -220,6 +221,27 @@ Tensor* delta_scan(Graph& g, Tensor* qkv, Tensor* gate, Tensor* beta, Tensor* st
     check_runs(op, runs, order, T);
     int64_t ne[4] = {p.d_v, Hv, T, 1};
     Tensor* t = node(g, OpId::DELTA_SCAN, DType::F32, ne, {qkv, gate, beta, state, runs, order});
+    t->set_params(p);
+    return t;
+}
+
+Tensor* ssm_scan(Graph& g, Tensor* xbc, Tensor* dt, Tensor* A, Tensor* state, Tensor* runs, Tensor* order, const SsmScanParams& p) {
+    const char* op = "ssm_scan";
+    for (auto [t, role] : {std::pair{xbc, "xbc"}, std::pair{dt, "dt"}, std::pair{A, "A"}}) {
+        expect_type(op, t, DType::F32, role);
+        if (!t->is_contiguous()) fail(op, std::string(role) + " must be contiguous");
+    }
+    if (p.n_head <= 0 || p.head_dim <= 0 || p.d_state <= 0 || p.n_group <= 0 || p.n_head % p.n_group)
+        fail(op, "the group count must divide the head count, and all sizes be positive");
+    const int64_t T = xbc->nrows(), H = p.n_head;
+    if (xbc->ne[0] != H * p.head_dim + 2 * int64_t(p.n_group) * p.d_state)
+        fail(op, "xbc rows must hold H*P + 2*G*N values, got " + shape_str(*xbc));
+    if (dt->ne[0] != H || dt->nrows() != T) fail(op, "dt must be [H, T], got " + shape_str(*dt));
+    if (A->nelements() != H) fail(op, "A must hold one value per head, got " + shape_str(*A));
+    check_state(op, state, H * p.head_dim * p.d_state);
+    check_runs(op, runs, order, T);
+    int64_t ne[4] = {p.head_dim, H, T, 1};
+    Tensor* t = node(g, OpId::SSM_SCAN, DType::F32, ne, {xbc, dt, A, state, runs, order});
     t->set_params(p);
     return t;
 }

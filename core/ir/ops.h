@@ -64,6 +64,15 @@ Tensor* conv1d_scan(Graph& g, Tensor* x, Tensor* w, Tensor* state, Tensor* runs,
 Tensor* delta_scan(Graph& g, Tensor* qkv, Tensor* gate, Tensor* beta, Tensor* state, Tensor* runs, Tensor* order,
                    const DeltaScanParams& p);
 
+// Mamba-2's selective scan over the runs of a ubatch, SEMANTICS.md section 2. xbc F32
+// [H*P + 2*G*N, T] (per token x: H heads of P, then B: G groups of N, then C: G groups of N);
+// dt F32 [H, T] (the step, already positive: softplus(dt + dt_bias)); A F32 [H] (negative);
+// state F32 [H*P*N, n_slots] persistent (per head P rows of N), read and written in place per
+// run. Per token, per head h (group g = h / (H / G)), per channel p:
+//   a = e^(dt_h A_h);  S_p = S_p a + (dt_h x_p) B_g;  y_p = S_p . C_g   -> F32 [P, H, T]
+// (Mamba-2's D skip and gate are ops of their own after it.)
+Tensor* ssm_scan(Graph& g, Tensor* xbc, Tensor* dt, Tensor* A, Tensor* state, Tensor* runs, Tensor* order, const SsmScanParams& p);
+
 // Mixture-of-experts routing (TopkParams): x F32 [E, T] -> the k best entries per column:
 // their indices I32 [k, T] (topk_ids) or their values F32 [k, T], renormalised to sum 1 when
 // norm (topk_weights). groups: DeepSeek's group-limited selection (TopkParams); from (F32

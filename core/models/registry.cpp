@@ -9,6 +9,7 @@
 #include "core/models/gpt_oss.h"
 #include "core/models/lfm2.h"
 #include "core/models/llama.h"
+#include "core/models/nemotron_h.h"
 #include "core/models/qwen3next.h"
 
 namespace ls {
@@ -47,6 +48,7 @@ constexpr Family kFamilies[] = {
     {"qwen35moe", &make_qwen3_hybrid<HEADS_TILED>},
     {"lfm2", &make<Lfm2>},
     {"deepseek2", &make<Deepseek2>},  // (DeepSeek V2/V3/R1, Kimi K2: latent attention)
+    {"nemotron_h", &make<NemotronH>},  // (Nemotron-H, Nemotron Nano v2: Mamba-2 beside attention)
     {"bert", &make<Bert>},
     {"nomic-bert", &make<Bert>},
 };

@@ -29,7 +29,10 @@
 //                  groups of which 2 are kept, renormalised and scaled by 2.5, one shared expert;
 //   glm4moe_tiny   GLM-4.5's: q/k/v biases, per-head q/k norms, NeoX rope on half of each head,
 //                  a dense first layer, a sigmoid router with bias, a shared expert, an
-//                  appended NextN layer that is not run.
+//                  appended NextN layer that is not run;
+//   nemotron_h_tiny Nemotron-H's: Mamba-2 layers (ssm_scan: 8 heads in 2 groups, state 16, its
+//                  convolution and gated group norm) beside an attention layer without rope and
+//                  squared-ReLU MLP layers.
 // Golden logits against transformers (a 100-token prompt: every ring wraps) within float32's
 // spread, and bit for bit against the reference backend on every backend and ubatch size; the
 // KV contract of SEMANTICS.md section 1 on the sliding-window ones, every backend, f16 and q8_0.
@@ -56,7 +59,7 @@ using namespace ls::test;
 namespace {
 
 const std::vector<std::string> kFamilies = {"llama",    "qwen2", "qwen3", "qwen3moe",   "gemma2",    "gptoss",    "granite", "olmo2",
-                                            "mistral3", "lfm2",  "phi3",  "granitemoe", "deepseek2", "deepseek3", "glm4moe"};
+                                            "mistral3", "lfm2",  "phi3",  "granitemoe", "deepseek2", "deepseek3", "glm4moe", "nemotron_h"};
 const std::vector<std::string> kSliding = {"gemma2", "gptoss"};
 constexpr float kOne = 1.0f;
 
@@ -65,7 +68,7 @@ constexpr float kOne = 1.0f;
 TEST_CASE("families: tiny model logits match transformers, whole and in ubatches, on every backend", "[families][golden]") {
     // gpt-oss: the file with its experts as F32 copies of their MXFP4 values (see below).
     for (const std::string kind : {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gptossf32", "granite", "olmo2", "mistral3", "lfm2", "phi3",
-                                   "granitemoe", "deepseek2", "deepseek3", "glm4moe"}) {
+                                   "granitemoe", "deepseek2", "deepseek3", "glm4moe", "nemotron_h"}) {
         const Golden gold = read_golden(kind == "gptossf32" ? "gptoss_tiny" : kind + "_tiny");
         SameBitsAsFirst same(gold.n_vocab);
         for (const std::string& bk : all_backend_names()) {

@@ -309,6 +309,30 @@ struct DeltaScanCase {
     }
 };
 
+// Mamba-2's scan: 4 heads in 2 groups of B and C, channels of 8, a state of 40 per channel
+// (more than one round of 32 partial sums, the last partial); steps from tiny to large, so
+// e^(dt A) runs from about 1 down to underflow.
+struct SsmScanCase {
+    size_t index;
+    ScanRuns sr;
+    std::string name() const {
+        return "ssm_scan(H=4,P=8,N=40,G=2,T=" + std::to_string(sr.T) + ",runs=" + std::to_string(sr.runs.size() / 4) + ")#" +
+               std::to_string(index);
+    }
+    std::vector<Tensor*> build(Graph& g, Backend& be, Keep& k, std::mt19937& r) const {
+        const SsmScanParams p{4, 8, 40, 2};
+        const int64_t row = 4 * 8 * 40;
+        Tensor* st = k.persistent(be, DType::F32, {row, kScanSlots}, as_bytes(randn(r, size_t(row * kScanSlots), 0.3f)));
+        Tensor* xbc = in_f32(g, r, {4 * 8 + 2 * 2 * 40, sr.T});
+        std::vector<float> dv = randn(r, size_t(4 * sr.T));
+        for (size_t i = 0; i < dv.size(); ++i) dv[i] = i % 3 ? 0.05f * std::fabs(dv[i]) + 1e-3f : 20.0f * std::fabs(dv[i]);
+        std::vector<float> av = {-0.5f, -1.0f, -4.0f, -8.0f};
+        Tensor* A = k.persistent(be, DType::F32, {4}, as_bytes(av));
+        Tensor* runs = g.input(DType::I32, {4, int64_t(sr.runs.size() / 4)}, sr.runs.data(), "runs");
+        return {ssm_scan(g, xbc, g.input(DType::F32, {4, sr.T}, dv.data(), "dt"), A, st, runs, in_i32(g, sr.order), p), st};
+    }
+};
+
 // topk is an exact selection (a total order) and its renormalisation one double sum and one
 // rounding per value. The ids go from topk straight into mul_mat_id, so any difference in
 // them shows there.
@@ -577,6 +601,8 @@ std::vector<OpCase> op_cases() {
     add_attention(symmetric({0, 40, 2, 4, 2, 32, 0.f, {0, 0, 1, 1, 2, 2, 3, 4, 5, 6}, {0, 1, 0, 1, 0, 1, 0, 0, 0, 0}}, 2));
     add_case(c, "concat", ConcatCase{}, true);
     add_case(c, "topk", GroupTopkCase{});
+    // Mamba-2's selective scan (nemotron_h): the scan runs above.
+    for (size_t ri = 0; ri < scan_runs.size(); ++ri) add_case(c, "ssm_scan", SsmScanCase{ri, scan_runs[ri]});
     return c;
 }
 

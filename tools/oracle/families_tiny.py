@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Tiny random-weight oracles of fifteen families: Llama 3 (arch llama), Qwen3 (qwen3), Qwen3-MoE
+"""Tiny random-weight oracles of sixteen families: Llama 3 (arch llama), Qwen3 (qwen3), Qwen3-MoE
 (qwen3moe), Gemma 2 (gemma2), gpt-oss (gpt-oss), Qwen2 / Qwen2.5 (qwen2), IBM Granite 3
 (granite) and Granite MoE (granitemoe), OLMo 2 (olmo2), Ministral 3 (mistral3), Liquid's LFM2 (lfm2),
 Phi-3 / Phi-4 (phi3), DeepSeek-V2 (deepseek2) and DeepSeek-V3 (family deepseek3, arch deepseek2),
-and GLM-4.5 (glm4moe).
+GLM-4.5 (glm4moe), and NVIDIA Nemotron-H / Nemotron Nano v2 (nemotron_h: Mamba-2, attention and MLP
+blocks).
 
 Each model is built with the `transformers` reference class (float32, eager attention, random
 weights scaled for unit-variance outputs), exported to GGUF with the tensor names, metadata keys
@@ -15,7 +16,7 @@ dequantized MXFP4 values before the logits are taken, so the golden logits are e
 
 Usage: tools/oracle/families_tiny.py OUT_DIR FAMILY [tiny|bench]
        FAMILY in llama, qwen3, qwen3moe, gemma2, gptoss, qwen2, granite, olmo2, mistral3, lfm2, phi3, granitemoe,
-       deepseek2, deepseek3, glm4moe; writes OUT_DIR/<family>_tiny.gguf and
+       deepseek2, deepseek3, glm4moe, nemotron_h; writes OUT_DIR/<family>_tiny.gguf and
        OUT_DIR/<family>_tiny.golden. `bench` exists for llama only: Llama-3.2-1B's exact shapes
        with random F16 weights written straight from numpy (no HF model, no golden), for speed
        runs after llama-quantize (OUT_DIR/llama1b_f16.gguf).
@@ -349,6 +350,56 @@ glm4moe (Glm4MoeForCausalLM, GLM-4.5's layout; vocab 384, hidden 64, 4 layers, 4
     s + exp_probs_b, weights = their s divided by their sum, times 2.5; plus the shared expert,
     unscaled. The bias changes the choice for 50 of the 300 (token, MoE layer) pairs (printed).
 
+nemotron_h (NemotronHForCausalLM, Nemotron Nano v2's layout; vocab 384, hidden 64, 6 blocks with
+  hybrid_override_pattern "M*M-M-" (M a Mamba-2 mixer, * attention, - an MLP; every block is ONE mixer:
+  x = x + mixer(RMSNorm(x) * attn_norm)); Mamba-2: mamba_num_heads 8, mamba_head_dim 16 (d_inner 128),
+  ssm_state_size 16, n_groups 2, conv_kernel 4 with bias, chunk_size 16 (HF's chunked scan cuts the
+  100-token prompt into 7 chunks), time_step_min/max/limit the defaults; attention: 4 heads, 2 KV heads,
+  head_dim 16, no positional encoding at all (HF's NemotronHAttention applies no rope); MLP 128, relu^2,
+  not gated, no biases; rms eps 1e-5 (layer_norm_epsilon); untied output)
+  keys (the converter's order, from a config.json laid out as the published ones: the pattern string,
+    no MoE fields, rms_norm_eps (Nano v2; norm_eps in Nemotron 3) next to layer_norm_epsilon, no
+    rope_theta): nemotron_h.block_count 6, context_length 1048576 (2^20, the converter's value for a
+    hybrid without rope), embedding_length 64, feed_forward_length [0, 0, 0, 128, 0, 128] (int32 array),
+    attention.head_count 4, attention.head_count_kv [0, 2, 0, 0, 0, 0] (int32 array),
+    attention.layer_norm_rms_epsilon 1e-5, attention.layer_norm_epsilon 1e-5, general.file_type 0,
+    vocab_size 384, rope.dimension_count 16 (hidden / heads; unused), ssm.conv_kernel 4,
+    ssm.state_size 16, ssm.group_count 2, ssm.inner_size 128, ssm.time_step_rank 8 (= the number of SSM
+    heads, not a rank), rope.scaling.finetuned false, attention.key_length 16, attention.value_length 16.
+    No rope.freq_base, no attention.scale, no expert keys.
+  block kinds (llama.cpp's rule, from the two arrays): recurrent (Mamba-2) iff head_count_kv[i] == 0 and
+    feed_forward_length[i] == 0; otherwise attention iff feed_forward_length[i] == 0; otherwise MLP.
+  tensors: token_embd [64,384], output_norm [64], output [64,384]; every block attn_norm [64] (its
+    pre-norm, whatever the kind); M blocks (0, 2, 4): ssm_in.weight [64,328], ssm_conv1d.weight [4,192],
+    ssm_conv1d.bias [192], ssm_dt.bias [8], ssm_a [1,8] and ssm_d [1,8] (no .weight suffix),
+    ssm_norm.weight [64,2], ssm_out.weight [128,64]; * block (1): attn_q [64,64], attn_k [64,32],
+    attn_v [64,32], attn_output [64,64]; - blocks (3, 5): ffn_up [64,128], ffn_down [128,64].
+  transforms: ssm_a = -exp(A_log) (A itself, ne (1, 8)); D as is, ne (1, 8); conv1d [192,1,4] squeezed
+    to [192,4] (ne (4, 192): 4 taps per channel); mixer.norm.weight [128] reshaped [2, 64] (ne (64, 2):
+    row g = elements 64g..64g+63, the weight of group g); dt_bias renamed ssm_dt.bias; attn_q / attn_k
+    rows permuted per head as llama's (the converter's LlamaModel permute, applied although nothing is
+    rotated: q and k rows of a head are reordered alike, so q.k and the output are unchanged).
+  Mamba-2 block (h = RMSNorm(x) * attn_norm; per token t, every head h = 0..7, p = 0..15, n = 0..15):
+    zxBCdt = ssm_in h (328 values): z = [0, 128), xBC = [128, 320), dt_raw = [320, 328).
+    xBC = silu(conv + ssm_conv1d.bias), conv[c] = sum_{k=0..3} w[c][k] * xBC_{t-3+k}[c] (causal, per
+      channel, over all 192 xBC channels; tap k = 3 on the current token; zeros before the prompt; the
+      recurrent conv state is the last 3 pre-conv xBC rows).
+    x = xBC[0, 128) as 8 heads of 16 (head h = [16h, 16h + 16)); B = xBC[128, 160) and C = xBC[160, 192),
+      each 2 groups of 16 (group g = [16g, 16g + 16) of its part); head h reads group h / 4 (heads 0-3
+      group 0, 4-7 group 1: HF's repeat_interleave).
+    dt_h = softplus(dt_raw_h + ssm_dt.bias_h) (ggml: x > 20 ? x : log(1 + exp(x))); no clamp: HF's chunked
+      scan clamps dt to >= time_step_min 0.001 (its one-token step and llama.cpp do not); the prompt's dt
+      is >= 0.0056, so it never bites here.
+    S_h[p][n] = S_h[p][n] * exp(dt_h * A_h) + dt_h * x_h[p] * B_g[n]   (S_h zero before the prompt)
+    y_h[p] = sum_n S_h[p][n] * C_g[n] + D_h * x_h[p]   (D on the post-conv x)
+    y (128) = y * silu(z), THEN RMS-normed per group of 64 (d_inner / n_groups; groups [0, 64), [64, 128);
+      eps 1e-5) times ssm_norm; out = ssm_out y. (HF: norm_before_gate False; llama.cpp: swiglu_split(z,
+      y), then build_norm over ne0 = 64.)
+  attention block: q = attn_q h, k = attn_k h, v = attn_v h; no rope; scores q.k / sqrt(16) (no
+    attention.scale key: 1/sqrt(head_dim)), causal softmax; query head h reads KV head h / 2; heads
+    concatenated -> attn_output.
+  MLP block: ffn_down(relu(ffn_up h)^2).  Output: RMSNorm(x) * output_norm, then output.
+
 Tokenizers (what the runtime reads; ids for the vocab of 384):
   llama, qwen3, qwen3moe, gptoss: byte-level BPE, tokenizer.ggml.model "gpt2",
     tokenizer.ggml.pre "llama-bpe" (llama) / "qwen2" (qwen3, qwen3moe) / "gpt-4o" (gptoss);
@@ -380,6 +431,13 @@ Tokenizers (what the runtime reads; ids for the vocab of 384):
     glm4moe: <|endoftext|> 377 (eos, padding, unknown), [gMASK] 378 (bos, as the GLM converter sets
             it), <sop> 379, <|system|> 380, <|user|> 381 (tokenizer.ggml.eot_token_id),
             <|assistant|> 382, <|observation|> 383 (tokenizer.ggml.eom_token_id); add_bos_token false.
+  nemotron_h: the byte-level BPE above with pre "tekken". The converter (NemotronHModel.set_vocab)
+    writes what get_vocab_base_pre's hash of the model's tokenizer maps to; Nemotron-H / Nano v2 use
+    Mistral NeMo's 131072-token vocabulary, d32676d has no Nemotron entry, so "tekken" (Mistral-Nemo's;
+    supported by lockstep; the published files' hash was not recomputed here).
+    <unk> 378 (tokenizer.ggml.unknown_token_id), <s> 379 (bos), </s> 380, <SPECIAL_10> 381,
+    <SPECIAL_11> 382, <SPECIAL_12> 383 (eos, as Nano v2); no padding id; add_bos_token true (the
+    converter forces it for the non-MoE Nemotron-H).
   No tokenizer.chat_template is written (lockstep picks its template by architecture).
 
 Checked against llama.cpp (d32676d, libllama, CPU, F32 KV cache, flash attention off): each file's
@@ -394,6 +452,16 @@ writes the same keys, values and key order and bit-identical tensors; a numpy fo
 alone with llama.cpp's semantics (MLA absorbed, ggml's YaRN rope, build_moe_ffn's router) gives the
 golden logits within 4e-6 (and misses them by about 3 without deepseek3's group limit, without
 glm4moe's selection bias, or with NeoX pairs for deepseek2's rope).
+nemotron_h (not run in llama.cpp): the golden is HF's pure-torch path (no mamba_ssm / causal_conv1d
+installed: its torch fallbacks), float32, eager attention; whole prompt (chunked scan) vs one token at a
+time through HF's cache (recurrent step) 3.5e-6. llama.cpp's converter (d32676d, set_vocab skipped,
+config.json read as it is: with transformers 5's own NemotronHConfig, AutoConfig's to_dict() adds MoE
+defaults (num_experts_per_tok) and the converter takes nemotron_h_moe) run on a published-style
+checkpoint of the same model (backbone.* names, the config above) writes the same keys, values, types
+and key order and bit-identical tensors. A float64 numpy forward from the GGUF alone with the
+sequential recurrence above (nemotron_h_numpy_logits, run at the end) gives the golden within 3.1e-6;
+it misses by 2.7 to 5 with heads interleaved over the groups, the norm before the z gate, one norm over
+all 128, no D, or the conv taps reversed.
 """
 import functools
 import math
@@ -410,10 +478,10 @@ N_PROMPT = 100
 VOCAB = 384
 # (append only: a family's weights are drawn with SEED + its index here)
 FAMILIES = ("llama", "qwen3", "qwen3moe", "gemma2", "gptoss", "qwen2", "granite", "olmo2", "mistral3", "lfm2", "phi3", "granitemoe",
-            "deepseek2", "deepseek3", "glm4moe")
+            "deepseek2", "deepseek3", "glm4moe", "nemotron_h")
 ARCH = {"llama": "llama", "qwen3": "qwen3", "qwen3moe": "qwen3moe", "gemma2": "gemma2", "gptoss": "gpt-oss", "qwen2": "qwen2",
         "granite": "granite", "olmo2": "olmo2", "mistral3": "mistral3", "lfm2": "lfm2", "phi3": "phi3", "granitemoe": "granitemoe",
-        "deepseek2": "deepseek2", "deepseek3": "deepseek2", "glm4moe": "glm4moe"}
+        "deepseek2": "deepseek2", "deepseek3": "deepseek2", "glm4moe": "glm4moe", "nemotron_h": "nemotron_h"}
 # Ministral 3's YaRN and Llama 4 attention temperature, with an original context of 32 so that
 # the 100-token golden prompt crosses three of the temperature's steps (16384 in the real ones)
 MINISTRAL3_ROPE = {"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 16.0, "original_max_position_embeddings": 32,
@@ -429,6 +497,8 @@ GPTOSS_ROPE = {"rope_type": "yarn", "rope_theta": 150000.0, "factor": 4.0, "beta
 # (4096 in the real ones) so that the ramp falls inside the 8 rotary dims; context 40 * 64 = 2560
 DEEPSEEK_YARN = {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 40.0, "original_max_position_embeddings": 64,
                  "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 0.707, "mscale_all_dim": 0.707}
+# Nemotron-H's layer pattern (M Mamba-2, * attention, - MLP), as hybrid_override_pattern in the published configs
+NEMOTRON_H_PATTERN = "M*M-M-"
 GEMMA2_SOFTCAP_ATTN = 5.0
 GEMMA2_SOFTCAP_FINAL = 5.0
 
@@ -535,6 +605,18 @@ def make_model(family):
                             partial_rotary_factor=0.5,
                             rope_parameters={"rope_type": "default", "rope_theta": 1000000.0, "partial_rotary_factor": 0.5})
         cls = Glm4MoeForCausalLM
+    elif family == "nemotron_h":
+        # Nemotron Nano v2's layout in miniature: "M" Mamba-2 mixer, "*" attention (no positional encoding),
+        # "-" relu^2 MLP, one mixer per block. chunk_size 16: the 100-token prompt spans 7 chunks of HF's
+        # chunked scan. (transformers 5 turns hybrid_override_pattern into layers_block_type.)
+        from transformers import NemotronHConfig, NemotronHForCausalLM
+        cfg = NemotronHConfig(vocab_size=VOCAB, hidden_size=64, hybrid_override_pattern=NEMOTRON_H_PATTERN,
+                              num_attention_heads=4, num_key_value_heads=2, head_dim=16, attention_bias=False,
+                              intermediate_size=128, mlp_hidden_act="relu2", mlp_bias=False, mamba_num_heads=8,
+                              mamba_head_dim=16, ssm_state_size=16, n_groups=2, conv_kernel=4, use_conv_bias=True,
+                              mamba_hidden_act="silu", use_bias=False, mamba_proj_bias=False, chunk_size=16,
+                              layer_norm_epsilon=1e-5, max_position_embeddings=4096, tie_word_embeddings=False)
+        cls = NemotronHForCausalLM
     else:
         raise SystemExit(f"unknown family {family!r}")
     cfg._attn_implementation = "eager"
@@ -554,12 +636,38 @@ def make_model(family):
             m.model.norm.weight.add_(1.0)  # (1 + w) ~ 2: logits large enough that the final cap bends them
         if family == "glm4moe":
             m.lockstep_nextn = glm4moe_nextn_layer(cfg, g)
+        if family == "nemotron_h":
+            # dt rows of in_proj (the last mamba_num_heads rows) at half scale: dt_raw ~ N(0, 1/4), so that
+            # softplus(dt_raw + dt_bias) stays well above HF's time_step_min clamp (0.001) on the prompt
+            for layer in m.model.layers:
+                if layer.block_type == "linear_attention":
+                    layer.mixer.in_proj.weight[-cfg.mamba_num_heads:].mul_(0.5)
     if family == "gptoss":
         mxfp4_roundtrip(m)
     return cfg, m
 
 
+def init_nemotron_h(name, p, g):
+    """Nemotron-H's own parameters (True when handled; the rest take init_weight's common rules)."""
+    if name.endswith("mixer.A_log"):  # A = -exp(A_log) log-uniform in [-8, -0.5]
+        p.copy_(math.log(0.5) + torch.rand(p.shape, generator=g) * (math.log(8.0) - math.log(0.5)))
+    elif name.endswith("mixer.dt_bias"):  # softplus(dt_bias) log-uniform in [0.02, 0.3]
+        dt = torch.exp(math.log(0.02) + torch.rand(p.shape, generator=g) * (math.log(0.3) - math.log(0.02)))
+        p.copy_(dt + torch.log(-torch.expm1(-dt)))  # inverse softplus
+    elif name.endswith("mixer.D"):
+        p.copy_(0.5 + torch.rand(p.shape, generator=g))
+    elif name.endswith("mixer.conv1d.weight"):  # depthwise taps [C, 1, K]
+        p.copy_(torch.randn(p.shape, generator=g) / math.sqrt(p.shape[2]))
+    elif name == "model.embeddings.weight":
+        p.copy_(torch.randn(p.shape, generator=g))
+    else:
+        return False
+    return True
+
+
 def init_weight(family, name, p, g, tied):
+    if family == "nemotron_h" and init_nemotron_h(name, p, g):
+        return
     if name.endswith("experts.gate_up_proj") or name.endswith("experts.down_proj"):
         # unit-variance outputs: gpt-oss stores [E, in, out] (x @ W), the others [E, out, in]
         fan_in = p.shape[1] if family == "gptoss" else p.shape[2]
@@ -700,14 +808,20 @@ BPE_SPECIALS = {
                    ("<｜Assistant｜>", 3)], "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜▁pad▁｜>", True),
     "glm4moe": ([("<|endoftext|>", 3), ("[gMASK]", 3), ("<sop>", 3), ("<|system|>", 3), ("<|user|>", 3), ("<|assistant|>", 3),
                  ("<|observation|>", 3)], "[gMASK]", "<|endoftext|>", "<|endoftext|>", False),
+    # Nemotron Nano v2 (its Mistral-NeMo-derived vocabulary): bos <s>, eos <SPECIAL_12>, unk <unk>; the
+    # converter sets add_bos_token true for the non-MoE Nemotron-H
+    "nemotron_h": ([("<unk>", 3), ("<s>", 3), ("</s>", 3), ("<SPECIAL_10>", 3), ("<SPECIAL_11>", 3), ("<SPECIAL_12>", 3)],
+                   "<s>", "<SPECIAL_12>", None, True),
 }
 BPE_SPECIALS_OF = {"qwen3moe": "qwen3", "qwen2": "qwen3", "deepseek3": "deepseek2"}
 # further special ids (key suffix -> token), after padding: what the GLM converter sets besides bos
-BPE_EXTRA_IDS = {"glm4moe": {"eot": "<|user|>", "unknown": "<|endoftext|>", "eom": "<|observation|>"}}
+BPE_EXTRA_IDS = {"glm4moe": {"eot": "<|user|>", "unknown": "<|endoftext|>", "eom": "<|observation|>"},
+                 "nemotron_h": {"unknown": "<unk>"}}
 # deepseek2 / deepseek3 / glm4moe: stand-ins for "deepseek-llm" / "deepseek-v3" / "glm4", which lockstep
 # does not split by (see "Tokenizers" in the docstring)
 BPE_PRE = {"lfm2": "lfm2", "mistral3": "tekken", "llama": "llama-bpe", "qwen3": "qwen2", "qwen3moe": "qwen2", "gptoss": "gpt-4o", "qwen2": "qwen2", "granite": "refact",
-           "olmo2": "dbrx", "granitemoe": "refact", "deepseek2": "smaug-bpe", "deepseek3": "smaug-bpe", "glm4moe": "glm4"}
+           "olmo2": "dbrx", "granitemoe": "refact", "deepseek2": "smaug-bpe", "deepseek3": "smaug-bpe", "glm4moe": "glm4",
+           "nemotron_h": "tekken"}
 
 
 def write_bpe_tokenizer(w, family, V):
@@ -1063,6 +1177,79 @@ def export_glm4moe(cfg, m, path):
     finish_gguf(w)
 
 
+def export_nemotron_h(cfg, m, path):
+    """Nemotron-H (non-MoE) as llama.cpp's converter (conversion/nemotron.py NemotronHModel, on
+    GraniteHybridModel / Mamba2Model / GraniteMoeModel / LlamaModel) writes it from a config.json laid
+    out as the published ones (hybrid_override_pattern string, no MoE fields, rms_norm_eps next to
+    layer_norm_epsilon, no rope_theta). Keys in the converter's order; a key set twice keeps its first
+    place and takes the later value (context_length, feed_forward_length, attention.head_count_kv)."""
+    w = gguf.GGUFWriter(path, "nemotron_h")
+    w.add_type("model")
+    w.add_name("lockstep tiny nemotron_h")
+    pattern = cfg.hybrid_override_pattern  # "M*M-M-"
+    L, H, nh, nkv, hd = len(pattern), cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
+    n_ssm_head, ssm_hd, ng, ds = cfg.mamba_num_heads, cfg.mamba_head_dim, cfg.n_groups, cfg.ssm_state_size
+    d_inner = n_ssm_head * ssm_hd
+    attn = [i for i, c in enumerate(pattern) if c == "*"]
+    mlp = [i for i, c in enumerate(pattern) if c == "-"]
+    eps = cfg.layer_norm_epsilon
+    # TextModel.set_gguf_parameters (via GraniteModel, which drops head_dim first)
+    w.add_block_count(L)
+    w.add_context_length(2 ** 20)  # max_position_embeddings first; GraniteHybridModel overwrites it (no rope)
+    w.add_embedding_length(H)
+    w.add_feed_forward_length([cfg.intermediate_size if i in mlp else 0 for i in range(L)])  # (NemotronHModel's array)
+    w.add_head_count(nh)
+    w.add_head_count_kv([nkv if i in attn else 0 for i in range(L)])  # (GraniteHybridModel's array)
+    w.add_layer_norm_rms_eps(eps)  # rms_norm_eps (Nano v2) / norm_eps (Nemotron 3)
+    w.add_layer_norm_eps(eps)  # layer_norm_epsilon
+    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    # LlamaModel.set_gguf_parameters
+    w.add_vocab_size(cfg.vocab_size)
+    w.add_rope_dimension_count(H // nh)  # (hidden / heads: head_dim was dropped by GraniteModel)
+    # GraniteHybridModel.set_gguf_parameters
+    w.add_ssm_conv_kernel(cfg.conv_kernel)
+    w.add_ssm_state_size(ds)
+    w.add_ssm_group_count(ng)
+    w.add_ssm_inner_size(d_inner)
+    w.add_ssm_time_step_rank(n_ssm_head)
+    w.add_rope_scaling_finetuned(False)  # (use_rope: Bamba only, or no Mamba layer)
+    # NemotronHModel.set_gguf_parameters
+    w.add_key_length(hd)
+    w.add_value_length(hd)
+    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    sd = dict(m.named_parameters())
+    put = functools.partial(put_f32, w)
+
+    put("token_embd.weight", sd["model.embeddings.weight"])
+    put("output_norm.weight", sd["model.norm_f.weight"])
+    put("output.weight", sd["lm_head.weight"])
+    for i, kind in enumerate(pattern):
+        p, b = f"model.layers.{i}.", f"blk.{i}."
+        x = p + "mixer."
+        put(b + "attn_norm.weight", sd[p + "norm.weight"])  # every block's pre-norm
+        if kind == "M":
+            put(b + "ssm_in.weight", sd[x + "in_proj.weight"])  # [2 d_inner + 2 ng ds + nh, H]: z, x, B, C, dt rows
+            put(b + "ssm_conv1d.weight", sd[x + "conv1d.weight"].squeeze(1))  # [C, 1, K] -> ne (K, C)
+            put(b + "ssm_conv1d.bias", sd[x + "conv1d.bias"])
+            put(b + "ssm_dt.bias", sd[x + "dt_bias"])
+            put(b + "ssm_a", -torch.exp(sd[x + "A_log"]).reshape(-1, 1))  # ne (1, nh)
+            put(b + "ssm_d", sd[x + "D"].reshape(-1, 1))  # ne (1, nh)
+            put(b + "ssm_norm.weight", sd[x + "norm.weight"].reshape(ng, d_inner // ng))  # ne (d_inner / ng, ng)
+            put(b + "ssm_out.weight", sd[x + "out_proj.weight"])
+        elif kind == "*":
+            # LlamaModel's rope permute (undo_permute), applied though there is no rope: the same row
+            # order within each head of q and k, so q.k is unchanged
+            put(b + "attn_q.weight", permute_qk(sd[x + "q_proj.weight"], nh))
+            put(b + "attn_k.weight", permute_qk(sd[x + "k_proj.weight"], nkv))
+            put(b + "attn_v.weight", sd[x + "v_proj.weight"])
+            put(b + "attn_output.weight", sd[x + "o_proj.weight"])
+        else:
+            put(b + "ffn_up.weight", sd[x + "up_proj.weight"])
+            put(b + "ffn_down.weight", sd[x + "down_proj.weight"])
+    print("special token ids:", write_bpe_tokenizer(w, "nemotron_h", cfg.vocab_size))
+    finish_gguf(w)
+
+
 def export(family, cfg, m, path, mxfp4=True):
     """mxfp4=False (checks only): gpt-oss experts as F32 copies of their MXFP4 values."""
     if family == "lfm2":
@@ -1073,6 +1260,8 @@ def export(family, cfg, m, path, mxfp4=True):
         return export_deepseek2(family, cfg, m, path)
     if family == "glm4moe":
         return export_glm4moe(cfg, m, path)
+    if family == "nemotron_h":
+        return export_nemotron_h(cfg, m, path)
     A = ARCH[family]
     w = gguf.GGUFWriter(path, A)
     w.add_type("model")
@@ -1286,6 +1475,8 @@ def describe(family, cfg, m):
         print(f"smallest gap between the k-th and (k+1)-th {what} (whole prompt): {min(gaps):.2e}")
     if family in ("deepseek2", "deepseek3", "glm4moe"):
         describe_routed(family, cfg, m, ref)
+    if family == "nemotron_h":
+        describe_nemotron_h(cfg, m, ref)
     if family == "gemma2":
         from transformers.models.gemma2 import modeling_gemma2 as mg
         scores = []
@@ -1359,6 +1550,122 @@ def describe_routed(family, cfg, m, ref):
           f" smallest gap k-th / (k+1)-th eligible score {stats['gap']:.2e}"
           + (f", smallest gap between the kept and the first dropped group {stats['group_gap']:.2e}"
              if cfg.n_group and cfg.n_group > 1 else ""))
+
+
+def describe_nemotron_h(cfg, m, ref):
+    """The logits' spread, the SSM's A and dt over the prompt (dt against HF's time_step_min clamp of the
+    chunked scan, which its one-token step and llama.cpp do not apply), and how much each block kind
+    moves the logits."""
+    am = ref.argmax(-1)
+    print(f"logits: std {ref.std().item():.3f}, max |logit| {ref.abs().max().item():.3f},"
+          f" {len(set(am.tolist()))} distinct argmax tokens over {ref.shape[0]} positions")
+    nh = cfg.mamba_num_heads
+    dts = {}
+
+    def hook(i):
+        def f(mod, args, out):
+            dts[i] = torch.nn.functional.softplus(out[0, :, -nh:] + m.model.layers[i].mixer.dt_bias).detach()
+        return f
+
+    hs = [l.mixer.in_proj.register_forward_hook(hook(i)) for i, l in enumerate(m.model.layers)
+          if l.block_type == "linear_attention"]
+    prompt_logits(cfg, m)
+    for h in hs:
+        h.remove()
+    for i, dt in dts.items():
+        A = -torch.exp(m.model.layers[i].mixer.A_log.detach())
+        dA = torch.exp(dt * A)
+        print(f"layer {i}: A in [{A.min().item():.3f}, {A.max().item():.3f}], dt = softplus(dt_raw + dt_bias) in"
+              f" [{dt.min().item():.4f}, {dt.max().item():.4f}] (clamp {m.model.layers[i].mixer.time_step_limit[0]}),"
+              f" exp(dt A) in [{dA.min().item():.3f}, {dA.max().item():.3f}]")
+    with torch.no_grad():
+        for kind in ("linear_attention", "full_attention", "mlp"):
+            saved = []
+            for l in m.model.layers:
+                if l.block_type == kind:
+                    saved.append((l, l.norm.weight.clone()))
+                    l.norm.weight.zero_()  # the block adds mixer(0) = 0 (no biases): skipped
+            print(f"max |logit change| without the {kind} blocks: {(prompt_logits(cfg, m) - ref).abs().max().item():.3f}")
+            for l, wgt in saved:
+                l.norm.weight.copy_(wgt)
+
+
+def nemotron_h_numpy_logits(path, tokens):
+    """An independent float64 forward of a nemotron_h GGUF (this script's or llama.cpp's converter's),
+    read from the file alone, with the SEQUENTIAL recurrence, token by token, as llama.cpp's graph and
+    ggml_ssm_scan compute it (no chunking, no dt clamp)."""
+    r = gguf.GGUFReader(path)
+
+    def kv(key):
+        return r.fields[key].contents()
+
+    T = {t.name: np.array(t.data, dtype=np.float64) for t in r.tensors}  # numpy shape = ne reversed
+    A_ = "nemotron_h."
+    L, nh_attn = kv(A_ + "block_count"), kv(A_ + "attention.head_count")
+    hkv, ff = kv(A_ + "attention.head_count_kv"), kv(A_ + "feed_forward_length")
+    eps = kv(A_ + "attention.layer_norm_rms_epsilon")
+    d_inner, ds = kv(A_ + "ssm.inner_size"), kv(A_ + "ssm.state_size")
+    nh, ng, K = kv(A_ + "ssm.time_step_rank"), kv(A_ + "ssm.group_count"), kv(A_ + "ssm.conv_kernel")
+    hd_ssm = d_inner // nh
+    hd = kv(A_ + "attention.key_length")
+    n = len(tokens)
+
+    def rms(x, w):
+        return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * w
+
+    def silu(x):
+        return x / (1.0 + np.exp(-x))
+
+    x = T["token_embd.weight"][tokens]
+    for il in range(L):
+        b = f"blk.{il}."
+        h = rms(x, T[b + "attn_norm.weight"])
+        if hkv[il] == 0 and ff[il] == 0:  # recurrent (Mamba-2) block
+            zxbcdt = h @ T[b + "ssm_in.weight"].T
+            z, xbc, dt = zxbcdt[:, :d_inner], zxbcdt[:, d_inner:2 * d_inner + 2 * ng * ds], zxbcdt[:, -nh:]
+            w, cb = T[b + "ssm_conv1d.weight"], T[b + "ssm_conv1d.bias"]  # [C, K], [C]
+            pad = np.concatenate([np.zeros((K - 1, xbc.shape[1])), xbc])
+            xbc = silu(sum(pad[k:k + n] * w[:, k] for k in range(K)) + cb)  # tap K-1 on the current token
+            xs = xbc[:, :d_inner].reshape(n, nh, hd_ssm)
+            Bm = xbc[:, d_inner:d_inner + ng * ds].reshape(n, ng, ds)
+            Cm = xbc[:, d_inner + ng * ds:].reshape(n, ng, ds)
+            dt = np.logaddexp(0.0, dt + T[b + "ssm_dt.bias"])  # softplus, no clamp
+            Av, Dv = T[b + "ssm_a"][:, 0], T[b + "ssm_d"][:, 0]
+            grp = np.arange(nh) // (nh // ng)  # head -> group of B and C
+            state = np.zeros((nh, hd_ssm, ds))
+            y = np.empty((n, nh, hd_ssm))
+            for t in range(n):
+                dA = np.exp(dt[t] * Av)  # [nh]
+                state = state * dA[:, None, None] + (dt[t][:, None] * xs[t])[:, :, None] * Bm[t, grp][:, None, :]
+                y[t] = np.einsum("hpn,hn->hp", state, Cm[t, grp]) + Dv[:, None] * xs[t]
+            y = y.reshape(n, d_inner) * silu(z)
+            y = rms(y.reshape(n, ng, d_inner // ng), T[b + "ssm_norm.weight"]).reshape(n, d_inner)
+            out = y @ T[b + "ssm_out.weight"].T
+        elif ff[il] == 0:  # attention block: no positional encoding
+            nkv = hkv[il]
+            q = (h @ T[b + "attn_q.weight"].T).reshape(n, nh_attn, hd)
+            k = (h @ T[b + "attn_k.weight"].T).reshape(n, nkv, hd)
+            v = (h @ T[b + "attn_v.weight"].T).reshape(n, nkv, hd)
+            kh = np.arange(nh_attn) // (nh_attn // nkv)
+            s = np.einsum("thd,shd->hts", q, k[:, kh]) / math.sqrt(hd)
+            s = np.where(np.tril(np.ones((n, n), bool))[None], s, -np.inf)
+            p_ = np.exp(s - s.max(-1, keepdims=True))
+            p_ /= p_.sum(-1, keepdims=True)
+            out = np.einsum("hts,shd->thd", p_, v[:, kh]).reshape(n, nh_attn * hd) @ T[b + "attn_output.weight"].T
+        else:  # MLP block: relu^2, not gated
+            out = np.maximum(h @ T[b + "ffn_up.weight"].T, 0.0) ** 2 @ T[b + "ffn_down.weight"].T
+        x = x + out
+    return rms(x, T["output_norm.weight"]) @ T["output.weight"].T
+
+
+def check_nemotron_h(gguf_path, golden_path):
+    with open(golden_path, "rb") as f:
+        n, V = np.frombuffer(f.read(8), "<i4")
+        tokens = np.frombuffer(f.read(4 * n), "<i4")
+        golden = np.frombuffer(f.read(4 * n * V), "<f4").reshape(n, V)
+    ref = nemotron_h_numpy_logits(gguf_path, tokens)
+    print(f"numpy sequential forward from the GGUF (float64) vs golden: max |diff| {np.abs(ref - golden).max():.3e}"
+          f" (max |logit| {np.abs(golden).max():.3f}), argmax agrees at {(ref.argmax(-1) == golden.argmax(-1)).sum()}/{n}")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1439,6 +1746,8 @@ def main():
         # within the rounding's reach (tests/models/test_families.cpp).
         export(family, cfg, m, f"{out}/gptossf32_tiny.gguf", mxfp4=False)
     write_golden(m, cfg.vocab_size, N_PROMPT, SEED, f"{out}/{family}_tiny.golden")
+    if family == "nemotron_h":
+        check_nemotron_h(f"{out}/{family}_tiny.gguf", f"{out}/{family}_tiny.golden")
 
 
 if __name__ == "__main__":
