@@ -43,8 +43,8 @@ bool in_ranges(const CpRange (&r)[N], uint32_t cp) {
 // Coarse category: \p{L}, \p{N}, \s, anything else (marks included).
 enum Cat : uint8_t { kOther, kLetter, kNumber, kSpace };
 // Finer classes, as bits: o200k's "upper" set [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}], its "lower" set
-// [\p{Ll}\p{Lm}\p{Lo}\p{M}], and \p{M}.
-enum : uint8_t { kUp = 1, kLow = 2, kMark = 4 };
+// [\p{Ll}\p{Lm}\p{Lo}\p{M}], \p{M}, and [\p{P}\p{S}] (DeepSeek V3's pattern).
+enum : uint8_t { kUp = 1, kLow = 2, kMark = 4, kPunctSym = 8 };
 
 bool is_white(uint32_t cp) {
     return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
@@ -63,7 +63,7 @@ Class classify(uint32_t cp) {
         if (cp >= 'a' && cp <= 'z') return {kLetter, kLow};
         if (cp >= '0' && cp <= '9') return {kNumber, 0};
         if (is_white(cp)) return {kSpace, 0};
-        return {kOther, 0};
+        return {kOther, uint8_t(cp > 0x20 && cp < 0x7F ? kPunctSym : 0)};  // every printable ASCII non-alphanumeric is P or S
     }
     if (is_white(cp)) return {kSpace, 0};
     if (in_ranges(kLetterRanges, cp)) {
@@ -73,6 +73,7 @@ Class classify(uint32_t cp) {
     }
     if (in_ranges(kMarkRanges, cp)) return {kOther, kUp | kLow | kMark};
     if (in_ranges(kNumberRanges, cp)) return {kNumber, 0};
+    if (in_ranges(kPunctSymbolRanges, cp)) return {kOther, kPunctSym};
     return {kOther, 0};
 }
 
@@ -311,6 +312,7 @@ constexpr PreName kPreNames[] = {
     {"qwen2", Tokenizer::Impl::Pre::Qwen2, false},        {"deepseek-r1-qwen", Tokenizer::Impl::Pre::Qwen2, false},
     {"qwen35", Tokenizer::Impl::Pre::Qwen35, false},      {"gpt-4o", Tokenizer::Impl::Pre::Gpt4o, false},
     {"tekken", Tokenizer::Impl::Pre::Tekken, true},
+    {"deepseek-v3", Tokenizer::Impl::Pre::DeepseekV3, false},  // (DeepSeek V3, R1, V3.1)
 };
 
 }  // namespace
@@ -380,9 +382,68 @@ void Tokenizer::Impl::encode_bpe(std::string_view frag, std::vector<int32_t>& ou
     bpe_pre_split(pre, frag, encode_word);
 }
 
+namespace {
+
+// DeepSeek V3's third split, at i within [i, n): the length of its match, 0 for none.
+//   [!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+ | [^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+ |
+//   ' ?[\p{P}\p{S}]+[\r\n]*' | \s*[\r\n]+ | \s+(?!\S) | \s+
+size_t next_deepseek3(const std::vector<Cp>& c, size_t i, size_t n) {
+    const auto ascii_letter = [](const Cp& x) { return (x.cp | 0x20) >= 'a' && (x.cp | 0x20) <= 'z'; };
+    const auto ps = [](const Cp& x) { return (x.bits & kPunctSym) != 0; };
+    const auto lm = [](const Cp& x) { return x.cat == kLetter || (x.bits & kMark); };
+    if (c[i].cp < 0x80 && ps(c[i]) && i + 1 < n && ascii_letter(c[i + 1])) return 2 + run(c, i + 2, n, ascii_letter);
+    if (lm(c[i])) return run(c, i, n, lm);
+    if (!is_nl(c[i].cp) && c[i].cat != kLetter && !ps(c[i]) && i + 1 < n && lm(c[i + 1])) return 1 + run(c, i + 1, n, lm);
+    size_t j = i;
+    if (c[j].cp == ' ' && j + 1 < n && ps(c[j + 1])) ++j;
+    if (ps(c[j])) {
+        const size_t k = j + 1 + run(c, j + 1, n, ps);
+        return k + run(c, k, n, [](const Cp& x) { return is_nl(x.cp); }) - i;
+    }
+    return space(c[i]) ? space_tail(c, i, n, true) : 0;
+}
+
+bool cjk(uint32_t cp) { return (cp >= 0x4E00 && cp <= 0x9FA5) || (cp >= 0x3040 && cp <= 0x30FF); }  // [一-龥぀-ゟ゠-ヿ]
+
+// DeepSeek V3's Sequence of isolated splits, each over the pieces of the one before: \p{N}{1,3},
+// then [一-龥぀-ゟ゠-ヿ]+, then next_deepseek3. What no split matches stays a piece of its own
+// (the gap between two matches), as HF's Split(isolated) leaves it.
+void deepseek3_split(const std::vector<Cp>& c, const std::function<void(size_t, size_t)>& piece) {
+    auto split = [](size_t b, size_t e, const std::function<size_t(size_t, size_t)>& match, const std::function<void(size_t, size_t)>& out) {
+        size_t gap = b;
+        for (size_t i = b; i < e;) {
+            const size_t k = match(i, e);
+            if (k == 0) {
+                ++i;
+                continue;
+            }
+            if (gap < i) out(gap, i);
+            out(i, i + k);
+            i += k;
+            gap = i;
+        }
+        if (gap < e) out(gap, e);
+    };
+    const auto digits = [&](size_t i, size_t e) { return c[i].cat == kNumber ? std::min<size_t>(3, run(c, i, e, [](const Cp& x) { return x.cat == kNumber; })) : 0; };
+    const auto kanji_kana = [&](size_t i, size_t e) { return run(c, i, e, [](const Cp& x) { return cjk(x.cp); }); };
+    const auto rest = [&](size_t i, size_t e) { return next_deepseek3(c, i, e); };
+    split(0, c.size(), digits, [&](size_t b1, size_t e1) {
+        split(b1, e1, kanji_kana, [&](size_t b2, size_t e2) { split(b2, e2, rest, piece); });
+    });
+}
+
+}  // namespace
+
 void bpe_pre_split(Tokenizer::Impl::Pre pre, std::string_view frag, const std::function<void(std::string_view)>& piece) {
     using Pre = Tokenizer::Impl::Pre;
     const std::vector<Cp> cps = decode_cps(frag);
+    if (pre == Pre::DeepseekV3) {
+        deepseek3_split(cps, [&](size_t b, size_t e) {
+            const size_t b0 = cps[b].off, b1 = e < cps.size() ? cps[e].off : frag.size();
+            piece(frag.substr(b0, b1 - b0));
+        });
+        return;
+    }
     const size_t size = cps.size();
     for (size_t i = 0; i < size;) {
         // smollm isolates every digit first (HF's Digits(individual_digits)); GPT-2's regex then
@@ -400,6 +461,7 @@ void bpe_pre_split(Tokenizer::Impl::Pre pre, std::string_view frag, const std::f
             case Pre::Qwen35: k = next_llama3(cps, i, n, 1, true); break;
             case Pre::Gpt4o: k = next_o200k(cps, i, n, 3, true); break;
             case Pre::Tekken: k = next_o200k(cps, i, n, 1, false); break;
+            case Pre::DeepseekV3: break;  // (above)
         }
         if (k == 0) k = 1;
         const size_t b0 = cps[i].off;

@@ -41,7 +41,9 @@ int cmd_info(const Options& o) {
     // KV memory per 1000 tokens of context, F16, one sequence.
     double kv = 0;
     for (const auto& l : app.model->kv_layout()) kv += double(l.k_row + (l.v_in_k ? 0 : l.v_row)) * 2;
-    std::printf("kv cache:    %.2f MiB per 1000 positions (f16, before the sliding-window rings cap it)\n", kv * 1000 / 1048576.0);
+    // (multi-head latent attention: the latent and its rope part, V inside K)
+    std::printf("kv cache:    %.0f bytes per token, %.2f MiB per 1000 positions (f16, before the sliding-window rings cap it)\n", kv,
+                kv * 1000 / 1048576.0);
     std::printf("placement:   %s\n", app.model->placement().describe().c_str());
     std::printf("tokenizer:   %s, %d tokens, bos %d, eos %d, eot %d\n", f.get_string("tokenizer.ggml.model", "?").c_str(),
                 app.tokenizer->n_vocab(), app.tokenizer->bos(), app.tokenizer->eos(), app.tokenizer->eot());

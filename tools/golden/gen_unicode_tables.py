@@ -2,7 +2,8 @@
 """Generates core/text/unicode_tables.inc: code point ranges of the Unicode general categories
 the byte-level BPE pre-tokenizers use: L* (letters, \\p{L}), N* (numbers, \\p{N}), M* (marks,
 \\p{M}), and within the letters Lu+Lt (upper and title case) and Ll (lower case), which the
-o200k / tekken patterns tell apart (a letter in neither is Lm or Lo).
+o200k / tekken patterns tell apart (a letter in neither is Lm or Lo), and P* + S* (punctuation
+and symbols, \\p{P} and \\p{S}: DeepSeek V3's pattern).
 The table follows the Unicode version of the Python that runs this script.
 Usage: tools/golden/gen_unicode_tables.py > core/text/unicode_tables.inc
 """
@@ -40,6 +41,7 @@ def main():
     emit("kMarkRanges", ranges(lambda c: unicodedata.category(chr(c)).startswith("M")))
     emit("kUpperTitleRanges", ranges(lambda c: unicodedata.category(chr(c)) in ("Lu", "Lt")))
     emit("kLowerRanges", ranges(lambda c: unicodedata.category(chr(c)) == "Ll"))
+    emit("kPunctSymbolRanges", ranges(lambda c: unicodedata.category(chr(c))[0] in "PS"))
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@ Trains a ~600-token byte-level BPE on a small fixed corpus, then encodes a set o
 with the pre-tokenizers of the GGUF files we read, configured as their tokenizer.json files:
 GPT-2 (ByteLevel's own regex), SmolLM (Digits(individual_digits) then ByteLevel's regex),
 and Split with the regexes of Llama 3, Qwen 2, Qwen 3.5, o200k (gpt-4o: gpt-oss) and tekken
-(Mistral Nemo), then ByteLevel without regex; Llama 3 and tekken with ignore_merges.
+(Mistral Nemo), then ByteLevel without regex; Llama 3 and tekken with ignore_merges; and
+DeepSeek V3's Sequence of three Splits (deepseek3, with texts of its own appended).
 
 Besides the ids, each text's pre-tokens (the pieces the regex split gives, before BPE) are
 written, so a split difference that the tiny vocabulary happens to hide still shows. The o200k
@@ -54,6 +55,27 @@ PRE = {
     "tekken": r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+",
 }
 IGNORE_MERGES = {"llama3", "tekken"}
+# DeepSeek V3 / R1's tokenizer.json: a Sequence of three isolated Splits before ByteLevel (no
+# regex): digits in runs of at most three, then CJK ideograph and kana runs, then the rest.
+SEQ = {
+    "deepseek3": [
+        r"\p{N}{1,3}",
+        r"[一-龥぀-ゟ゠-ヿ]+",
+        r"""[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""",
+    ],
+}
+# Texts for the Sequence pre-tokenizers only (appended, so every other record stays as it was):
+# punctuation before ASCII letters and before others, format and control characters (no
+# alternative takes them: the gaps between matches are pieces too), CJK beside Latin and
+# digits, marks, symbols.
+SEQ_TEXTS = [
+    ".Hello 'élan ,x ;;Abc ${var} @user #tag",
+    "a\u200db x\u00adyz \x01\x02ab \x7f",
+    "日本語abc中文123456ひらがなカタカナ한국어",
+    "Hello,world!!\n\n  end.\r\n\t\tx",
+    " \u0301x e\u0301 \u0301\u0301 ++ -- ==>",
+    "$100 and 1,234.56 €7 ¥8 ½ ²",
+]
 
 TEXTS = [
     "Hello world",
@@ -121,19 +143,41 @@ def main():
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
         ])
         toks[name] = t
+    for name, rxs in SEQ.items():
+        t = Tokenizer(models.BPE(vocab=vocab_d, merges=merge_t))
+        t.pre_tokenizer = pre_tokenizers.Sequence(
+            [pre_tokenizers.Split(Regex(rx), behavior="isolated", invert=False) for rx in rxs] +
+            [pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+        toks[name] = t
     unmap = {c: b for b, c in bytes_to_unicode().items()}
     for name, t in toks.items():
         t.decoder = decoders.ByteLevel()
-        for text in TEXTS:
+        texts = TEXTS + (SEQ_TEXTS if name in SEQ else [])
+        for text in texts:
             ids = t.encode(text, add_special_tokens=False).ids
             assert t.decode(ids) == text, (name, text)
             print(f"G\t{name}\t{text.encode().hex()}\t" + " ".join(map(str, ids)))
-        for text in TEXTS:
+        for text in texts:
             pieces = [bytes(unmap[c] for c in p) for p, _ in t.pre_tokenizer.pre_tokenize_str(text)]
             assert b"".join(pieces) == text.encode(), (name, text)
             if name in PRE:  # a second regex engine agrees
                 other = [m.encode() for m in regex.findall(PRE[name], text)]
                 assert other == pieces, (text, other, pieces)
+            if name in SEQ:  # the same, split after split, gaps between matches kept as pieces
+                other = [text]
+                for rx in SEQ[name]:
+                    nxt = []
+                    for piece in other:
+                        at = 0
+                        for m in regex.finditer(rx, piece):
+                            if m.start() > at:
+                                nxt.append(piece[at:m.start()])
+                            nxt.append(m.group())
+                            at = m.end()
+                        if at < len(piece):
+                            nxt.append(piece[at:])
+                    other = nxt
+                assert [o.encode() for o in other] == pieces, (text, other, pieces)
             print(f"S\t{name}\t{text.encode().hex()}" + "".join("\t" + p.hex() for p in pieces))
 
 

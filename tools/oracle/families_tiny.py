@@ -17,9 +17,10 @@ dequantized MXFP4 values before the logits are taken, so the golden logits are e
 Usage: tools/oracle/families_tiny.py OUT_DIR FAMILY [tiny|bench]
        FAMILY in llama, qwen3, qwen3moe, gemma2, gptoss, qwen2, granite, olmo2, mistral3, lfm2, phi3, granitemoe,
        deepseek2, deepseek3, glm4moe, nemotron_h; writes OUT_DIR/<family>_tiny.gguf and
-       OUT_DIR/<family>_tiny.golden. `bench` exists for llama only: Llama-3.2-1B's exact shapes
-       with random F16 weights written straight from numpy (no HF model, no golden), for speed
-       runs after llama-quantize (OUT_DIR/llama1b_f16.gguf).
+       OUT_DIR/<family>_tiny.golden. `bench` exists for llama (Llama-3.2-1B's exact shapes) and
+       qwen2 (Qwen2.5-1.5B's): random F16 weights written straight from numpy (no HF model, no
+       golden), for speed runs after llama-quantize (OUT_DIR/llama1b_f16.gguf,
+       OUT_DIR/qwen2_1.5b_f16.gguf).
 
 llama bench file: the llama keys below with Llama-3.2-1B's values (context 131072, hidden 2048,
 FFN 8192, 16 layers, 32 heads, 8 KV heads, head 64, rope.freq_base 500000, rms eps 1e-5,
@@ -28,6 +29,11 @@ output.weight), rope_freqs.weight [32] F32 for llama3 scaling factor 32, low 1, 
 8192; matrices F16 N(0, 1/fan_in) (token_embd N(0, 0.02^2)), norms F32 around 1; the llama
 byte-level BPE tokenizer padded with [PADn] to 128256 tokens. llama-quantize makes Q4_K_M of it
 (762.81 MiB, 1.24 B params) and llama-bench runs it.
+
+qwen2 bench file (issue 35's speed run): Qwen2.5-1.5B's shapes (context 32768, hidden 1536, FFN
+8960, 28 layers, 12 heads, 2 KV heads, head 128, rope.freq_base 1e6, rms eps 1e-6, tied
+embeddings, q/k/v biases N(0, 0.1^2)), random F16 matrices as above, the qwen2 byte-level BPE
+tokenizer padded to 151936 tokens (OUT_DIR/qwen2_1.5b_f16.gguf; llama-quantize makes Q4_K_M).
 
 Shapes below are GGUF ne order (ne[0] first = the contiguous dimension; a torch/numpy [rows, cols]
 matrix is ne [cols, rows]). Every file carries: general.architecture, general.type "model",
@@ -1726,15 +1732,69 @@ def export_llama_bench(path):
     w.close()
 
 
+# bench: Qwen2.5-1.5B shapes (qwen2: q/k/v biases, NeoX rope, tied embeddings), random F16
+def export_qwen2_bench(path):
+    V, E, L, NH, NKV, HD, FF = 151936, 1536, 28, 12, 2, 128, 8960
+    rng = np.random.default_rng(SEED)
+    w = gguf.GGUFWriter(path, "qwen2")
+    w.add_type("model")
+    w.add_name("lockstep bench qwen2 1.5B random")
+    w.add_block_count(L)
+    w.add_context_length(32768)
+    w.add_embedding_length(E)
+    w.add_feed_forward_length(FF)
+    w.add_head_count(NH)
+    w.add_head_count_kv(NKV)
+    w.add_rope_freq_base(1000000.0)
+    w.add_layer_norm_rms_eps(1e-6)
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
+    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
+
+    def mat(rows, cols, std):
+        a = np.empty((rows, cols), dtype=np.float16)
+        step = max(1, (1 << 24) // cols)
+        for r in range(0, rows, step):
+            a[r:r + step] = (rng.standard_normal((min(step, rows - r), cols), dtype=np.float32) * std).astype(np.float16)
+        return a
+
+    def vec(n, mean, std):
+        return (mean + std * rng.standard_normal(n, dtype=np.float32)).astype(np.float32)
+
+    w.add_tensor("token_embd.weight", mat(V, E, 0.02))  # tied: also the output projection
+    w.add_tensor("output_norm.weight", vec(E, 1.0, 0.1))
+    for i in range(L):
+        b = f"blk.{i}."
+        w.add_tensor(b + "attn_norm.weight", vec(E, 1.0, 0.1))
+        w.add_tensor(b + "attn_q.weight", mat(NH * HD, E, E ** -0.5))
+        w.add_tensor(b + "attn_q.bias", vec(NH * HD, 0.0, 0.1))
+        w.add_tensor(b + "attn_k.weight", mat(NKV * HD, E, E ** -0.5))
+        w.add_tensor(b + "attn_k.bias", vec(NKV * HD, 0.0, 0.1))
+        w.add_tensor(b + "attn_v.weight", mat(NKV * HD, E, E ** -0.5))
+        w.add_tensor(b + "attn_v.bias", vec(NKV * HD, 0.0, 0.1))
+        w.add_tensor(b + "attn_output.weight", mat(E, NH * HD, (NH * HD) ** -0.5))
+        w.add_tensor(b + "ffn_norm.weight", vec(E, 1.0, 0.1))
+        w.add_tensor(b + "ffn_gate.weight", mat(FF, E, E ** -0.5))
+        w.add_tensor(b + "ffn_up.weight", mat(FF, E, E ** -0.5))
+        w.add_tensor(b + "ffn_down.weight", mat(E, FF, FF ** -0.5))
+    write_bpe_tokenizer(w, "qwen2", V)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file(progress=False)
+    w.close()
+
+
 def main():
     if len(sys.argv) < 3:
         raise SystemExit(__doc__.split("\n\n")[2])
     out, family = sys.argv[1], sys.argv[2]
     size = sys.argv[3] if len(sys.argv) > 3 else "tiny"
     if size == "bench":
-        if family != "llama":
-            raise SystemExit("bench: llama only")
-        export_llama_bench(f"{out}/llama1b_f16.gguf")
+        if family == "llama":
+            export_llama_bench(f"{out}/llama1b_f16.gguf")
+        elif family == "qwen2":
+            export_qwen2_bench(f"{out}/qwen2_1.5b_f16.gguf")
+        else:
+            raise SystemExit("bench: llama or qwen2")
         return
     cfg, m = make_model(family)
     describe(family, cfg, m)
