@@ -313,6 +313,7 @@ constexpr PreName kPreNames[] = {
     {"qwen35", Tokenizer::Impl::Pre::Qwen35, false},      {"gpt-4o", Tokenizer::Impl::Pre::Gpt4o, false},
     {"tekken", Tokenizer::Impl::Pre::Tekken, true},
     {"deepseek-v3", Tokenizer::Impl::Pre::DeepseekV3, false},  // (DeepSeek V3, R1, V3.1)
+    {"deepseek-llm", Tokenizer::Impl::Pre::DeepseekLlm, false},  // (DeepSeek LLM, V2, V2-Lite, V2.5)
 };
 
 }  // namespace
@@ -405,31 +406,90 @@ size_t next_deepseek3(const std::vector<Cp>& c, size_t i, size_t n) {
 
 bool cjk(uint32_t cp) { return (cp >= 0x4E00 && cp <= 0x9FA5) || (cp >= 0x3040 && cp <= 0x30FF); }  // [一-龥぀-ゟ゠-ヿ]
 
-// DeepSeek V3's Sequence of isolated splits, each over the pieces of the one before: \p{N}{1,3},
-// then [一-龥぀-ゟ゠-ヿ]+, then next_deepseek3. What no split matches stays a piece of its own
-// (the gap between two matches), as HF's Split(isolated) leaves it.
-void deepseek3_split(const std::vector<Cp>& c, const std::function<void(size_t, size_t)>& piece) {
-    auto split = [](size_t b, size_t e, const std::function<size_t(size_t, size_t)>& match, const std::function<void(size_t, size_t)>& out) {
-        size_t gap = b;
-        for (size_t i = b; i < e;) {
-            const size_t k = match(i, e);
-            if (k == 0) {
-                ++i;
-                continue;
-            }
-            if (gap < i) out(gap, i);
-            out(i, i + k);
-            i += k;
-            gap = i;
+// A stage of a Sequence of isolated splits: the length of its match at i within [i, e), 0 for none.
+using SplitMatch = std::function<size_t(size_t i, size_t e)>;
+
+// HF's Sequence of Split(isolated): stage k runs over every piece stage k - 1 left; each match
+// is a piece, and so is each gap between matches (what no stage takes stays a piece of its own).
+void split_stages(const std::vector<SplitMatch>& stages, size_t k, size_t b, size_t e, const std::function<void(size_t, size_t)>& out) {
+    if (k == stages.size()) {
+        out(b, e);
+        return;
+    }
+    auto next = [&](size_t b2, size_t e2) { split_stages(stages, k + 1, b2, e2, out); };
+    size_t gap = b;
+    for (size_t i = b; i < e;) {
+        const size_t n = stages[k](i, e);
+        if (n == 0) {
+            ++i;
+            continue;
         }
-        if (gap < e) out(gap, e);
+        if (gap < i) next(gap, i);
+        next(i, i + n);
+        i += n;
+        gap = i;
+    }
+    if (gap < e) next(gap, e);
+}
+
+// DeepSeek V3's three splits: \p{N}{1,3}, then [一-龥぀-ゟ゠-ヿ]+, then next_deepseek3.
+std::vector<SplitMatch> deepseek3_stages(const std::vector<Cp>& c) {
+    return {
+        [&c](size_t i, size_t e) { return c[i].cat == kNumber ? std::min<size_t>(3, run(c, i, e, [](const Cp& x) { return x.cat == kNumber; })) : 0; },
+        [&c](size_t i, size_t e) { return run(c, i, e, [](const Cp& x) { return cjk(x.cp); }); },
+        [&c](size_t i, size_t e) { return next_deepseek3(c, i, e); },
     };
-    const auto digits = [&](size_t i, size_t e) { return c[i].cat == kNumber ? std::min<size_t>(3, run(c, i, e, [](const Cp& x) { return x.cat == kNumber; })) : 0; };
-    const auto kanji_kana = [&](size_t i, size_t e) { return run(c, i, e, [](const Cp& x) { return cjk(x.cp); }); };
-    const auto rest = [&](size_t i, size_t e) { return next_deepseek3(c, i, e); };
-    split(0, c.size(), digits, [&](size_t b1, size_t e1) {
-        split(b1, e1, kanji_kana, [&](size_t b2, size_t e2) { split(b2, e2, rest, piece); });
-    });
+}
+
+// DeepSeek LLM / V2's cased-letter class (its tokenizer.json's own list of ranges).
+const CpRange kDeepseekCased[] = {
+    {0x41, 0x5A}, {0x61, 0x7A}, {0xB5, 0xB5}, {0xC0, 0xD6}, {0xD8, 0xF6}, {0xF8, 0x1BA},
+    {0x1BC, 0x1BF}, {0x1C4, 0x293}, {0x295, 0x2AF}, {0x370, 0x373}, {0x376, 0x377}, {0x37B, 0x37D},
+    {0x37F, 0x37F}, {0x386, 0x386}, {0x388, 0x38A}, {0x38C, 0x38C}, {0x38E, 0x3A1}, {0x3A3, 0x3F5},
+    {0x3F7, 0x481}, {0x48A, 0x52F}, {0x531, 0x556}, {0x10A0, 0x10C5}, {0x13A0, 0x13F5}, {0x13F8, 0x13FD},
+    {0x1C90, 0x1CBA}, {0x1CBD, 0x1CBF}, {0x1D00, 0x1D2B}, {0x1D6B, 0x1D77}, {0x1D79, 0x1D9A}, {0x1E00, 0x1F15},
+    {0x1F18, 0x1F1D}, {0x1F20, 0x1F45}, {0x1F48, 0x1F4D}, {0x1F50, 0x1F57}, {0x1F59, 0x1F59}, {0x1F5B, 0x1F5B},
+    {0x1F5D, 0x1F5D}, {0x1F5F, 0x1F7D}, {0x1F80, 0x1FB4}, {0x1FB6, 0x1FBC}, {0x1FBE, 0x1FBE}, {0x1FC2, 0x1FC4},
+    {0x1FC6, 0x1FCC}, {0x1FD0, 0x1FD3}, {0x1FD6, 0x1FDB}, {0x1FE0, 0x1FEC}, {0x1FF2, 0x1FF4}, {0x1FF6, 0x1FFC},
+    {0x2102, 0x2102}, {0x2107, 0x2107}, {0x210A, 0x2113}, {0x2115, 0x2115}, {0x2119, 0x211D}, {0x2124, 0x2124},
+    {0x2126, 0x2126}, {0x2128, 0x2128}, {0x212A, 0x212D}, {0x212F, 0x2134}, {0x2139, 0x2139}, {0x213C, 0x213F},
+    {0x2145, 0x2149}, {0x214E, 0x214E}, {0x2183, 0x2184}, {0x2C00, 0x2C7B}, {0x2C7E, 0x2CE4}, {0x2CEB, 0x2CEE},
+    {0x2CF2, 0x2CF3}, {0xA640, 0xA66D}, {0xA680, 0xA69B}, {0xA722, 0xA76F}, {0xA771, 0xA787}, {0xA78B, 0xA78E},
+    {0xAB70, 0xABBF}, {0xFB00, 0xFB06}, {0xFB13, 0xFB17}, {0xFF21, 0xFF3A}, {0xFF41, 0xFF5A}, {0x10400, 0x1044F},
+    {0x104B0, 0x104D3}, {0x104D8, 0x104FB}, {0x10C80, 0x10CB2}, {0x10CC0, 0x10CF2}, {0x118A0, 0x118DF}, {0x1E900, 0x1E943},
+};
+template <size_t N> bool in_list(const CpRange (&r)[N], uint32_t cp) {
+    for (const CpRange& x : r)
+        if (cp >= x.lo && cp <= x.hi) return true;
+    return false;
+}
+
+// DeepSeek LLM / V2's six splits: [\r\n]; \s?[cased]+; \s?[!-/:-~！-／：-～‘-‟　-。]+ (whose
+// :-~ takes ASCII letters too, so it re-splits the cased pieces where they are not ASCII);
+// \s+$; [一-龥ࠀ-一가-퟿]+; \p{N}+.
+std::vector<SplitMatch> deepseek_llm_stages(const std::vector<Cp>& c) {
+    auto opt_space_run = [&c](size_t i, size_t e, bool (*in)(uint32_t)) -> size_t {
+        const auto member = [in](const Cp& x) { return in(x.cp); };
+        if (space(c[i]) && i + 1 < e && in(c[i + 1].cp)) return 1 + run(c, i + 1, e, member);
+        return in(c[i].cp) ? run(c, i, e, member) : 0;
+    };
+    return {
+        [&c](size_t i, size_t) { return size_t(is_nl(c[i].cp) ? 1 : 0); },
+        [=](size_t i, size_t e) { return opt_space_run(i, e, [](uint32_t cp) { return in_list(kDeepseekCased, cp); }); },
+        [=](size_t i, size_t e) {
+            return opt_space_run(i, e, [](uint32_t cp) {
+                return (cp >= 0x21 && cp <= 0x2F) || (cp >= 0x3A && cp <= 0x7E) || (cp >= 0xFF01 && cp <= 0xFF0F) ||
+                       (cp >= 0xFF1A && cp <= 0xFF5E) || (cp >= 0x2018 && cp <= 0x201F) || (cp >= 0x3000 && cp <= 0x3002);
+            });
+        },
+        [&c](size_t i, size_t e) { return space(c[i]) && i + run(c, i, e, space) == e ? e - i : 0; },
+        [&c](size_t i, size_t e) {
+            return run(c, i, e, [](const Cp& x) {
+                return (x.cp >= 0x800 && x.cp <= 0x9FA5) || (x.cp >= 0xAC00 && x.cp <= 0xD7FF);  // [一-龥ࠀ-一가-퟿]
+            });
+        },
+        [&c](size_t i, size_t e) { return run(c, i, e, [](const Cp& x) { return x.cat == kNumber; }); },
+    };
 }
 
 }  // namespace
@@ -437,14 +497,14 @@ void deepseek3_split(const std::vector<Cp>& c, const std::function<void(size_t, 
 void bpe_pre_split(Tokenizer::Impl::Pre pre, std::string_view frag, const std::function<void(std::string_view)>& piece) {
     using Pre = Tokenizer::Impl::Pre;
     const std::vector<Cp> cps = decode_cps(frag);
-    if (pre == Pre::DeepseekV3) {
-        deepseek3_split(cps, [&](size_t b, size_t e) {
-            const size_t b0 = cps[b].off, b1 = e < cps.size() ? cps[e].off : frag.size();
+    const size_t size = cps.size();
+    if (pre == Pre::DeepseekV3 || pre == Pre::DeepseekLlm) {
+        split_stages(pre == Pre::DeepseekV3 ? deepseek3_stages(cps) : deepseek_llm_stages(cps), 0, 0, size, [&](size_t b, size_t e) {
+            const size_t b0 = cps[b].off, b1 = e < size ? cps[e].off : frag.size();
             piece(frag.substr(b0, b1 - b0));
         });
         return;
     }
-    const size_t size = cps.size();
     for (size_t i = 0; i < size;) {
         // smollm isolates every digit first (HF's Digits(individual_digits)); GPT-2's regex then
         // splits the text between them, each stretch on its own.
@@ -461,7 +521,8 @@ void bpe_pre_split(Tokenizer::Impl::Pre pre, std::string_view frag, const std::f
             case Pre::Qwen35: k = next_llama3(cps, i, n, 1, true); break;
             case Pre::Gpt4o: k = next_o200k(cps, i, n, 3, true); break;
             case Pre::Tekken: k = next_o200k(cps, i, n, 1, false); break;
-            case Pre::DeepseekV3: break;  // (above)
+            case Pre::DeepseekV3:
+            case Pre::DeepseekLlm: break;  // (above)
         }
         if (k == 0) k = 1;
         const size_t b0 = cps[i].off;

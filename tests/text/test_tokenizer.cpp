@@ -150,9 +150,9 @@ TEST_CASE("tokenizer: out-of-range ids throw", "[tokenizer]") {
 // The golden's pre-tokenizer names, as tokenizer.ggml.pre spells them.
 const std::map<std::string, std::string> kGoldenPre = {{"gpt2", "gpt2"},     {"smollm", "smollm"}, {"llama3", "llama-bpe"},
                                                        {"qwen2", "qwen2"},   {"qwen35", "qwen35"}, {"gpt4o", "gpt-4o"},
-                                                       {"tekken", "tekken"}, {"deepseek3", "deepseek-v3"}};
+                                                       {"tekken", "tekken"}, {"deepseek3", "deepseek-v3"}, {"deepseek-llm", "deepseek-llm"}};
 
-TEST_CASE("bpe: tiny byte-level vocab matches HF tokenizers (gpt2, smollm, llama3, qwen2, qwen35, gpt-4o, tekken, deepseek-v3)", "[tokenizer]") {
+TEST_CASE("bpe: tiny byte-level vocab matches HF tokenizers (gpt2, smollm, llama3, qwen2, qwen35, gpt-4o, tekken, deepseek-v3, deepseek-llm)", "[tokenizer]") {
     // tools/golden/make_bpe_golden.py: HF tokenizers with each tokenizer.json's pre-tokenizer.
     Vocab base;
     base.kind = TokenizerKind::BytePairGpt2;
@@ -168,7 +168,7 @@ TEST_CASE("bpe: tiny byte-level vocab matches HF tokenizers (gpt2, smollm, llama
         }
     }
     REQUIRE(base.tokens.size() > 256);
-    REQUIRE(golden.size() >= 8 * 25);
+    REQUIRE(golden.size() >= 9 * 25);
     std::map<std::string, Tokenizer> toks;
     for (auto& [name, ggml_pre] : kGoldenPre) {
         Vocab v = base;

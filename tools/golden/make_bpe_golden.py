@@ -7,7 +7,8 @@ with the pre-tokenizers of the GGUF files we read, configured as their tokenizer
 GPT-2 (ByteLevel's own regex), SmolLM (Digits(individual_digits) then ByteLevel's regex),
 and Split with the regexes of Llama 3, Qwen 2, Qwen 3.5, o200k (gpt-4o: gpt-oss) and tekken
 (Mistral Nemo), then ByteLevel without regex; Llama 3 and tekken with ignore_merges; and
-DeepSeek V3's Sequence of three Splits (deepseek3, with texts of its own appended).
+DeepSeek V3's Sequence of three Splits (deepseek3) and DeepSeek LLM / V2's of six
+(deepseek-llm), with texts of their own appended.
 
 Besides the ids, each text's pre-tokens (the pieces the regex split gives, before BPE) are
 written, so a split difference that the tiny vocabulary happens to hide still shows. The o200k
@@ -64,6 +65,21 @@ SEQ = {
         r"""[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""",
     ],
 }
+# DeepSeek LLM / V2's cased-letter class, with its true code points where copies of it are
+# often NFC-normalized to lookalikes (the Kelvin and Ohm signs, U+1FBE, the Greek Extended range
+# ends U+1F7D, U+1FD3, U+1FDB).
+DEEPSEEK_CASED = ("A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅ"
+                  "ὐ-ὗὙὛὝὟ-\u1f7dᾀ-ᾴᾶ-ᾼ\u1fbeῂ-ῄῆ-ῌῐ-\u1fd3ῖ-\u1fdbῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤ\u2126ℨ\u212a-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳ"
+                  "Ꙁ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃")
+SEQ["deepseek-llm"] = [
+    r"[\r\n]",
+    r"\s?[" + DEEPSEEK_CASED + r"]+",
+    r"\s?[!-/:-~！-／：-～‘-‟　-。]+",
+    r"\s+$",
+    r"[一-龥ࠀ-一가-퟿]+",
+    r"\p{N}+",
+]
+
 # Texts for the Sequence pre-tokenizers only (appended, so every other record stays as it was):
 # punctuation before ASCII letters and before others, format and control characters (no
 # alternative takes them: the gaps between matches are pieces too), CJK beside Latin and
@@ -75,6 +91,8 @@ SEQ_TEXTS = [
     "Hello,world!!\n\n  end.\r\n\t\tx",
     " \u0301x e\u0301 \u0301\u0301 ++ -- ==>",
     "$100 and 1,234.56 €7 ¥8 ½ ²",
+    "Ωhm \u2126 K \u212a ι\u1fbe ὼ\u1f7d ΐ\u1fd3 Ί\u1fdb ﬀ Ｆｕｌｌ！？ “quoted” 　。 x\u3001y",
+    "ࠀ한국어 ⅫⅢ ٣٤ 12345 end   \n  \n\t",
 ]
 
 TEXTS = [
