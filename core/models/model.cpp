@@ -376,6 +376,24 @@ AttnWeights Model::attn_weights(const std::string& p, const LayerParams& L, Bias
     return a;
 }
 
+Mamba2Weights Model::mamba2_weights(const std::string& p, const Mamba2Sizes& s) {
+    const int64_t E = hp_.n_embd, C = s.channels(), H = s.n_head;
+    Mamba2Weights w{};
+    w.ssm_in = matmul_weight(p + "ssm_in.weight", E, s.d_inner + C + H);
+    w.conv = weight(p + "ssm_conv1d.weight", {s.d_conv, C});
+    w.conv_b = weight(p + "ssm_conv1d.bias", {C}, false);
+    w.dt_b = weight(p + "ssm_dt.bias", {H});
+    w.A = weight(p + "ssm_a", {1, H});
+    w.D = weight(p + "ssm_d", {1, H});
+    w.norm = weight(p + "ssm_norm.weight", {s.d_inner / s.n_group, s.n_group});
+    w.out = matmul_weight(p + "ssm_out.weight", s.d_inner, E);
+    for (const char* name : {"ssm_conv1d.bias", "ssm_dt.bias", "ssm_a", "ssm_d", "ssm_norm.weight"}) {
+        const GgufTensorInfo* t = file_->find_tensor(p + name);
+        if (t && t->type != DType::F32) throw std::runtime_error(hp_.arch + ": tensor '" + p + name + "' must be F32");
+    }
+    return w;
+}
+
 Tensor* RecurrentModel::build_graph(Graph&, const Ubatch&, KvCache&) const {
     throw std::logic_error(hp_.arch + " has recurrent layers: build its graph with recurrent memory (Session does)");
 }

@@ -12,6 +12,7 @@
 #include "core/memory/kv_cache.h"
 #include "core/memory/recurrent_memory.h"
 #include "core/models/arch_keys.h"
+#include "core/models/mamba2_block.h"
 #include "core/sched/placement.h"
 #include "core/sched/scheduler.h"
 
@@ -227,6 +228,9 @@ protected:
     HostLinear host_linear(const std::string& name, int64_t n_in, int64_t n_out) const;
     // blk.N.attn_{q,k,v,output}.weight (and .bias as `biases` says) for layer L's geometry.
     AttnWeights attn_weights(const std::string& prefix, const LayerParams& L, Biases biases);
+    // blk.N.ssm_* of a Mamba-2 layer (core/models/mamba2_block.h), shapes checked, the small
+    // vectors F32.
+    Mamba2Weights mamba2_weights(const std::string& prefix, const Mamba2Sizes& s);
     // The matrices of n_expert experts, [k, n, n_expert] (mul_mat_id's w).
     Tensor* expert_weight(const std::string& name, int64_t k, int64_t n, int64_t n_expert);
     // Binds token_embd (which sets hp_.n_vocab), output_norm and output (token_embd when the
