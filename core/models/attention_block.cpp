@@ -29,4 +29,16 @@ Tensor* cached_attention(Graph& g, KvCache& kv, CacheRows& rows, int il, Tensor*
     return attention(g, q, kc, vc, key_pos, seq, ap, opt.sinks);
 }
 
+Tensor* nope_attention(Graph& g, KvCache& kv, CacheRows& rows, int il, const AttnWeights& w, const LayerParams& L, Tensor* h, Tensor* pos,
+                       Tensor* seq, float scale) {
+    using namespace ops;
+    auto biased = [&](Tensor* y, Tensor* b) { return b ? add(g, y, b) : y; };
+    const int64_t T = h->ne[1], hd = L.head_dim_k;
+    Tensor* q = reshape(g, biased(mul_mat(g, w.wq, h), w.bq), {hd, L.n_head, T});
+    Tensor* k = reshape(g, biased(mul_mat(g, w.wk, h), w.bk), {hd, L.n_head_kv, T});
+    Tensor* v = biased(mul_mat(g, w.wv, h), w.bv);
+    Tensor* a = cached_attention(g, kv, rows, il, q, k, v, pos, seq, L.n_head_kv, scale);
+    return biased(mul_mat(g, w.wo, reshape(g, a, {int64_t(L.head_dim_v) * L.n_head, T})), w.bo);
+}
+
 }  // namespace ls

@@ -27,4 +27,10 @@ struct CachedAttention {
 Tensor* cached_attention(Graph& g, KvCache& kv, CacheRows& rows, int il, Tensor* q, Tensor* k, Tensor* v, Tensor* key_pos, Tensor* seq,
                          int32_t n_head_kv, float scale, const CachedAttention& opt = {});
 
+// A whole attention layer without positional encoding (nemotron_h, granitehybrid): q, k and v
+// projected from h [n_embd, T] with their optional biases, cached_attention over layer il's
+// cache, the output projection with its bias. -> [n_embd, T].
+Tensor* nope_attention(Graph& g, KvCache& kv, CacheRows& rows, int il, const AttnWeights& w, const LayerParams& L, Tensor* h, Tensor* pos,
+                       Tensor* seq, float scale);
+
 }  // namespace ls

@@ -96,12 +96,7 @@ Tensor* NemotronH::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, Recurren
         if (w.kind == Mixer::Mamba) {
             o = mamba2_mixer(g, w.mamba, ssm_, h, *rs, int(il), runs_t, order_t, conv_rows, eps);
         } else if (w.kind == Mixer::Attention) {
-            const int64_t hd = L.head_dim_k;
-            Tensor* q = reshape(g, biased(mul_mat(g, w.at.wq, h), w.at.bq), {hd, L.n_head, T});
-            Tensor* k = reshape(g, biased(mul_mat(g, w.at.wk, h), w.at.bk), {hd, L.n_head_kv, T});
-            Tensor* v = biased(mul_mat(g, w.at.wv, h), w.at.bv);
-            Tensor* a = cached_attention(g, kv, cache_rows, int(il), q, k, v, pos, seq, L.n_head_kv, hp_.attn_scale);  // no rope
-            o = biased(mul_mat(g, w.at.wo, reshape(g, a, {hd * L.n_head, T})), w.at.bo);
+            o = nope_attention(g, kv, cache_rows, int(il), w.at, L, h, pos, seq, hp_.attn_scale);
         } else {
             Tensor* u = clamp(g, biased(mul_mat(g, w.up, h), w.up_b), 0.0f, INFINITY);  // relu
             o = biased(mul_mat(g, w.down, mul(g, u, u)), w.down_b);                     // of its square

@@ -7,6 +7,7 @@
 #include "core/models/gemma.h"
 #include "core/models/gemma4.h"
 #include "core/models/gpt_oss.h"
+#include "core/models/granite_hybrid.h"
 #include "core/models/lfm2.h"
 #include "core/models/llama.h"
 #include "core/models/nemotron_h.h"
@@ -48,7 +49,8 @@ constexpr Family kFamilies[] = {
     {"qwen35moe", &make_qwen3_hybrid<HEADS_TILED>},
     {"lfm2", &make<Lfm2>},
     {"deepseek2", &make<Deepseek2>},  // (DeepSeek V2/V3/R1, Kimi K2: latent attention)
-    {"nemotron_h", &make<NemotronH>},  // (Nemotron-H, Nemotron Nano v2: Mamba-2 beside attention)
+    {"nemotron_h", &make<NemotronH>},
+    {"granitehybrid", &make<GraniteHybrid>},  // (IBM Granite 4.0-H: Mamba-2 beside attention, MoE with a shared expert)  // (Nemotron-H, Nemotron Nano v2: Mamba-2 beside attention)
     {"bert", &make<Bert>},
     {"nomic-bert", &make<Bert>},
 };
