@@ -45,11 +45,12 @@ void Llama::load_arch() {
     if (hd_k <= 0 || hd_v <= 0 || n_rot <= 0 || n_rot > hd_k || n_rot % 2 || hp_.n_ff <= 0 || F_dense <= 0)
         bad("inconsistent head / rope / feed-forward sizes in the GGUF metadata");
     if (n_expert_ > 0) router_ = read_moe_router(keys, n_expert_, true);
-    // LongRoPE (Phi-3.5-mini, Phi-4-mini: rope_factors_long / rope_factors_short, chosen by the
-    // context length) is not built here: refused rather than run with the wrong angles.
-    if (f.find_tensor("rope_factors_long.weight") || f.find_tensor("rope_factors_short.weight") ||
-        f.find_tensor("blk.0.rope_factors_long.weight"))
-        bad("LongRoPE (rope_factors_long / rope_factors_short) is not supported");
+    // LongRoPE (Phi-3.5-mini, Phi-4-mini): one set of per-pair divisors for contexts up to the
+    // original length, another beyond it; per-layer copies are not what the converter writes.
+    if (f.find_tensor("blk.0.rope_factors_long.weight") || f.find_tensor("blk.0.rope_factors_short.weight"))
+        bad("per-layer LongRoPE factors (blk.N.rope_factors_long) are not supported");
+    if (bool(f.find_tensor("rope_factors_long.weight")) != bool(f.find_tensor("rope_factors_short.weight")))
+        bad("LongRoPE needs both rope_factors_long and rope_factors_short");
     if (hp_.n_ctx_train > 0 && window > hp_.n_ctx_train && arch != "phi3")
         bad("sliding window of " + std::to_string(window) + " tokens is larger than the model's context of " +
             std::to_string(hp_.n_ctx_train) + " (broken metadata)");
@@ -92,6 +93,23 @@ void Llama::load_arch() {
     // Llama 3's scaling: per-pair divisors of the angle (llama.cpp's converter writes them).
     if (f.find_tensor("rope_freqs.weight")) {
         rope_freqs_ = host_f32("rope_freqs.weight", n_rot / 2);
+    }
+    // LongRoPE: the divisors of the angles, short or long by the session's context against the
+    // original one (as llama.cpp chooses: per context, so every position of every sequence is
+    // rotated alike), cos and sin times rope.scaling.attn_factor (the converter's
+    // sqrt(1 + ln(scale) / ln(original context))).
+    if (f.find_tensor("rope_factors_long.weight")) {
+        if (!rope_freqs_.empty()) bad("rope_freqs and LongRoPE factors together");
+        long_factors_ = host_f32("rope_factors_long.weight", n_rot / 2);
+        short_factors_ = host_f32("rope_factors_short.weight", n_rot / 2);
+        for (const std::vector<float>* v : {&long_factors_, &short_factors_})
+            for (float x : *v)
+                if (!(x > 0) || !std::isfinite(x)) bad("LongRoPE factors must be positive numbers");
+        longrope_orig_ctx_ = keys.get_int(ArchKey::RopeScalingOrigCtx, 0);
+        if (longrope_orig_ctx_ <= 0) bad("LongRoPE needs rope.scaling.original_context_length");
+        const double af = keys.get_float(ArchKey::RopeScalingAttnFactor, 1.0);
+        if (!(af > 0) || !std::isfinite(af)) bad("rope.scaling.attn_factor must be a positive number");
+        rope_.attn_factor = float(af);
     }
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
@@ -184,7 +202,11 @@ Tensor* Llama::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
     Tensor* pos = g.input(DType::I32, {T}, ub.pos.data(), "pos");
     Tensor* seq = g.input(DType::I32, {T}, ub.seq.data(), "seq");
     CacheRows cache_rows(g, ub);
-    Tensor* rope_cs = RopeTables(g, ub.pos)(rope_, rope_freqs_.empty() ? nullptr : &rope_freqs_);
+    const std::vector<float>* factors = !rope_freqs_.empty() ? &rope_freqs_
+                                        : long_factors_.empty() ? nullptr
+                                        : kv.config().n_ctx > longrope_orig_ctx_ ? &long_factors_
+                                                                                   : &short_factors_;
+    Tensor* rope_cs = RopeTables(g, ub.pos)(rope_, factors);
     // Llama 4's attention temperature: one factor per token, from its position on the host
     // (det_log1p: the same bits on every machine), multiplying the roped queries.
     Tensor* q_temp = nullptr;

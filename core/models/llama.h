@@ -61,6 +61,9 @@ private:
     std::vector<Layer> layers_;
     RopeParams rope_{};
     std::vector<float> rope_freqs_;  // (n_rot / 2) Llama 3 divisors, or empty
+    // LongRoPE (phi3): the divisors for contexts up to longrope_orig_ctx_ and beyond, or empty
+    std::vector<float> short_factors_, long_factors_;
+    int64_t longrope_orig_ctx_ = 0;
     int64_t n_expert_ = 0;
     MoeRouter router_;
     float embd_scale_ = 0.f, residual_scale_ = 0.f, logit_scale_ = 0.f;  // 0: absent (granite's multipliers)

@@ -32,7 +32,10 @@
 //                  appended NextN layer that is not run;
 //   nemotron_h_tiny Nemotron-H's: Mamba-2 layers (ssm_scan: 8 heads in 2 groups, state 16, its
 //                  convolution and gated group norm) beside an attention layer without rope and
-//                  squared-ReLU MLP layers.
+//                  squared-ReLU MLP layers;
+//   granitehybrid_tiny Granite 4.0-H's: Mamba-2, rope-less attention, Mamba-2, Mamba-2, each with
+//                  8 experts (softmax, top 2) and a shared expert, Granite's four multipliers
+//                  (attention scale 1/16, not the default 1/4), tied output.
 // Golden logits against transformers (a 100-token prompt: every ring wraps) within float32's
 // spread, and bit for bit against the reference backend on every backend and ubatch size; the
 // KV contract of SEMANTICS.md section 1 on the sliding-window ones, every backend, f16 and q8_0.
@@ -59,7 +62,8 @@ using namespace ls::test;
 namespace {
 
 const std::vector<std::string> kFamilies = {"llama",    "qwen2", "qwen3", "qwen3moe",   "gemma2",    "gptoss",    "granite", "olmo2",
-                                            "mistral3", "lfm2",  "phi3",  "granitemoe", "deepseek2", "deepseek3", "glm4moe", "nemotron_h"};
+                                            "mistral3", "lfm2",  "phi3",  "granitemoe", "deepseek2", "deepseek3", "glm4moe", "nemotron_h",
+                                            "granitehybrid"};
 const std::vector<std::string> kSliding = {"gemma2", "gptoss"};
 constexpr float kOne = 1.0f;
 
@@ -68,7 +72,7 @@ constexpr float kOne = 1.0f;
 TEST_CASE("families: tiny model logits match transformers, whole and in ubatches, on every backend", "[families][golden]") {
     // gpt-oss: the file with its experts as F32 copies of their MXFP4 values (see below).
     for (const std::string kind : {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gptossf32", "granite", "olmo2", "mistral3", "lfm2", "phi3",
-                                   "granitemoe", "deepseek2", "deepseek3", "glm4moe", "nemotron_h"}) {
+                                   "granitemoe", "deepseek2", "deepseek3", "glm4moe", "nemotron_h", "granitehybrid"}) {
         const Golden gold = read_golden(kind == "gptossf32" ? "gptoss_tiny" : kind + "_tiny");
         SameBitsAsFirst same(gold.n_vocab);
         for (const std::string& bk : all_backend_names()) {
@@ -203,7 +207,7 @@ TEST_CASE("families: broken metadata and missing tensors are load errors naming 
     // mistral3: the temperature needs the YaRN original context it steps by.
     CHECK_THAT(load_error("mistral3", {"mistral3.rope.scaling.original_context_length", "mistral3.rope.scaling.type"}, {}, {}),
                Catch::Contains("temperature_scale needs rope.scaling.original_context_length"));
-    // phi3: LongRoPE factors are refused (not built), not ignored.
+    // phi3: LongRoPE factors come in pairs: one alone is refused, not ignored.
     CHECK_THAT(load_error("phi3", {}, {}, [](GgufWriter& w) {
                    std::vector<uint8_t> ones(4 * sizeof(float));
                    for (size_t i = 0; i < 4; ++i) std::memcpy(ones.data() + 4 * i, &kOne, 4);

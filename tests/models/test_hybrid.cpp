@@ -170,10 +170,10 @@ TEST_CASE("qwen35: a slot reused at position 0 sees nothing of the sequence it h
     }
 }
 
-TEST_CASE("qwen35, lfm2 and nemotron_h: batch invariance: 4 sequences per ubatch vs 1, token at a time vs ubatches of 128", "[hybrid][seq]") {
+TEST_CASE("qwen35, lfm2, nemotron_h and granitehybrid: batch invariance: 4 sequences per ubatch vs 1, token at a time vs ubatches of 128", "[hybrid][seq]") {
     // (lfm2: short convolutions as its recurrent state, beside attention layers; nemotron_h:
     // Mamba-2's convolution and scan state, beside attention and MLP layers)
-    const std::string file = GENERATE(as<std::string>(), "qwen35_tiny.gguf", "lfm2_tiny.gguf", "nemotron_h_tiny.gguf");
+    const std::string file = GENERATE(as<std::string>(), "qwen35_tiny.gguf", "lfm2_tiny.gguf", "nemotron_h_tiny.gguf", "granitehybrid_tiny.gguf");
     for (const std::string& name : test::all_backend_names()) {
         INFO("backend " << name << ", " << file);
         auto be = test::make_backend(name);
@@ -200,8 +200,8 @@ TEST_CASE("qwen35, lfm2 and nemotron_h: batch invariance: 4 sequences per ubatch
     }
 }
 
-TEST_CASE("qwen35, lfm2 and nemotron_h: sequence edits on recurrent state: seq_rm only whole, seq_cp copies the state", "[hybrid][seq]") {
-    const std::string file = GENERATE(as<std::string>(), "qwen35_tiny.gguf", "lfm2_tiny.gguf", "nemotron_h_tiny.gguf");
+TEST_CASE("qwen35, lfm2, nemotron_h and granitehybrid: sequence edits on recurrent state: seq_rm only whole, seq_cp copies the state", "[hybrid][seq]") {
+    const std::string file = GENERATE(as<std::string>(), "qwen35_tiny.gguf", "lfm2_tiny.gguf", "nemotron_h_tiny.gguf", "granitehybrid_tiny.gguf");
     for (const std::string& name : test::all_backend_names()) {
         INFO("backend " << name << ", " << file);
         auto be = test::make_backend(name);
@@ -227,8 +227,8 @@ TEST_CASE("qwen35, lfm2 and nemotron_h: sequence edits on recurrent state: seq_r
     }
 }
 
-TEST_CASE("qwen35, lfm2 and nemotron_h: a state checkpoint lets a chat turn resume from the previous prompt", "[hybrid][seq]") {
-    const std::string file = GENERATE(as<std::string>(), "qwen35_tiny.gguf", "lfm2_tiny.gguf", "nemotron_h_tiny.gguf");
+TEST_CASE("qwen35, lfm2, nemotron_h and granitehybrid: a state checkpoint lets a chat turn resume from the previous prompt", "[hybrid][seq]") {
+    const std::string file = GENERATE(as<std::string>(), "qwen35_tiny.gguf", "lfm2_tiny.gguf", "nemotron_h_tiny.gguf", "granitehybrid_tiny.gguf");
     for (const std::string& name : test::all_backend_names()) {
         INFO("backend " << name << ", " << file);
         auto be = test::make_backend(name);

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Tiny random-weight oracles of sixteen families: Llama 3 (arch llama), Qwen3 (qwen3), Qwen3-MoE
+"""Tiny random-weight oracles of seventeen families: Llama 3 (arch llama), Qwen3 (qwen3), Qwen3-MoE
 (qwen3moe), Gemma 2 (gemma2), gpt-oss (gpt-oss), Qwen2 / Qwen2.5 (qwen2), IBM Granite 3
 (granite) and Granite MoE (granitemoe), OLMo 2 (olmo2), Ministral 3 (mistral3), Liquid's LFM2 (lfm2),
 Phi-3 / Phi-4 (phi3), DeepSeek-V2 (deepseek2) and DeepSeek-V3 (family deepseek3, arch deepseek2),
-GLM-4.5 (glm4moe), and NVIDIA Nemotron-H / Nemotron Nano v2 (nemotron_h: Mamba-2, attention and MLP
-blocks).
+GLM-4.5 (glm4moe), NVIDIA Nemotron-H / Nemotron Nano v2 (nemotron_h: Mamba-2, attention and MLP
+blocks), and IBM Granite 4.0-H (granitehybrid: Mamba-2 and attention mixers, each followed by a MoE
+FFN with a shared expert).
 
 Each model is built with the `transformers` reference class (float32, eager attention, random
 weights scaled for unit-variance outputs), exported to GGUF with the tensor names, metadata keys
@@ -16,7 +17,7 @@ dequantized MXFP4 values before the logits are taken, so the golden logits are e
 
 Usage: tools/oracle/families_tiny.py OUT_DIR FAMILY [tiny|bench]
        FAMILY in llama, qwen3, qwen3moe, gemma2, gptoss, qwen2, granite, olmo2, mistral3, lfm2, phi3, granitemoe,
-       deepseek2, deepseek3, glm4moe, nemotron_h; writes OUT_DIR/<family>_tiny.gguf and
+       deepseek2, deepseek3, glm4moe, nemotron_h, granitehybrid; writes OUT_DIR/<family>_tiny.gguf and
        OUT_DIR/<family>_tiny.golden. `bench` exists for llama (Llama-3.2-1B's exact shapes) and
        qwen2 (Qwen2.5-1.5B's): random F16 weights written straight from numpy (no HF model, no
        golden), for speed runs after llama-quantize (OUT_DIR/llama1b_f16.gguf,
@@ -406,6 +407,68 @@ nemotron_h (NemotronHForCausalLM, Nemotron Nano v2's layout; vocab 384, hidden 6
     concatenated -> attn_output.
   MLP block: ffn_down(relu(ffn_up h)^2).  Output: RMSNorm(x) * output_norm, then output.
 
+granitehybrid (GraniteMoeHybridForCausalLM, Granite 4.0-H-Tiny's layout; vocab 384, hidden 64, 4 layers with
+  layer_types ["mamba", "attention", "mamba", "mamba"] (config.json's names; transformers 5 reads them as
+  linear_attention / full_attention); every layer is a mixer (Mamba-2 or attention) THEN a MoE FFN with a
+  shared expert; Mamba-2: mamba_n_heads 8, mamba_d_head 16, mamba_expand 2 (d_inner 128 = 2 * hidden, which
+  llama.cpp requires), mamba_d_state 16, mamba_n_groups 2, mamba_d_conv 4 with bias, no in/out projection
+  bias, mamba_chunk_size 16 (HF's chunked scan cuts the 100-token prompt into 7 chunks), time_step_limit
+  (0, inf) (no dt clamp anywhere); attention: 4 heads, 2 KV heads, head_dim 16, position_embedding_type "nope"
+  (as the published Granite 4.0-H configs: no rope), no biases; MoE: 8 experts of FFN 32 (intermediate_size),
+  top-2, shared expert FFN 64 (shared_intermediate_size), SiLU-gated; multipliers embedding 12, residual 0.22,
+  attention 0.0625 (the published configs' 1 / head_dim, not 1/sqrt: 0.25 would equal the default scale),
+  logits 8; rms eps 1e-5; tied embeddings (as the published Granite 4.0-H configs))
+  init: the Mamba-2 parameters as nemotron_h's (A = -exp(A_log) log-uniform in [-8, -0.5], softplus(dt_bias)
+    log-uniform in [0.02, 0.3], D in [0.5, 1.5], conv taps N(0, 1/4), conv bias N(0, 0.3^2), dt rows of
+    in_proj at half scale); token_embd N(0, 0.02^2) (x 12: a residual stream of rms ~0.24, so that the
+    0.22-scaled branches count and the tied output is not just the input token: argmax = input token at 70 of
+    100 positions) and output_norm around 48 (48 (1 + 0.2 N(0,1)): logits of std ~1 through the same small
+    matrix); the rest as every family.
+  keys (the converter's order, from a config.json laid out as the published ones: layer_types, rope_theta
+    10000 with rope_scaling null, mamba_* fields, no head_dim): granitehybrid.block_count 4, context_length
+    1048576 (2^20: GraniteHybridModel's value without rope), embedding_length 64, feed_forward_length 32 (the
+    experts' FFN), attention.head_count 4, attention.head_count_kv [0, 2, 0, 0] (int32 array; 0 = a Mamba-2
+    layer), rope.freq_base 10000.0 (unused), attention.layer_norm_rms_epsilon 1e-5, expert_count 8,
+    expert_used_count 2, general.file_type 0, vocab_size 384, rope.dimension_count 16 (hidden / heads; unused),
+    attention.scale 0.0625, embedding_scale 12.0, residual_scale 0.22, logit_scale 8.0,
+    expert_shared_feed_forward_length 64, ssm.conv_kernel 4, ssm.state_size 16, ssm.group_count 2,
+    ssm.inner_size 128, ssm.time_step_rank 8 (= the number of SSM heads), rope.scaling.finetuned false (the
+    runtime's "no rope" switch: llama.cpp defaults it to true for granitehybrid and then ropes q and k). No
+    key_length / value_length (head size = 64 / 4), no expert_gating_func / expert_weights_* keys (llama.cpp's
+    granitehybrid graph hard-codes softmax and renormalisation), no layer_norm_epsilon.
+  layer kinds (llama.cpp's rule): recurrent (Mamba-2) iff head_count_kv[i] == 0, else attention; every layer
+    has the MoE FFN (expert_count > 0) and the shared expert (expert_shared_feed_forward_length > 0).
+  tensors: token_embd [64,384] (also the output projection: no output.weight), output_norm [64]; every layer
+    attn_norm [64] (HF input_layernorm, before the mixer), ffn_norm [64] (post_attention_layernorm, before the
+    FFN), ffn_gate_inp [64,8] (router), ffn_gate_exps [64,32,8], ffn_up_exps [64,32,8], ffn_down_exps
+    [32,64,8], ffn_gate_shexp [64,64], ffn_up_shexp [64,64], ffn_down_shexp [64,64]; Mamba-2 layers (0, 2, 3):
+    ssm_in.weight [64,328], ssm_conv1d.weight [4,192], ssm_conv1d.bias [192], ssm_dt.bias [8], ssm_a [1,8] and
+    ssm_d [1,8] (no .weight suffix), ssm_norm.weight [64,2], ssm_out.weight [128,64]; attention layer (1):
+    attn_q [64,64], attn_k [64,32], attn_v [64,32], attn_output [64,64].
+  transforms: the Mamba-2 ones of nemotron_h (ssm_a = -exp(A_log), ne (1, 8); D ne (1, 8); conv1d [192,1,4]
+    squeezed; mamba.norm.weight [128] reshaped [2, 64]; dt_bias -> ssm_dt.bias); the checkpoint's
+    block_sparse_moe.input_linear.weight [8, 64, 64] (transformers 5: experts.gate_up_proj, the same tensor)
+    split on its middle axis, rows 0..31 -> ffn_gate_exps, rows 32..63 -> ffn_up_exps; output_linear.weight
+    [8, 64, 32] -> ffn_down_exps; router.layer.weight -> ffn_gate_inp; shared_mlp.input_linear.weight [128, 64]
+    split: rows 0..63 -> ffn_gate_shexp (HF's chunk 0, the SiLU'd half), rows 64..127 -> ffn_up_shexp;
+    shared_mlp.output_linear -> ffn_down_shexp; attn_q / attn_k rows permuted per head as llama's (the
+    converter's LlamaModel permute, applied although nothing is rotated: q.k is unchanged).
+  forward (x: residual stream; n = RMSNorm, eps 1e-5):
+    x = token_embd[t] * 12 (embedding_scale)
+    per layer: m = Mamba-2 or attention mixer of n(x) * attn_norm; x = x + 0.22 * m (residual_scale);
+      h = n(x) * ffn_norm; f = moe(h) + shexp(h); x = x + 0.22 * f (residual_scale again, on the FFN output)
+    logits = (n(x) * output_norm) . token_embd / 8 (logit_scale divides).
+  Mamba-2 mixer: nemotron_h's exactly (split z [0,128), xBC [128,320), dt [320,328); causal depthwise conv over
+    xBC with the current token on tap 3, + ssm_conv1d.bias, SiLU; x 8 heads of 16, B and C 2 groups of 16,
+    head h reads group h / 4; dt = softplus(dt_raw + ssm_dt.bias), no clamp; S = S exp(dt A) + dt x B^T,
+    y = S C + D x; y * silu(z), THEN RMS-normed per group of 64 (d_inner / n_groups) times ssm_norm, eps 1e-5
+    (the model's rms eps); ssm_out).
+  attention mixer: q, k, v without rope or bias; scores q.k * 0.0625 (attention.scale, replacing 1/sqrt(16)),
+    causal softmax; query head h reads KV head h / 2; heads concatenated -> attn_output.
+  moe(h): p = softmax(ffn_gate_inp h) over all 8 experts; the 2 largest p; weights = those p divided by their
+    sum (HF: softmax over the 2 largest logits, the same); out = sum_e w_e ffn_down_e(silu(ffn_gate_e h) *
+    ffn_up_e h). shexp(h) = ffn_down_shexp(silu(ffn_gate_shexp h) * ffn_up_shexp h), unweighted, added to it.
+
 Tokenizers (what the runtime reads; ids for the vocab of 384):
   llama, qwen3, qwen3moe, gptoss: byte-level BPE, tokenizer.ggml.model "gpt2",
     tokenizer.ggml.pre "llama-bpe" (llama) / "qwen2" (qwen3, qwen3moe) / "gpt-4o" (gptoss);
@@ -444,6 +507,11 @@ Tokenizers (what the runtime reads; ids for the vocab of 384):
     <unk> 378 (tokenizer.ggml.unknown_token_id), <s> 379 (bos), </s> 380, <SPECIAL_10> 381,
     <SPECIAL_11> 382, <SPECIAL_12> 383 (eos, as Nano v2); no padding id; add_bos_token true (the
     converter forces it for the non-MoE Nemotron-H).
+  granitehybrid: the byte-level BPE above with pre "dbrx", as the published Granite 4.0 conversions carry it
+    (their cl100k-based vocabulary of 100352; llama.cpp and lockstep split it by Llama 3's regex, merges kept;
+    Granite 3's "refact" is the older 49152-token vocabulary). <|pad|> 379 (padding), <|end_of_text|> 380 (bos
+    and eos, as Granite 4.0), <|start_of_role|> 381, <|end_of_role|> 382, <|unk|> 383
+    (tokenizer.ggml.unknown_token_id); add_bos_token false.
   No tokenizer.chat_template is written (lockstep picks its template by architecture).
 
 Checked against llama.cpp (d32676d, libllama, CPU, F32 KV cache, flash attention off): each file's
@@ -468,6 +536,16 @@ and key order and bit-identical tensors. A float64 numpy forward from the GGUF a
 sequential recurrence above (nemotron_h_numpy_logits, run at the end) gives the golden within 3.1e-6;
 it misses by 2.7 to 5 with heads interleaved over the groups, the norm before the z gate, one norm over
 all 128, no D, or the conv taps reversed.
+granitehybrid (not run in llama.cpp): the golden is HF's pure-torch path (as nemotron_h's), float32, eager
+attention; whole prompt (chunked scan) vs one token at a time through HF's cache 3.6e-6 (smallest top-1
+margin 5.2e-3, smallest gap between the 2nd and 3rd router logit 4.3e-4). llama.cpp's converter (d32676d,
+set_vocab skipped) run on a published-style checkpoint of the same model (input_linear / output_linear /
+router.layer names, lm_head absent, the config.json above) writes the same keys, values, types and key order
+and bit-identical tensors; transformers loads that checkpoint to the golden logits exactly. A float64 numpy
+forward from the GGUF alone with the semantics above (granitehybrid_numpy_logits, run at the end) gives the
+golden within 3.1e-6; it misses by 1.5 without renormalising the top-2 weights, 3.4 without the shared
+expert, 3.8 / 2.5 with the shared / routed experts' gate and up halves swapped, 4.9 with residual_scale on
+the mixer output only, 1.8 with the attention scale 1/sqrt(16), 5.2 without embedding_scale.
 """
 import functools
 import math
@@ -484,10 +562,11 @@ N_PROMPT = 100
 VOCAB = 384
 # (append only: a family's weights are drawn with SEED + its index here)
 FAMILIES = ("llama", "qwen3", "qwen3moe", "gemma2", "gptoss", "qwen2", "granite", "olmo2", "mistral3", "lfm2", "phi3", "granitemoe",
-            "deepseek2", "deepseek3", "glm4moe", "nemotron_h")
+            "deepseek2", "deepseek3", "glm4moe", "nemotron_h", "granitehybrid")
 ARCH = {"llama": "llama", "qwen3": "qwen3", "qwen3moe": "qwen3moe", "gemma2": "gemma2", "gptoss": "gpt-oss", "qwen2": "qwen2",
         "granite": "granite", "olmo2": "olmo2", "mistral3": "mistral3", "lfm2": "lfm2", "phi3": "phi3", "granitemoe": "granitemoe",
-        "deepseek2": "deepseek2", "deepseek3": "deepseek2", "glm4moe": "glm4moe", "nemotron_h": "nemotron_h"}
+        "deepseek2": "deepseek2", "deepseek3": "deepseek2", "glm4moe": "glm4moe", "nemotron_h": "nemotron_h",
+        "granitehybrid": "granitehybrid"}
 # Ministral 3's YaRN and Llama 4 attention temperature, with an original context of 32 so that
 # the 100-token golden prompt crosses three of the temperature's steps (16384 in the real ones)
 MINISTRAL3_ROPE = {"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 16.0, "original_max_position_embeddings": 32,
@@ -505,6 +584,13 @@ DEEPSEEK_YARN = {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 40.0, "or
                  "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 0.707, "mscale_all_dim": 0.707}
 # Nemotron-H's layer pattern (M Mamba-2, * attention, - MLP), as hybrid_override_pattern in the published configs
 NEMOTRON_H_PATTERN = "M*M-M-"
+# Granite 4.0-H's multipliers for the tiny shapes: embedding 12, residual 0.22 and logits 8 as Granite 4.0-H-1B /
+# Granite 3; the attention's as the Granite 4.0 configs set it, 1 / head_dim (0.0078125 for 128, 0.015625 for 64):
+# 1/16 here, so that it differs from the 1/sqrt(head_dim) = 0.25 a runtime would use without the key
+GRANITE_HYBRID_MULT = dict(embedding_multiplier=12.0, residual_multiplier=0.22, attention_multiplier=0.0625, logits_scaling=8.0)
+GRANITE_HYBRID_LAYERS = ["mamba", "attention", "mamba", "mamba"]  # (config.json's names; transformers 5 renames them)
+GRANITE_HYBRID_EMBD_STD = 0.02  # tied embedding: 12 * 0.02 keeps the residual stream near the branches' 0.22-scaled outputs
+GRANITE_HYBRID_OUT_NORM = 48.0  # ... and an output_norm around 48 gives logits of std ~1 through the same small matrix
 GEMMA2_SOFTCAP_ATTN = 5.0
 GEMMA2_SOFTCAP_FINAL = 5.0
 
@@ -623,6 +709,18 @@ def make_model(family):
                               mamba_hidden_act="silu", use_bias=False, mamba_proj_bias=False, chunk_size=16,
                               layer_norm_epsilon=1e-5, max_position_embeddings=4096, tie_word_embeddings=False)
         cls = NemotronHForCausalLM
+    elif family == "granitehybrid":
+        # Granite 4.0-H-Tiny's layout in miniature: Mamba-2 and attention (no positional encoding: "nope") mixers, each
+        # followed by a MoE FFN with a shared expert; tied embeddings. chunk_size 16: the prompt spans 7 chunks.
+        from transformers import GraniteMoeHybridConfig, GraniteMoeHybridForCausalLM
+        cfg = GraniteMoeHybridConfig(**common, intermediate_size=32, shared_intermediate_size=64, num_local_experts=8,
+                                     num_experts_per_tok=2, layer_types=list(GRANITE_HYBRID_LAYERS),
+                                     position_embedding_type="nope", mamba_n_heads=8, mamba_d_head=16, mamba_d_state=16,
+                                     mamba_n_groups=2, mamba_d_conv=4, mamba_expand=2, mamba_chunk_size=16,
+                                     mamba_conv_bias=True, mamba_proj_bias=False, attention_bias=False, hidden_act="silu",
+                                     rms_norm_eps=1e-5, max_position_embeddings=4096, tie_word_embeddings=True,
+                                     **GRANITE_HYBRID_MULT, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+        cls = GraniteMoeHybridForCausalLM
     else:
         raise SystemExit(f"unknown family {family!r}")
     cfg._attn_implementation = "eager"
@@ -648,31 +746,56 @@ def make_model(family):
             for layer in m.model.layers:
                 if layer.block_type == "linear_attention":
                     layer.mixer.in_proj.weight[-cfg.mamba_num_heads:].mul_(0.5)
+        if family == "granitehybrid":
+            m.model.norm.weight.mul_(GRANITE_HYBRID_OUT_NORM)
+            for layer in m.model.layers:  # dt rows at half scale, as nemotron_h
+                if layer.mamba is not None:
+                    layer.mamba.in_proj.weight[-cfg.mamba_n_heads:].mul_(0.5)
     if family == "gptoss":
         mxfp4_roundtrip(m)
     return cfg, m
 
 
-def init_nemotron_h(name, p, g):
-    """Nemotron-H's own parameters (True when handled; the rest take init_weight's common rules)."""
-    if name.endswith("mixer.A_log"):  # A = -exp(A_log) log-uniform in [-8, -0.5]
+def init_mamba2(name, p, g, mixer):
+    """A Mamba-2 mixer's own parameters (prefix mixer: "mixer." or "mamba."); True when handled."""
+    if name.endswith(mixer + "A_log"):  # A = -exp(A_log) log-uniform in [-8, -0.5]
         p.copy_(math.log(0.5) + torch.rand(p.shape, generator=g) * (math.log(8.0) - math.log(0.5)))
-    elif name.endswith("mixer.dt_bias"):  # softplus(dt_bias) log-uniform in [0.02, 0.3]
+    elif name.endswith(mixer + "dt_bias"):  # softplus(dt_bias) log-uniform in [0.02, 0.3]
         dt = torch.exp(math.log(0.02) + torch.rand(p.shape, generator=g) * (math.log(0.3) - math.log(0.02)))
         p.copy_(dt + torch.log(-torch.expm1(-dt)))  # inverse softplus
-    elif name.endswith("mixer.D"):
+    elif name.endswith(mixer + "D"):
         p.copy_(0.5 + torch.rand(p.shape, generator=g))
-    elif name.endswith("mixer.conv1d.weight"):  # depthwise taps [C, 1, K]
+    elif name.endswith(mixer + "conv1d.weight"):  # depthwise taps [C, 1, K]
         p.copy_(torch.randn(p.shape, generator=g) / math.sqrt(p.shape[2]))
-    elif name == "model.embeddings.weight":
-        p.copy_(torch.randn(p.shape, generator=g))
     else:
         return False
     return True
 
 
+def init_nemotron_h(name, p, g):
+    """Nemotron-H's own parameters (True when handled; the rest take init_weight's common rules)."""
+    if init_mamba2(name, p, g, "mixer."):
+        return True
+    if name == "model.embeddings.weight":
+        p.copy_(torch.randn(p.shape, generator=g))
+        return True
+    return False
+
+
+def init_granitehybrid(name, p, g):
+    """Granite 4.0-H's own parameters: the Mamba-2 mixers' and the small tied embedding."""
+    if init_mamba2(name, p, g, "mamba."):
+        return True
+    if name == "model.embed_tokens.weight":
+        p.copy_(torch.randn(p.shape, generator=g) * GRANITE_HYBRID_EMBD_STD)
+        return True
+    return False
+
+
 def init_weight(family, name, p, g, tied):
     if family == "nemotron_h" and init_nemotron_h(name, p, g):
+        return
+    if family == "granitehybrid" and init_granitehybrid(name, p, g):
         return
     if name.endswith("experts.gate_up_proj") or name.endswith("experts.down_proj"):
         # unit-variance outputs: gpt-oss stores [E, in, out] (x @ W), the others [E, out, in]
@@ -818,16 +941,20 @@ BPE_SPECIALS = {
     # converter sets add_bos_token true for the non-MoE Nemotron-H
     "nemotron_h": ([("<unk>", 3), ("<s>", 3), ("</s>", 3), ("<SPECIAL_10>", 3), ("<SPECIAL_11>", 3), ("<SPECIAL_12>", 3)],
                    "<s>", "<SPECIAL_12>", None, True),
+    # Granite 4.0 (its cl100k-based vocabulary of 100352): <|pad|> 100256 (padding), <|end_of_text|> 100257 (bos and
+    # eos), <|start_of_role|>, <|end_of_role|>, <|unk|> 100269 (unknown); no bos added
+    "granitehybrid": ([("<|pad|>", 3), ("<|end_of_text|>", 3), ("<|start_of_role|>", 3), ("<|end_of_role|>", 3),
+                       ("<|unk|>", 3)], "<|end_of_text|>", "<|end_of_text|>", "<|pad|>", False),
 }
 BPE_SPECIALS_OF = {"qwen3moe": "qwen3", "qwen2": "qwen3", "deepseek3": "deepseek2"}
 # further special ids (key suffix -> token), after padding: what the GLM converter sets besides bos
 BPE_EXTRA_IDS = {"glm4moe": {"eot": "<|user|>", "unknown": "<|endoftext|>", "eom": "<|observation|>"},
-                 "nemotron_h": {"unknown": "<unk>"}}
+                 "nemotron_h": {"unknown": "<unk>"}, "granitehybrid": {"unknown": "<|unk|>"}}
 # deepseek2 / deepseek3 / glm4moe: stand-ins for "deepseek-llm" / "deepseek-v3" / "glm4", which lockstep
 # does not split by (see "Tokenizers" in the docstring)
 BPE_PRE = {"lfm2": "lfm2", "mistral3": "tekken", "llama": "llama-bpe", "qwen3": "qwen2", "qwen3moe": "qwen2", "gptoss": "gpt-4o", "qwen2": "qwen2", "granite": "refact",
            "olmo2": "dbrx", "granitemoe": "refact", "deepseek2": "smaug-bpe", "deepseek3": "smaug-bpe", "glm4moe": "glm4",
-           "nemotron_h": "tekken"}
+           "nemotron_h": "tekken", "granitehybrid": "dbrx"}
 
 
 def write_bpe_tokenizer(w, family, V):
@@ -1256,6 +1383,92 @@ def export_nemotron_h(cfg, m, path):
     finish_gguf(w)
 
 
+def export_granitehybrid(cfg, m, path):
+    """Granite 4.0-H as llama.cpp's converter (conversion/granite.py GraniteHybridModel, on Mamba2Model /
+    GraniteMoeModel / GraniteModel / LlamaModel) writes it from a config.json laid out as the published ones
+    (layer_types "mamba" / "attention", position_embedding_type "nope", rope_theta 10000 with rope_scaling null,
+    mamba_* fields, no head_dim). Keys in the converter's order; a key set twice keeps its first place and takes
+    the later value (context_length, attention.head_count_kv)."""
+    w = gguf.GGUFWriter(path, "granitehybrid")
+    w.add_type("model")
+    w.add_name("lockstep tiny granitehybrid")
+    L, H, nh, nkv = cfg.num_hidden_layers, cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads
+    n_ssm_head, ng, ds = cfg.mamba_n_heads, cfg.mamba_n_groups, cfg.mamba_d_state
+    d_inner = cfg.mamba_expand * H  # (the converter's: expand * hidden_size; = n_ssm_head * mamba_d_head)
+    assert d_inner == n_ssm_head * cfg.mamba_d_head
+    attn = [i for i, t in enumerate(cfg.layer_types) if t == "full_attention"]
+    # TextModel.set_gguf_parameters (GraniteModel drops head_dim first: none here)
+    w.add_block_count(L)
+    w.add_context_length(2 ** 20)  # max_position_embeddings first; GraniteHybridModel overwrites it (no rope)
+    w.add_embedding_length(H)
+    w.add_feed_forward_length(cfg.intermediate_size)  # (the experts')
+    w.add_head_count(nh)
+    w.add_head_count_kv([nkv if i in attn else 0 for i in range(L)])  # (GraniteHybridModel's array)
+    w.add_rope_freq_base(cfg.rope_parameters["rope_theta"])  # (rope_theta 10000 in config.json; unused)
+    w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    w.add_expert_count(cfg.num_local_experts)
+    w.add_expert_used_count(cfg.num_experts_per_tok)
+    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    # LlamaModel.set_gguf_parameters
+    w.add_vocab_size(cfg.vocab_size)
+    w.add_rope_dimension_count(H // nh)
+    # GraniteModel.set_gguf_parameters
+    w.add_attention_scale(cfg.attention_multiplier)
+    w.add_embedding_scale(cfg.embedding_multiplier)
+    w.add_residual_scale(cfg.residual_multiplier)
+    w.add_logit_scale(cfg.logits_scaling)
+    # GraniteMoeModel.set_gguf_parameters
+    w.add_expert_shared_feed_forward_length(cfg.shared_intermediate_size)
+    # GraniteHybridModel.set_gguf_parameters
+    w.add_ssm_conv_kernel(cfg.mamba_d_conv)
+    w.add_ssm_state_size(ds)
+    w.add_ssm_group_count(ng)
+    w.add_ssm_inner_size(d_inner)
+    w.add_ssm_time_step_rank(n_ssm_head)
+    w.add_rope_scaling_finetuned(False)  # (use_rope: Bamba only, or no Mamba layer)
+    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    sd = dict(m.named_parameters())
+    put = functools.partial(put_f32, w)
+
+    put("token_embd.weight", sd["model.embed_tokens.weight"])  # (tied: also the output projection)
+    put("output_norm.weight", sd["model.norm.weight"])
+    F, S = cfg.intermediate_size, cfg.shared_intermediate_size
+    for i in range(L):
+        p, b = f"model.layers.{i}.", f"blk.{i}."
+        put(b + "attn_norm.weight", sd[p + "input_layernorm.weight"])
+        put(b + "ffn_norm.weight", sd[p + "post_attention_layernorm.weight"])
+        if i in attn:
+            a = p + "self_attn."
+            # LlamaModel's rope permute (undo_permute), applied though there is no rope: the same row order
+            # within each head of q and k, so q.k is unchanged
+            put(b + "attn_q.weight", permute_qk(sd[a + "q_proj.weight"], nh))
+            put(b + "attn_k.weight", permute_qk(sd[a + "k_proj.weight"], nkv))
+            put(b + "attn_v.weight", sd[a + "v_proj.weight"])
+            put(b + "attn_output.weight", sd[a + "o_proj.weight"])
+        else:
+            x = p + "mamba."
+            put(b + "ssm_in.weight", sd[x + "in_proj.weight"])  # [2 d_inner + 2 ng ds + nh, H]: z, x, B, C, dt rows
+            put(b + "ssm_conv1d.weight", sd[x + "conv1d.weight"].squeeze(1))  # [C, 1, K] -> ne (K, C)
+            put(b + "ssm_conv1d.bias", sd[x + "conv1d.bias"])
+            put(b + "ssm_dt.bias", sd[x + "dt_bias"])
+            put(b + "ssm_a", -torch.exp(sd[x + "A_log"]).reshape(-1, 1))  # ne (1, nh)
+            put(b + "ssm_d", sd[x + "D"].reshape(-1, 1))  # ne (1, nh)
+            put(b + "ssm_norm.weight", sd[x + "norm.weight"].reshape(ng, d_inner // ng))  # ne (d_inner / ng, ng)
+            put(b + "ssm_out.weight", sd[x + "out_proj.weight"])
+        mp = p + "block_sparse_moe."
+        put(b + "ffn_gate_inp.weight", sd[mp + "router.weight"])  # (checkpoint: router.layer.weight)
+        gu = sd[mp + "experts.gate_up_proj"]  # [E, 2F, H] (checkpoint: input_linear.weight): gate rows, then up rows
+        put(b + "ffn_gate_exps.weight", gu[:, :F, :])
+        put(b + "ffn_up_exps.weight", gu[:, F:, :])
+        put(b + "ffn_down_exps.weight", sd[mp + "experts.down_proj"])  # [E, H, F] (checkpoint: output_linear.weight)
+        sh = sd[p + "shared_mlp.input_linear.weight"]  # [2S, H]: gate rows (the SiLU'd half), then up rows
+        put(b + "ffn_gate_shexp.weight", sh[:S])
+        put(b + "ffn_up_shexp.weight", sh[S:])
+        put(b + "ffn_down_shexp.weight", sd[p + "shared_mlp.output_linear.weight"])
+    print("special token ids:", write_bpe_tokenizer(w, "granitehybrid", cfg.vocab_size))
+    finish_gguf(w)
+
+
 def export(family, cfg, m, path, mxfp4=True):
     """mxfp4=False (checks only): gpt-oss experts as F32 copies of their MXFP4 values."""
     if family == "lfm2":
@@ -1268,6 +1481,8 @@ def export(family, cfg, m, path, mxfp4=True):
         return export_glm4moe(cfg, m, path)
     if family == "nemotron_h":
         return export_nemotron_h(cfg, m, path)
+    if family == "granitehybrid":
+        return export_granitehybrid(cfg, m, path)
     A = ARCH[family]
     w = gguf.GGUFWriter(path, A)
     w.add_type("model")
@@ -1483,6 +1698,8 @@ def describe(family, cfg, m):
         describe_routed(family, cfg, m, ref)
     if family == "nemotron_h":
         describe_nemotron_h(cfg, m, ref)
+    if family == "granitehybrid":
+        describe_granitehybrid(cfg, m, ref)
     if family == "gemma2":
         from transformers.models.gemma2 import modeling_gemma2 as mg
         scores = []
@@ -1596,6 +1813,56 @@ def describe_nemotron_h(cfg, m, ref):
                 l.norm.weight.copy_(wgt)
 
 
+def rms_np(x, w, eps):
+    return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * w
+
+
+def silu_np(x):
+    return x / (1.0 + np.exp(-x))
+
+
+def mamba2_numpy(T, b, h, d_inner, ds, nh, ng, K, eps):
+    """A Mamba-2 mixer (GGUF tensors T, prefix b) on the normed block input h [n, n_embd], float64, with the
+    SEQUENTIAL recurrence, token by token, as llama.cpp's build_mamba2_layer and ggml_ssm_scan compute it (no
+    chunking, no dt clamp); zero conv and SSM state before the first token."""
+    n, hd_ssm = h.shape[0], d_inner // nh
+    zxbcdt = h @ T[b + "ssm_in.weight"].T
+    z, xbc, dt = zxbcdt[:, :d_inner], zxbcdt[:, d_inner:2 * d_inner + 2 * ng * ds], zxbcdt[:, -nh:]
+    w, cb = T[b + "ssm_conv1d.weight"], T[b + "ssm_conv1d.bias"]  # [C, K], [C]
+    pad = np.concatenate([np.zeros((K - 1, xbc.shape[1])), xbc])
+    xbc = silu_np(sum(pad[k:k + n] * w[:, k] for k in range(K)) + cb)  # tap K-1 on the current token
+    xs = xbc[:, :d_inner].reshape(n, nh, hd_ssm)
+    Bm = xbc[:, d_inner:d_inner + ng * ds].reshape(n, ng, ds)
+    Cm = xbc[:, d_inner + ng * ds:].reshape(n, ng, ds)
+    dt = np.logaddexp(0.0, dt + T[b + "ssm_dt.bias"])  # softplus, no clamp
+    Av, Dv = T[b + "ssm_a"][:, 0], T[b + "ssm_d"][:, 0]
+    grp = np.arange(nh) // (nh // ng)  # head -> group of B and C
+    state = np.zeros((nh, hd_ssm, ds))
+    y = np.empty((n, nh, hd_ssm))
+    for t in range(n):
+        dA = np.exp(dt[t] * Av)  # [nh]
+        state = state * dA[:, None, None] + (dt[t][:, None] * xs[t])[:, :, None] * Bm[t, grp][:, None, :]
+        y[t] = np.einsum("hpn,hn->hp", state, Cm[t, grp]) + Dv[:, None] * xs[t]
+    y = y.reshape(n, d_inner) * silu_np(z)
+    y = rms_np(y.reshape(n, ng, d_inner // ng), T[b + "ssm_norm.weight"], eps).reshape(n, d_inner)
+    return y @ T[b + "ssm_out.weight"].T
+
+
+def nope_attention_numpy(T, b, h, nh, nkv, hd, scale):
+    """Causal GQA attention without positional encoding: scores q.k * scale, query head i reads KV head
+    i / (nh / nkv); the heads concatenated -> attn_output."""
+    n = h.shape[0]
+    q = (h @ T[b + "attn_q.weight"].T).reshape(n, nh, hd)
+    k = (h @ T[b + "attn_k.weight"].T).reshape(n, nkv, hd)
+    v = (h @ T[b + "attn_v.weight"].T).reshape(n, nkv, hd)
+    kh = np.arange(nh) // (nh // nkv)
+    s = np.einsum("thd,shd->hts", q, k[:, kh]) * scale
+    s = np.where(np.tril(np.ones((n, n), bool))[None], s, -np.inf)
+    p_ = np.exp(s - s.max(-1, keepdims=True))
+    p_ /= p_.sum(-1, keepdims=True)
+    return np.einsum("hts,shd->thd", p_, v[:, kh]).reshape(n, nh * hd) @ T[b + "attn_output.weight"].T
+
+
 def nemotron_h_numpy_logits(path, tokens):
     """An independent float64 forward of a nemotron_h GGUF (this script's or llama.cpp's converter's),
     read from the file alone, with the SEQUENTIAL recurrence, token by token, as llama.cpp's graph and
@@ -1612,66 +1879,186 @@ def nemotron_h_numpy_logits(path, tokens):
     eps = kv(A_ + "attention.layer_norm_rms_epsilon")
     d_inner, ds = kv(A_ + "ssm.inner_size"), kv(A_ + "ssm.state_size")
     nh, ng, K = kv(A_ + "ssm.time_step_rank"), kv(A_ + "ssm.group_count"), kv(A_ + "ssm.conv_kernel")
-    hd_ssm = d_inner // nh
     hd = kv(A_ + "attention.key_length")
     n = len(tokens)
 
     def rms(x, w):
-        return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * w
-
-    def silu(x):
-        return x / (1.0 + np.exp(-x))
+        return rms_np(x, w, eps)
 
     x = T["token_embd.weight"][tokens]
     for il in range(L):
         b = f"blk.{il}."
         h = rms(x, T[b + "attn_norm.weight"])
         if hkv[il] == 0 and ff[il] == 0:  # recurrent (Mamba-2) block
-            zxbcdt = h @ T[b + "ssm_in.weight"].T
-            z, xbc, dt = zxbcdt[:, :d_inner], zxbcdt[:, d_inner:2 * d_inner + 2 * ng * ds], zxbcdt[:, -nh:]
-            w, cb = T[b + "ssm_conv1d.weight"], T[b + "ssm_conv1d.bias"]  # [C, K], [C]
-            pad = np.concatenate([np.zeros((K - 1, xbc.shape[1])), xbc])
-            xbc = silu(sum(pad[k:k + n] * w[:, k] for k in range(K)) + cb)  # tap K-1 on the current token
-            xs = xbc[:, :d_inner].reshape(n, nh, hd_ssm)
-            Bm = xbc[:, d_inner:d_inner + ng * ds].reshape(n, ng, ds)
-            Cm = xbc[:, d_inner + ng * ds:].reshape(n, ng, ds)
-            dt = np.logaddexp(0.0, dt + T[b + "ssm_dt.bias"])  # softplus, no clamp
-            Av, Dv = T[b + "ssm_a"][:, 0], T[b + "ssm_d"][:, 0]
-            grp = np.arange(nh) // (nh // ng)  # head -> group of B and C
-            state = np.zeros((nh, hd_ssm, ds))
-            y = np.empty((n, nh, hd_ssm))
-            for t in range(n):
-                dA = np.exp(dt[t] * Av)  # [nh]
-                state = state * dA[:, None, None] + (dt[t][:, None] * xs[t])[:, :, None] * Bm[t, grp][:, None, :]
-                y[t] = np.einsum("hpn,hn->hp", state, Cm[t, grp]) + Dv[:, None] * xs[t]
-            y = y.reshape(n, d_inner) * silu(z)
-            y = rms(y.reshape(n, ng, d_inner // ng), T[b + "ssm_norm.weight"]).reshape(n, d_inner)
-            out = y @ T[b + "ssm_out.weight"].T
+            out = mamba2_numpy(T, b, h, d_inner, ds, nh, ng, K, eps)
         elif ff[il] == 0:  # attention block: no positional encoding
-            nkv = hkv[il]
-            q = (h @ T[b + "attn_q.weight"].T).reshape(n, nh_attn, hd)
-            k = (h @ T[b + "attn_k.weight"].T).reshape(n, nkv, hd)
-            v = (h @ T[b + "attn_v.weight"].T).reshape(n, nkv, hd)
-            kh = np.arange(nh_attn) // (nh_attn // nkv)
-            s = np.einsum("thd,shd->hts", q, k[:, kh]) / math.sqrt(hd)
-            s = np.where(np.tril(np.ones((n, n), bool))[None], s, -np.inf)
-            p_ = np.exp(s - s.max(-1, keepdims=True))
-            p_ /= p_.sum(-1, keepdims=True)
-            out = np.einsum("hts,shd->thd", p_, v[:, kh]).reshape(n, nh_attn * hd) @ T[b + "attn_output.weight"].T
+            out = nope_attention_numpy(T, b, h, nh_attn, hkv[il], hd, 1.0 / math.sqrt(hd))
         else:  # MLP block: relu^2, not gated
             out = np.maximum(h @ T[b + "ffn_up.weight"].T, 0.0) ** 2 @ T[b + "ffn_down.weight"].T
         x = x + out
     return rms(x, T["output_norm.weight"]) @ T["output.weight"].T
 
 
-def check_nemotron_h(gguf_path, golden_path):
+def read_golden_file(golden_path):
     with open(golden_path, "rb") as f:
         n, V = np.frombuffer(f.read(8), "<i4")
         tokens = np.frombuffer(f.read(4 * n), "<i4")
         golden = np.frombuffer(f.read(4 * n * V), "<f4").reshape(n, V)
+    return n, tokens, golden
+
+
+def check_nemotron_h(gguf_path, golden_path):
+    n, tokens, golden = read_golden_file(golden_path)
     ref = nemotron_h_numpy_logits(gguf_path, tokens)
     print(f"numpy sequential forward from the GGUF (float64) vs golden: max |diff| {np.abs(ref - golden).max():.3e}"
           f" (max |logit| {np.abs(golden).max():.3f}), argmax agrees at {(ref.argmax(-1) == golden.argmax(-1)).sum()}/{n}")
+
+
+def describe_granitehybrid(cfg, m, ref):
+    """The logits' spread, the SSM's A and dt over the prompt, the router's closest calls, and how much each
+    part and each multiplier moves the logits (HF side; the GGUF-side variants are in check_granitehybrid)."""
+    tokens = np.random.default_rng(SEED).integers(0, cfg.vocab_size, N_PROMPT)
+    am = ref.argmax(-1)
+    print(f"logits: std {ref.std().item():.3f}, max |logit| {ref.abs().max().item():.3f},"
+          f" {len(set(am.tolist()))} distinct argmax tokens over {ref.shape[0]} positions,"
+          f" argmax = the input token at {(am.numpy() == tokens).sum()}")
+    nh, k = cfg.mamba_n_heads, cfg.num_experts_per_tok
+    dts, gaps = {}, []
+
+    def dt_hook(i):
+        def f(mod, args, out):
+            dts[i] = torch.nn.functional.softplus(out[0, :, -nh:] + m.model.layers[i].mamba.dt_bias).detach()
+        return f
+
+    def router_hook(mod, args, out):
+        top = out[0].sort(-1, descending=True).values  # router logits
+        gaps.append((top[:, k - 1] - top[:, k]).min().item())
+
+    hs = [l.mamba.in_proj.register_forward_hook(dt_hook(i)) for i, l in enumerate(m.model.layers) if l.mamba is not None]
+    hs += [l.block_sparse_moe.router.register_forward_hook(router_hook) for l in m.model.layers]
+    prompt_logits(cfg, m)
+    for h in hs:
+        h.remove()
+    for i, dt in dts.items():
+        A = -torch.exp(m.model.layers[i].mamba.A_log.detach())
+        dA = torch.exp(dt * A)
+        print(f"layer {i}: A in [{A.min().item():.3f}, {A.max().item():.3f}], dt = softplus(dt_raw + dt_bias) in"
+              f" [{dt.min().item():.4f}, {dt.max().item():.4f}], exp(dt A) in [{dA.min().item():.3f}, {dA.max().item():.3f}]")
+    print(f"smallest gap between the {k}-th and {k + 1}-th router logits (whole prompt, all layers): {min(gaps):.2e}")
+
+    def change(what):
+        print(f"max |logit change| {what}: {(prompt_logits(cfg, m) - ref).abs().max().item():.3f}")
+
+    with torch.no_grad():
+        for what, get in (("without the shared expert", lambda l: l.shared_mlp.output_linear.weight),
+                          ("without the routed experts", lambda l: l.block_sparse_moe.experts.down_proj)):
+            saved = [get(l).clone() for l in m.model.layers]
+            for l in m.model.layers:
+                get(l).zero_()
+            change(what)
+            for l, wgt in zip(m.model.layers, saved):
+                get(l).copy_(wgt)
+        for kind, what in (("linear_attention", "Mamba-2"), ("full_attention", "attention")):
+            saved = []
+            for l in m.model.layers:
+                if l.block_type == kind:
+                    saved.append((l, l.input_layernorm.weight.clone()))
+                    l.input_layernorm.weight.zero_()  # the mixer sees 0 and adds 0 (Mamba: z = 0 gates y to 0)
+            change(f"without the {what} mixers (their input zeroed)")
+            for l, wgt in saved:
+                l.input_layernorm.weight.copy_(wgt)
+    m.model.embedding_multiplier = 1.0
+    change("with embedding_multiplier 1")
+    m.model.embedding_multiplier = cfg.embedding_multiplier
+    for l in m.model.layers:
+        l.residual_multiplier = 1.0
+    change("with residual_multiplier 1")
+    for l in m.model.layers:
+        l.residual_multiplier = cfg.residual_multiplier
+    for l in m.model.layers:
+        if l.self_attn is not None:
+            l.self_attn.scaling = 1.0 / math.sqrt(l.self_attn.head_dim)
+    change("with the attention scale 1/sqrt(head_dim) = 0.25 (no attention.scale)")
+    for l in m.model.layers:
+        if l.self_attn is not None:
+            l.self_attn.scaling = cfg.attention_multiplier
+
+
+def granitehybrid_numpy_logits(path, tokens, variant=()):
+    """An independent float64 forward of a granitehybrid GGUF (this script's or llama.cpp's converter's), read
+    from the file alone, with llama.cpp's semantics (granite-hybrid.cpp, build_mamba2_layer with the sequential
+    recurrence, build_moe_ffn). variant: deliberate mistakes, to show that the golden tells them apart."""
+    r = gguf.GGUFReader(path)
+
+    def kv(key):
+        return r.fields[key].contents()
+
+    T = {t.name: np.array(t.data, dtype=np.float64) for t in r.tensors}  # numpy shape = ne reversed
+    A_ = "granitehybrid."
+    L, nh_attn, hkv = kv(A_ + "block_count"), kv(A_ + "attention.head_count"), kv(A_ + "attention.head_count_kv")
+    H = kv(A_ + "embedding_length")
+    eps = kv(A_ + "attention.layer_norm_rms_epsilon")
+    d_inner, ds = kv(A_ + "ssm.inner_size"), kv(A_ + "ssm.state_size")
+    nh, ng, K = kv(A_ + "ssm.time_step_rank"), kv(A_ + "ssm.group_count"), kv(A_ + "ssm.conv_kernel")
+    E, k_used = kv(A_ + "expert_count"), kv(A_ + "expert_used_count")
+    emb_s, res_s = kv(A_ + "embedding_scale"), kv(A_ + "residual_scale")
+    att_s, logit_s = kv(A_ + "attention.scale"), kv(A_ + "logit_scale")
+    assert kv(A_ + "rope.scaling.finetuned") is False  # no rope
+    hd = H // nh_attn  # (no key_length: n_embd / n_head)
+    if "attn_scale_default" in variant:
+        att_s = 1.0 / math.sqrt(hd)
+    n = len(tokens)
+
+    def rms(x, w):
+        return rms_np(x, w, eps)
+
+    def swiglu(h, gate, up, down):  # down(silu(gate h) * up h), gate / up [F, H], down [H, F]
+        return (silu_np(h @ gate.T) * (h @ up.T)) @ down.T
+
+    x = T["token_embd.weight"][tokens] * (1.0 if "no_embedding_scale" in variant else emb_s)
+    for il in range(L):
+        b = f"blk.{il}."
+        h = rms(x, T[b + "attn_norm.weight"])
+        if hkv[il] == 0:  # recurrent (Mamba-2) layer
+            out = mamba2_numpy(T, b, h, d_inner, ds, nh, ng, K, eps)
+        else:  # attention without positional encoding, scale attention.scale
+            out = nope_attention_numpy(T, b, h, nh_attn, hkv[il], hd, att_s)
+        x = x + out * res_s
+        h = rms(x, T[b + "ffn_norm.weight"])
+        p = np.exp(h @ T[b + "ffn_gate_inp.weight"].T)
+        p /= p.sum(-1, keepdims=True)  # softmax over all experts
+        top = np.argsort(-p, axis=-1, kind="stable")[:, :k_used]
+        wts = np.take_along_axis(p, top, -1)
+        if "no_renorm" not in variant:
+            wts /= wts.sum(-1, keepdims=True)  # the k weights renormalised (= HF's softmax over the top-k logits)
+        gate, up, down = T[b + "ffn_gate_exps.weight"], T[b + "ffn_up_exps.weight"], T[b + "ffn_down_exps.weight"]
+        if "experts_up_gate_swapped" in variant:
+            gate, up = up, gate
+        moe = np.zeros_like(h)
+        for t in range(n):
+            for j, e in enumerate(top[t]):
+                moe[t] += wts[t, j] * swiglu(h[t], gate[e], up[e], down[e])
+        g_sh, u_sh = T[b + "ffn_gate_shexp.weight"], T[b + "ffn_up_shexp.weight"]
+        if "shexp_up_gate_swapped" in variant:
+            g_sh, u_sh = u_sh, g_sh
+        shared = 0.0 if "no_shared" in variant else swiglu(h, g_sh, u_sh, T[b + "ffn_down_shexp.weight"])
+        x = x + (moe + shared) * (1.0 if "ffn_unscaled" in variant else res_s)
+    return rms(x, T["output_norm.weight"]) @ T["token_embd.weight"].T / logit_s  # tied output
+
+
+def check_granitehybrid(gguf_path, golden_path):
+    n, tokens, golden = read_golden_file(golden_path)
+    ref = granitehybrid_numpy_logits(gguf_path, tokens)
+    print(f"numpy sequential forward from the GGUF (float64) vs golden: max |diff| {np.abs(ref - golden).max():.3e}"
+          f" (max |logit| {np.abs(golden).max():.3f}), argmax agrees at {(ref.argmax(-1) == golden.argmax(-1)).sum()}/{n}")
+    for v, what in (("no_renorm", "top-2 weights not renormalised"), ("no_shared", "no shared expert"),
+                    ("shexp_up_gate_swapped", "shared expert's gate / up halves swapped"),
+                    ("experts_up_gate_swapped", "experts' gate / up halves swapped"),
+                    ("ffn_unscaled", "residual_scale on the mixer output only (not the FFN's)"),
+                    ("attn_scale_default", "attention scale 1/sqrt(head_dim) instead of attention.scale"),
+                    ("no_embedding_scale", "no embedding_scale")):
+        d = np.abs(granitehybrid_numpy_logits(gguf_path, tokens, (v,)) - golden).max()
+        print(f"  variant {what}: max |diff| {d:.3f}")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1808,6 +2195,8 @@ def main():
     write_golden(m, cfg.vocab_size, N_PROMPT, SEED, f"{out}/{family}_tiny.golden")
     if family == "nemotron_h":
         check_nemotron_h(f"{out}/{family}_tiny.gguf", f"{out}/{family}_tiny.golden")
+    if family == "granitehybrid":
+        check_granitehybrid(f"{out}/{family}_tiny.gguf", f"{out}/{family}_tiny.golden")
 
 
 if __name__ == "__main__":
