@@ -4,7 +4,6 @@
 // IQ1's 8 * grid +- 1) and int16 sub-block scales; a token's sum is maddubs(|v|, y * sign(v))
 // (pairs at most 2 * 127 * 127, inside int16) widened by madd with the scale: the exact
 // integers of the reference, then its float chain and the type's exact 1/den at the end.
-// With AVX-512 BW the 256 values go in four 512-bit vectors (the sign by a masked negate).
 #include "cpu/gemm/tiles.h"
 
 #if LS_GEMM_AVX2
@@ -128,7 +127,7 @@ void decode(const BlockIQ1_M& b, int8_t* v, int16_t* ls) {
     for (int s = 0; s < 16; ++s) ls[s] = static_cast<int16_t>(iq_scale(b, s));
 }
 
-// One token (a decode step) without AVX-512: each row's decoded super-block meets the token
+// One token (a decode step): each row's decoded super-block meets the token
 // at once, the chunk's |v|, sign and scale formed in registers instead of being stored for
 // tokens that do not come. The same exact integers and float chain as sv_tile (tests: every
 // tile against the reference at M = 1).
@@ -178,13 +177,10 @@ void sv_tile_one(const uint8_t* const* wr, const uint8_t* a, int64_t nb, float* 
 
 template <int G, class B>
 void sv_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t nb, float* const* out, int nr, size_t pf) {
-    if constexpr (G == 1 && !LS_GEMM_K512) return sv_tile_one<B>(wr, a, nb, out[0], nr, pf);
+    if constexpr (G == 1) return sv_tile_one<B>(wr, a, nb, out[0], nr, pf);
     alignas(64) int8_t qs[8][QK_K];   // v
     alignas(64) uint8_t qa[8][QK_K];  // |v|
     __m256i scv[8][8];                // scale(s) of each 32-value chunk, int16 (two halves for 16-element sub-blocks)
-#if LS_GEMM_K512
-    __m512i scz[8][4];
-#endif
     __m256 acc[G];
     for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; ++i) {
@@ -203,26 +199,9 @@ void sv_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t
         }
         if (pf) prefetch_group(wr[0] + pf, sizeof(B), i);
         const __m256 dw = load_d8(dh);
-#if LS_GEMM_K512
-        for (int r = 0; r < 8; ++r) join_scales(scv[r], scz[r]);
-#endif
         for (int g = 0; g < G; ++g) {
             const BlockQ8_K& y = reinterpret_cast<const BlockQ8_K*>(a + astride * static_cast<size_t>(g))[i];
             __m256i v[8];
-#if LS_GEMM_K512
-            __m512i y4[4];
-            for (int m = 0; m < 4; ++m) y4[m] = _mm512_loadu_si512(y.qs + 64 * m);
-            for (int r = 0; r < 8; ++r) {
-                __m512i s = _mm512_setzero_si512();
-                for (int m = 0; m < 4; ++m) {
-                    const __m512i lv = _mm512_load_si512(qs[r] + 64 * m);
-                    const __m512i ys = _mm512_mask_sub_epi8(y4[m], _mm512_movepi8_mask(lv), _mm512_setzero_si512(), y4[m]);
-                    const __m512i p = _mm512_maddubs_epi16(_mm512_load_si512(qa[r] + 64 * m), ys);
-                    s = _mm512_add_epi32(s, _mm512_madd_epi16(p, scz[r][m]));
-                }
-                v[r] = _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1));
-            }
-#else
             for (int r = 0; r < 8; ++r) {
                 __m256i s = _mm256_setzero_si256();
                 for (int j = 0; j < 8; ++j) {
@@ -232,7 +211,6 @@ void sv_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t
                 }
                 v[r] = s;
             }
-#endif
             float yd;
             std::memcpy(&yd, &y.d, 4);
             // sum = sum + (d_a * d_w) * isum: the product rounded, then the sum; no fma.

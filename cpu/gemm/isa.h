@@ -25,10 +25,3 @@
 #define LS_GEMM_V512 0
 #endif
 
-// AVX-512 BW: the K-quant tiles take a row's 256 unpacked values in four 512-bit vectors
-// (two sub-blocks each) instead of eight 256-bit ones; the exact integer sums are the same.
-#if defined(LS_GEMM_AVX2) && defined(__AVX512F__) && defined(__AVX512BW__)
-#define LS_GEMM_K512 1
-#else
-#define LS_GEMM_K512 0
-#endif

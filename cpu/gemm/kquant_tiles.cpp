@@ -1,7 +1,9 @@
 // The K-quant types (256-element super-blocks: Q2_K..Q6_K) in 8-row tiles: per super-block
 // and row, the unpacked values and scale vectors are reused by every token; the 8 rows'
-// 8-lane partial sums go through one hadd tree per super-block. With AVX-512 BW a row's 256
-// values go in four 512-bit vectors instead of eight 256-bit ones: the same exact sums.
+// 8-lane partial sums go through one hadd tree per super-block. (A 512-bit form of these tiles,
+// a row's 256 values in four AVX-512 vectors, was slower on an AVX-512 + VNNI EPYC than this
+// 256-bit one, which keeps the fused one-token form and the Q4_K/Q6_K lane tiles: Qwen2.5-1.5B-
+// shaped Q4_K_M, pp512 88-90 -> 122-126 t/s, tg64 18-19 -> 23 t/s. It was removed.)
 #include "cpu/gemm/tiles.h"
 
 #if LS_GEMM_AVX2
@@ -18,7 +20,7 @@ using namespace ls::qb;
 
 namespace {
 
-// One token (a decode step) without AVX-512: each row's unpacked 32-value chunks meet the
+// One token (a decode step): each row's unpacked 32-value chunks meet the
 // token as they are formed (Fused::put) instead of being stored for tokens that do not come.
 // Integer adds in another order give the same exact int32 sums, and the float chain is the
 // same, so the results equal the stored form's bit for bit (tests: every tile at M = 1).
@@ -32,7 +34,7 @@ struct Fused {
         else _mm256_store_si256(reinterpret_cast<__m256i*>(qb + 32 * j), u);
     }
 };
-template <int G> constexpr bool kFuse = G == 1 && !LS_GEMM_K512;
+template <int G> constexpr bool kFuse = G == 1;
 template <int G> const int8_t* fused_y(const uint8_t* a, int64_t i) {
     return kFuse<G> ? reinterpret_cast<const BlockQ8_K*>(a)[i].qs : nullptr;
 }
@@ -46,9 +48,6 @@ void q45k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64
     constexpr bool kQ5 = std::is_same_v<Block, BlockQ5_K>;
     alignas(64) uint8_t qb[8][QK_K];
     __m256i scv[8][8], mnv[8], fused[8];
-#if LS_GEMM_K512
-    __m512i scz[8][4];
-#endif
     __m256 acc[G], macc[G];
     for (int g = 0; g < G; ++g) acc[g] = macc[g] = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0F);
@@ -94,26 +93,14 @@ void q45k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64
         }
         if (pf) prefetch_group(wr[0] + pf, sizeof(Block), i);
         const __m256 dw = load_d8(dh), dm = load_d8(mh);
-#if LS_GEMM_K512
-        for (int r = 0; r < 8; ++r) join_scales(scv[r], scz[r]);
-#endif
         for (int g = 0; g < G; ++g) {
             const BlockQ8_K& y = reinterpret_cast<const BlockQ8_K*>(a + astride * static_cast<size_t>(g))[i];
             const __m256i bs = loadu(y.bsums);
             __m256i v[8], mv[8];
-#if LS_GEMM_K512
-            __m512i y4[4];
-            for (int m = 0; m < 4; ++m) y4[m] = _mm512_loadu_si512(y.qs + 64 * m);
-            for (int r = 0; r < 8; ++r) {
-                v[r] = ksum512(qb[r], y4, scz[r], _mm512_setzero_si512());
-                mv[r] = _mm256_madd_epi16(mnv[r], bs);
-            }
-#else
             for (int r = 0; r < 8; ++r) {
                 v[r] = kFuse<G> ? fused[r] : ksum256(qb[r], y.qs, scv[r], _mm256_setzero_si256());
                 mv[r] = _mm256_madd_epi16(mnv[r], bs);
             }
-#endif
             float yd;
             std::memcpy(&yd, &y.d, 4);
             const __m256 ydv = _mm256_set1_ps(yd);
@@ -211,9 +198,6 @@ template <int G>
 void q6k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_t nb, float* const* out, int nr, size_t pf) {
     alignas(64) uint8_t qb[8][QK_K];
     __m256i scv[8][8], sc32[8], fused[8];
-#if LS_GEMM_K512
-    __m512i scz[8][4];
-#endif
     __m256 acc[G];
     for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(0x03);
@@ -251,23 +235,13 @@ void q6k_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, int64_
         }
         if (pf) prefetch_group(wr[0] + pf, sizeof(BlockQ6_K), i);
         const __m256 dw = load_d8(dh);
-#if LS_GEMM_K512
-        for (int r = 0; r < 8; ++r) join_scales(scv[r], scz[r]);
-#endif
         for (int g = 0; g < G; ++g) {
             const BlockQ8_K& y = reinterpret_cast<const BlockQ8_K*>(a + astride * static_cast<size_t>(g))[i];
             const __m256i bs = loadu(y.bsums);
             __m256i v[8];
-#if LS_GEMM_K512
-            __m512i y4[4];
-            for (int m = 0; m < 4; ++m) y4[m] = _mm512_loadu_si512(y.qs + 64 * m);
-            for (int r = 0; r < 8; ++r)
-                v[r] = _mm256_sub_epi32(ksum512(qb[r], y4, scz[r], _mm512_setzero_si512()), _mm256_madd_epi16(sc32[r], bs));
-#else
             for (int r = 0; r < 8; ++r)
                 v[r] = _mm256_sub_epi32(kFuse<G> ? fused[r] : ksum256(qb[r], y.qs, scv[r], _mm256_setzero_si256()),
                                         _mm256_madd_epi16(sc32[r], bs));
-#endif
             float yd;
             std::memcpy(&yd, &y.d, 4);
             acc[g] = _mm256_add_ps(acc[g], _mm256_mul_ps(_mm256_mul_ps(dw, _mm256_set1_ps(yd)), _mm256_cvtepi32_ps(hsum8(v))));
@@ -426,11 +400,11 @@ void kquant_tile8(DType t, const uint8_t* const* wr, const uint8_t* a, size_t as
         case DType::Q2_K: return q23k_tile<G, BlockQ2_K>(wr, a, astride, k / QK_K, out, nr, pf);
         case DType::Q3_K: return q23k_tile<G, BlockQ3_K>(wr, a, astride, k / QK_K, out, nr, pf);
         case DType::Q4_K:
-            if constexpr (G >= 2 && !LS_GEMM_K512) return q4k_lanes_tile<G>(wr, a, astride, k / QK_K, out, nr, pf);
+            if constexpr (G >= 2) return q4k_lanes_tile<G>(wr, a, astride, k / QK_K, out, nr, pf);
             return q45k_tile<G, BlockQ4_K>(wr, a, astride, k / QK_K, out, nr, pf);
         case DType::Q5_K: return q45k_tile<G, BlockQ5_K>(wr, a, astride, k / QK_K, out, nr, pf);
         case DType::Q6_K:
-            if constexpr (G >= 2 && !LS_GEMM_K512) return q6k_lanes_tile<G>(wr, a, astride, k / QK_K, out, nr, pf);
+            if constexpr (G >= 2) return q6k_lanes_tile<G>(wr, a, astride, k / QK_K, out, nr, pf);
             return q6k_tile<G>(wr, a, astride, k / QK_K, out, nr, pf);
         default: break;
     }
