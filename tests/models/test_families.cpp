@@ -33,6 +33,7 @@
 //   nemotron_h_tiny Nemotron-H's: Mamba-2 layers (ssm_scan: 8 heads in 2 groups, state 16, its
 //                  convolution and gated group norm) beside an attention layer without rope and
 //                  squared-ReLU MLP layers;
+//   phi3longrope_tiny phi3 with LongRoPE (short and long factors, attn_factor), two goldens;
 //   granitehybrid_tiny Granite 4.0-H's: Mamba-2, rope-less attention, Mamba-2, Mamba-2, each with
 //                  8 experts (softmax, top 2) and a shared expert, Granite's four multipliers
 //                  (attention scale 1/16, not the default 1/4), tied output.
@@ -63,7 +64,7 @@ namespace {
 
 const std::vector<std::string> kFamilies = {"llama",    "qwen2", "qwen3", "qwen3moe",   "gemma2",    "gptoss",    "granite", "olmo2",
                                             "mistral3", "lfm2",  "phi3",  "granitemoe", "deepseek2", "deepseek3", "glm4moe", "nemotron_h",
-                                            "granitehybrid"};
+                                            "granitehybrid", "phi3longrope"};
 const std::vector<std::string> kSliding = {"gemma2", "gptoss"};
 constexpr float kOne = 1.0f;
 
@@ -92,6 +93,26 @@ TEST_CASE("families: tiny model logits match transformers, whole and in ubatches
                 CHECK(d.flipped == 0);
             }
         }
+    }
+}
+
+// LongRoPE (Phi-3.5-mini, Phi-4-mini): the short factors for a context within the original 64
+// positions, the long ones beyond it, chosen per session as llama.cpp does, with cos and sin
+// scaled by rope.scaling.attn_factor: each against transformers on a prompt that makes it use
+// the same set (48 tokens: short; 100: long); and the other set is visibly off.
+TEST_CASE("families: phi3 LongRoPE picks its factors by the context and matches transformers with each", "[families][golden]") {
+    const Golden lng = read_golden("phi3longrope_tiny"), sht = read_golden("phi3longrope_short");
+    for (const std::string& bk : all_backend_names()) {
+        LoadedModel l = load_tiny(bk, "phi3longrope");
+        for (const auto& [gold, n_ctx] : {std::pair<const Golden&, int64_t>{lng, 128}, std::pair<const Golden&, int64_t>{sht, 64}}) {
+            INFO("backend " << bk << ", context " << n_ctx);
+            const GoldenDiff d = compare_golden(new_session(l, n_ctx, 16, DType::F32)->eval(gold.tokens, 0), gold);
+            INFO("largest |logit - transformers| = " << d.worst);
+            CHECK(d.worst <= 1e-4);
+            CHECK(d.flipped == 0);
+        }
+        // the short prompt in a long context: the long factors, not what transformers used
+        CHECK(compare_golden(new_session(l, 128, 16, DType::F32)->eval(sht.tokens, 0), sht).worst > 1e-2);
     }
 }
 

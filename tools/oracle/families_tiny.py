@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Tiny random-weight oracles of seventeen families: Llama 3 (arch llama), Qwen3 (qwen3), Qwen3-MoE
+"""Tiny random-weight oracles of eighteen families: Llama 3 (arch llama), Qwen3 (qwen3), Qwen3-MoE
 (qwen3moe), Gemma 2 (gemma2), gpt-oss (gpt-oss), Qwen2 / Qwen2.5 (qwen2), IBM Granite 3
 (granite) and Granite MoE (granitemoe), OLMo 2 (olmo2), Ministral 3 (mistral3), Liquid's LFM2 (lfm2),
-Phi-3 / Phi-4 (phi3), DeepSeek-V2 (deepseek2) and DeepSeek-V3 (family deepseek3, arch deepseek2),
+Phi-3 / Phi-4 (phi3) and Phi-3.5-mini / Phi-4-mini's LongRoPE (family phi3longrope, arch phi3),
+DeepSeek-V2 (deepseek2) and DeepSeek-V3 (family deepseek3, arch deepseek2),
 GLM-4.5 (glm4moe), NVIDIA Nemotron-H / Nemotron Nano v2 (nemotron_h: Mamba-2, attention and MLP
 blocks), and IBM Granite 4.0-H (granitehybrid: Mamba-2 and attention mixers, each followed by a MoE
 FFN with a shared expert).
@@ -17,11 +18,11 @@ dequantized MXFP4 values before the logits are taken, so the golden logits are e
 
 Usage: tools/oracle/families_tiny.py OUT_DIR FAMILY [tiny|bench]
        FAMILY in llama, qwen3, qwen3moe, gemma2, gptoss, qwen2, granite, olmo2, mistral3, lfm2, phi3, granitemoe,
-       deepseek2, deepseek3, glm4moe, nemotron_h, granitehybrid; writes OUT_DIR/<family>_tiny.gguf and
-       OUT_DIR/<family>_tiny.golden. `bench` exists for llama (Llama-3.2-1B's exact shapes) and
-       qwen2 (Qwen2.5-1.5B's): random F16 weights written straight from numpy (no HF model, no
-       golden), for speed runs after llama-quantize (OUT_DIR/llama1b_f16.gguf,
-       OUT_DIR/qwen2_1.5b_f16.gguf).
+       deepseek2, deepseek3, glm4moe, nemotron_h, granitehybrid, phi3longrope; writes OUT_DIR/<family>_tiny.gguf
+       and OUT_DIR/<family>_tiny.golden (phi3longrope also OUT_DIR/phi3longrope_short.golden). `bench`
+       exists for llama (Llama-3.2-1B's exact shapes) and qwen2 (Qwen2.5-1.5B's): random F16 weights
+       written straight from numpy (no HF model, no golden), for speed runs after llama-quantize
+       (OUT_DIR/llama1b_f16.gguf, OUT_DIR/qwen2_1.5b_f16.gguf).
 
 llama bench file: the llama keys below with Llama-3.2-1B's values (context 131072, hidden 2048,
 FFN 8192, 16 layers, 32 heads, 8 KV heads, head 64, rope.freq_base 500000, rms eps 1e-5,
@@ -132,7 +133,36 @@ phi3 (Phi3ForCausalLM; vocab 384, hidden 64, 4 layers, 4 heads, 2 KV heads, head
   tensors: token_embd, output_norm, output; per layer attn_norm, attn_qkv [64,128] (q rows, k
     rows, v rows: HF's qkv_proj as it is), attn_output, ffn_norm, ffn_up [64,256] (HF's
     gate_up_proj: gate rows, then up rows), ffn_down. transforms: none (NeoX rope). Tokenizer:
-    the SentencePiece one. No LongRoPE factors (rope_factors_long / _short; refused).
+    the SentencePiece one. No LongRoPE factors (rope_factors_long / _short: see phi3longrope).
+
+phi3longrope (Phi3ForCausalLM with Phi-3.5-mini / Phi-4-mini's LongRoPE: phi3's shapes, partial_rotary_factor
+  0.5 (8 rope dims, 4 pairs), no sliding window, untied output; max_position_embeddings 256 and
+  original_max_position_embeddings 64 (scale 4; 131072 / 4096 in the real ones); rope_parameters {rope_type
+  longrope, rope_theta 10000, partial_rotary_factor 0.5, original_max_position_embeddings 64, short_factor
+  [1.4497, 1.1556, 1.4587, 1.0682], long_factor [1.3744, 5.0186, 5.8887, 6.1251]} (phi3_longrope_factors: short
+  uniform in [1, 1.5), long uniform in [1, 8) sorted ascending as the published ones grow with the pair index,
+  4 decimals; no factor / attention_factor fields, as the published configs); its own weights (seed by its index)
+  keys (the converter's order): general.architecture, then phi3.rope.scaling.attn_factor 1.1547005 (float32 of
+    sqrt(1 + ln(256/64) / ln 64) = sqrt(4/3); generate_extra_tensors writes it, and the converter runs that before
+    the metadata), general.type, general.name, then phi3's keys with phi3.context_length 256 and
+    rope.scaling.original_context_length 64 (rope.dimension_count 8, rope.freq_base 10000, sliding_window 0). No
+    rope.scaling.type / rope.scaling.factor (the converter writes neither for Phi-3).
+  tensors: rope_factors_long.weight [4] and rope_factors_short.weight [4] (F32; first, as the converter yields
+    them), then phi3's.
+  rope: NeoX on the first 8 dims of each head (pairs (i, i + 4)), angle p * 10000^(-2i/8) / f_i, f = the long
+    factors or the short ones, the same set for every position; cos and sin both times attn_factor 1.1547005 with
+    either set (HF's attention_scaling comes from the scale once, not from the set).
+  which set: HF picks per forward call, long iff max(position) + 1 > 64 (longrope_frequency_update); llama.cpp per
+    context, long iff n_ctx_per_seq > rope.scaling.original_context_length. Two goldens, each one whole-prompt call:
+    phi3longrope_tiny.golden: the usual 100-token prompt: the LONG factors at all 100 positions; a runtime checks
+      it with a context > 64.
+    phi3longrope_short.golden: the first 48 tokens of the same prompt (write_golden's draw of 48 is that prefix):
+      the SHORT factors; a runtime checks it with a context <= 64.
+    (Printed: HF's inv_freq after each call is that set's; each golden equals HF with that set pinned exactly and
+    misses the other set's by 2.38 (100 tokens) / 2.02 (48 tokens); cos at position 0 is 1.1547005 in every dim;
+    attn_factor 1 instead moves the 100-token logits by 1.13. write_golden's token-at-a-time figure for the
+    100-token file, 2.29, is HF's own switch: short while its cache holds <= 64 tokens; with the long set pinned,
+    one token at a time matches the whole prompt within 3.3e-6.)
 
 lfm2 (Lfm2ForCausalLM; vocab 384, hidden 64, 4 layers [conv, attention, conv, attention], 4 heads,
   2 KV heads, head_dim 16, FFN 128 (block_auto_adjust_ff_dim off), conv_L_cache 3, tied output)
@@ -526,6 +556,9 @@ writes the same keys, values and key order and bit-identical tensors; a numpy fo
 alone with llama.cpp's semantics (MLA absorbed, ggml's YaRN rope, build_moe_ffn's router) gives the
 golden logits within 4e-6 (and misses them by about 3 without deepseek3's group limit, without
 glm4moe's selection bias, or with NeoX pairs for deepseek2's rope).
+phi3longrope (not run in llama.cpp): llama.cpp's converter (d32676d, set_vocab skipped) run on save_pretrained of
+the same model writes the same keys, values, types and key order (plus general.size_label, which no file here
+carries) and bit-identical tensors, rope_factors_long / _short first.
 nemotron_h (not run in llama.cpp): the golden is HF's pure-torch path (no mamba_ssm / causal_conv1d
 installed: its torch fallbacks), float32, eager attention; whole prompt (chunked scan) vs one token at a
 time through HF's cache (recurrent step) 3.5e-6. llama.cpp's converter (d32676d, set_vocab skipped,
@@ -559,14 +592,15 @@ from golden import write_golden
 
 SEED = 2020
 N_PROMPT = 100
+N_PROMPT_SHORT = 48  # phi3longrope's second golden: the first 48 tokens of the same prompt (<= its original context 64)
 VOCAB = 384
 # (append only: a family's weights are drawn with SEED + its index here)
 FAMILIES = ("llama", "qwen3", "qwen3moe", "gemma2", "gptoss", "qwen2", "granite", "olmo2", "mistral3", "lfm2", "phi3", "granitemoe",
-            "deepseek2", "deepseek3", "glm4moe", "nemotron_h", "granitehybrid")
+            "deepseek2", "deepseek3", "glm4moe", "nemotron_h", "granitehybrid", "phi3longrope")
 ARCH = {"llama": "llama", "qwen3": "qwen3", "qwen3moe": "qwen3moe", "gemma2": "gemma2", "gptoss": "gpt-oss", "qwen2": "qwen2",
         "granite": "granite", "olmo2": "olmo2", "mistral3": "mistral3", "lfm2": "lfm2", "phi3": "phi3", "granitemoe": "granitemoe",
         "deepseek2": "deepseek2", "deepseek3": "deepseek2", "glm4moe": "glm4moe", "nemotron_h": "nemotron_h",
-        "granitehybrid": "granitehybrid"}
+        "granitehybrid": "granitehybrid", "phi3longrope": "phi3"}
 # Ministral 3's YaRN and Llama 4 attention temperature, with an original context of 32 so that
 # the 100-token golden prompt crosses three of the temperature's steps (16384 in the real ones)
 MINISTRAL3_ROPE = {"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 16.0, "original_max_position_embeddings": 32,
@@ -593,6 +627,21 @@ GRANITE_HYBRID_EMBD_STD = 0.02  # tied embedding: 12 * 0.02 keeps the residual s
 GRANITE_HYBRID_OUT_NORM = 48.0  # ... and an output_norm around 48 gives logits of std ~1 through the same small matrix
 GEMMA2_SOFTCAP_ATTN = 5.0
 GEMMA2_SOFTCAP_FINAL = 5.0
+# Phi-3.5-mini / Phi-4-mini's LongRoPE in miniature: original context 64 (4096 in the real ones) and
+# max_position_embeddings 256 (131072), a scale of 4 (32), so that the 100-token golden prompt takes the long factors
+# and the 48-token one the short ones
+PHI3_LONGROPE_ORIG_CTX = 64
+PHI3_LONGROPE_MAX_POS = 256
+
+
+def phi3_longrope_factors(n_pairs):
+    """(short_factor, long_factor), one per rotary pair, rounded to 4 decimals: short uniform in [1, 1.5), long
+    uniform in [1, 8) and sorted ascending (the published long factors grow with the pair index, i.e. with the
+    wavelength). Drawn from numpy with the family's seed, before (and apart from) the weights' torch generator."""
+    rng = np.random.default_rng(SEED + FAMILIES.index("phi3longrope"))
+    short = [round(float(x), 4) for x in 1.0 + 0.5 * rng.random(n_pairs)]
+    long = [round(float(x), 4) for x in np.sort(1.0 + 7.0 * rng.random(n_pairs))]
+    return short, long
 
 
 # ----------------------------------------------------------------------------------------------
@@ -657,6 +706,19 @@ def make_model(family):
                          rms_norm_eps=1e-5, tie_word_embeddings=False, sliding_window=None, pad_token_id=0, eos_token_id=1,
                          bos_token_id=2, partial_rotary_factor=0.5,
                          rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5})
+        cls = Phi3ForCausalLM
+    elif family == "phi3longrope":
+        # phi3's model with Phi-3.5-mini / Phi-4-mini's rope: LongRoPE factors for the 4 rotary pairs (8 rope dims of
+        # head 16), no "factor" and no "attention_factor" (as the published configs: HF takes the scale from
+        # max_position_embeddings / original_max_position_embeddings, as the converter does)
+        short, long = phi3_longrope_factors(int(16 * 0.5) // 2)
+        cfg = Phi3Config(**common, intermediate_size=128, max_position_embeddings=PHI3_LONGROPE_MAX_POS,
+                         original_max_position_embeddings=PHI3_LONGROPE_ORIG_CTX, rms_norm_eps=1e-5,
+                         tie_word_embeddings=False, sliding_window=None, pad_token_id=0, eos_token_id=1, bos_token_id=2,
+                         partial_rotary_factor=0.5,
+                         rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0, "partial_rotary_factor": 0.5,
+                                          "short_factor": short, "long_factor": long,
+                                          "original_max_position_embeddings": PHI3_LONGROPE_ORIG_CTX})
         cls = Phi3ForCausalLM
     elif family == "gemma2":
         cfg = Gemma2Config(**common, head_dim=32, intermediate_size=128, max_position_embeddings=4096, rms_norm_eps=1e-6,
@@ -1094,15 +1156,33 @@ def export_lfm2(cfg, m, path):
     finish_gguf(w)
 
 
-def export_phi3(cfg, m, path):
+def phi3_longrope_attn_factor(cfg):
+    """The converter's rope.scaling.attn_factor for LongRoPE ("su" / "longrope"): sqrt(1 + ln(scale) / ln(original))
+    with scale = max_position_embeddings / original_max_position_embeddings, 1 when scale <= 1."""
+    orig = cfg.rope_parameters["original_max_position_embeddings"]
+    scale = cfg.max_position_embeddings / orig
+    return math.sqrt(1 + math.log(scale) / math.log(orig)) if scale > 1.0 else 1.0
+
+
+def export_phi3(cfg, m, path, family="phi3"):
     """Phi-3 / Phi-4 as llama.cpp's converter (conversion/phi.py, Phi3MiniModel) writes them: q, k
     and v in one attn_qkv, gate and up in one ffn_up (gate rows first), as the HF checkpoints
-    have them."""
+    have them. With LongRoPE (rope_parameters with long_factor, family phi3longrope) also what
+    generate_extra_tensors adds: rope.scaling.attn_factor and the F32 tensors rope_factors_long /
+    rope_factors_short [rope dims / 2]. The converter runs generate_extra_tensors (prepare_tensors)
+    before the metadata (prepare_metadata), so that key comes right after general.architecture and
+    those two tensors before the model's."""
     w = gguf.GGUFWriter(path, "phi3")
-    w.add_type("model")
-    w.add_name("lockstep tiny phi3")
     H, nh = cfg.hidden_size, cfg.num_attention_heads
-    rot = int(cfg.rope_parameters.get("partial_rotary_factor", 1.0) * H) // nh
+    rp = cfg.rope_parameters
+    rot = int(rp.get("partial_rotary_factor", 1.0) * H) // nh
+    long_factors, short_factors = rp.get("long_factor"), rp.get("short_factor")
+    if long_factors:
+        assert rp["rope_type"] in ("su", "longrope"), rp["rope_type"]
+        assert len(long_factors) == len(short_factors) == rot // 2
+        w.add_rope_scaling_attn_factors(phi3_longrope_attn_factor(cfg))
+    w.add_type("model")
+    w.add_name(f"lockstep tiny {family}")
     w.add_context_length(cfg.max_position_embeddings)
     w.add_rope_scaling_orig_ctx_len(cfg.original_max_position_embeddings)
     w.add_embedding_length(H)
@@ -1119,6 +1199,9 @@ def export_phi3(cfg, m, path):
     sd = dict(m.named_parameters())
     put = functools.partial(put_f32, w)
 
+    if long_factors:
+        put("rope_factors_long.weight", torch.tensor(long_factors, dtype=torch.float32))
+        put("rope_factors_short.weight", torch.tensor(short_factors, dtype=torch.float32))
     put("token_embd.weight", sd["model.embed_tokens.weight"])
     put("output_norm.weight", sd["model.norm.weight"])
     put("output.weight", sd["lm_head.weight"])
@@ -1473,8 +1556,8 @@ def export(family, cfg, m, path, mxfp4=True):
     """mxfp4=False (checks only): gpt-oss experts as F32 copies of their MXFP4 values."""
     if family == "lfm2":
         return export_lfm2(cfg, m, path)
-    if family == "phi3":
-        return export_phi3(cfg, m, path)
+    if family in ("phi3", "phi3longrope"):
+        return export_phi3(cfg, m, path, family)
     if family in ("deepseek2", "deepseek3"):
         return export_deepseek2(family, cfg, m, path)
     if family == "glm4moe":
@@ -1700,6 +1783,8 @@ def describe(family, cfg, m):
         describe_nemotron_h(cfg, m, ref)
     if family == "granitehybrid":
         describe_granitehybrid(cfg, m, ref)
+    if family == "phi3longrope":
+        describe_phi3longrope(cfg, m, ref)
     if family == "gemma2":
         from transformers.models.gemma2 import modeling_gemma2 as mg
         scores = []
@@ -1724,6 +1809,86 @@ def describe(family, cfg, m):
         print(f"max |logit change| without the attention soft-cap: {(prompt_logits(cfg, m) - ref).abs().max().item():.3f}")
         for l in m.model.layers:
             l.self_attn.attn_logit_softcapping = cfg.attn_logit_softcapping
+
+
+def longrope_inv_freq(cfg, which):
+    """inv_freq_i = 1 / (factor_i * theta^(2i/d)) over the d rotary dims, factor = the "short" or "long" set."""
+    rp = cfg.rope_parameters
+    d = int(cfg.hidden_size // cfg.num_attention_heads * rp["partial_rotary_factor"])
+    f = torch.tensor(rp[which + "_factor"], dtype=torch.float32)
+    return 1.0 / (f * rp["rope_theta"] ** (torch.arange(0, d, 2, dtype=torch.int64).float() / d))
+
+
+def longrope_pinned(cfg, m, tokens, which, step=False):
+    """Logits of tokens with HF's per-forward choice of factors switched off and the frequencies pinned to one set
+    (what llama.cpp does for a whole context: long iff n_ctx > original). step: one token at a time through the
+    cache, else the whole prompt at once."""
+    re = m.model.rotary_emb
+    saved_type, saved_inv = re.rope_type, re.inv_freq.clone()
+    re.rope_type = "pinned"  # (not "longrope": dynamic_rope_update then leaves inv_freq alone)
+    re.inv_freq.copy_(longrope_inv_freq(cfg, which))
+    try:
+        with torch.no_grad():
+            ids = torch.tensor(np.asarray(tokens, dtype=np.int64)[None])
+            if not step:
+                return m(ids).logits[0]
+            out = m(ids[:, :1], use_cache=True)
+            rows = [out.logits[0, -1]]
+            for t in range(1, ids.shape[1]):
+                out = m(ids[:, t:t + 1], past_key_values=out.past_key_values, use_cache=True)
+                rows.append(out.logits[0, -1])
+            return torch.stack(rows)
+    finally:
+        re.rope_type = saved_type
+        re.inv_freq.copy_(saved_inv)
+
+
+def describe_phi3longrope(cfg, m, ref):
+    """Which factor set HF uses for each golden prompt (the inv_freq it leaves behind, and the logits against both
+    sets pinned), the attention factor it puts on cos and sin, and how much the factors move the logits."""
+    rp = cfg.rope_parameters
+    re = m.model.rotary_emb
+    print("longrope short_factor:", rp["short_factor"], " long_factor:", rp["long_factor"],
+          " original context:", rp["original_max_position_embeddings"], " max_position_embeddings:",
+          cfg.max_position_embeddings)
+    cos0 = []
+    hook = re.register_forward_hook(lambda mod, args, out: cos0.append(out[0][0, 0].clone()))
+    tokens = np.random.default_rng(SEED).integers(0, cfg.vocab_size, N_PROMPT)  # write_golden's prompt
+    for n in (N_PROMPT, N_PROMPT_SHORT):
+        with torch.no_grad():
+            got = m(torch.tensor(tokens[None, :n])).logits[0]
+        used = [w for w in ("short", "long") if torch.equal(re.inv_freq, longrope_inv_freq(cfg, w))]
+        d = {w: (got - longrope_pinned(cfg, m, tokens[:n], w)).abs().max().item() for w in ("short", "long")}
+        print(f"{n}-token prompt: HF's inv_freq after the forward is the {used} set; max |logit - pinned short| "
+              f"{d['short']:.3e}, |logit - pinned long| {d['long']:.3e}; max |logit| {got.abs().max().item():.3f}")
+    hook.remove()
+    print(f"HF attention_scaling {re.attention_scaling!r}; cos at position 0 (every dim, both prompts) "
+          f"{sorted(set(torch.cat(cos0).tolist()))}; converter attn_factor {phi3_longrope_attn_factor(cfg)!r}"
+          f" (float32 {float(np.float32(phi3_longrope_attn_factor(cfg)))!r})")
+    step = longrope_pinned(cfg, m, tokens, "long", step=True)
+    print(f"100-token prompt, long factors pinned, one token at a time vs whole: max |diff| "
+          f"{(step - ref).abs().max().item():.3e} (write_golden's own token-at-a-time figure below is large: HF "
+          f"picks the factors per forward, short while the cache holds <= {rp['original_max_position_embeddings']} tokens)")
+    flat = longrope_pinned(cfg, m, tokens, "short")
+    saved = re.attention_scaling
+    re.attention_scaling = 1.0
+    with torch.no_grad():
+        no_attn = m(torch.tensor(tokens[None])).logits[0]
+    re.attention_scaling = saved
+    print(f"max |logit change| on the 100-token prompt: short factors instead of long {(flat - ref).abs().max().item():.3f},"
+          f" attention factor 1 instead of {saved:.6f} {(no_attn - ref).abs().max().item():.3f}")
+
+
+def check_phi3longrope(out):
+    """Both golden files against HF with the factor set pinned (long for the 100-token file, short for the 48)."""
+    cfg, m = make_model("phi3longrope")
+    for name, which in (("phi3longrope_tiny", "long"), ("phi3longrope_short", "short")):
+        n, tokens, golden = read_golden_file(f"{out}/{name}.golden")
+        other = "short" if which == "long" else "long"
+        same = longrope_pinned(cfg, m, tokens, which).numpy()
+        diff = longrope_pinned(cfg, m, tokens, other).numpy()
+        print(f"{name}.golden ({n} tokens): max |golden - HF with {which} factors pinned| {np.abs(golden - same).max():.3e},"
+              f" with {other} pinned {np.abs(golden - diff).max():.3e}; max |logit| {np.abs(golden).max():.4f}")
 
 
 def describe_routed(family, cfg, m, ref):
@@ -2193,6 +2358,10 @@ def main():
         # within the rounding's reach (tests/models/test_families.cpp).
         export(family, cfg, m, f"{out}/gptossf32_tiny.gguf", mxfp4=False)
     write_golden(m, cfg.vocab_size, N_PROMPT, SEED, f"{out}/{family}_tiny.golden")
+    if family == "phi3longrope":
+        # the same prompt's first 48 tokens (write_golden's draw of 48 is that prefix): HF takes the short factors
+        write_golden(m, cfg.vocab_size, N_PROMPT_SHORT, SEED, f"{out}/phi3longrope_short.golden")
+        check_phi3longrope(out)
     if family == "nemotron_h":
         check_nemotron_h(f"{out}/{family}_tiny.gguf", f"{out}/{family}_tiny.golden")
     if family == "granitehybrid":
