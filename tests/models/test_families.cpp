@@ -180,11 +180,13 @@ TEST_CASE("families: multi-turn chat with prefix reuse equals a fresh evaluation
     check_chat_prefix_reuse_equals_fresh(load_tiny(bk, kind), kv, 4, 4);  // windowed rings of 8 rows
 }
 
-// The families of issue 35 with routers and latent caches: chunked prompts equal token at a
-// time, and chat turns with a rolled-back reply token equal a fresh evaluation, on every backend.
-TEST_CASE("families: deepseek2, deepseek3 and glm4moe keep the KV contract in chunks and chat turns", "[families][kv]") {
+// The full-attention families (the sliding ones above, the hybrids in test_hybrid.cpp): chunked
+// prompts equal token at a time, and chat turns with a rolled-back reply token equal a fresh
+// evaluation, on every backend (routers, latent caches, LongRoPE, fused projections).
+TEST_CASE("families: the full-attention families keep the KV contract in chunks and chat turns", "[families][kv]") {
     const std::string bk = GENERATE(from_range(all_backend_names()));
-    const std::string kind = GENERATE(as<std::string>{}, "deepseek2", "deepseek3", "glm4moe");
+    const std::string kind = GENERATE(as<std::string>{}, "llama", "qwen2", "qwen3", "qwen3moe", "granite", "granitemoe", "olmo2", "mistral3",
+                                      "phi3", "phi3longrope", "deepseek2", "deepseek3", "glm4moe");
     const DType kv = GENERATE(DType::F16, DType::Q8_0);
     INFO(kind << " on backend " << bk << ", kv cache " << dtype_name(kv));
     LoadedModel l = load_tiny(bk, kind);
