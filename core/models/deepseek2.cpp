@@ -61,8 +61,7 @@ void Deepseek2::load_arch() {
         const double log_mul = keys.get_float(ArchKey::RopeYarnLogMul, 0.0);
         if (factor > 1.0) mscale = 1.0 + log_mul * std::log(factor);
     }
-    kq_scale_ = float(mscale * mscale / std::sqrt(double(hd_k)));
-    hp_.attn_scale = kq_scale_;
+    hp_.attn_scale = float(mscale * mscale / std::sqrt(double(hd_k)));
     for (int64_t il = 0; il < hp_.n_layer; ++il)
         hp_.layers.push_back({.rope_base = base, .rope_scale = rope_.freq_scale, .n_head = int32_t(n_head_), .n_head_kv = 1,
                               .head_dim_k = int32_t(kv_rank_ + n_rot_), .head_dim_v = int32_t(kv_rank_), .v_in_k = true});
@@ -139,7 +138,7 @@ Tensor* Deepseek2::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
         Tensor* q_lat = mul_mat_id(g, w.wk_b, q_nope, head_ids);  // (L, H, T)
         Tensor* qk = concat(g, q_lat, q_pe);                       // (L + n_rot, H, T)
         Tensor* kk = concat(g, latent, reshape(g, k_pe, {n_rot_, T}));  // (L + n_rot, T)
-        Tensor* a = cached_attention(g, kv, cache_rows, int(il), qk, kk, latent, pos, seq, 1, kq_scale_);  // (L, H, T)
+        Tensor* a = cached_attention(g, kv, cache_rows, int(il), qk, kk, latent, pos, seq, 1, hp_.attn_scale);  // (L, H, T)
         Tensor* o = mul_mat_id(g, w.wv_b, a, head_ids);  // (Dv, H, T)
         x = add(g, x, mul_mat(g, w.wo, reshape(g, o, {hd_v_ * H, T})));
         Tensor* hf = rms_norm(g, x, w.ffn_norm, eps);

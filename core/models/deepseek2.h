@@ -41,7 +41,6 @@ private:
     std::vector<Layer> layers_;
     RopeParams rope_{};
     int64_t n_head_ = 0, nope_ = 0, n_rot_ = 0, kv_rank_ = 0, hd_v_ = 0;
-    float kq_scale_ = 1.f;
     MoeRouter router_;
 };
 

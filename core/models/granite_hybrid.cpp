@@ -86,11 +86,7 @@ void GraniteHybrid::load_arch() {
     }
 }
 
-std::vector<RecurrentLayerSpec> GraniteHybrid::recurrent_layout() const {
-    std::vector<RecurrentLayerSpec> v;
-    for (const LayerParams& L : hp_.layers) v.push_back(L.recurrent ? ssm_.state() : RecurrentLayerSpec{});
-    return v;
-}
+std::vector<RecurrentLayerSpec> GraniteHybrid::recurrent_layout() const { return same_state_on_recurrent_layers(ssm_.state()); }
 
 Tensor* GraniteHybrid::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, RecurrentMemory* rs) const {
     using namespace ops;

@@ -81,9 +81,7 @@ void Lfm2::load_arch() {
 }
 
 std::vector<RecurrentLayerSpec> Lfm2::recurrent_layout() const {
-    std::vector<RecurrentLayerSpec> v;
-    for (const LayerParams& L : hp_.layers) v.push_back(L.recurrent ? RecurrentLayerSpec{(l_cache_ - 1) * hp_.n_embd, 0} : RecurrentLayerSpec{});
-    return v;
+    return same_state_on_recurrent_layers({(l_cache_ - 1) * hp_.n_embd, 0});  // the convolution's state alone
 }
 
 Tensor* Lfm2::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, RecurrentMemory* rs) const {

@@ -394,6 +394,12 @@ Mamba2Weights Model::mamba2_weights(const std::string& p, const Mamba2Sizes& s) 
     return w;
 }
 
+std::vector<RecurrentLayerSpec> RecurrentModel::same_state_on_recurrent_layers(const RecurrentLayerSpec& s) const {
+    std::vector<RecurrentLayerSpec> v;
+    for (const LayerParams& L : hp_.layers) v.push_back(L.recurrent ? s : RecurrentLayerSpec{});
+    return v;
+}
+
 Tensor* RecurrentModel::build_graph(Graph&, const Ubatch&, KvCache&) const {
     throw std::logic_error(hp_.arch + " has recurrent layers: build its graph with recurrent memory (Session does)");
 }

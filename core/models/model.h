@@ -269,6 +269,11 @@ class RecurrentModel : public Model {
 public:
     Tensor* build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const final;
     Tensor* build_graph(Graph& g, const Ubatch& ub, KvCache& kv, RecurrentMemory* rs) const override = 0;
+
+protected:
+    // recurrent_layout() of a model whose recurrent layers all keep the same state: s on each
+    // of them, nothing on the others.
+    std::vector<RecurrentLayerSpec> same_state_on_recurrent_layers(const RecurrentLayerSpec& s) const;
 };
 
 }  // namespace ls
