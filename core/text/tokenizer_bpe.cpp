@@ -43,8 +43,9 @@ bool in_ranges(const CpRange (&r)[N], uint32_t cp) {
 // Coarse category: \p{L}, \p{N}, \s, anything else (marks included).
 enum Cat : uint8_t { kOther, kLetter, kNumber, kSpace };
 // Finer classes, as bits: o200k's "upper" set [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}], its "lower" set
-// [\p{Ll}\p{Lm}\p{Lo}\p{M}], \p{M}, and [\p{P}\p{S}] (DeepSeek V3's pattern).
-enum : uint8_t { kUp = 1, kLow = 2, kMark = 4, kPunctSym = 8 };
+// [\p{Ll}\p{Lm}\p{Lo}\p{M}], \p{M}, [\p{P}\p{S}] (DeepSeek V3's pattern) and \p{Han} (Kimi
+// K2's: the script, which holds letters, numbers such as U+3007 and radicals that are symbols).
+enum : uint8_t { kUp = 1, kLow = 2, kMark = 4, kPunctSym = 8, kHan = 16 };
 
 bool is_white(uint32_t cp) {
     return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
@@ -57,6 +58,8 @@ struct Class {
     uint8_t bits;
 };
 
+Class classify_non_ascii(uint32_t cp);
+
 Class classify(uint32_t cp) {
     if (cp < 0x80) {
         if (cp >= 'A' && cp <= 'Z') return {kLetter, kUp};
@@ -66,6 +69,12 @@ Class classify(uint32_t cp) {
         return {kOther, uint8_t(cp > 0x20 && cp < 0x7F ? kPunctSym : 0)};  // every printable ASCII non-alphanumeric is P or S
     }
     if (is_white(cp)) return {kSpace, 0};
+    Class c = classify_non_ascii(cp);
+    if (in_ranges(kHanRanges, cp)) c.bits |= kHan;
+    return c;
+}
+
+Class classify_non_ascii(uint32_t cp) {
     if (in_ranges(kLetterRanges, cp)) {
         if (in_ranges(kUpperTitleRanges, cp)) return {kLetter, kUp};
         if (in_ranges(kLowerRanges, cp)) return {kLetter, kLow};
@@ -185,14 +194,25 @@ size_t next_llama3(const std::vector<Cp>& c, size_t i, size_t n, size_t max_digi
     return space_tail(c, i, n, true);
 }
 
-// o200k (gpt-4o; contractions, max_digits 3) and tekken (neither contractions nor more than
-// one digit):
+// o200k (gpt-4o; contractions, max_digits 3), tekken (neither contractions nor more than
+// one digit) and Kimi K2 (as o200k, with \p{Han}+ tried first, Han taken out of both letter
+// classes, and [\r\n]* where o200k has [\r\n/]*):
 // [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?
 // |[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?
 // |\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
-size_t next_o200k(const std::vector<Cp>& c, size_t i, size_t n, size_t max_digits, bool contractions) {
-    const auto up = [](const Cp& x) { return (x.bits & kUp) != 0; };
-    const auto low = [](const Cp& x) { return (x.bits & kLow) != 0; };
+struct O200k {
+    size_t max_digits;
+    bool contractions;
+    bool han;  // Kimi K2
+};
+size_t next_o200k(const std::vector<Cp>& c, size_t i, size_t n, O200k o) {
+    const auto is_han = [](const Cp& x) { return (x.bits & kHan) != 0; };
+    if (o.han && is_han(c[i])) return run(c, i, n, is_han);
+    const uint8_t exclude = o.han ? kHan : 0;
+    const auto up = [exclude](const Cp& x) { return (x.bits & kUp) != 0 && (x.bits & exclude) == 0; };
+    const auto low = [exclude](const Cp& x) { return (x.bits & kLow) != 0 && (x.bits & exclude) == 0; };
+    const size_t max_digits = o.max_digits;
+    const bool contractions = o.contractions;
     const auto tail = [&](size_t end) { return end + (contractions ? contraction(c, end, n, true) : 0) - i; };
     // The optional prefix [^\r\n\p{L}\p{N}] (marks included): tried first where it can be.
     const bool prefix = c[i].cat != kLetter && c[i].cat != kNumber && !is_nl(c[i].cp);
@@ -208,12 +228,12 @@ size_t next_o200k(const std::vector<Cp>& c, size_t i, size_t n, size_t max_digit
         if (j == i) break;
     }
     if (c[i].cat == kNumber) return std::min(max_digits, run(c, i, n, [](const Cp& x) { return x.cat == kNumber; }));
-    // ' ?[^\s\p{L}\p{N}]+[\r\n/]*'
+    // ' ?[^\s\p{L}\p{N}]+[\r\n/]*' ([\r\n]* for Kimi K2)
     const auto other = [](const Cp& x) { return x.cat == kOther; };
     for (size_t j = c[i].cp == ' ' ? i + 1 : i;; j = i) {
-        if (size_t o = run(c, j, n, other)) {
-            const size_t k = j + o;
-            return k + run(c, k, n, [](const Cp& x) { return is_nl(x.cp) || x.cp == '/'; }) - i;
+        if (size_t r = run(c, j, n, other)) {
+            const size_t k = j + r;
+            return k + run(c, k, n, [&](const Cp& x) { return is_nl(x.cp) || (x.cp == '/' && !o.han); }) - i;
         }
         if (j == i) break;
     }
@@ -314,6 +334,7 @@ constexpr PreName kPreNames[] = {
     {"tekken", Tokenizer::Impl::Pre::Tekken, true},
     {"deepseek-v3", Tokenizer::Impl::Pre::DeepseekV3, false},  // (DeepSeek V3, R1, V3.1)
     {"deepseek-llm", Tokenizer::Impl::Pre::DeepseekLlm, false},  // (DeepSeek LLM, V2, V2-Lite, V2.5)
+    {"kimi-k2", Tokenizer::Impl::Pre::KimiK2, true},  // (Kimi K2: tiktoken takes a whole piece found in the vocabulary)
 };
 
 }  // namespace
@@ -519,8 +540,9 @@ void bpe_pre_split(Tokenizer::Impl::Pre pre, std::string_view frag, const std::f
             case Pre::Llama3: k = next_llama3(cps, i, n, 3, false); break;
             case Pre::Qwen2: k = next_llama3(cps, i, n, 1, false); break;
             case Pre::Qwen35: k = next_llama3(cps, i, n, 1, true); break;
-            case Pre::Gpt4o: k = next_o200k(cps, i, n, 3, true); break;
-            case Pre::Tekken: k = next_o200k(cps, i, n, 1, false); break;
+            case Pre::Gpt4o: k = next_o200k(cps, i, n, {3, true, false}); break;
+            case Pre::Tekken: k = next_o200k(cps, i, n, {1, false, false}); break;
+            case Pre::KimiK2: k = next_o200k(cps, i, n, {3, true, true}); break;
             case Pre::DeepseekV3:
             case Pre::DeepseekLlm: break;  // (above)
         }

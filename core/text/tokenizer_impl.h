@@ -59,7 +59,7 @@ struct Tokenizer::Impl {
     struct Merge { int32_t rank; int32_t result; };
     std::unordered_map<uint64_t, Merge> merges;
     // The regex split before byte-level BPE (tokenizer.ggml.pre; tokenizer_bpe.cpp has the patterns).
-    enum class Pre { Gpt2, Smollm, Llama3, Qwen2, Qwen35, Gpt4o, Tekken, DeepseekV3, DeepseekLlm } pre = Pre::Gpt2;
+    enum class Pre { Gpt2, Smollm, Llama3, Qwen2, Qwen35, Gpt4o, Tekken, DeepseekV3, DeepseekLlm, KimiK2 } pre = Pre::Gpt2;
     bool ignore_merges = false;  // llama3, tekken: a whole pre-token found in the vocab is taken as is
 
     TokenType type(int32_t id) const {

@@ -150,9 +150,10 @@ TEST_CASE("tokenizer: out-of-range ids throw", "[tokenizer]") {
 // The golden's pre-tokenizer names, as tokenizer.ggml.pre spells them.
 const std::map<std::string, std::string> kGoldenPre = {{"gpt2", "gpt2"},     {"smollm", "smollm"}, {"llama3", "llama-bpe"},
                                                        {"qwen2", "qwen2"},   {"qwen35", "qwen35"}, {"gpt4o", "gpt-4o"},
-                                                       {"tekken", "tekken"}, {"deepseek3", "deepseek-v3"}, {"deepseek-llm", "deepseek-llm"}};
+                                                       {"tekken", "tekken"}, {"deepseek3", "deepseek-v3"}, {"deepseek-llm", "deepseek-llm"},
+                                                       {"kimi-k2", "kimi-k2"}};
 
-TEST_CASE("bpe: tiny byte-level vocab matches HF tokenizers (gpt2, smollm, llama3, qwen2, qwen35, gpt-4o, tekken, deepseek-v3, deepseek-llm)", "[tokenizer]") {
+TEST_CASE("bpe: tiny byte-level vocab matches HF tokenizers (gpt2, smollm, llama3, qwen2, qwen35, gpt-4o, tekken, deepseek-v3, deepseek-llm, kimi-k2)", "[tokenizer]") {
     // tools/golden/make_bpe_golden.py: HF tokenizers with each tokenizer.json's pre-tokenizer.
     Vocab base;
     base.kind = TokenizerKind::BytePairGpt2;
@@ -168,7 +169,7 @@ TEST_CASE("bpe: tiny byte-level vocab matches HF tokenizers (gpt2, smollm, llama
         }
     }
     REQUIRE(base.tokens.size() > 256);
-    REQUIRE(golden.size() >= 9 * 25);
+    REQUIRE(golden.size() >= 10 * 25);
     std::map<std::string, Tokenizer> toks;
     for (auto& [name, ggml_pre] : kGoldenPre) {
         Vocab v = base;
@@ -214,7 +215,7 @@ TEST_CASE("bpe: an unknown tokenizer.ggml.pre is a load error naming it", "[toke
     CHECK_THROWS_WITH(Tokenizer(v), Catch::Contains("'falcon'") && Catch::Contains("gpt-4o") && Catch::Contains("llama-bpe"));
     v.pre = "default";  // llama.cpp's own catch-all regex for a BPE vocabulary: not implemented
     CHECK_THROWS_WITH(Tokenizer(v), Catch::Contains("'default'"));
-    for (const char* ok : {"", "gpt2", "llama-bpe", "smollm", "qwen2", "qwen35", "gpt-4o", "tekken"}) {
+    for (const char* ok : {"", "gpt2", "llama-bpe", "smollm", "qwen2", "qwen35", "gpt-4o", "tekken", "kimi-k2"}) {
         v.pre = ok;
         CHECK_NOTHROW(Tokenizer(v));
     }

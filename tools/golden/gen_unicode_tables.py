@@ -3,12 +3,16 @@
 the byte-level BPE pre-tokenizers use: L* (letters, \\p{L}), N* (numbers, \\p{N}), M* (marks,
 \\p{M}), and within the letters Lu+Lt (upper and title case) and Ll (lower case), which the
 o200k / tekken patterns tell apart (a letter in neither is Lm or Lo), and P* + S* (punctuation
-and symbols, \\p{P} and \\p{S}: DeepSeek V3's pattern).
+and symbols, \\p{P} and \\p{S}: DeepSeek V3's pattern), and the Han script (\\p{Han}: Kimi K2's
+pattern; the `regex` module's script table, cut to the code points assigned in this Unicode
+version so that every table agrees on what exists).
 The table follows the Unicode version of the Python that runs this script.
 Usage: tools/golden/gen_unicode_tables.py > core/text/unicode_tables.inc
 """
 import sys
 import unicodedata
+
+import regex
 
 
 def ranges(pred):
@@ -42,6 +46,8 @@ def main():
     emit("kUpperTitleRanges", ranges(lambda c: unicodedata.category(chr(c)) in ("Lu", "Lt")))
     emit("kLowerRanges", ranges(lambda c: unicodedata.category(chr(c)) == "Ll"))
     emit("kPunctSymbolRanges", ranges(lambda c: unicodedata.category(chr(c))[0] in "PS"))
+    han = regex.compile(r"\p{Han}")
+    emit("kHanRanges", ranges(lambda c: unicodedata.category(chr(c)) != "Cn" and han.match(chr(c)) is not None))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ made with the HF `tokenizers` library (independent of our implementation).
 Trains a ~600-token byte-level BPE on a small fixed corpus, then encodes a set of texts
 with the pre-tokenizers of the GGUF files we read, configured as their tokenizer.json files:
 GPT-2 (ByteLevel's own regex), SmolLM (Digits(individual_digits) then ByteLevel's regex),
-and Split with the regexes of Llama 3, Qwen 2, Qwen 3.5, o200k (gpt-4o: gpt-oss) and tekken
+and Split with the regexes of Llama 3, Qwen 2, Qwen 3.5, o200k (gpt-4o: gpt-oss), tekken
+(Mistral Nemo) and Kimi K2
 (Mistral Nemo), then ByteLevel without regex; Llama 3 and tekken with ignore_merges; and
 DeepSeek V3's Sequence of three Splits (deepseek3) and DeepSeek LLM / V2's of six
 (deepseek-llm), with texts of their own appended.
@@ -55,7 +56,29 @@ PRE = {
     # Mistral Nemo's tokenizer.json (llama.cpp keeps it as a comment beside its approximation)
     "tekken": r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+",
 }
-IGNORE_MERGES = {"llama3", "tekken"}
+# Kimi K2's tiktoken pat_str (tokenization_kimi.py): o200k's, with Han runs taken first and
+# Han excluded from the letter classes ([...&&[^\p{Han}]]), and no '/' after punctuation.
+NOT_HAN_UP = r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]"
+NOT_HAN_LOW = r"[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]"
+PRE["kimi-k2"] = "|".join([
+    r"""[\p{Han}]+""",
+    r"""[^\r\n\p{L}\p{N}]?""" + NOT_HAN_UP + "*" + NOT_HAN_LOW + r"""+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""[^\r\n\p{L}\p{N}]?""" + NOT_HAN_UP + "+" + NOT_HAN_LOW + r"""*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""\p{N}{1,3}""",
+    r""" ?[^\s\p{L}\p{N}]+[\r\n]*""",
+    r"""\s*[\r\n]+""",
+    r"""\s+(?!\S)""",
+    r"""\s+""",
+])
+IGNORE_MERGES = {"llama3", "tekken", "kimi-k2"}  # (tiktoken takes a whole piece found in the vocabulary)
+# Texts the Kimi K2 pattern gets besides TEXTS and SEQ_TEXTS: Han beside kana, Latin and
+# digits, Han code points that are not letters (radicals, U+3007, Hangzhou numerals, U+3005),
+# Han before a contraction.
+HAN_TEXTS = [
+    "中文Text漢字ABC中def 々〇〡〢 ⺀⺁⼀⼁ x⺀y 中's 文'LL",
+    "日本語のテキスト漢字カナ한자漢字 1234中5 .中 ,abc中",
+    "\U00020000\U0002A700 \uF900\uFA6D 丂丄 㐀㐁 㿿",
+]
 # DeepSeek V3 / R1's tokenizer.json: a Sequence of three isolated Splits before ByteLevel (no
 # regex): digits in runs of at most three, then CJK ideograph and kana runs, then the rest.
 SEQ = {
@@ -170,7 +193,7 @@ def main():
     unmap = {c: b for b, c in bytes_to_unicode().items()}
     for name, t in toks.items():
         t.decoder = decoders.ByteLevel()
-        texts = TEXTS + (SEQ_TEXTS if name in SEQ else [])
+        texts = TEXTS + (SEQ_TEXTS if name in SEQ else []) + (SEQ_TEXTS + HAN_TEXTS if name == "kimi-k2" else [])
         for text in texts:
             ids = t.encode(text, add_special_tokens=False).ids
             assert t.decode(ids) == text, (name, text)
@@ -179,7 +202,7 @@ def main():
             pieces = [bytes(unmap[c] for c in p) for p, _ in t.pre_tokenizer.pre_tokenize_str(text)]
             assert b"".join(pieces) == text.encode(), (name, text)
             if name in PRE:  # a second regex engine agrees
-                other = [m.encode() for m in regex.findall(PRE[name], text)]
+                other = [m.encode() for m in regex.findall(PRE[name], text, flags=regex.V1)]
                 assert other == pieces, (text, other, pieces)
             if name in SEQ:  # the same, split after split, gaps between matches kept as pieces
                 other = [text]
