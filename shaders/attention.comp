@@ -42,10 +42,13 @@ layout(local_size_x = 64) in;
 layout(push_constant, std430) uniform Pc { PcAttention p; } pc;
 
 const uint BLOCK = 64u;    // kAttnBlock
-const uint MAXD = 512u;    // Dk and Dv at most (supports_attention)
-const uint NV = MAXD / 64u;
+// Dk and Dv at most (supports_attention): 576 holds MLA's key (deepseek2: a 512-value latent
+// and its 64-value rope part; V is the latent, 512), 512 Gemma 4's global heads.
+const uint MAXDK = 576u;
+const uint MAXDV = 512u;
+const uint NV = MAXDV / 64u;
 
-shared float s_q[MAXD];
+shared float s_q[MAXDK];
 shared float s_sc[BLOCK];
 shared float s_p[BLOCK];
 

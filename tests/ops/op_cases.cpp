@@ -230,6 +230,8 @@ struct AttentionCase {
     std::vector<int32_t> pos, seq;
     DType type;
     bool sinks = false;
+    int Dv = 0;           // V's head size when it differs from K's (D)
+    bool v_in_k = false;  // V the first Dv values of each K row (MLA's latent: no V buffer)
     std::string name() const {
         std::string p;
         // (With first keys given, pos holds the last keys, then the first ones.)
@@ -239,13 +241,16 @@ struct AttentionCase {
         char buf[160];
         std::snprintf(buf, sizeof buf, "attention(cache=%s,W=%d,R=%d,n_seq=%d,H=%d,Hkv=%d,D=%d%s,seq:pos=", dtype_name(type), W, R,
                       n_seq, H, Hkv, D, softcap > 0 ? ",softcap=30" : "");
+        if (Dv) p += ",Dv=" + std::to_string(Dv) + (v_in_k ? " in K" : "");
         if (sinks) return buf + p + ",sinks)";
         return buf + p + ")";
     }
     std::vector<Tensor*> build(Graph& g, Backend& be, Keep& k, std::mt19937& r) const {
         const int64_t rows = int64_t(R) * n_seq, T = int64_t(seq.size()), row = int64_t(D) * Hkv;
+        const int64_t vrow = int64_t(Dv ? Dv : D) * Hkv;
         Tensor* kc = k.persistent(be, type, {row, rows}, quantized_random(r, type, row, rows));
-        Tensor* vc = k.persistent(be, type, {row, rows}, quantized_random(r, type, row, rows));
+        Tensor* vc = v_in_k ? view_2d(g, kc, vrow, rows, kc->nb[1], 0)
+                            : k.persistent(be, type, {vrow, rows}, quantized_random(r, type, vrow, rows));
         Tensor* q = in_f32(g, r, {D, H, T});
         AttentionParams p{W, R, Hkv, 1.0f / 8, softcap};
         Tensor* sk = nullptr;
@@ -599,6 +604,19 @@ std::vector<OpCase> op_cases() {
     };
     add_attention(symmetric(run({0, 128, 1, 4, 4, 64, 0.f, {}, {}}, 100, 0, 0), 40));
     add_attention(symmetric({0, 40, 2, 4, 2, 32, 0.f, {0, 0, 1, 1, 2, 2, 3, 4, 5, 6}, {0, 1, 0, 1, 0, 1, 0, 0, 0, 0}}, 2));
+    // Multi-head latent attention (deepseek2): one KV head of 576 (the latent and its rope
+    // part), V the latent's 512 values inside each K row, 16 query heads. A prompt's chunk, a
+    // decode step over many key blocks (the split form), two sequences in one ubatch.
+    auto add_mla = [&](A a) {
+        for (DType t : kCacheTypes) {
+            AttentionCase mla{a.W, a.R, a.n_seq, a.H, a.Hkv, a.D, a.softcap, a.pos, a.seq, t};
+            mla.Dv = 512;
+            mla.v_in_k = true;
+            add_case(c, "attention", mla);
+        }
+    };
+    add_mla(run({0, 96, 1, 16, 1, 576, 0.f, {}, {}}, 24, 40, 0));
+    add_mla({0, 400, 2, 16, 1, 576, 0.f, {390, 200}, {0, 1}});
     add_case(c, "concat", ConcatCase{}, true);
     add_case(c, "topk", GroupTopkCase{});
     // Mamba-2's selective scan (nemotron_h): the scan runs above.

@@ -4,12 +4,12 @@
 
 namespace ls::vk {
 
-// Head sizes up to 512 (shaders/attention.comp MAXD: q in shared memory, 8 outputs per
-// invocation).
+// Key heads up to 576 (MLA's latent and rope part; shaders/attention.comp MAXDK: q in shared
+// memory), value heads up to 512 (MAXDV: 8 outputs per invocation).
 // Sinks (src[5]): a contiguous F32 [H] read by the shaders at the head's index.
 bool supports_attention(const Tensor& n) {
     return cache_type(n.src[1]->type) && cache_type(n.src[2]->type) && is_index_input(n.src[3]) && is_index_input(n.src[4]) &&
-           n.src[0]->nb[0] == 4 && n.src[2]->ne[1] == n.src[1]->ne[1] && n.src[0]->ne[0] <= 512 && n.ne[0] <= 512 &&
+           n.src[0]->nb[0] == 4 && n.src[2]->ne[1] == n.src[1]->ne[1] && n.src[0]->ne[0] <= 576 && n.ne[0] <= 512 &&
            (!n.src[5] || (n.src[5]->type == DType::F32 && n.src[5]->is_contiguous()));
 }
 
