@@ -30,6 +30,7 @@ struct Fused {
     uint8_t* qb = nullptr;       // the row's unpacked values (!kOn)
     __m256i s = _mm256_setzero_si256();
     [[gnu::always_inline]] void put(int j, __m256i u, __m256i sc) {
+        // (add + madd, not madd_add: this chain is serial, and dpwssd's latency measured slower.)
         if constexpr (kOn) s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(u, loadu(yq + 32 * j)), sc));
         else _mm256_store_si256(reinterpret_cast<__m256i*>(qb + 32 * j), u);
     }
@@ -174,12 +175,12 @@ void q4k_lanes_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, 
                         // that hold more maddubs results at once and spill them (measured).
                         __asm__("" : "+x"(p[t]));
                     }
-                for (int t = 0; t < T; ++t) v[t] = _mm256_add_epi32(v[t], _mm256_madd_epi16(p[t], sc[s]));
+                for (int t = 0; t < T; ++t) v[t] = madd_add(v[t], p[t], sc[s]);
             }
             // msum lane r = sum_s min_s * (bsums[2s] + bsums[2s+1]): one madd per sub-block.
             for (int s = 0; s < 8; ++s)
                 for (int t = 0; t < T; ++t)
-                    mv[t] = _mm256_add_epi32(mv[t], _mm256_madd_epi16(mn[s], bcast4(reinterpret_cast<const int8_t*>(y[t]->bsums + 2 * s))));
+                    mv[t] = madd_add(mv[t], mn[s], bcast4(reinterpret_cast<const int8_t*>(y[t]->bsums + 2 * s)));
             for (int t = 0; t < T; ++t) {
                 float yd;
                 std::memcpy(&yd, &y[t]->d, 4);
@@ -306,7 +307,7 @@ void q6k_lanes_tile(const uint8_t* const* wr, const uint8_t* a, size_t astride, 
                         const int8_t* yq = y[t]->qs + 32 * c + 4 * k;
                         __m256i p = _mm256_maddubs_epi16(w[c][k], bcast4(yq));
                         p = _mm256_add_epi16(p, _mm256_maddubs_epi16(w[c][k + 1], bcast4(yq + 4)));
-                        v[t] = _mm256_add_epi32(v[t], _mm256_madd_epi16(p, sc[2 * c + k / 4]));
+                        v[t] = madd_add(v[t], p, sc[2 * c + k / 4]);
                         __asm__("" : "+x"(v[t]));  // a chain, as in q4k_lanes_tile
                     }
             // isum = sum q * y - 32 * sum_s sc_s * bsum_s (exact int32).

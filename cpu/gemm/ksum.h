@@ -14,7 +14,7 @@ namespace ls::cpu::gemm {
 [[gnu::always_inline]] inline __m256i ksum256(const uint8_t* qb, const int8_t* yq, const __m256i* sc, __m256i s) {
     for (int j = 0; j < 8; ++j) {
         const __m256i p = _mm256_maddubs_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(qb + 32 * j)), loadu(yq + 32 * j));
-        s = _mm256_add_epi32(s, _mm256_madd_epi16(p, sc[j]));
+        s = madd_add(s, p, sc[j]);
     }
     return s;
 }

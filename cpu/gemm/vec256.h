@@ -12,6 +12,18 @@
 namespace ls::cpu::gemm {
 
 inline __m256i loadu(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// s + madd(p, w): int16 pairs multiplied and summed into int32 lanes, then added. With VNNI one
+// dpwssd does both (the same exact int32 result; int32 adds wrap alike, and never do here).
+[[gnu::always_inline]] inline __m256i madd_add(__m256i s, __m256i p, __m256i w) {
+#if LS_GEMM_VNNI && defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return _mm256_dpwssd_epi32(s, p, w);
+#elif LS_GEMM_VNNI
+    return _mm256_dpwssd_avx_epi32(s, p, w);
+#else
+    return _mm256_add_epi32(s, _mm256_madd_epi16(p, w));
+#endif
+}
 inline void prefetch(const uint8_t* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }
 // Memory-bound products: the 8 rows of a group are contiguous, so while block i of this group
 // is computed, prefetch the i-th slice (8 blocks' worth of bytes, whole cache lines) of the
