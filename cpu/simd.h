@@ -95,6 +95,15 @@ inline float canon_sum_v(int64_t n, VTerm vterm, STerm sterm) {
 }
 #endif
 
+// canon_sum(a, n) of core/rules/canon.h.
+inline float canon_sum(const float* a, int64_t n) {
+#if defined(LS_CPU_CANON_SIMD)
+    return canon_sum_v(n, [&](int64_t i) { return vload(a + i); }, [&](int64_t i) { return a[i]; });
+#else
+    return ls::canon_sum(a, n);
+#endif
+}
+
 // canon_dot(a, b, n) of core/rules/canon.h.
 inline float canon_dot(const float* a, const float* b, int64_t n) {
 #if defined(LS_CPU_CANON_SIMD)

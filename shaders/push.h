@@ -65,6 +65,14 @@ struct PcRmsNorm {
     uint32_t pad;
 };
 
+// layer_norm over rows of K (rows as for rms_norm); dst contiguous. flags: 1 = w, 2 = b.
+struct PcLayerNorm {
+    addr_t x, w, b, dst;
+    uint32_t K, rows, ne1, ne2, nb1, nb2, nb3, flags;
+    LayerNormParams p;
+    uint32_t pad;
+};
+
 // rope: x [D, H, T] (row strides nb1, nb2), cs = (cos, sin) per (token, pair) computed on
 // the host with the reference's double formula; dst contiguous.
 struct PcRope {
@@ -146,7 +154,7 @@ struct PcSsmScan {
 };
 
 #ifdef __cplusplus
-static_assert(sizeof(PcClamp) == 32 && sizeof(PcSsmScan) == 88, "push-constant layouts");
+static_assert(sizeof(PcClamp) == 32 && sizeof(PcSsmScan) == 88 && sizeof(PcLayerNorm) == 72, "push-constant layouts");
 static_assert(sizeof(PcConv1dScan) == 72 && sizeof(PcDeltaScan) == 104 && sizeof(PcMulMatId) == 72 && sizeof(PcTopk) == 64,
               "push-constant layouts");
 static_assert(sizeof(PcRows) == 48 && sizeof(PcConcat) == 56 && sizeof(PcBinary) == 80 && sizeof(PcUnary) == 24 && sizeof(PcRmsNorm) == 64 &&

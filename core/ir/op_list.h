@@ -30,4 +30,5 @@
     X(SOFTCAP, softcap, SoftcapParams)            \
     X(CLAMP, clamp, ClampParams)                 \
     X(CONCAT, concat, NoParams)                  \
-    X(SSM_SCAN, ssm_scan, SsmScanParams)
+    X(SSM_SCAN, ssm_scan, SsmScanParams)          \
+    X(LAYER_NORM, layer_norm, LayerNormParams)

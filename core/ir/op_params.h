@@ -35,6 +35,10 @@ struct RmsNormParams {
     float eps;
 };
 
+struct LayerNormParams {
+    float eps;
+};
+
 #ifdef __cplusplus
 enum RopeMode : int32_t { ROPE_NORMAL = 0, ROPE_NEOX = 2 };
 #else
@@ -79,6 +83,7 @@ struct AttentionParams {
 
 #ifdef __cplusplus
 static_assert(sizeof(ScaleParams) == 4 && sizeof(SoftcapParams) == 4 && sizeof(ClampParams) == 8 && sizeof(RmsNormParams) == 4 &&
+              sizeof(LayerNormParams) == 4 &&
               sizeof(RopeParams) == 32 &&
               sizeof(SoftmaxParams) == 4 && sizeof(AttentionParams) == 20);
 #endif

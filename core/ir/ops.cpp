@@ -115,6 +115,20 @@ Tensor* rms_norm(Graph& g, Tensor* x, Tensor* w, float eps) {
     return t;
 }
 
+Tensor* layer_norm(Graph& g, Tensor* x, Tensor* w, Tensor* b, float eps) {
+    expect_type("layer_norm", x, DType::F32, "x");
+    expect_rows_contiguous("layer_norm", x, "x");
+    for (auto [t, what] : {std::pair{w, "w"}, std::pair{b, "b"}}) {
+        if (!t) continue;
+        expect_type("layer_norm", t, DType::F32, what);
+        if (t->ne[0] != x->ne[0] || t->nrows() != 1 || !t->is_contiguous())
+            fail("layer_norm", std::string(what) + " must be a contiguous [" + std::to_string(x->ne[0]) + "]");
+    }
+    Tensor* t = node(g, OpId::LAYER_NORM, DType::F32, x->ne, {x, w, b});
+    t->set_params(LayerNormParams{eps});
+    return t;
+}
+
 namespace {
 void check_rope_params(const RopeParams& p, int64_t head) {
     if (p.n_dims <= 0 || p.n_dims % 2 || p.n_dims > head) fail("rope", "n_dims must be even and <= head dim");

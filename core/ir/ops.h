@@ -20,6 +20,9 @@ Tensor* mul(Graph& g, Tensor* a, Tensor* b);
 Tensor* scale(Graph& g, Tensor* a, float s);
 // x / sqrt(mean(x^2) + eps) per row, times w [K] when given.
 Tensor* rms_norm(Graph& g, Tensor* x, Tensor* w, float eps);
+// LayerNorm per row (vision encoders): d = x - mean(x), y = d / sqrt(mean(d^2) + eps), then
+// times w [K] and plus b [K] when given (core/ref/layer_norm.cpp has the exact order).
+Tensor* layer_norm(Graph& g, Tensor* x, Tensor* w, Tensor* b, float eps);
 // x F32 [D, H, T], table F32 [n_dims, T] (rope_table: per token, n_dims/2 pairs (cos, sin)):
 // each head's first n_dims values rotated pairwise (p.mode pairs them), the rest passed on.
 Tensor* rope(Graph& g, Tensor* x, Tensor* table, const RopeParams& p);

@@ -46,7 +46,6 @@ void Bert::load_arch() {
                               .n_head_kv = int32_t(n_head_kv), .head_dim_k = int32_t(hd), .head_dim_v = int32_t(hd)});
 
     const int64_t E = hp_.n_embd, F = hp_.n_ff;
-    ones_.assign(size_t(E), 1.0f);
     zeros_.assign(size_t(E), 0.0f);
     const GgufTensorInfo* te = f.find_tensor("token_embd.weight");
     if (!te) bad("model is missing tensor 'token_embd.weight'");
@@ -86,15 +85,7 @@ void Bert::load_arch() {
     }
 }
 
-Tensor* Bert::layer_norm(Graph& g, Tensor* x, const Norm& n) const {
-    using namespace ops;
-    const int64_t E = hp_.n_embd;
-    // The mean of each row as a dot product with ones (mul_mat's canonical sum), then the RMS
-    // norm of the centred row is the LayerNorm: (x - m) / sqrt(mean((x - m)^2) + eps).
-    Tensor* ones = g.input(DType::F32, {E, 1}, ones_.data(), "ln_ones");
-    Tensor* neg_mean = scale(g, mul_mat(g, ones, x), -1.0f / float(E));  // (1, T)
-    return add(g, rms_norm(g, add(g, x, neg_mean), n.w, ln_eps_), n.b);
-}
+Tensor* Bert::layer_norm(Graph& g, Tensor* x, const Norm& n) const { return ops::layer_norm(g, x, n.w, n.b, ln_eps_); }
 
 Tensor* Bert::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
     using namespace ops;

@@ -19,7 +19,7 @@ private:
         Tensor* w;  // (n_embd)
         Tensor* b;  // (n_embd)
     };
-    // LayerNorm: (x - mean) / sqrt(var + eps) * w + b, composed of ops every backend has.
+    // LayerNorm: (x - mean) / sqrt(var + eps) * w + b (the layer_norm op).
     Tensor* layer_norm(Graph& g, Tensor* x, const Norm& n) const;
     struct Layer {
         Tensor* wqkv = nullptr;  // (n_embd, 3 * n_embd), or null: wq, wk, wv in `at`
@@ -40,7 +40,7 @@ private:
     bool rope_ = false;
     float rope_base_ = 10000.f;
     float ln_eps_ = 1e-12f;
-    std::vector<float> ones_, zeros_;  // n_embd each: the mean's weights, a copy's addend
+    std::vector<float> zeros_;  // n_embd: a copy's addend
     static constexpr int32_t kZero = 0;
 };
 

@@ -104,10 +104,10 @@ std::string view_str(int64_t n0, int64_t n1, int64_t pad, bool strided) {
 // Elementwise ops and norms over one shape; `pad` > 0: the inputs are views (2-D, the
 // shape's rows ne1 * ne2) of padded tensors, strided for add and mul.
 struct ElementCase {
-    enum Kind { Add, Mul, Unary, RmsNorm, Softmax } kind;
+    enum Kind { Add, Mul, Unary, RmsNorm, Softmax, LayerNorm } kind;
     int64_t n0, n1, n2;
     int64_t pad = 0;
-    static constexpr const char* kNames[] = {"add", "mul", "scale/gelu/silu/sigmoid/softplus/softcap/clamp", "rms_norm", "softmax"};
+    static constexpr const char* kNames[] = {"add", "mul", "scale/gelu/silu/sigmoid/softplus/softcap/clamp", "rms_norm", "softmax", "layer_norm"};
     std::string name() const {
         const bool three = kind == Add || kind == Mul;  // the others take [n0, n1]
         std::string a = pad ? view_str(n0, n1 * (three ? n2 : 1), pad, three) : three ? ne_str({n0, n1, n2}) : ne_str({n0, n1});
@@ -143,6 +143,18 @@ struct ElementCase {
                 return {rms_norm(g, a, w, 1e-6f), rms_norm(g, a, nullptr, 1e-5f)};
             }
             case Softmax: return {softmax(g, in(0, 4.0f, 0), 0.7f)};
+            case LayerNorm: {
+                // Rows far from zero mean (an offset of about 5 per element): the centring
+                // matters, and a kernel that skipped it or took the variance about 0 fails.
+                Tensor* a = in(0, 2.0f, 0);
+                std::vector<float> off = randn(r, size_t(n0), 0.5f);
+                for (float& v : off) v += 5.0f;
+                Tensor* shifted = add(g, a, g.input(DType::F32, {n0}, off.data(), "offset"));
+                Tensor* w = in_f32(g, r, {n0});
+                Tensor* b = in_f32(g, r, {n0});
+                return {layer_norm(g, shifted, w, b, 1e-6f), layer_norm(g, shifted, nullptr, nullptr, 1e-5f),
+                        layer_norm(g, a, w, nullptr, 1e-6f), layer_norm(g, a, nullptr, b, 1e-6f)};
+            }
         }
         return {};
     }
@@ -617,6 +629,12 @@ std::vector<OpCase> op_cases() {
     };
     add_mla(run({0, 96, 1, 16, 1, 576, 0.f, {}, {}}, 24, 40, 0));
     add_mla({0, 400, 2, 16, 1, 576, 0.f, {390, 200}, {0, 1}});
+    // LayerNorm (vision encoders): rows of SigLIP's widths (1152; 48 in the tiny oracle), odd
+    // and small widths, and a strided view.
+    for (auto s : {std::array<int64_t, 3>{1152, 5, 1}, std::array<int64_t, 3>{48, 7, 1}, std::array<int64_t, 3>{37, 5, 1},
+                   std::array<int64_t, 3>{3, 2, 1}})
+        add_case(c, "elementwise", ElementCase{ElementCase::LayerNorm, s[0], s[1], s[2]});
+    add_case(c, "elementwise", ElementCase{ElementCase::LayerNorm, 64, 3, 1, 10}, true);
     add_case(c, "concat", ConcatCase{}, true);
     add_case(c, "topk", GroupTopkCase{});
     // Mamba-2's selective scan (nemotron_h): the scan runs above.
