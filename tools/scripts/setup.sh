@@ -6,7 +6,7 @@ cd "$(dirname "$0")/../.."
 
 PACKAGES=(cmake ninja-build make g++ python3 python3-pip python3-venv libtbb-dev libxsimd-dev xtl-dev catch2
           libvulkan-dev glslang-tools spirv-tools mesa-vulkan-drivers pkg-config libcpp-httplib-dev nlohmann-json3-dev
-          ccache libopenmpi-dev openmpi-bin)
+          ccache libopenmpi-dev openmpi-bin libpng-dev libjpeg-dev)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
