@@ -166,7 +166,9 @@ Tensor* Gemma::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
     CacheRows cache_rows(g, ub);
     RopeTables rope_tables(g, ub.pos);
 
-    Tensor* x = scale(g, get_rows(g, tok_embd_, tokens), std::sqrt(float(E)));  // (E, T)
+    // Token rows scaled by sqrt(n_embd); given rows (an image's) are not (HF and llama.cpp alike).
+    Tensor* x = with_given_rows(g, ub, scale(g, get_rows(g, tok_embd_, tokens), std::sqrt(float(E))));  // (E, T)
+    AttnKeys block_keys(g, ub);
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
         const Layer& w = layers_[size_t(il)];
         const LayerParams& L = hp_.layers[size_t(il)];
@@ -181,9 +183,11 @@ Tensor* Gemma::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
         const RopeParams rp{L.head_dim_k, ROPE_NEOX, L.rope_base, L.rope_scale};
         q = rope(g, q, rope_tables(rp), rp);
         k = rope(g, k, rope_tables(rp), rp);
-        const CachedAttention ca{.window = w.symmetric ? kAttnFirstGiven : L.window, .softcap = attn_softcap_};
-        Tensor* a = cached_attention(g, kv, cache_rows, int(il), q, k, v, w.symmetric ? sym_keys : pos, seq, L.n_head_kv, hp_.attn_scale,
-                                     ca);  // (head_dim_v, n_head, T)
+        // (An image block's tokens see the whole block: AttnKeys.)
+        const AttnKeys::Keys bk = ub.last_key.empty() ? AttnKeys::Keys{pos, L.window} : block_keys(L.window);
+        const CachedAttention ca{.window = w.symmetric ? kAttnFirstGiven : bk.window, .softcap = attn_softcap_};
+        Tensor* a = cached_attention(g, kv, cache_rows, int(il), q, k, v, w.symmetric ? sym_keys : bk.pos, seq, L.n_head_kv,
+                                     hp_.attn_scale, ca);  // (head_dim_v, n_head, T)
         Tensor* o = mul_mat(g, w.at.wo, reshape(g, a, {int64_t(L.head_dim_v) * L.n_head, T}));
         x = add(g, x, rms_norm(g, o, w.post_attn_norm, eps));
 

@@ -13,6 +13,7 @@ namespace ls {
 class Gemma final : public Model {
 public:
     Tensor* build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const override;
+    bool takes_given_rows() const override { return true; }
 
 private:
     void load_arch() override;

@@ -341,6 +341,38 @@ Tensor* attn_positions(Graph& g, const Ubatch& ub, bool causal) {
     return g.input(DType::I32, {T}, last.data(), "attn_last_key");  // (copied now)
 }
 
+AttnKeys::AttnKeys(Graph& g, const Ubatch& ub) : g_(g), ub_(ub) {}
+
+AttnKeys::Keys AttnKeys::operator()(int32_t window) {
+    if (ub_.last_key.empty()) {
+        if (!pos_) pos_ = attn_positions(g_, ub_, true);
+        return {pos_, window};
+    }
+    for (auto& [w, t] : given_)
+        if (w == window) return {t, kAttnFirstGiven};
+    const size_t T = ub_.tokens.size();
+    std::vector<int32_t> keys(2 * T);
+    for (size_t t = 0; t < T; ++t) {
+        const int32_t p = ub_.pos[t];
+        keys[t] = std::max(p, ub_.last_key[t]);
+        keys[T + t] = int32_t(attn_first_key(p, window));
+    }
+    Tensor* in = g_.input(DType::I32, {int64_t(T), 2}, keys.data(), "attn_block_keys");  // (copied now)
+    given_.emplace_back(window, in);
+    return {in, kAttnFirstGiven};
+}
+
+Tensor* with_given_rows(Graph& g, const Ubatch& ub, Tensor* x) {
+    if (ub.embd_at.empty()) return x;
+    const int64_t E = x->ne[0], n = int64_t(ub.embd_at.size());
+    if (ub.embd.size() != size_t(E * n))
+        throw std::invalid_argument("ubatch: " + std::to_string(n) + " embedding rows need " + std::to_string(E * n) + " values, got " +
+                                    std::to_string(ub.embd.size()));
+    Tensor* rows = g.input(DType::F32, {E, n}, ub.embd.data(), "given_rows");
+    Tensor* at = g.input(DType::I32, {n}, ub.embd_at.data(), "given_rows_at");
+    return ops::set_rows(g, x, rows, at);
+}
+
 Tensor* CacheRows::operator()(int64_t R) {
     for (auto& [r, t] : by_ring_)
         if (r == R) return t;

@@ -59,6 +59,14 @@ struct Ubatch {
     // (n_embd floats: what the output matrix multiplies), for embeddings. output_head honours
     // it, so every family gives either.
     bool hidden = false;
+    // Rows given as input embeddings instead of their token's (an image's soft tokens, from a
+    // vision encoder): token embd_at[i] takes row i of embd (n_embd floats each), as it is (a
+    // model's scaling of token embeddings does not apply to it).
+    std::vector<int32_t> embd_at;
+    std::vector<float> embd;
+    // Per token, when not empty: the last position its query sees where that is past its own
+    // (an image's tokens see the whole image, as Gemma 3 asks), or -1 (causal).
+    std::vector<int32_t> last_key;
 };
 
 // The KV-cache row of every token of a ubatch in a ring of R rows per sequence slot,
@@ -102,6 +110,32 @@ private:
 // The attention op's position input for a ubatch: per token, the last key position its query
 // sees (attn_last_keys): its own position when causal, its sequence's last one otherwise.
 Tensor* attn_positions(Graph& g, const Ubatch& ub, bool causal);
+
+// The position input and window of a layer's attention in a causal model whose ubatch may hold
+// blocks of tokens that see each other (Ubatch::last_key): without such blocks, the positions
+// and the layer's window; with them, each query's last and first key (kAttnFirstGiven): the
+// last from last_key (its own position outside a block), the first its own position's window
+// start, so a block token sees the keys its window reaches back to and the rest of its block.
+// One input per distinct window, made once.
+class AttnKeys {
+public:
+    AttnKeys(Graph& g, const Ubatch& ub);
+    struct Keys {
+        Tensor* pos;
+        int32_t window;  // for AttentionParams / CachedAttention
+    };
+    Keys operator()(int32_t window);
+
+private:
+    Graph& g_;
+    const Ubatch& ub_;
+    Tensor* pos_ = nullptr;
+    std::vector<std::pair<int32_t, Tensor*>> given_;
+};
+
+// x (n_embd, T), the ubatch's token embeddings, with the rows Ubatch::embd gives written over
+// theirs (set_rows); x itself when it gives none.
+Tensor* with_given_rows(Graph& g, const Ubatch& ub, Tensor* x);
 
 // The projections of a standard attention block and their biases (null where absent).
 struct AttnWeights {
@@ -198,6 +232,9 @@ public:
     std::vector<KvLayerSpec> kv_layout() const;
     // Hybrid models: per layer, the recurrent state per sequence slot (empty: none).
     virtual std::vector<RecurrentLayerSpec> recurrent_layout() const { return {}; }
+    // Whether build_graph takes given input rows and blocks of tokens that see each other
+    // (Ubatch::embd_at, Ubatch::last_key): the families that run images.
+    virtual bool takes_given_rows() const { return false; }
 
     // Builds the graph of one ubatch; returns the logits F32 [n_vocab, out_idx.size()]
     // (ub.hidden: the hidden states F32 [n_embd, out_idx.size()]; nullptr when no row is

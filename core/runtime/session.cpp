@@ -124,12 +124,32 @@ void Session::check_batch(const Batch& b) const {
     const size_t n = b.tokens.size();
     if (b.pos.size() != n || b.seq.size() != n || b.logits.size() != n)
         throw std::invalid_argument("batch: tokens, positions, sequences and logit flags differ in length");
-    const int64_t n_vocab = m_.hparams().n_vocab;
+    const int64_t n_vocab = m_.hparams().n_vocab, E = m_.hparams().n_embd;
+    if ((!b.embd_idx.empty() && b.embd_idx.size() != n) || (!b.last_key.empty() && b.last_key.size() != n))
+        throw std::invalid_argument("batch: the given rows' indices or the last keys differ in length from the tokens");
+    if (b.embd.size() % size_t(E))
+        throw std::invalid_argument("batch: given rows of " + std::to_string(E) + " values (the model's n_embd) expected, got " +
+                                    std::to_string(b.embd.size()) + " values");
+    const int64_t n_rows = int64_t(b.embd.size()) / E;
+    if ((!b.embd_idx.empty() || !b.last_key.empty()) && !m_.takes_given_rows())
+        throw std::invalid_argument(m_.hparams().arch + " takes no image (or other given) input rows");
     std::vector<int64_t> next(size_t(p_.n_seq));
     for (int s = 0; s < p_.n_seq; ++s) next[size_t(s)] = kv_->seq_len(s);
     for (size_t i = 0; i < n; ++i) {
         const int32_t t = b.tokens[i], s = b.seq[i];
-        if (t < 0 || t >= n_vocab)
+        const bool given = !b.embd_idx.empty() && b.embd_idx[i] >= 0;
+        if (given && b.embd_idx[i] >= n_rows)
+            throw std::out_of_range("batch token " + std::to_string(i) + " takes given row " + std::to_string(b.embd_idx[i]) + " of " +
+                                    std::to_string(n_rows));
+        if (!b.last_key.empty() && b.last_key[i] > b.pos[i]) {
+            // The rest of its block follows it in this batch, in its sequence, position by position.
+            const size_t j = i + size_t(b.last_key[i] - b.pos[i]);
+            if (j >= n || b.seq[j] != s || b.pos[j] != b.last_key[i])
+                throw std::invalid_argument("batch token " + std::to_string(i) + " sees up to position " + std::to_string(b.last_key[i]) +
+                                            ", which is not the rest of its block in this batch");
+        }
+        if (given) {  // (its token id only names it in the sequence's history)
+        } else if (t < 0 || t >= n_vocab)
             throw std::out_of_range("token id " + std::to_string(t) + " outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
         if (s < 0 || s >= p_.n_seq)
             throw std::out_of_range("sequence " + std::to_string(s) + " outside [0, " + std::to_string(p_.n_seq) +
@@ -143,6 +163,35 @@ void Session::check_batch(const Batch& b) const {
             throw std::length_error("sequence " + std::to_string(s) + " would hold " + std::to_string(next[size_t(s)]) +
                                     " tokens, more than the context of " + std::to_string(p_.n_ctx) + " (raise -c)");
     }
+}
+
+std::vector<int64_t> Session::ubatch_cuts(const Batch& b) const {
+    // At most n_ubatch tokens each, never inside a block of tokens that see each other (an
+    // image): a cut that would fall in one moves back to the block's start.
+    const int64_t n = int64_t(b.size());
+    std::vector<int64_t> block_end(size_t(n), -1);  // per token: one past its block's last token, or -1
+    if (!b.last_key.empty())
+        for (int64_t i = 0; i < n; ++i)
+            if (b.last_key[size_t(i)] > b.pos[size_t(i)]) {
+                const int64_t e = i + (b.last_key[size_t(i)] - b.pos[size_t(i)]) + 1;
+                for (int64_t j = i; j < e; ++j) block_end[size_t(j)] = std::max(block_end[size_t(j)], e);
+            }
+    std::vector<int64_t> cuts{0};
+    while (cuts.back() < n) {
+        const int64_t i0 = cuts.back();
+        int64_t i1 = std::min(n, i0 + p_.n_ubatch);
+        if (i1 < n) {
+            int64_t s = i1;  // the first token of the block i1 - 1 and i1 share, if they do
+            while (s > i0 && block_end[size_t(s - 1)] > i1) --s;
+            if (s == i0)
+                throw std::length_error("a block of " + std::to_string(block_end[size_t(i0)] - i0) +
+                                        " tokens that see each other (an image) is larger than the ubatch of " +
+                                        std::to_string(p_.n_ubatch) + " (raise -ub)");
+            i1 = s;
+        }
+        cuts.push_back(i1);
+    }
+    return cuts;
 }
 
 std::vector<float> Session::decode(const Batch& b, DecodeOutput what) {
@@ -188,13 +237,25 @@ std::vector<float> Session::decode(const Batch& b, DecodeOutput what) {
             else later.emplace_back(t, at);
         unread = std::move(later);
     };
-    for (int64_t i0 = 0; i0 < n; i0 += p_.n_ubatch) {
-        const int64_t i1 = std::min(n, i0 + p_.n_ubatch);
+    const std::vector<int64_t> cuts = ubatch_cuts(b);
+    for (size_t c = 0; c + 1 < cuts.size(); ++c) {
+        const int64_t i0 = cuts[c], i1 = cuts[c + 1];
         Ubatch ub;
         ub.hidden = what == DecodeOutput::Hidden;
         ub.tokens.assign(b.tokens.begin() + i0, b.tokens.begin() + i1);
         ub.pos.assign(b.pos.begin() + i0, b.pos.begin() + i1);
         ub.seq.assign(b.seq.begin() + i0, b.seq.begin() + i1);
+        if (!b.embd_idx.empty()) {
+            const size_t E = size_t(m_.hparams().n_embd);
+            for (int64_t i = i0; i < i1; ++i)
+                if (const int32_t r = b.embd_idx[size_t(i)]; r >= 0) {
+                    ub.tokens[size_t(i - i0)] = 0;  // (its own row is written over by the given one)
+                    ub.embd_at.push_back(int32_t(i - i0));
+                    ub.embd.insert(ub.embd.end(), b.embd.begin() + ptrdiff_t(size_t(r) * E), b.embd.begin() + ptrdiff_t(size_t(r + 1) * E));
+                }
+        }
+        if (!b.last_key.empty() && std::any_of(b.last_key.begin() + i0, b.last_key.begin() + i1, [](int32_t k) { return k >= 0; }))
+            ub.last_key.assign(b.last_key.begin() + i0, b.last_key.begin() + i1);
         for (int64_t i = i0; i < i1; ++i)
             if (b.logits[size_t(i)]) ub.out_idx.push_back(int32_t(i - i0));
         Graph& g = *graphs.emplace_back(std::make_unique<Graph>());

@@ -21,14 +21,36 @@ struct SessionParams {
 struct Batch {
     std::vector<int32_t> tokens, pos, seq;
     std::vector<uint8_t> logits;
+    // Tokens whose input is a given row (an image's soft tokens): embd_idx[i] >= 0 is the row's
+    // index in embd (n_embd floats each), -1 the token's own embedding; empty: none given.
+    // last_key[i] > pos[i]: the token sees the keys up to that position of its sequence (the
+    // rest of its image), which must be in this batch; empty or -1: causal. A block of tokens
+    // that see each other is never cut between ubatches (one larger than the ubatch is refused).
+    std::vector<int32_t> embd_idx, last_key;
+    std::vector<float> embd;
     void add(int32_t token, int32_t seq_id, int32_t position, bool want_logits) {
+        tokens.push_back(token);
+        seq.push_back(seq_id);
+        pos.push_back(position);
+        logits.push_back(want_logits);
+        if (!embd_idx.empty()) embd_idx.push_back(-1);
+        if (!last_key.empty()) last_key.push_back(-1);
+    }
+    // A token whose input is `row` (n_embd floats); `token` is what the sequence's history
+    // records for it (prefix reuse compares those: give each image its own values).
+    void add_row(const float* row, int64_t n_embd, int32_t token, int32_t seq_id, int32_t position, int32_t last, bool want_logits) {
+        embd_idx.resize(tokens.size(), -1);
+        last_key.resize(tokens.size(), -1);
+        embd_idx.push_back(int32_t(embd.size() / size_t(n_embd)));
+        last_key.push_back(last);
+        embd.insert(embd.end(), row, row + n_embd);
         tokens.push_back(token);
         seq.push_back(seq_id);
         pos.push_back(position);
         logits.push_back(want_logits);
     }
     size_t size() const { return tokens.size(); }
-    void clear() { tokens.clear(), pos.clear(), seq.clear(), logits.clear(); }
+    void clear() { tokens.clear(), pos.clear(), seq.clear(), logits.clear(), embd_idx.clear(), last_key.clear(), embd.clear(); }
 };
 
 // What Session::decode returns for each flagged token.
@@ -143,6 +165,8 @@ private:
     bool save_checkpoint(int s, int bank);
 
     void check_batch(const Batch& b) const;
+    // Where decode cuts a batch into ubatches (its first index 0, its last b.size()).
+    std::vector<int64_t> ubatch_cuts(const Batch& b) const;
     Transport* link_ = nullptr;  // the other ranks' link (a model placed over ranks), else null
     Transport* lead_ = nullptr;  // rank 0 of several: where state-changing calls are announced
     void announce(std::vector<int64_t> cmd);

@@ -1,0 +1,55 @@
+#include "core/vision/vision_encoder.h"
+
+#include <stdexcept>
+
+#include "core/gguf/gguf.h"
+#include "core/sched/scheduler.h"
+#include "core/vision/siglip_gemma3.h"
+
+namespace ls {
+
+std::vector<float> VisionEncoder::encode(const image::Rgb8& img) const {
+    const Pixels px = preprocess(img);
+    Graph g;
+    Tensor* out = build_image_graph(g, px);
+    Scheduler sched(backends_);
+    sched.run(g);
+    std::vector<float> rows(size_t(out->nelements()));
+    read_output(*out, rows.data());
+    return rows;
+}
+
+void VisionEncoder::check_text_model(const Model& text) const {
+    if (!text_arch_.empty() && text.hparams().arch != text_arch_)
+        throw std::invalid_argument("the projector (mmproj, " + projector_ + ") is for " + text_arch_ + " text models, not " +
+                                    text.hparams().arch + ": they are not a pair");
+    if (text.hparams().n_embd != n_out_)
+        throw std::invalid_argument("the projector (mmproj, " + projector_ + ") gives rows of " + std::to_string(n_out_) +
+                                    " values, but the text model (" + text.hparams().arch + ") has n_embd " +
+                                    std::to_string(text.hparams().n_embd) + ": they are not a pair");
+}
+
+Tensor* VisionEncoder::build_graph(Graph&, const Ubatch&, KvCache&) const {
+    throw std::logic_error("a vision encoder (mmproj) evaluates images, not text");
+}
+
+std::unique_ptr<VisionEncoder> load_vision_encoder(const std::string& path, Backend& be) {
+    auto file = GgufFile::open(path);
+    const std::string arch = file->get_string("general.architecture", "");
+    if (arch != "clip")
+        throw std::runtime_error(path + ": not a projector (mmproj) file: general.architecture is '" + arch + "', not 'clip'");
+    if (!file->get_bool("clip.has_vision_encoder", false))
+        throw std::runtime_error(path + ": the projector file has no vision encoder (clip.has_vision_encoder)");
+    const std::string proj = file->get_string("clip.projector_type", "");
+    std::unique_ptr<VisionEncoder> m;
+    if (proj == "gemma3") m = std::make_unique<SiglipGemma3>();
+    else throw std::runtime_error(path + ": projector type '" + proj + "' is not supported (supported: gemma3)");
+    try {
+        m->attach(std::move(file), be, Model::WeightMemory::Auto);
+    } catch (const std::exception& e) {
+        throw std::runtime_error(path + ": " + e.what());
+    }
+    return m;
+}
+
+}  // namespace ls

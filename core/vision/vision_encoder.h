@@ -1,0 +1,50 @@
+// Image encoders read from llama.cpp's projector files (--mmproj: general.architecture "clip",
+// clip.* metadata, v.* and mm.* tensors): an image in, the rows a text model reads in place of
+// its image tokens out. The graph runs on the backends the weights were placed on, with the
+// same ops as the text models, so its bits are the same on every backend.
+#pragma once
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/image/image.h"
+#include "core/models/model.h"
+
+namespace ls {
+
+class VisionEncoder : public Model {
+public:
+    // clip.projector_type, e.g. "gemma3".
+    const std::string& projector() const { return projector_; }
+    // The width of the rows encode() gives (the text model's n_embd must equal it).
+    int64_t n_embd_out() const { return n_out_; }
+    // How many rows an image gives (its soft tokens).
+    virtual int64_t n_tokens(const image::Rgb8& img) const = 0;
+    // The model's input for an image, as its HF processor makes it: [3][h][w] floats.
+    struct Pixels {
+        std::vector<float> chw;
+        int h = 0, w = 0;
+    };
+    virtual Pixels preprocess(const image::Rgb8& img) const = 0;
+    // n_tokens(img) rows of n_embd_out() floats.
+    std::vector<float> encode(const image::Rgb8& img) const;
+    // Refuses a text model these rows are not for (its architecture, its width), naming both.
+    void check_text_model(const Model& text) const;
+
+    // A projector file's encoder does not evaluate text.
+    Tensor* build_graph(Graph&, const Ubatch&, KvCache&) const override;
+
+protected:
+    // The graph of one preprocessed image; returns [n_embd_out, n_tokens].
+    virtual Tensor* build_image_graph(Graph& g, const Pixels& px) const = 0;
+    std::string projector_;
+    std::string text_arch_;  // the text models' general.architecture
+    int64_t n_out_ = 0;
+};
+
+// Opens a projector file and places its weights on `be`. Throws naming the file and what is
+// wrong: not a projector file, no vision encoder, a projector type lockstep does not run.
+std::unique_ptr<VisionEncoder> load_vision_encoder(const std::string& path, Backend& be);
+
+}  // namespace ls
