@@ -96,6 +96,14 @@ VisionEncoder::Pixels SiglipGemma3::preprocess(const image::Rgb8& img) const {
     return {image::normalize(r, mean_, std_), image_size_, image_size_};
 }
 
+std::string SiglipGemma3::image_text(int64_t n) const {
+    // processing_gemma3.py's expansion of each image's place (llama.cpp's mtmd leaves out the
+    // two blank lines; the model was trained with the processor's).
+    std::string s = "\n\n<start_of_image>";
+    for (int64_t i = 0; i < n; ++i) s += soft_token();
+    return s + "<end_of_image>\n\n";
+}
+
 Tensor* SiglipGemma3::build_image_graph(Graph& g, const Pixels& px) const {
     using namespace ops;
     const int64_t E = hp_.n_embd, N = n_patches_side_ * n_patches_side_, P = patch_, hd = E / n_head_;

@@ -29,6 +29,11 @@ public:
     virtual Pixels preprocess(const image::Rgb8& img) const = 0;
     // n_tokens(img) rows of n_embd_out() floats.
     std::vector<float> encode(const image::Rgb8& img) const;
+    // The text an image takes in the prompt, as the model's HF processor expands it, with
+    // `n` copies of soft_token() where its rows go (Gemma 3: "\n\n<start_of_image>", the soft
+    // tokens, "<end_of_image>\n\n").
+    virtual std::string image_text(int64_t n) const = 0;
+    virtual std::string soft_token() const = 0;
     // Refuses a text model these rows are not for (its architecture, its width), naming both.
     void check_text_model(const Model& text) const;
 

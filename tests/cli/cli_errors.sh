@@ -51,6 +51,18 @@ for _ in $(seq 100); do [ -s "$tmp/port" ] && break; sleep 0.05; done
 taken="$(cat "$tmp/port")"
 expect 1 "cannot listen on 127.0.0.1:$taken" -- serve -m "$tiny" --port "$taken"
 kill "$holder" 2>/dev/null
+# images: flags, a projector that is not the model's pair, bad image files.
+g3v="$src/tests/data/gemma3v_tiny.gguf"; mmp="$src/tests/data/gemma3v_tiny_mmproj.gguf"; img="$src/tests/data/vision/rgb64.png"
+head -c 300 "$img" > "$tmp/trunc.png"
+printf 'GIF89a not an image' > "$tmp/x.gif"
+expect 2 "--image needs the model's projector file: --mmproj FILE" -- run -m "$g3v" --image "$img" -p hi
+expect 2 "--mmproj is given but no --image" -- run -m "$g3v" --mmproj "$mmp" -p hi
+expect 1 "PNG image: the file ends early \(truncated\)" -- run -m "$g3v" --mmproj "$mmp" --image "$tmp/trunc.png" -p hi
+expect 1 "not a PNG or JPEG file" -- run -m "$g3v" --mmproj "$mmp" --image "$tmp/x.gif" -p hi
+expect 1 "image: cannot open '/nonexistent.png'" -- run -m "$g3v" --mmproj "$mmp" --image /nonexistent.png -p hi
+expect 1 "is for gemma3 text models, not qwen3" -- run -m "$src/tests/data/qwen3_tiny.gguf" --mmproj "$mmp" --image "$img" -p hi
+expect 1 "not a projector \(mmproj\) file" -- run -m "$g3v" --mmproj "$g3v" --image "$img" -p hi
+expect 1 "2 image markers \(<__media__>\) for 1 images" -- run -m "$g3v" --mmproj "$mmp" --image "$img" -p "<__media__> <__media__>"
 # speculative decoding: flags, the draft model's file and vocabulary.
 expect 2 "--draft-max must be in \[0, 256\], got -1" -- run --draft-max -1 -p hi
 expect 2 "--draft-min must be in \[0, 256\], got -2" -- run --draft-min -2 -p hi

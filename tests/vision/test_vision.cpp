@@ -12,6 +12,7 @@
 #include "core/runtime/session.h"
 #include "tests/support/golden.h"
 #include "tests/support/kv_contract.h"
+#include "core/vision/image_prompt.h"
 #include "core/vision/vision_encoder.h"
 #include "tests/support/test_util.h"
 
@@ -153,4 +154,34 @@ TEST_CASE("gemma3 vision: an image block larger than the ubatch, or cut apart, i
     test::LoadedModel q = test::load_tiny("cpu", "qwen3");
     CHECK_THROWS_WITH(test::new_session(q, 128, 64, DType::F32)->decode(image_batch(g0, e.image(0), e.n_embd, 0, -1)),
                       Catch::Contains("qwen3 takes no image"));
+}
+
+TEST_CASE("gemma3 vision: a prompt's text with an image marker tokenizes as HF's processor expands it, and its last logits match",
+          "[vision]") {
+    const test::Golden g0 = test::read_golden("gemma3v_tiny");
+    test::LoadedModel l = test::load_tiny("cpu", "gemma3v");
+    auto enc = load_vision_encoder(test::test_data("gemma3v_tiny_mmproj.gguf"), *l.be);
+    auto tok = std::make_unique<Tokenizer>(Tokenizer::from_gguf(l.model->gguf()));
+    const image::Rgb8 img = image::load_file(test::test_data("vision/rgb64.png"));
+    const std::string text = "<start_of_turn>user\n<__media__>Describe.<end_of_turn>\n<start_of_turn>model\n";
+    const ImagePrompt p = build_image_prompt(*tok, *enc, text, {img});
+    REQUIRE(p.ids.size() == size_t(g0.n));
+    CHECK(p.n_image_tokens == 16);
+    for (size_t i = 0; i < p.ids.size(); ++i) {
+        INFO("token " << i);
+        if (g0.tokens[i] == kImageToken) CHECK(p.ids[i] == image_tag(img));
+        else CHECK(p.ids[i] == g0.tokens[i]);
+    }
+    CHECK(image_tag(img) < 0);
+    CHECK(image_tag(img) != image_tag(image::load_file(test::test_data("vision/rgb100x37.png"))));
+    const std::vector<float> last = test::new_session(l, 128, 64, DType::F32)->decode(p.batch);
+    REQUIRE(last.size() == size_t(g0.n_vocab));
+    float worst = 0;
+    for (int32_t v = 0; v < g0.n_vocab; ++v)
+        worst = std::max(worst, std::fabs(last[size_t(v)] - g0.logits[size_t(g0.n - 1) * size_t(g0.n_vocab) + size_t(v)]));
+    CHECK(worst < 1e-4f);
+    // The same text without a marker: the image goes first; a marker too many is an error.
+    CHECK(build_image_prompt(*tok, *enc, "Describe.", {img}).n_image_tokens == 16);
+    CHECK_THROWS_WITH(build_image_prompt(*tok, *enc, "<__media__><__media__>", {img}), Catch::Contains("2 image markers"));
+    CHECK_THROWS_WITH(build_image_prompt(*tok, *enc, "<image_soft_token> x <__media__>", {img}), Catch::Contains("not one run") || Catch::Contains("of its own"));
 }

@@ -90,6 +90,8 @@ Options parse_args(int argc, char** argv) {
         else if ((a == "-p" || a == "--prompt") && embed) { o.prompts.push_back(value()); o.prompt_set = true; }
         else if (a == "-p" || a == "--prompt") { o.prompt = value(); o.prompt_set = true; }
         else if (a == "-f" || a == "--file") o.file = value();
+        else if (a == "--mmproj" || a == "-mm") o.mmproj = value();
+        else if (a == "--image") o.images.push_back(value());
         else if ((a == "-n" || a == "--n-predict" || a == "--n-gen") && bench) o.bench_tg = parse_list(a, value());
         else if ((a == "-d" || a == "--n-depth") && bench) o.bench_depth = parse_list(a, value());
         else if (a == "--prefill-vs-single" && bench) o.bench_prefill_vs_single = parse_list(a, value());
@@ -312,7 +314,11 @@ std::string usage(const std::string& command) {
         "                          also --spec-draft-n-max)\n"
         "  --draft-min N           fewer guesses than this are not checked (default 0; --spec-draft-n-min)\n";
     if (command == "run")
-        return "usage: lockstep run [-m FILE] -p PROMPT | -f FILE [options]\n" + common + sampling;
+        return "usage: lockstep run [-m FILE] -p PROMPT | -f FILE [--mmproj FILE --image FILE ...] [options]\n"
+               "  --mmproj FILE           the model's projector (vision encoder) file, as llama.cpp's converter\n"
+               "                          writes it (Gemma 3)\n"
+               "  --image FILE            a PNG or JPEG for the prompt (repeatable, needs --mmproj): each goes\n"
+               "                          where the prompt says <__media__>, or before the text\n" + common + sampling;
     if (command == "chat")
         return "usage: lockstep chat [-m FILE] [--system TEXT] [options]\n"
                "  interactive multi-turn chat with the model's chat template; /exit or EOF ends it\n" + common + sampling;

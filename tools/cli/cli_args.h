@@ -20,6 +20,8 @@ struct Options {
     std::string model;            // -m; empty: the default model
     std::string prompt;           // -p
     std::string file;             // -f
+    std::string mmproj;           // --mmproj: a projector (vision encoder) file
+    std::vector<std::string> images;  // --image (repeatable)
     bool prompt_set = false;
     int64_t n_predict = 128;      // -n
     int64_t n_ctx = 4096;         // -c

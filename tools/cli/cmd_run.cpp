@@ -2,8 +2,12 @@
 #include <fstream>
 #include <sstream>
 
+#include <chrono>
+
 #include "tools/cli/app.h"
+#include "core/image/image.h"
 #include "core/runtime/generate.h"
+#include "core/vision/image_prompt.h"
 
 namespace ls::cli {
 
@@ -17,9 +21,34 @@ int cmd_run(const Options& o) {
         ss << f.rdbuf();
         prompt = ss.str();
     }
+    if (!o.images.empty() && o.mmproj.empty()) throw UsageError("--image needs the model's projector file: --mmproj FILE");
+    if (!o.mmproj.empty() && o.images.empty()) throw UsageError("--mmproj is given but no --image");
+    std::vector<image::Rgb8> images;
+    for (const std::string& path : o.images) images.push_back(image::load_file(path));  // (bad files fail before the model loads)
     App app = open_app(o);
     Session s(*app.model, *app.backend, app.session_params(o));
-    std::vector<int32_t> ids = app.tokenizer->encode(prompt, app.tokenizer->add_bos_default(), true);
+    std::vector<int32_t> ids;
+    if (!images.empty()) {
+        // The image rows go in with the prompt (all but its last token, evaluated here);
+        // generate then finds them cached under the images' tags and evaluates the last one.
+        auto enc = load_vision_encoder(o.mmproj, *app.backend);
+        enc->check_text_model(*app.model);
+        const auto t0 = std::chrono::steady_clock::now();
+        ImagePrompt ip = build_image_prompt(*app.tokenizer, *enc, prompt, images);
+        const double enc_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        std::fprintf(stderr, "images: %zu encoded in %.2f s (%lld image tokens)\n", images.size(), enc_s, (long long)ip.n_image_tokens);
+        if (int64_t(ip.ids.size()) >= s.params().n_ctx)
+            throw std::runtime_error("prompt has " + std::to_string(ip.ids.size()) + " tokens with its images, more than the context of " +
+                                     std::to_string(s.params().n_ctx) + " leaves room for (raise -c)");
+        Batch head = ip.batch;
+        const size_t n = head.size() - 1;
+        for (auto* v : {&head.tokens, &head.pos, &head.seq, &head.embd_idx, &head.last_key}) v->resize(n);
+        head.logits.assign(n, 0);
+        s.decode(head);
+        ids = std::move(ip.ids);
+    } else {
+        ids = app.tokenizer->encode(prompt, app.tokenizer->add_bos_default(), true);
+    }
     if (int64_t(ids.size()) >= s.params().n_ctx)
         throw std::runtime_error("prompt has " + std::to_string(ids.size()) + " tokens, more than the context of " +
                                  std::to_string(s.params().n_ctx) + " leaves room for (raise -c)");

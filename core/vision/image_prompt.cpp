@@ -1,0 +1,73 @@
+#include "core/vision/image_prompt.h"
+
+#include <stdexcept>
+
+namespace ls {
+
+int32_t image_tag(const image::Rgb8& img) {
+    uint64_t h = 1469598103934665603ull;  // FNV-1a over the size and the pixels
+    auto mix = [&](uint8_t b) { h = (h ^ b) * 1099511628211ull; };
+    for (int v : {img.width, img.height})
+        for (int k = 0; k < 4; ++k) mix(uint8_t(uint32_t(v) >> (8 * k)));
+    for (uint8_t b : img.px) mix(b);
+    return -1 - int32_t(h & 0x3FFFFFFF);
+}
+
+ImagePrompt build_image_prompt(const Tokenizer& tok, const VisionEncoder& enc, const std::string& text,
+                               const std::vector<image::Rgb8>& images, int seq) {
+    // The text with each marker (or, without markers, the start) holding an image's expansion.
+    const std::string marker = kMediaMarker;
+    std::vector<size_t> at;
+    for (size_t p = text.find(marker); p != std::string::npos; p = text.find(marker, p + marker.size())) at.push_back(p);
+    if (!at.empty() && at.size() != images.size())
+        throw std::invalid_argument("the prompt has " + std::to_string(at.size()) + " image markers (" + marker + ") for " +
+                                    std::to_string(images.size()) + " images");
+    std::vector<int64_t> n_rows;
+    for (const image::Rgb8& img : images) n_rows.push_back(enc.n_tokens(img));
+    std::string full;
+    if (at.empty()) {
+        for (int64_t n : n_rows) full += enc.image_text(n);
+        full += text;
+    } else {
+        size_t from = 0;
+        for (size_t i = 0; i < at.size(); ++i) {
+            full += text.substr(from, at[i] - from) + enc.image_text(n_rows[i]);
+            from = at[i] + marker.size();
+        }
+        full += text.substr(from);
+    }
+    const std::vector<int32_t> soft = tok.encode(enc.soft_token(), false, true);
+    if (soft.size() != 1) throw std::runtime_error("the vocabulary has no single token '" + enc.soft_token() + "' for image rows");
+    ImagePrompt p;
+    p.ids = tok.encode(full, tok.add_bos_default(), true);
+    // The soft tokens in order: image k's n_rows[k] of them, in one run each.
+    size_t k = 0, i = 0;
+    const int64_t E = enc.n_embd_out();
+    while (i < p.ids.size()) {
+        if (p.ids[i] != soft[0]) {
+            p.batch.add(p.ids[i], seq, int32_t(i), false);
+            ++i;
+            continue;
+        }
+        if (k >= images.size()) throw std::runtime_error("the prompt's text holds an image token '" + enc.soft_token() + "' of its own");
+        const int64_t n = n_rows[k];
+        for (int64_t j = 0; j < n; ++j)
+            if (i + size_t(j) >= p.ids.size() || p.ids[i + size_t(j)] != soft[0])
+                throw std::runtime_error("image " + std::to_string(k) + "'s tokens are not one run (the text around it holds '" +
+                                         enc.soft_token() + "')");
+        const std::vector<float> rows = enc.encode(images[k]);
+        const int32_t tag = image_tag(images[k]);
+        for (int64_t j = 0; j < n; ++j) {
+            p.batch.add_row(rows.data() + size_t(j * E), E, tag, seq, int32_t(i) + int32_t(j), int32_t(i + size_t(n) - 1), false);
+            p.ids[i + size_t(j)] = tag;
+        }
+        p.n_image_tokens += n;
+        i += size_t(n);
+        ++k;
+    }
+    if (k != images.size()) throw std::logic_error("build_image_prompt: an image was not placed");
+    if (!p.batch.logits.empty()) p.batch.logits.back() = 1;
+    return p;
+}
+
+}  // namespace ls
