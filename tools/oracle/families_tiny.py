@@ -588,7 +588,7 @@ import numpy as np
 import torch
 import gguf
 
-from golden import write_golden
+from golden import write_golden, write_spm_vocab_keys
 
 SEED = 2020
 N_PROMPT = 100
@@ -1077,18 +1077,7 @@ def write_spm_tokenizer(w, V):
         types.append(5)
         scores.append(0.0)
         unused += 1
-    w.add_string("tokenizer.ggml.model", "llama")
-    w.add_string("tokenizer.ggml.pre", "default")
-    w.add_array("tokenizer.ggml.tokens", toks)
-    w.add_array("tokenizer.ggml.scores", scores)
-    w.add_array("tokenizer.ggml.token_type", types)
-    w.add_uint32("tokenizer.ggml.bos_token_id", 2)
-    w.add_uint32("tokenizer.ggml.eos_token_id", 1)
-    w.add_uint32("tokenizer.ggml.unknown_token_id", 3)
-    w.add_uint32("tokenizer.ggml.padding_token_id", 0)
-    w.add_bool("tokenizer.ggml.add_bos_token", True)
-    w.add_bool("tokenizer.ggml.add_eos_token", False)
-    w.add_bool("tokenizer.ggml.add_space_prefix", False)
+    write_spm_vocab_keys(w, toks, scores, types)
 
 
 # ----------------------------------------------------------------------------------------------

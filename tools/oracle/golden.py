@@ -27,3 +27,20 @@ def write_golden(m, vocab_size, n_prompt, seed, path):
         f.write(struct.pack("<ii", n_prompt, vocab_size))
         f.write(tokens.astype("<i4").tobytes())
         f.write(logits.astype("<f4").tobytes())
+
+
+def write_spm_vocab_keys(w, toks, scores, types):
+    """A Gemma-style SentencePiece vocabulary's tokenizer.* keys (ids 0..3: pad, eos, bos, unk;
+    BOS added, no space prefix), as the tiny oracles write it (families_tiny.py, vision_tiny.py)."""
+    w.add_string("tokenizer.ggml.model", "llama")
+    w.add_string("tokenizer.ggml.pre", "default")
+    w.add_array("tokenizer.ggml.tokens", toks)
+    w.add_array("tokenizer.ggml.scores", scores)
+    w.add_array("tokenizer.ggml.token_type", types)
+    w.add_uint32("tokenizer.ggml.bos_token_id", 2)
+    w.add_uint32("tokenizer.ggml.eos_token_id", 1)
+    w.add_uint32("tokenizer.ggml.unknown_token_id", 3)
+    w.add_uint32("tokenizer.ggml.padding_token_id", 0)
+    w.add_bool("tokenizer.ggml.add_bos_token", True)
+    w.add_bool("tokenizer.ggml.add_eos_token", False)
+    w.add_bool("tokenizer.ggml.add_space_prefix", False)

@@ -260,6 +260,9 @@ import torch
 import gguf
 from PIL import Image
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from golden import write_spm_vocab_keys  # noqa: E402
+
 SEED = 3030
 VOCAB = 384
 N_EMBD_TEXT = 64
@@ -376,18 +379,7 @@ def spm_encode(text):
 
 def write_tokenizer(w):
     toks, scores, types = vocab()
-    w.add_string("tokenizer.ggml.model", "llama")
-    w.add_string("tokenizer.ggml.pre", "default")
-    w.add_array("tokenizer.ggml.tokens", toks)
-    w.add_array("tokenizer.ggml.scores", scores)
-    w.add_array("tokenizer.ggml.token_type", types)
-    w.add_uint32("tokenizer.ggml.bos_token_id", 2)
-    w.add_uint32("tokenizer.ggml.eos_token_id", 1)
-    w.add_uint32("tokenizer.ggml.unknown_token_id", 3)
-    w.add_uint32("tokenizer.ggml.padding_token_id", 0)
-    w.add_bool("tokenizer.ggml.add_bos_token", True)
-    w.add_bool("tokenizer.ggml.add_eos_token", False)
-    w.add_bool("tokenizer.ggml.add_space_prefix", False)
+    write_spm_vocab_keys(w, toks, scores, types)
 
 
 # ----------------------------------------------------------------------------------------------
