@@ -13,8 +13,8 @@ int32_t image_tag(const image::Rgb8& img) {
     return -1 - int32_t(h & 0x3FFFFFFF);
 }
 
-ImagePrompt build_image_prompt(const Tokenizer& tok, const VisionEncoder& enc, const std::string& text,
-                               const std::vector<image::Rgb8>& images, int seq) {
+ImagePrompt layout_image_prompt(const Tokenizer& tok, const VisionEncoder& enc, const std::string& text,
+                                const std::vector<image::Rgb8>& images, bool add_bos) {
     // The text with each marker (or, without markers, the start) holding an image's expansion.
     const std::string marker = kMediaMarker;
     std::vector<size_t> at;
@@ -39,13 +39,11 @@ ImagePrompt build_image_prompt(const Tokenizer& tok, const VisionEncoder& enc, c
     const std::vector<int32_t> soft = tok.encode(enc.soft_token(), false, true);
     if (soft.size() != 1) throw std::runtime_error("the vocabulary has no single token '" + enc.soft_token() + "' for image rows");
     ImagePrompt p;
-    p.ids = tok.encode(full, tok.add_bos_default(), true);
+    p.ids = tok.encode(full, add_bos, true);
     // The soft tokens in order: image k's n_rows[k] of them, in one run each.
     size_t k = 0, i = 0;
-    const int64_t E = enc.n_embd_out();
     while (i < p.ids.size()) {
         if (p.ids[i] != soft[0]) {
-            p.batch.add(p.ids[i], seq, int32_t(i), false);
             ++i;
             continue;
         }
@@ -55,18 +53,47 @@ ImagePrompt build_image_prompt(const Tokenizer& tok, const VisionEncoder& enc, c
             if (i + size_t(j) >= p.ids.size() || p.ids[i + size_t(j)] != soft[0])
                 throw std::runtime_error("image " + std::to_string(k) + "'s tokens are not one run (the text around it holds '" +
                                          enc.soft_token() + "')");
-        const std::vector<float> rows = enc.encode(images[k]);
         const int32_t tag = image_tag(images[k]);
-        for (int64_t j = 0; j < n; ++j) {
-            p.batch.add_row(rows.data() + size_t(j * E), E, tag, seq, int32_t(i) + int32_t(j), int32_t(i + size_t(n) - 1), false);
-            p.ids[i + size_t(j)] = tag;
-        }
+        for (int64_t j = 0; j < n; ++j) p.ids[i + size_t(j)] = tag;
+        p.spans.push_back({i, n, k});
         p.n_image_tokens += n;
         i += size_t(n);
         ++k;
     }
-    if (k != images.size()) throw std::logic_error("build_image_prompt: an image was not placed");
-    if (!p.batch.logits.empty()) p.batch.logits.back() = 1;
+    if (k != images.size()) throw std::logic_error("layout_image_prompt: an image was not placed");
+    return p;
+}
+
+size_t image_start_at(const ImagePrompt& p, size_t i) {
+    for (const ImageSpan& s : p.spans)
+        if (i > s.first && i < s.first + size_t(s.n)) return s.first;
+    return i;
+}
+
+Batch image_prompt_batch(const ImagePrompt& p, const VisionEncoder& enc, const std::vector<image::Rgb8>& images, int seq,
+                         size_t from, size_t to, bool last_logits, int64_t* n_encoded) {
+    if (from > to || to > p.ids.size() || image_start_at(p, from) != from || image_start_at(p, to) != to)
+        throw std::invalid_argument("image_prompt_batch: [" + std::to_string(from) + ", " + std::to_string(to) + ") cuts an image");
+    Batch b;
+    const int64_t E = enc.n_embd_out();
+    size_t i = from;
+    for (const ImageSpan& s : p.spans) {
+        if (s.first + size_t(s.n) <= from || s.first >= to) continue;
+        for (; i < s.first; ++i) b.add(p.ids[i], seq, int32_t(i), false);
+        const std::vector<float> rows = enc.encode(images.at(s.image));
+        if (n_encoded) ++*n_encoded;
+        const int32_t last = int32_t(s.first + size_t(s.n) - 1);
+        for (int64_t j = 0; j < s.n; ++j, ++i) b.add_row(rows.data() + size_t(j * E), E, p.ids[i], seq, int32_t(i), last, false);
+    }
+    for (; i < to; ++i) b.add(p.ids[i], seq, int32_t(i), false);
+    if (last_logits && !b.logits.empty()) b.logits.back() = 1;
+    return b;
+}
+
+ImagePrompt build_image_prompt(const Tokenizer& tok, const VisionEncoder& enc, const std::string& text,
+                               const std::vector<image::Rgb8>& images, int seq) {
+    ImagePrompt p = layout_image_prompt(tok, enc, text, images, tok.add_bos_default());
+    p.batch = image_prompt_batch(p, enc, images, seq, 0, p.ids.size(), true);
     return p;
 }
 

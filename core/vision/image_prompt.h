@@ -15,23 +15,44 @@ namespace ls {
 // marker go before the text, in order.
 inline constexpr const char* kMediaMarker = "<__media__>";
 
+struct ImageSpan {
+    size_t first = 0;  // the index of its first soft token in the prompt
+    int64_t n = 0;     // how many
+    size_t image = 0;  // which image
+};
+
 struct ImagePrompt {
     // The prompt's tokens as a sequence's history records them: an image's soft tokens are its
     // tag (negative, from the image's pixels), so a prompt with another image is another prefix.
     std::vector<int32_t> ids;
-    // The same prompt as a batch for sequence `seq` from position 0: the image rows given, each
-    // image's tokens seeing the whole image; logits wanted for the last token only.
-    Batch batch;
+    std::vector<ImageSpan> spans;  // in prompt order
     int64_t n_image_tokens = 0;
+    // build_image_prompt only: the whole prompt as a batch for sequence `seq` from position 0,
+    // the image rows given, logits wanted for the last token only.
+    Batch batch;
 };
 
-// Encodes every image (rows from `enc`) and tokenizes `text` (special tokens parsed, the
-// tokenizer's BOS when it adds one) with each marker replaced by the next image's expansion.
-// More markers than images, or images for a prompt that has markers for fewer, is an error.
+// Tokenizes `text` (special tokens parsed, a BOS first when add_bos) with each marker replaced
+// by the next image's expansion; encodes nothing. More markers than images, or fewer (but
+// some), is an error naming both counts; so is text holding the soft token itself.
+ImagePrompt layout_image_prompt(const Tokenizer& tok, const VisionEncoder& enc, const std::string& text,
+                                const std::vector<image::Rgb8>& images, bool add_bos);
+
+// Tokens [from, to) of the prompt as a batch for sequence `seq` at their positions, with the
+// rows of every image they hold (encoded here; *n_encoded counts the images, when given) and
+// each image's tokens seeing the whole image. `from` and `to` must not cut an image. Logits
+// are wanted for token to - 1 when `last_logits`.
+Batch image_prompt_batch(const ImagePrompt& p, const VisionEncoder& enc, const std::vector<image::Rgb8>& images, int seq,
+                         size_t from, size_t to, bool last_logits, int64_t* n_encoded = nullptr);
+
+// Both: the layout and the whole prompt's batch (in .batch).
 ImagePrompt build_image_prompt(const Tokenizer& tok, const VisionEncoder& enc, const std::string& text,
                                const std::vector<image::Rgb8>& images, int seq = 0);
 
 // The tag a sequence's history records for an image's soft tokens: negative, from its pixels.
 int32_t image_tag(const image::Rgb8& img);
+
+// The start of the image that token i lies in, or i itself.
+size_t image_start_at(const ImagePrompt& p, size_t i);
 
 }  // namespace ls

@@ -35,6 +35,7 @@ int cmd_serve(const Options& o) {
     c.cors_origin = o.cors_origin;
     c.chat_template = o.chat_template;
     c.chat_template_name = o.chat_template_name;
+    c.mmproj = o.mmproj;
     c.max_body_bytes = size_t(o.max_body_mib) << 20;
     c.pooling = o.pooling;
     c.embd_normalize = o.embd_normalize;

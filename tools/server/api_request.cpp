@@ -1,5 +1,9 @@
 #include "tools/server/api_request.h"
 
+#include <optional>
+
+#include "tools/server/data_url.h"
+
 #include "core/chat/chat_format.h"
 #include "core/chat/tool_grammar.h"
 #include "core/grammar/json_schema.h"
@@ -392,6 +396,28 @@ GenRequest parse_completion(const json& body, const ApiContext& ctx) {
     return r;
 }
 
+namespace {
+
+// An image_url part ({"type": "image_url", "image_url": {"url": "data:..."}} or the URL as a
+// string): its image, decoded; every problem a 400 naming the part.
+image::Rgb8 read_image_part(const json& part, const std::string& where, const ApiContext& ctx) {
+    if (!ctx.vision)
+        throw ApiError(400, where + ".content: this server takes no images (it was started without the model's projector, --mmproj)",
+                       "messages");
+    const json* iu = field(part, "image_url");
+    const json* url = iu && iu->is_object() ? field(*iu, "url") : iu;
+    if (!url || !url->is_string())
+        throw ApiError(400, where + ".content: an image_url part must be {\"type\": \"image_url\", \"image_url\": {\"url\": \"data:...\"}}",
+                       "messages");
+    try {
+        return image::decode(decode_data_url(url->get<std::string>()), ctx.image_limits);
+    } catch (const std::exception& e) {
+        throw ApiError(400, where + ".content: " + e.what(), "messages", "invalid_image");
+    }
+}
+
+}  // namespace
+
 GenRequest parse_chat(const json& body, const ApiContext& ctx) {
     GenRequest r;
     r.chat = true;
@@ -444,6 +470,7 @@ GenRequest parse_chat(const json& body, const ApiContext& ctx) {
                        "messages");
     size_t text_bytes = 0;
     std::vector<ChatMsg> chat;
+    std::vector<image::Rgb8> images;  // the image_url parts, in order
     ordered_json messages = ordered_json::array();
     for (size_t i = 0; i < msgs->size(); ++i) {
         const json& m = (*msgs)[i];
@@ -472,17 +499,27 @@ GenRequest parse_chat(const json& body, const ApiContext& ctx) {
             if (id && !id->is_string()) throw ApiError(400, where + ".tool_call_id must be a string", "messages");
         }
         std::string text;
+        std::optional<std::string> content_text;  // an array with images: the template gets this text instead
         const json* content = field(m, "content");
         if (!content || content->is_null()) {
             if (rn != "assistant") throw ApiError(400, where + ".content is required", "messages");
         } else if (content->is_string()) {
             text = content->get<std::string>();
         } else if (content->is_array()) {
+            bool has_image = false;
             for (const json& part : *content) {
+                if (part.is_object() && part.value("type", "") == "image_url") {
+                    images.push_back(read_image_part(part, where, ctx));
+                    text += kMediaMarker;  // (where the image goes: the template sees text)
+                    has_image = true;
+                    continue;
+                }
                 if (!part.is_object() || !part.contains("type") || part["type"] != "text" || !part.contains("text") || !part["text"].is_string())
-                    throw ApiError(400, where + ".content parts must be {\"type\": \"text\", \"text\": ...}: only text is supported", "messages");
+                    throw ApiError(400, where + ".content parts must be {\"type\": \"text\", \"text\": ...} or {\"type\": \"image_url\", \"image_url\": {\"url\": ...}}",
+                                   "messages");
                 text += part["text"].get<std::string>();
             }
+            if (has_image) content_text = text;
         } else {
             throw ApiError(400, where + ".content must be a string or an array of text parts", "messages");
         }
@@ -492,6 +529,7 @@ GenRequest parse_chat(const json& body, const ApiContext& ctx) {
         ordered_json om = ordered_json::parse(m.dump());
         om["role"] = rn;
         if (!content || content->is_null()) om["content"] = nullptr;
+        if (content_text) om["content"] = *content_text;
         messages.push_back(std::move(om));
     }
     // Thinking and reasoning effort, as llama.cpp and vLLM take them: chat_template_kwargs
@@ -537,7 +575,19 @@ GenRequest parse_chat(const json& body, const ApiContext& ctx) {
         reply_markers = ctx.chat ? ctx.chat : &chat_template_for(ctx.arch);
         text = format_chat(chat, true, *reply_markers, opt);
     }
-    r.job.prompt = ctx.tok->encode(text, add_bos, true);
+    if (images.empty()) {
+        r.job.prompt = ctx.tok->encode(text, add_bos, true);
+    } else {
+        auto ji = std::make_shared<JobImages>();
+        try {
+            ji->layout = layout_image_prompt(*ctx.tok, *ctx.vision, text, images, add_bos);
+        } catch (const std::exception& e) {
+            throw ApiError(400, std::string("the conversation's images: ") + e.what(), "messages");
+        }
+        ji->images = std::move(images);
+        r.job.prompt = ji->layout.ids;
+        r.job.images = std::move(ji);
+    }
     if (reply_markers->has_reasoning()) r.job.reply_template = reply_markers;
     if (call_tools) {
         const chat::Format f = ctx.format->tool_format();

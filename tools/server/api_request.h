@@ -39,6 +39,9 @@ struct ApiContext {
     std::shared_ptr<const grammar::TokenMask> grammar_vocab;  // the vocabulary's texts, for constrained output
     // The same with the tool-call format's control-token markers as their text (forced calls).
     std::shared_ptr<const grammar::TokenMask> tool_grammar_vocab;
+    // The projector (--mmproj): chats may hold images (image_url parts); null: they may not.
+    const VisionEncoder* vision = nullptr;
+    image::Limits image_limits;
 };
 
 struct GenRequest {

@@ -49,8 +49,16 @@ public:
     // whatever else the engine serves (DecodeOutput::Hidden, pooled in token order).
     bool submit(std::shared_ptr<EmbedJob> job);
     int n_slots() const { return int(slots_.size()); }
+    // The projector that encodes prompts' images (set before the first job; null: none).
+    void set_vision(const VisionEncoder* v) { vision_ = v; }
 
 private:
+    const VisionEncoder* vision_ = nullptr;
+    // A job's images: the part of its prompt up to its last image evaluated into slot i (what
+    // the slot's cache already holds is kept; only the images past it are encoded). Returns
+    // how many prompt tokens the slot held before, or -1 when it held the whole part (then
+    // DecodeLoop::start's count is the cached one).
+    int64_t evaluate_images(int i, const JobParams& p);
     // An admitted embeddings job: its inputs go to the slots it holds, one at a time each.
     struct EmbedWork {
         std::shared_ptr<EmbedJob> job;

@@ -6,18 +6,29 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "core/sampling/sampler.h"
+#include "core/vision/image_prompt.h"
 #include "tools/server/channel.h"
 #include "core/text/chat_template.h"
 
 namespace ls::server {
 
+// A prompt's images: decoded, and where their tokens are (layout.ids is the prompt).
+struct JobImages {
+    std::vector<image::Rgb8> images;
+    ImagePrompt layout;
+};
+
 struct JobParams {
     std::vector<int32_t> prompt;  // tokens, BOS included where the model wants it
+    // Images in the prompt (null: none): their soft tokens are in `prompt` as their tags; the
+    // engine encodes those its slot's cache does not already hold.
+    std::shared_ptr<const JobImages> images;
     SamplerParams sampling;       // want_logprobs / n_logprobs for logprobs
     int64_t max_tokens = -1;      // -1: until end of generation or a full context
     std::vector<std::string> stop;

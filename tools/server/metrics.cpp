@@ -30,6 +30,10 @@ std::string Metrics::render(int n_slots) const {
     metric(o, "lockstep_prompt_tokens_total", "counter", "prompt tokens of admitted requests", std::to_string(prompt_tokens.load()));
     metric(o, "lockstep_prompt_tokens_reused_total", "counter", "prompt tokens taken from a slot's cache instead of evaluated",
            std::to_string(prompt_tokens_reused.load()));
+    metric(o, "lockstep_images_encoded_total", "counter", "prompt images run through the vision encoder",
+           std::to_string(images_encoded.load()));
+    metric(o, "lockstep_images_reused_total", "counter", "prompt images found encoded in a slot's cache (not encoded again)",
+           std::to_string(images_reused.load()));
     metric(o, "lockstep_generated_tokens_total", "counter", "tokens generated", std::to_string(generated_tokens.load()));
     metric(o, "lockstep_spec_guessed_total", "counter", "speculation: prompt-lookup guesses checked", std::to_string(spec_guessed.load()));
     metric(o, "lockstep_spec_accepted_total", "counter", "speculation: guesses the sampler confirmed", std::to_string(spec_accepted.load()));

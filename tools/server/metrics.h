@@ -16,6 +16,7 @@ struct Metrics {
     std::atomic<int64_t> queue_length{0}, slots_busy{0};
     std::atomic<uint64_t> steps{0}, step_tokens{0}, step_us{0};  // engine steps, tokens, time
     std::atomic<uint64_t> spec_guessed{0}, spec_accepted{0};    // speculation: guesses checked, kept
+    std::atomic<uint64_t> images_encoded{0}, images_reused{0};  // prompts' images: encoded, found in a slot's cache
 
     void count_status(int status) {
         const int c = status / 100;

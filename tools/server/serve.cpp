@@ -40,6 +40,7 @@ struct State {
     std::unique_ptr<Session> session;
     std::unique_ptr<Engine> engine;
     std::unique_ptr<chat::ChatFormat> format;
+    std::unique_ptr<VisionEncoder> vision;
     ApiContext api;
     EmbedContext embed;
     Metrics metrics;
@@ -614,6 +615,13 @@ int serve(const ServeConfig& c) {
         st.embed = embed_context(*st.model, *st.tok, st.session->params().n_ctx, c.pooling, c.embd_normalize, st.model_id);
         if (!st.model->hparams().causal) st.embed.one_ubatch = st.session->params().n_ubatch;
         st.engine = std::make_unique<Engine>(*st.session, *st.tok, st.metrics, c.max_queue, c.spec);
+        if (!c.mmproj.empty()) {
+            st.vision = load_vision_encoder(c.mmproj, *st.model->backends().front());
+            st.vision->check_text_model(*st.model);
+            st.api.vision = st.vision.get();
+            st.engine->set_vision(st.vision.get());
+            std::fprintf(stderr, "lockstep serve: images: %s projector (%s)\n", st.vision->projector().c_str(), c.mmproj.c_str());
+        }
         st.ready = true;
         std::fprintf(stderr, "lockstep serve: ready in %.1f s: %s, %d slots of %lld tokens each, ubatch %lld\n",
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), st.api.arch.c_str(),

@@ -37,6 +37,7 @@ struct ServeConfig {
     // Chats render with the model's own template (tokenizer.chat_template); these override it:
     // a Jinja source (--chat-template-file) or one of the file's named templates.
     std::string chat_template, chat_template_name;
+    std::string mmproj;  // --mmproj: the model's projector, for images in chats ("": none)
 };
 
 // Listens, loads the model (GET /health answers 503 until it is ready), serves until SIGINT
