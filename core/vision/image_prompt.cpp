@@ -90,6 +90,31 @@ Batch image_prompt_batch(const ImagePrompt& p, const VisionEncoder& enc, const s
     return b;
 }
 
+int64_t evaluate_image_prefix(Session& s, int seq, const ImagePrompt& p, const VisionEncoder& enc, const std::vector<image::Rgb8>& images,
+                              ImageCounts* counts) {
+    if (p.spans.empty()) return -1;
+    const ImageSpan& last = p.spans.back();
+    const size_t head = last.first + size_t(last.n);  // through the last image
+    if (head >= p.ids.size()) throw std::invalid_argument("the prompt ends with an image: text must follow it");
+    const std::vector<int32_t>& have = s.seq_tokens(seq);
+    size_t common = 0;
+    while (common < have.size() && common < p.ids.size() && have[common] == p.ids[common]) ++common;
+    if (common > head) {
+        if (counts) counts->reused += int64_t(p.spans.size());
+        return -1;
+    }
+    const std::vector<int32_t> upto(p.ids.begin(), p.ids.begin() + std::ptrdiff_t(head + 1));
+    size_t kept = size_t(s.reuse_prefix(seq, upto));
+    if (const size_t at = image_start_at(p, kept); at != kept) {
+        s.seq_rm(seq, int64_t(at));
+        kept = at;
+    }
+    if (counts)
+        for (const ImageSpan& sp : p.spans) counts->reused += sp.first + size_t(sp.n) <= kept;
+    if (kept < head) s.decode(image_prompt_batch(p, enc, images, seq, kept, head, false, counts ? &counts->encoded : nullptr));
+    return int64_t(kept);
+}
+
 ImagePrompt build_image_prompt(const Tokenizer& tok, const VisionEncoder& enc, const std::string& text,
                                const std::vector<image::Rgb8>& images, int seq) {
     ImagePrompt p = layout_image_prompt(tok, enc, text, images, tok.add_bos_default());

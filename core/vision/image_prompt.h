@@ -55,4 +55,16 @@ int32_t image_tag(const image::Rgb8& img);
 // The start of the image that token i lies in, or i itself.
 size_t image_start_at(const ImagePrompt& p, size_t i);
 
+// Before generate() / DecodeLoop::start on a prompt with images: the prompt up to its last
+// image evaluated into sequence `seq`, keeping what the sequence already holds (never part of
+// an image: an image is kept whole or evaluated whole) and encoding only the images past it;
+// the text after it is left to the caller, whose prefix reuse then finds the images cached.
+// Returns how many prompt tokens the sequence held before, or -1 when it held all of that part
+// already (the caller's own reuse count is then the true one). Counts images encoded and reused.
+struct ImageCounts {
+    int64_t encoded = 0, reused = 0;
+};
+int64_t evaluate_image_prefix(Session& s, int seq, const ImagePrompt& p, const VisionEncoder& enc, const std::vector<image::Rgb8>& images,
+                              ImageCounts* counts = nullptr);
+
 }  // namespace ls

@@ -39,3 +39,14 @@ for m in llama qwen3 qwen3moe gemma2 gptoss; do
   done <<<"$stats"
   echo "chat: $m: $n turns with its template, each later turn reusing the cached conversation"
 done
+
+# Images (issue 37): /image with --mmproj on the tiny Gemma 3; each image is encoded once, on
+# the turn it comes with, and found in the cache on every later turn.
+out="$(printf '/image %s\nDescribe.\nAnd the colours?\n/image /nonexistent.png\n/image %s\nCompare.\n' \
+        "$src/tests/data/vision/rgb64.png" "$src/tests/data/vision/rgb100x37.png" |
+       LOCKSTEP_CHAT_STATS=1 "$bin" chat -m "$src/tests/data/gemma3v_tiny.gguf" --mmproj "$src/tests/data/gemma3v_tiny_mmproj.gguf" \
+         -n 4 --temp 0 -c 256 2>&1)" || { echo "FAIL: chat with images exited non-zero"; echo "$out"; exit 1; }
+counts="$(sed -nE 's/^\[images: ([0-9]+) encoded, ([0-9]+) found in the cache\]$/\1 \2/p' <<<"$out" | tr '\n' ',')"
+[ "$counts" = "1 0,0 1,1 1," ] || { echo "FAIL: images encoded / found per turn: '$counts', want '1 0,0 1,1 1,'"; echo "$out"; exit 1; }
+grep -q "image: cannot open '/nonexistent.png'" <<<"$out" || { echo "FAIL: a missing image was not named"; echo "$out"; exit 1; }
+echo "chat: images encoded once each (turns: $counts), a missing file named and the chat going on"

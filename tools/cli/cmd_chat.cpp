@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include "core/chat/chat_format.h"
+#include "core/image/image.h"
 #include "core/runtime/generate.h"
+#include "core/vision/image_prompt.h"
 #include "tools/cli/app.h"
 
 namespace ls::cli {
@@ -27,8 +29,20 @@ namespace ls::cli {
 // ReplySplitter: only the content is printed (the reasoning goes to stderr with
 // LOCKSTEP_CHAT_STATS) and only the content joins the history, as the templates drop the
 // reasoning of earlier turns.
+//
+// With --mmproj, "/image PATH" adds an image to the next message (where its text starts); the
+// conversation's images stay in it, and each turn encodes only those its cache does not hold
+// (evaluate_image_prefix), so an image is encoded once however long the chat goes on.
 int cmd_chat(const Options& o) {
+    if (!o.images.empty()) throw UsageError("chat takes images with /image PATH in the conversation, not --image");
     App app = open_app(o);
+    std::unique_ptr<VisionEncoder> vision;
+    if (!o.mmproj.empty()) {
+        vision = load_vision_encoder(o.mmproj, *app.backend);
+        vision->check_text_model(*app.model);
+    }
+    std::vector<image::Rgb8> images;    // every image of the conversation, in order
+    std::string pending;                // markers for the images of the next message
     Session s(*app.model, *app.backend, app.session_params(o));
     Sampler sampler(app.sampler_params(o));
     std::unique_ptr<Speculator> spec = app.speculator(o, s);
@@ -50,9 +64,36 @@ int cmd_chat(const Options& o) {
         if (tty) std::fprintf(stderr, "\n> ");
         if (!std::getline(std::cin, line) || line == "/exit") break;
         if (line.empty()) continue;
-        msgs.push_back({"user", line});
+        if (line.rfind("/image", 0) == 0) {
+            const std::string path = line.size() > 7 ? line.substr(7) : "";
+            try {
+                if (!vision) throw std::runtime_error("/image needs the model's projector: start chat with --mmproj FILE");
+                if (path.empty()) throw std::runtime_error("/image needs a file: /image PATH");
+                images.push_back(image::load_file(path));
+                pending += kMediaMarker;
+                std::fprintf(stderr, "(image %zu: %dx%d, goes with your next message)\n", images.size(), images.back().width,
+                             images.back().height);
+            } catch (const std::exception& e) {
+                std::fprintf(stderr, "lockstep chat: %s\n", e.what());
+            }
+            continue;
+        }
+        msgs.push_back({"user", pending + line});
+        pending.clear();
         std::vector<int32_t> ids;
-        if (continue_tokens && !seen.empty()) {
+        if (!images.empty()) {
+            chat::ChatInput in;
+            for (const ChatMsg& m : msgs) in.messages.push_back({{"role", m.role}, {"content", m.content}});
+            const std::string text = format.render(in);
+            const ImagePrompt ip = layout_image_prompt(tok, *vision, text, images, tok.add_bos_default() && !format.starts_with_bos(text));
+            if (int64_t(ip.ids.size()) >= s.params().n_ctx)
+                throw std::runtime_error("conversation has " + std::to_string(ip.ids.size()) + " tokens with its images, more than the context of " +
+                                         std::to_string(s.params().n_ctx) + " (raise -c)");
+            ImageCounts n;
+            evaluate_image_prefix(s, 0, ip, *vision, images, &n);
+            if (verbose) std::fprintf(stderr, "[images: %lld encoded, %lld found in the cache]\n", (long long)n.encoded, (long long)n.reused);
+            ids = ip.ids;
+        } else if (continue_tokens && !seen.empty()) {
             ids = seen;
             const std::vector<int32_t> more = tok.encode(std::string(tmpl.turn_close) + format_chat({{"user", line}}, true, tmpl), false, true);
             ids.insert(ids.end(), more.begin(), more.end());

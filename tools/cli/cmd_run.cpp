@@ -29,22 +29,19 @@ int cmd_run(const Options& o) {
     Session s(*app.model, *app.backend, app.session_params(o));
     std::vector<int32_t> ids;
     if (!images.empty()) {
-        // The image rows go in with the prompt (all but its last token, evaluated here);
-        // generate then finds them cached under the images' tags and evaluates the last one.
+        // The prompt through its last image is evaluated here; generate then finds it cached
+        // under the images' tags and evaluates the rest.
         auto enc = load_vision_encoder(o.mmproj, *app.backend);
         enc->check_text_model(*app.model);
         const auto t0 = std::chrono::steady_clock::now();
-        ImagePrompt ip = build_image_prompt(*app.tokenizer, *enc, prompt, images);
-        const double enc_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        std::fprintf(stderr, "images: %zu encoded in %.2f s (%lld image tokens)\n", images.size(), enc_s, (long long)ip.n_image_tokens);
+        ImagePrompt ip = layout_image_prompt(*app.tokenizer, *enc, prompt, images, app.tokenizer->add_bos_default());
         if (int64_t(ip.ids.size()) >= s.params().n_ctx)
             throw std::runtime_error("prompt has " + std::to_string(ip.ids.size()) + " tokens with its images, more than the context of " +
                                      std::to_string(s.params().n_ctx) + " leaves room for (raise -c)");
-        Batch head = ip.batch;
-        const size_t n = head.size() - 1;
-        for (auto* v : {&head.tokens, &head.pos, &head.seq, &head.embd_idx, &head.last_key}) v->resize(n);
-        head.logits.assign(n, 0);
-        s.decode(head);
+        evaluate_image_prefix(s, 0, ip, *enc, images);
+        const double enc_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        std::fprintf(stderr, "images: %zu encoded and evaluated with the prompt before them in %.2f s (%lld image tokens)\n", images.size(),
+                     enc_s, (long long)ip.n_image_tokens);
         ids = std::move(ip.ids);
     } else {
         ids = app.tokenizer->encode(prompt, app.tokenizer->add_bos_default(), true);

@@ -198,34 +198,11 @@ void Engine::admit() {
 
 int64_t Engine::evaluate_images(int i, const JobParams& p) {
     if (!vision_) throw std::logic_error("a job with images on an engine without a projector");
-    const ImagePrompt& lay = p.images->layout;
-    const ImageSpan& last = lay.spans.back();
-    const size_t head = last.first + size_t(last.n);  // through the last image
-    if (head >= p.prompt.size()) throw std::invalid_argument("the prompt ends with an image: text must follow it");
-    // The slot already holds the whole head (the chat's earlier turn): DecodeLoop::start keeps
-    // it and all else it shares.
-    const std::vector<int32_t>& have = s_.seq_tokens(i);
-    size_t common = 0;
-    while (common < have.size() && common < p.prompt.size() && have[common] == p.prompt[common]) ++common;
-    if (common > head) {
-        metrics_.images_reused += lay.spans.size();
-        return -1;
-    }
-    // Otherwise what it holds of the head (never part of an image: an image is kept whole or not).
-    const std::vector<int32_t> upto(p.prompt.begin(), p.prompt.begin() + std::ptrdiff_t(head + 1));
-    size_t kept = size_t(s_.reuse_prefix(i, upto));
-    if (const size_t at = image_start_at(lay, kept); at != kept) {
-        s_.seq_rm(i, int64_t(at));
-        kept = at;
-    }
-    for (const ImageSpan& s : lay.spans)
-        if (s.first + size_t(s.n) <= kept) metrics_.images_reused++;
-    if (kept < head) {
-        int64_t encoded = 0;
-        s_.decode(image_prompt_batch(lay, *vision_, p.images->images, i, kept, head, false, &encoded));
-        metrics_.images_encoded += uint64_t(encoded);
-    }
-    return int64_t(kept);
+    ImageCounts n;
+    const int64_t held = evaluate_image_prefix(s_, i, p.images->layout, *vision_, p.images->images, &n);
+    metrics_.images_encoded += uint64_t(n.encoded);
+    metrics_.images_reused += uint64_t(n.reused);
+    return held;
 }
 
 void Engine::fail_job(int i, const std::string& error) {
