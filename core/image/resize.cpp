@@ -60,49 +60,58 @@ Coeffs coeffs(int in_size, int out_size, Filter f) {
 
 uint8_t clip8(int32_t v) { return uint8_t(std::clamp(v >> kPrecisionBits, 0, 255)); }
 
+// One pass along x (rows [row0, row0 + rows) of `in`) or along y (all columns): out-of-place.
+Rgb8 pass_x(const Rgb8& in, const Coeffs& c, int width, int row0, int rows) {
+    Rgb8 out;
+    out.width = width;
+    out.height = rows;
+    out.px.resize(size_t(width) * size_t(rows) * 3);
+    for (int y = 0; y < rows; ++y)
+        for (int xx = 0; xx < width; ++xx) {
+            const int32_t* k = &c.k[size_t(xx) * size_t(c.ksize)];
+            for (int ch = 0; ch < 3; ++ch) {
+                int32_t s = 1 << (kPrecisionBits - 1);
+                for (int x = 0; x < c.n[size_t(xx)]; ++x) s += int32_t(in.at(y + row0, x + c.lo[size_t(xx)], ch)) * k[x];
+                out.px[(size_t(y) * size_t(width) + size_t(xx)) * 3 + size_t(ch)] = clip8(s);
+            }
+        }
+    return out;
+}
+// row0: the input row that the coefficients' row 0 stands for.
+Rgb8 pass_y(const Rgb8& in, const Coeffs& c, int height, int row0) {
+    Rgb8 out;
+    out.width = in.width;
+    out.height = height;
+    out.px.resize(size_t(in.width) * size_t(height) * 3);
+    for (int yy = 0; yy < height; ++yy) {
+        const int32_t* k = &c.k[size_t(yy) * size_t(c.ksize)];
+        const int lo = c.lo[size_t(yy)] - row0;
+        for (int x = 0; x < in.width; ++x)
+            for (int ch = 0; ch < 3; ++ch) {
+                int32_t s = 1 << (kPrecisionBits - 1);
+                for (int y = 0; y < c.n[size_t(yy)]; ++y) s += int32_t(in.at(y + lo, x, ch)) * k[y];
+                out.px[(size_t(yy) * size_t(in.width) + size_t(x)) * 3 + size_t(ch)] = clip8(s);
+            }
+    }
+    return out;
+}
+
 }  // namespace
 
 Rgb8 resize(const Rgb8& in, int width, int height, Filter f) {
     if (width <= 0 || height <= 0 || in.width <= 0 || in.height <= 0) throw std::invalid_argument("image resize: empty size");
     const bool need_h = width != in.width, need_v = height != in.height;
+    if (!need_h && !need_v) return in;
     const Coeffs ch = coeffs(in.width, width, f), cv = coeffs(in.height, height, f);
-    // The rows the vertical pass reads; the horizontal pass makes only those.
+    if (!need_v) return pass_x(in, ch, width, 0, in.height);
+    if (!need_h) return pass_y(in, cv, height, 0);
+    // Both: Pillow 13 runs the vertical pass first when the image loses more than twice as many
+    // rows as columns (and does lose rows), else the horizontal one, which then makes only the
+    // rows the vertical pass reads. The order changes the rounding of the bytes in between.
+    const int lost_rows = in.height - height, lost_cols = in.width - width;
+    if (lost_rows > 0 && lost_rows > 2 * lost_cols) return pass_x(pass_y(in, cv, height, 0), ch, width, 0, height);
     const int y_first = cv.lo[0], y_last = cv.lo[size_t(height - 1)] + cv.n[size_t(height - 1)];
-    Rgb8 tmp;
-    const Rgb8* src = &in;
-    int row0 = 0;  // the source row of src's row 0
-    if (need_h) {
-        tmp.width = width;
-        tmp.height = need_v ? y_last - y_first : in.height;
-        row0 = need_v ? y_first : 0;
-        tmp.px.resize(size_t(tmp.width) * size_t(tmp.height) * 3);
-        for (int y = 0; y < tmp.height; ++y)
-            for (int xx = 0; xx < width; ++xx) {
-                const int32_t* k = &ch.k[size_t(xx) * size_t(ch.ksize)];
-                for (int c = 0; c < 3; ++c) {
-                    int32_t s = 1 << (kPrecisionBits - 1);
-                    for (int x = 0; x < ch.n[size_t(xx)]; ++x) s += int32_t(in.at(y + row0, x + ch.lo[size_t(xx)], c)) * k[x];
-                    tmp.px[(size_t(y) * size_t(width) + size_t(xx)) * 3 + size_t(c)] = clip8(s);
-                }
-            }
-        src = &tmp;
-    }
-    if (!need_v) return need_h ? tmp : in;
-    Rgb8 out;
-    out.width = width;
-    out.height = height;
-    out.px.resize(size_t(width) * size_t(height) * 3);
-    for (int yy = 0; yy < height; ++yy) {
-        const int32_t* k = &cv.k[size_t(yy) * size_t(cv.ksize)];
-        const int lo = cv.lo[size_t(yy)] - row0;
-        for (int x = 0; x < width; ++x)
-            for (int c = 0; c < 3; ++c) {
-                int32_t s = 1 << (kPrecisionBits - 1);
-                for (int y = 0; y < cv.n[size_t(yy)]; ++y) s += int32_t(src->at(y + lo, x, c)) * k[y];
-                out.px[(size_t(yy) * size_t(width) + size_t(x)) * 3 + size_t(c)] = clip8(s);
-            }
-    }
-    return out;
+    return pass_y(pass_x(in, ch, width, y_first, y_last - y_first), cv, height, y_first);
 }
 
 }  // namespace ls::image

@@ -148,3 +148,37 @@ TEST_CASE("images: truncated, corrupt, foreign and oversized files are clear err
     CHECK_THROWS_WITH(image::decode(png, {.max_side = 64, .max_pixels = 1 << 20}), Catch::Contains("100x37"));
     CHECK_NOTHROW(image::decode(png, {.max_side = 100, .max_pixels = 3700}));
 }
+
+TEST_CASE("images: Pillow's bilinear and bicubic resize, byte for byte, shrinking, stretching, one axis, to one pixel", "[image]") {
+    // tools/golden/make_resize_golden.py: Image.resize of three test images to eight sizes.
+    const std::string b = read_bytes(test::test_data("vision/resize_golden.bin"));
+    size_t at = 0;
+    auto i32 = [&] {
+        int32_t v;
+        REQUIRE(at + 4 <= b.size());
+        std::memcpy(&v, b.data() + at, 4);
+        at += 4;
+        return v;
+    };
+    const int n = i32();
+    REQUIRE(n >= 40);
+    int bicubic = 0;
+    for (int r = 0; r < n; ++r) {
+        const int filter = i32();
+        const int len = i32();
+        const std::string name = b.substr(at, size_t(len));
+        at += size_t(len);
+        const int w = i32(), h = i32();
+        const size_t bytes = size_t(w) * size_t(h) * 3;
+        REQUIRE(at + bytes <= b.size());
+        const std::vector<uint8_t> want(b.begin() + std::ptrdiff_t(at), b.begin() + std::ptrdiff_t(at + bytes));
+        at += bytes;
+        INFO(name << " to " << w << "x" << h << (filter ? " bicubic" : " bilinear"));
+        const image::Rgb8 got = image::resize(image::load_file(test::test_data("vision/" + name)), w, h,
+                                              filter ? image::Filter::Bicubic : image::Filter::Bilinear);
+        CHECK(count_diff(got.px, want) == 0);
+        bicubic += filter;
+    }
+    CHECK(at == b.size());
+    CHECK(bicubic == n / 2);
+}
