@@ -8,6 +8,7 @@ usage: test_images.py BINARY DATA_DIR [serve args...]
     /metrics), and equals a fresh evaluation of the same conversation;
   - a remote URL, a non-data URL, a truncated PNG, a 20000x20000 PNG header, bad base64, more
     images than the prompt's markers allow: 400 naming the problem, the server still answering;
+  - the Responses API's input_image part gives the chat's reply;
   - a server without --mmproj refuses image parts with 400 and serves text.
 """
 import base64
@@ -19,7 +20,7 @@ import threading
 import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Server, check  # noqa: E402
+from harness import Server, check, wait_for  # noqa: E402
 
 
 def data_url(raw, mime="image/png"):
@@ -78,7 +79,9 @@ def main(binary, data, args):
         check(answer(got[1][1])[1] != want[1], "another image gives the same log-probabilities: the comparison cannot tell")
         print("images: an image chat alone equals it beside three others (two with images, one text)", flush=True)
 
-        # The next turn: the image's rows are in the slot's cache, not encoded again.
+        # The next turn: the image's rows are in the slot's cache, not encoded again. (A reply
+        # can reach its client before its slot is free: wait, so that the turn finds it.)
+        wait_for(lambda: srv.metrics()["lockstep_slots_busy"] == 0, 30, "the slots free after the replies")
         before = srv.metrics()
         turn2 = {"messages": req["messages"] + [{"role": "assistant", "content": reply},
                                                 {"role": "user", "content": "And the colours?"}],
@@ -108,6 +111,15 @@ def main(binary, data, args):
             status, resp, _ = srv.post("/v1/chat/completions", {"messages": [{"role": "user", "content": parts}], "max_tokens": 4})
             msg = resp.get("error", {}).get("message", "")
             check(status == 400 and says in msg, f"{says}: {status} {resp}")
+        # The Responses API's input_image part: the same image chat.
+        status, resp, _ = srv.post("/v1/responses", {"input": [{"role": "user", "content": [
+            {"type": "input_image", "image_url": data_url(png)}, {"type": "input_text", "text": "Describe."}]}],
+            "max_output_tokens": 8, "temperature": 0})
+        check(status == 200, resp)
+        text = "".join(c["text"] for o in resp["output"] if o["type"] == "message" for c in o["content"])
+        check(text == reply, f"/v1/responses with the image: {text!r}, the chat API: {reply!r}")
+        status, resp, _ = srv.post("/v1/responses", {"input": [{"role": "user", "content": [{"type": "input_image", "file_id": "f"}]}]})
+        check(status == 400 and "file_id is not supported" in resp["error"]["message"], resp)
         status, again, _ = srv.post("/v1/chat/completions", req)
         check(status == 200 and answer(again) == want, "after the refusals, the image chat differs")
         print(f"images: {len(bad)} bad image requests refused with 400 naming the problem, still serving", flush=True)

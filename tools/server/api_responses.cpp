@@ -23,8 +23,14 @@ json content_of(const json& c, const std::string& where) {
         if (type == "input_text" || type == "output_text" || type == "text") {
             if (!p.contains("text") || !p["text"].is_string()) throw bad(where + ": a '" + type + "' part without a text", "input");
             parts.push_back({{"type", "text"}, {"text", p["text"]}});
+        } else if (type == "input_image") {
+            // {"type": "input_image", "image_url": "data:..."}: the chat API's image_url part
+            // (a file_id would need stored files, which this stateless server keeps none of).
+            if (!p.contains("image_url") || !p["image_url"].is_string())
+                throw bad(where + ": an 'input_image' part needs an 'image_url' (a data: URL; file_id is not supported)", "input");
+            parts.push_back({{"type", "image_url"}, {"image_url", {{"url", p["image_url"]}}}});
         } else {
-            throw bad(where + ": content parts of type '" + type + "' are not supported (text only)", "input");
+            throw bad(where + ": content parts of type '" + type + "' are not supported (input_text, input_image)", "input");
         }
     }
     return parts;
