@@ -102,6 +102,7 @@ std::vector<int32_t> Speculator::guess(const std::vector<int32_t>& tokens, int32
                 if (!std::equal(suf, suf + L, ctx_.data() + i)) continue;
                 for (size_t j = i + L; out.size() < size_t(k); ++j) {
                     const int32_t t = ctx_[j];
+                    if (t < 0) break;  // an image's tag: no token to guess
                     out.push_back(t);
                     ctx_.push_back(t);
                 }
@@ -114,6 +115,8 @@ std::vector<int32_t> Speculator::guess(const std::vector<int32_t>& tokens, int32
         // The draft sequence follows the target's tokens (keeping what it already holds), then
         // greedy steps of the draft model. Its own rollbacks go through reuse_prefix.
         Session& d = *draft_;
+        // A sequence holding an image (its tokens' negative tags): the draft model cannot read it.
+        if (std::any_of(ctx_.begin(), ctx_.end(), [](int32_t t) { return t < 0; })) return out;
         const int64_t room = d.params().n_ctx - int64_t(ctx_.size());
         if (room < 1) return out;
         k = int(std::min<int64_t>(k, room));

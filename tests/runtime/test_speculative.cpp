@@ -203,6 +203,10 @@ TEST_CASE("speculative: prompt lookup guesses what followed the latest match of 
     CHECK(s.guess({5, 6, 5, 6}, 5, 5) == std::vector<int32_t>{6, 5, 6, 5, 6});
     // Nothing matches: no guesses.
     CHECK(s.guess({1, 2, 3}, 4, 4).empty());
+    // An image's tokens (negative tags in the sequence's history) are never guessed: the
+    // guesses stop before the first.
+    CHECK(s.guess({7, 8, -5, -5, -5, 1, 7}, 8, 4).empty());
+    CHECK(s.guess({7, 8, 9, -5, -5, 1, 7}, 8, 4) == std::vector<int32_t>{9});
     // Adaptation: two steps with nothing accepted pause guessing; so do two steps that kept
     // guesses but gave fewer tokens per second than a plain step.
     Speculator a(p);
