@@ -181,7 +181,10 @@ LOCKSTEP_API int lockstep_generate(lockstep_session* session, lockstep_sampler* 
         if (n_predict == 0) throw Error(LOCKSTEP_ERR_INVALID_ARGUMENT, "n_predict is 0 (-1: until the end)");
         if (h.m->hp().n_vocab != smp.n_vocab) throw Error(LOCKSTEP_ERR_INVALID_ARGUMENT, "the sampler was made for another model's vocabulary");
         const ModelState& m = *h.m;
-        for (int32_t k = 0; k < n_prompt; ++k) check_token(m, prompt[k]);
+        // (An image's tags, negative, only where the sequence holds them: lockstep_vision_prompt.)
+        const std::vector<int32_t>& held = h.s->seq_tokens(seq);
+        for (int32_t k = 0; k < n_prompt; ++k)
+            if (prompt[k] >= 0 || size_t(k) >= held.size() || held[size_t(k)] != prompt[k]) check_token(m, prompt[k]);
         int32_t n_gen = 0;
         EndReason why = EndReason::Error;
         std::string error;

@@ -382,6 +382,32 @@ typedef struct lockstep_generate_result {
 LOCKSTEP_API int lockstep_generate(lockstep_session* session, lockstep_sampler* sampler, int32_t seq, const int32_t* prompt, int32_t n_prompt,
                                    int32_t n_predict, lockstep_token_callback cb, void* user_data, lockstep_generate_result* result);
 
+/* ---- images ---------------------------------------------------------------------------------- */
+
+/* A model's projector (vision encoder), from the file llama.cpp's converter writes beside the
+ * text model (--mmproj; Gemma 3). */
+typedef struct lockstep_vision lockstep_vision;
+/* Loads the projector at `path` onto `model`'s first device. IO for a missing file, FORMAT for a
+ * file that is no projector or whose projector type is not supported, INVALID_ARGUMENT for a
+ * projector that is not `model`'s pair (its text architecture or width). */
+LOCKSTEP_API int lockstep_vision_load(const char* path, const lockstep_model* model, lockstep_vision** vision);
+/* Frees the projector (NULL: nothing). */
+LOCKSTEP_API void lockstep_vision_free(lockstep_vision* vision);
+/* A prompt with images, made ready to generate from: `text` (text_len bytes; special tokens
+ * parsed, a BOS first when add_bos) with each image (n_images PNG or JPEG files' bytes) where
+ * the text says <__media__> (without markers: before the text), expanded as the model's
+ * processor does; the prompt through its last image is evaluated into sequence seq, keeping
+ * what the sequence already holds and encoding only the images past it. Writes the prompt's
+ * token ids into ids (capacity of them; *n_ids: how many there are), an image's tokens as its
+ * negative tag; give them to lockstep_generate or lockstep_seq_reuse_prefix, which find the
+ * images held. *n_encoded (may be NULL): images encoded. FORMAT for an image that does not
+ * decode (truncated, corrupt, over 16384 pixels a side or 40M pixels, not PNG or JPEG),
+ * INVALID_ARGUMENT for markers that do not match the images, TOO_LONG for a prompt over the
+ * context or ids' capacity, or an image larger than the ubatch. */
+LOCKSTEP_API int lockstep_vision_prompt(lockstep_vision* vision, lockstep_session* session, int32_t seq, const char* text, size_t text_len,
+                                        int32_t add_bos, const uint8_t* const* images, const size_t* image_lens, int32_t n_images,
+                                        int32_t* ids, int32_t capacity, int32_t* n_ids, int32_t* n_encoded);
+
 /* ---- chat templates -------------------------------------------------------------------------- */
 
 typedef struct lockstep_chat_params {

@@ -295,6 +295,14 @@ _SIGNATURES = {
         c_int,
         [_P, _P, c_int32, POINTER(c_int32), c_int32, c_int32, TokenCallback, c_void_p, POINTER(GenerateResult)],
     ),
+    # images
+    "lockstep_vision_load": (c_int, [c_char_p, _P, POINTER(_P)]),
+    "lockstep_vision_free": (None, [_P]),
+    "lockstep_vision_prompt": (
+        c_int,
+        [_P, _P, c_int32, c_char_p, c_size_t, c_int32, POINTER(c_char_p), POINTER(c_size_t), c_int32, POINTER(c_int32), c_int32,
+         POINTER(c_int32), POINTER(c_int32)],
+    ),
     # chat
     "lockstep_chat_default_params": (ChatParams, []),
     "lockstep_chat_render": (c_int, [_P, POINTER(ChatParams), c_char_p, c_size_t, POINTER(c_size_t), POINTER(c_int32)]),

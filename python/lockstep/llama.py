@@ -11,15 +11,17 @@ log-probabilities come from the sampler, which selects them in O(vocabulary).
 
 from __future__ import annotations
 
+import base64
 import codecs
 import ctypes
 import json
 import os
 import sys
 import time
+import urllib.parse
 import uuid
 from collections import deque
-from ctypes import POINTER, byref, c_float, c_int8, c_int32, c_int64, c_size_t, c_uint8, c_void_p
+from ctypes import POINTER, byref, c_char_p, c_float, c_int8, c_int32, c_int64, c_size_t, c_uint8, c_void_p
 from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -310,6 +312,7 @@ class Llama:
         backend: str = "cpu",
         device: int = 0,
         devices: Optional[str] = None,
+        mmproj: Optional[str] = None,
         **kwargs: Any,
     ):
         """Loads the GGUF file at `model_path` and makes a session over it.
@@ -343,6 +346,11 @@ class Llama:
                 none, 1 mean, 2 cls, 3 last).
             backend: "cpu", "vulkan", "cuda" or "reference"; device: its device index.
             devices: a device list to place the model over ("cuda0,cuda1").
+            mmproj: the model's projector file (its vision encoder, as llama.cpp's converter
+                writes it; Gemma 3), for images in create_chat_completion's messages
+                ({"type": "image_url", "image_url": {"url": "data:..." or "file://..."}}). A
+                chat_handler with a clip_model_path (llama-cpp-python's multimodal handlers)
+                gives the same file.
 
         Raises:
             lockstep.LockstepFileError (an OSError) for a file that does not exist, and
@@ -354,7 +362,12 @@ class Llama:
         self.verbose = verbose
         self.model_path = model_path
         if chat_handler is not None:
-            raise NotImplementedError("lockstep: chat_handler is not supported; chat_format picks the template")
+            clip = getattr(chat_handler, "clip_model_path", None)
+            if clip is None:
+                raise NotImplementedError("lockstep: chat_handler is not supported; chat_format picks the template "
+                                          "(a multimodal handler's clip_model_path is taken as mmproj)")
+            mmproj = mmproj or clip
+        self._vision = c_void_p()
         for key in _UNSUPPORTED_ARGS:
             if kwargs.get(key) not in (None, False):
                 raise NotImplementedError(f"lockstep: {key} is not supported")
@@ -400,6 +413,8 @@ class Llama:
             sp.type_v = _capi.TYPE_F16 if type_v is None else int(type_v)
             _capi.check(self._lib.lockstep_session_new(self._model, byref(sp), byref(self._session)))
             self._n_ctx = int(self._lib.lockstep_session_n_ctx(self._session))
+            if mmproj:
+                _capi.check(self._lib.lockstep_vision_load(os.fsencode(mmproj), self._model, byref(self._vision)))
         # llama-cpp-python's flags of the model's memory: recurrent (every layer a state, no
         # KV cache) or hybrid (both kinds of layer); False where unknown (vocab_only).
         self._is_recurrent = not vocab_only and self._lib.lockstep_model_is_recurrent(self._model) == 1
@@ -412,6 +427,7 @@ class Llama:
         self.chat_format = chat_format
         self.n_tokens = 0
         self.n_reused = 0  # prompt tokens the last generation kept from memory
+        self.n_images_encoded = 0  # images the last chat completion encoded (the others were held)
         self.input_ids: npt.NDArray[np.intc] = np.zeros((0 if vocab_only else self._n_ctx,), dtype=np.intc)
         self.scores: npt.NDArray[np.single] = np.zeros((0 if vocab_only else self._n_ctx if logits_all else 1, self._n_vocab),
                                                        dtype=np.single)
@@ -1002,7 +1018,46 @@ class Llama:
         p._keep = tuple(keep)  # (p points into these bytes: they live as long as it)
         return p, p._keep
 
+    def _image_messages(self, messages: List[Dict[str, Any]]) -> Tuple[List[Dict[str, Any]], List[bytes]]:
+        """The messages with each image_url part as the media marker in its message's text (the
+        template places it), and the images' bytes in order (data: URLs, file:// or a path)."""
+        images: List[bytes] = []
+        out: List[Dict[str, Any]] = []
+        for m in messages:
+            content = m.get("content")
+            if not isinstance(content, list) or not any(isinstance(p, dict) and p.get("type") == "image_url" for p in content):
+                out.append(m)
+                continue
+            text = ""
+            for part in content:
+                if part.get("type") == "text":
+                    text += part.get("text", "")
+                elif part.get("type") == "image_url":
+                    iu = part.get("image_url")
+                    url = iu.get("url") if isinstance(iu, dict) else iu
+                    if not isinstance(url, str):
+                        raise ValueError("an image_url part needs a url")
+                    if url.startswith("data:"):
+                        head, sep, data = url.partition(",")
+                        if not sep:
+                            raise ValueError("the data: URL has no ',' before its data")
+                        images.append(base64.b64decode(data, validate=False) if head.endswith(";base64") else urllib.parse.unquote_to_bytes(data))
+                    elif url.startswith(("http://", "https://")):
+                        raise ValueError("remote image URLs are not fetched: give the image as a data: URL or a file")
+                    else:
+                        path = url[len("file://"):] if url.startswith("file://") else url
+                        with open(path, "rb") as f:
+                            images.append(f.read())
+                    text += "<__media__>"
+                else:
+                    raise ValueError(f"content parts of type {part.get('type')!r} are not supported (text, image_url)")
+            out.append({**m, "content": text})
+        return out, images
+
     def _render_chat(self, messages: List[Dict[str, Any]], tools: Optional[List[Dict[str, Any]]]) -> Tuple[List[int], _capi.ChatParams, Tuple[Any, ...]]:
+        messages, images = self._image_messages(messages)
+        if images and not self._vision:
+            raise ValueError("the messages hold images: load the model's projector with Llama(..., mmproj=FILE)")
         msgs = json.dumps(messages, ensure_ascii=False).encode("utf-8")
         tj = json.dumps(tools, ensure_ascii=False).encode("utf-8") if tools else None
         p, keep = self._chat_params(msgs, tj)
@@ -1018,7 +1073,25 @@ class Llama:
             _capi.check(status)
             break
         text = buf.raw[: n.value]
-        return self.tokenize(text, add_bos=bool(add_bos.value), special=True), p, keep
+        if not images:
+            return self.tokenize(text, add_bos=bool(add_bos.value), special=True), p, keep
+        # The prompt through its last image is evaluated here (what the sequence holds kept, only
+        # new images encoded); its ids carry each image's tokens as a negative tag, which the
+        # prefix rule then finds held.
+        self._need_session()
+        bufs = (c_char_p * len(images))(*images)
+        lens = (c_size_t * len(images))(*[len(b) for b in images])
+        ids = (c_int32 * self._n_ctx)()
+        n_ids, n_enc = c_int32(), c_int32()
+        status = self._lib.lockstep_vision_prompt(self._vision, self._session, 0, text, len(text), add_bos.value, bufs, lens, len(images),
+                                                  ids, self._n_ctx, byref(n_ids), byref(n_enc))
+        if status != _capi.OK:
+            err = _capi.error(status)
+            self._sync()
+            raise err
+        self.n_images_encoded = int(n_enc.value)
+        self._sync()
+        return list(ids[: n_ids.value]), p, keep
 
     def create_chat_completion(
         self,
@@ -1323,6 +1396,9 @@ class Llama:
         lib = getattr(self, "_lib", None)
         if lib is None:
             return
+        if getattr(self, "_vision", None):
+            lib.lockstep_vision_free(self._vision)
+            self._vision = c_void_p()
         if getattr(self, "_session", None):
             lib.lockstep_session_free(self._session)
             self._session = c_void_p()

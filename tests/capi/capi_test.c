@@ -1462,6 +1462,58 @@ static void test_lifetimes(const char* gemma4) {
     lockstep_sampler_free(g);
 }
 
+/* Images: the tiny Gemma 3 and its projector; a prompt with an image evaluated, then generated
+ * from with lockstep_generate (which finds the image held), the image not encoded twice; the
+ * errors by status. */
+static void test_vision(void) {
+    lockstep_model* g = load(path_in(data_dir, "gemma3v_tiny.gguf"));
+    lockstep_model* other = load(path_in(data_dir, "gemma4_tiny.gguf"));
+    lockstep_vision* v = NULL;
+    lockstep_session* s = NULL;
+    lockstep_sampler* smp = NULL;
+    lockstep_session_params sp = lockstep_session_default_params();
+    lockstep_generate_result r;
+    size_t n_png = 0;
+    char* png = read_file(path_in(data_dir, "vision/rgb64.png"), &n_png);
+    const uint8_t* imgs[1];
+    size_t lens[1];
+    int32_t ids[256], n_ids = 0, n_enc = 0;
+    const char* text = "<start_of_turn>user\n<__media__>Describe.<end_of_turn>\n<start_of_turn>model\n";
+    imgs[0] = (const uint8_t*)png;
+    lens[0] = n_png;
+    ERR(lockstep_vision_load(path_in(data_dir, "nonexistent_mmproj.gguf"), g, &v), LOCKSTEP_ERR_IO, "");
+    ERR(lockstep_vision_load(path_in(data_dir, "gemma3v_tiny.gguf"), g, &v), LOCKSTEP_ERR_FORMAT, "not a projector");
+    ERR(lockstep_vision_load(path_in(data_dir, "gemma3v_tiny_mmproj.gguf"), other, &v), LOCKSTEP_ERR_INVALID_ARGUMENT, "not a pair");
+    CHECK(v == NULL);
+    CHECK(lockstep_vision_load(path_in(data_dir, "gemma3v_tiny_mmproj.gguf"), g, &v) == LOCKSTEP_OK && v != NULL);
+    sp.n_ctx = 256;
+    CHECK(lockstep_session_new(g, &sp, &s) == LOCKSTEP_OK);
+    CHECK(lockstep_sampler_new(g, NULL, &smp) == LOCKSTEP_OK);
+    CHECK(lockstep_vision_prompt(v, s, 0, text, strlen(text), 1, imgs, lens, 1, ids, 256, &n_ids, &n_enc) == LOCKSTEP_OK);
+    CHECK(n_ids == 31 && n_enc == 1 && ids[0] == 2 && ids[6] < 0 && ids[21] == ids[6] && ids[22] >= 0);
+    CHECK(lockstep_generate(s, smp, 0, ids, n_ids, 3, NULL, NULL, &r) == LOCKSTEP_OK);
+    CHECK(r.n_reused == 22 && r.n_evaluated == 9 && r.n_generated == 3);
+    /* The same prompt again: held whole, nothing encoded. */
+    CHECK(lockstep_vision_prompt(v, s, 0, text, strlen(text), 1, imgs, lens, 1, ids, 256, &n_ids, &n_enc) == LOCKSTEP_OK && n_enc == 0);
+    /* An image tag the sequence does not hold is no token. */
+    ids[0] = ids[6];
+    ERR(lockstep_generate(s, smp, 0, ids, n_ids, 3, NULL, NULL, &r), LOCKSTEP_ERR_OUT_OF_RANGE, "");
+    lens[0] = 200;
+    ERR(lockstep_vision_prompt(v, s, 0, text, strlen(text), 1, imgs, lens, 1, ids, 256, &n_ids, &n_enc), LOCKSTEP_ERR_FORMAT, "truncated");
+    lens[0] = n_png;
+    ERR(lockstep_vision_prompt(v, s, 0, "<__media__><__media__>", 22, 1, imgs, lens, 1, ids, 256, &n_ids, &n_enc), LOCKSTEP_ERR_INVALID_ARGUMENT,
+        "image markers");
+    ERR(lockstep_vision_prompt(v, s, 0, text, strlen(text), 1, imgs, lens, 1, ids, 8, &n_ids, &n_enc), LOCKSTEP_ERR_TOO_LONG, "");
+    CHECK(n_ids == 31);
+    lockstep_sampler_free(smp);
+    lockstep_session_free(s);
+    lockstep_vision_free(v);
+    lockstep_vision_free(NULL);
+    free(png);
+    lockstep_model_free(other);
+    lockstep_model_free(g);
+}
+
 int main(int argc, char** argv) {
     lockstep_model *m, *hybrid, *templated;
     if (argc != 6) {
@@ -1491,6 +1543,7 @@ int main(int argc, char** argv) {
     test_reply_reader(m);
     test_vocab_only(path_in(data_dir, "gemma4_tiny.gguf"), m, hybrid);
     test_lifetimes(path_in(data_dir, "gemma4_tiny.gguf"));
+    test_vision();
     lockstep_model_free(templated);
     lockstep_model_free(hybrid);
     lockstep_model_free(m);
