@@ -142,7 +142,7 @@ TEST_CASE("gemma3 vision: a prompt with an image matches transformers, whole and
     }
 }
 
-TEST_CASE("gemma3 vision: an image block larger than the ubatch, or cut apart, is refused; text models take no image rows", "[vision]") {
+TEST_CASE("gemma3 vision: an image block larger than the ubatch, or cut apart, is refused, and text models take no image rows", "[vision]") {
     const Embd e = read_embd();
     const test::Golden g0 = test::read_golden("gemma3v_tiny");
     test::LoadedModel l = test::load_tiny("cpu", "gemma3v");
