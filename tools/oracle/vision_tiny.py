@@ -9,13 +9,34 @@ activations), exported with the tensor names, metadata keys and transforms of ll
 (conversion/gemma.py Gemma3Model and Gemma3VisionModel, conversion/base.py TextModel and MmprojModel; re-implemented
 here, not copied), and every output is checked by a second, independent computation (see "Checks").
 
-Usage: tools/oracle/vision_tiny.py OUT_DIR
+Usage: tools/oracle/vision_tiny.py OUT_DIR [bench]
        (/work/oracle-venv/bin/python tools/oracle/vision_tiny.py tests/data; needs torch, transformers, gguf, Pillow;
        about 10 s on one core). Writes OUT_DIR/gemma3v_tiny.gguf, gemma3v_tiny_mmproj.gguf, gemma3v_tiny.embd,
        gemma3v_tiny.stages, gemma3v_tiny.golden, gemma3v_tiny_img1.golden, and OUT_DIR/vision/<name>.<png|jpg> and
        OUT_DIR/vision/<name>.pixels for the 7 images below. All binary files are little-endian. Total 1.49 MB:
        6 text layers are the fewest that hold a global layer in a converter-made gemma3 file (below), and each
        .pixels holds 49 KB of float32 pixel_values.
+       `bench` writes instead OUT_DIR/gemma3v_bench_mmproj.gguf and OUT_DIR/gemma3v_bench.gguf: Gemma-3-4B's shapes
+       with random weights written straight from numpy (no HF model, no golden, no check; numpy default_rng(3030)),
+       for speed runs of the image encoder (about 15 s, 1.4 GB of memory; 812 + 362 MiB).
+
+gemma3v_bench_mmproj.gguf: the keys, key order, tensor names and layouts of the tiny mmproj below (the same writer
+code), with Gemma 3 4B's SigLIP-400M values: image_size 896, patch_size 14 (64 x 64 = 4096 patches), embedding_length
+1152, feed_forward_length 4304, block_count 27, head_count 16, layer_norm_epsilon 1e-6, projection_dim 2560, mean /
+std 0.5, general.file_type 1 (MOSTLY_F16) and no projector.scale_factor key (pooling kernel 4: 256 tokens, as in the
+published files). Tensor types as the converter writes them with --outtype f16 (Gemma3VisionModel.tensor_force_quant,
+conversion/gemma.py:270-275: HF names holding ".embeddings." F32, input_projection F16; base.py: 1-D tensors F32,
+other matrices the outtype): v.patch_embd.weight (14,14,3,1152) F32 N(0, 4/588), v.position_embd.weight (1152,4096)
+F32 0.5 N(0,1), the layers' matrices F16 N(0, 1/fan_in), mm.input_projection.weight (2560,1152) F16 N(0, 1/1152)
+(HF's [vision, text] matrix as is), biases F32 0.1 N(0,1), LayerNorm weights and mm.soft_emb_norm.weight (the
+factor 1 + w) F32 1 + 0.1 N(0,1).
+gemma3v_bench.gguf: the tiny text file's keys, tokenizer (the 384-token vocabulary below, with <start_of_turn>,
+<end_of_turn>, <start_of_image>, <end_of_image>, <image_soft_token> as control tokens) and tensor names, with Gemma 3
+4B's widths but 2 layers (both local: period 6): context 8192, embedding_length 2560, feed_forward_length 10240,
+8 heads, 4 KV heads, key/value_length 256, sliding_window 1024, rope bases 1e6 / 10000, file_type 1; matrices and the
+tied token_embd F16 N(0, 1/fan_in) (token_embd N(0, 1/2560)), norms (the factors 1 + w) F32 1 + 0.1 N(0,1).
+Both load in llama.cpp (d32676d): llama-mtmd-cli needs --chat-template gemma (the file has no
+tokenizer.chat_template; lockstep run takes the prompt raw).
 
 Shapes below are GGUF ne order (ne[0] first = the contiguous dimension; a torch/numpy [rows, cols] matrix is ne
 [cols, rows]). All tensors of both files are F32.
@@ -461,76 +482,106 @@ def finish_gguf(w):
     w.close()
 
 
-def export_text(cfg, m, path):
-    tc = cfg.text_config
-    A = "gemma3"
-    w = gguf.GGUFWriter(path, A)
+def write_text_keys(w, name, n_layer, n_ctx, n_embd, n_ff, n_head, n_head_kv, theta, theta_swa, eps, head_dim,
+                    ftype, window):
+    """The text file's keys (after general.architecture), in the converter's order: TextModel.set_gguf_parameters
+    (Gemma3Model's own calls rewrite the same keys in place, same values), then Gemma3Model's new key
+    attention.sliding_window; the tokenizer last."""
     w.add_type("model")
-    w.add_name("lockstep tiny gemma3v")
-    # TextModel.set_gguf_parameters' order (Gemma3Model's own calls rewrite the same keys in place, same values),
-    # then Gemma3Model's new key attention.sliding_window
-    w.add_block_count(tc.num_hidden_layers)
-    w.add_context_length(tc.max_position_embeddings)
-    w.add_embedding_length(tc.hidden_size)
-    w.add_feed_forward_length(tc.intermediate_size)
-    w.add_head_count(tc.num_attention_heads)
-    w.add_head_count_kv(tc.num_key_value_heads)
-    w.add_rope_freq_base(tc.rope_parameters["full_attention"]["rope_theta"])
-    w.add_rope_freq_base_swa(tc.rope_parameters["sliding_attention"]["rope_theta"])
-    w.add_layer_norm_rms_eps(tc.rms_norm_eps)
-    w.add_key_length(tc.head_dim)
-    w.add_value_length(tc.head_dim)
-    w.add_file_type(gguf.LlamaFileType.ALL_F32)
-    w.add_sliding_window(tc.sliding_window)
+    w.add_name(name)
+    w.add_block_count(n_layer)
+    w.add_context_length(n_ctx)
+    w.add_embedding_length(n_embd)
+    w.add_feed_forward_length(n_ff)
+    w.add_head_count(n_head)
+    w.add_head_count_kv(n_head_kv)
+    w.add_rope_freq_base(theta)
+    w.add_rope_freq_base_swa(theta_swa)
+    w.add_layer_norm_rms_eps(eps)
+    w.add_key_length(head_dim)
+    w.add_value_length(head_dim)
+    w.add_file_type(ftype)
+    w.add_sliding_window(window)
     w.add_quantization_version(gguf.GGML_QUANT_VERSION)
     write_tokenizer(w)
 
+
+# the text tensors of one layer: (GGUF name, HF name under layers.N., + 1 (Gemma3RMSNorm's factor))
+TEXT_LAYER_TENSORS = [
+    ("attn_norm.weight", "input_layernorm.weight", True),
+    ("attn_q.weight", "self_attn.q_proj.weight", False),
+    ("attn_k.weight", "self_attn.k_proj.weight", False),
+    ("attn_v.weight", "self_attn.v_proj.weight", False),
+    ("attn_output.weight", "self_attn.o_proj.weight", False),
+    ("attn_q_norm.weight", "self_attn.q_norm.weight", True),
+    ("attn_k_norm.weight", "self_attn.k_norm.weight", True),
+    ("post_attention_norm.weight", "post_attention_layernorm.weight", True),
+    ("ffn_norm.weight", "pre_feedforward_layernorm.weight", True),
+    ("ffn_gate.weight", "mlp.gate_proj.weight", False),
+    ("ffn_up.weight", "mlp.up_proj.weight", False),
+    ("ffn_down.weight", "mlp.down_proj.weight", False),
+    ("post_ffw_norm.weight", "post_feedforward_layernorm.weight", True),
+]
+
+
+def export_text(cfg, m, path):
+    tc = cfg.text_config
+    w = gguf.GGUFWriter(path, "gemma3")
+    write_text_keys(w, "lockstep tiny gemma3v", tc.num_hidden_layers, tc.max_position_embeddings, tc.hidden_size,
+                    tc.intermediate_size, tc.num_attention_heads, tc.num_key_value_heads,
+                    tc.rope_parameters["full_attention"]["rope_theta"],
+                    tc.rope_parameters["sliding_attention"]["rope_theta"], tc.rms_norm_eps, tc.head_dim,
+                    gguf.LlamaFileType.ALL_F32, tc.sliding_window)
+
     sd = {k.replace("model.language_model.", ""): v for k, v in m.named_parameters() if "language_model" in k}
-    one = lambda t: t + 1  # Gemma3RMSNorm multiplies by 1 + w: the file holds the factor
     w.add_tensor("token_embd.weight", f32(sd["embed_tokens.weight"]))
     for i in range(tc.num_hidden_layers):
-        p, b = f"layers.{i}.", f"blk.{i}."
-        w.add_tensor(b + "attn_norm.weight", f32(one(sd[p + "input_layernorm.weight"])))
-        w.add_tensor(b + "attn_q.weight", f32(sd[p + "self_attn.q_proj.weight"]))
-        w.add_tensor(b + "attn_k.weight", f32(sd[p + "self_attn.k_proj.weight"]))
-        w.add_tensor(b + "attn_v.weight", f32(sd[p + "self_attn.v_proj.weight"]))
-        w.add_tensor(b + "attn_output.weight", f32(sd[p + "self_attn.o_proj.weight"]))
-        w.add_tensor(b + "attn_q_norm.weight", f32(one(sd[p + "self_attn.q_norm.weight"])))
-        w.add_tensor(b + "attn_k_norm.weight", f32(one(sd[p + "self_attn.k_norm.weight"])))
-        w.add_tensor(b + "post_attention_norm.weight", f32(one(sd[p + "post_attention_layernorm.weight"])))
-        w.add_tensor(b + "ffn_norm.weight", f32(one(sd[p + "pre_feedforward_layernorm.weight"])))
-        w.add_tensor(b + "ffn_gate.weight", f32(sd[p + "mlp.gate_proj.weight"]))
-        w.add_tensor(b + "ffn_up.weight", f32(sd[p + "mlp.up_proj.weight"]))
-        w.add_tensor(b + "ffn_down.weight", f32(sd[p + "mlp.down_proj.weight"]))
-        w.add_tensor(b + "post_ffw_norm.weight", f32(one(sd[p + "post_feedforward_layernorm.weight"])))
-    w.add_tensor("output_norm.weight", f32(one(sd["norm.weight"])))
+        for dst, src, plus_one in TEXT_LAYER_TENSORS:
+            t = sd[f"layers.{i}.{src}"]
+            w.add_tensor(f"blk.{i}.{dst}", f32(t + 1 if plus_one else t))  # the file holds 1 + w
+    w.add_tensor("output_norm.weight", f32(sd["norm.weight"] + 1))
     finish_gguf(w)
+
+
+def write_mmproj_keys(w, name, ftype, proj_dim, image_size, patch, n_embd, n_ff, n_layer, n_head, eps, mm_tokens):
+    """The mmproj's keys (after general.architecture): MmprojModel.set_gguf_parameters, then Gemma3VisionModel's."""
+    w.add_type("mmproj")
+    w.add_name(name)
+    w.add_file_type(ftype)
+    w.add_clip_has_vision_encoder(True)
+    w.add_vision_projection_dim(proj_dim)
+    w.add_vision_image_size(image_size)
+    w.add_vision_patch_size(patch)
+    w.add_vision_embedding_length(n_embd)
+    w.add_vision_feed_forward_length(n_ff)
+    w.add_vision_block_count(n_layer)
+    w.add_vision_head_count(n_head)
+    w.add_vision_image_mean(IMAGE_MEAN)
+    w.add_vision_image_std(IMAGE_STD)
+    w.add_clip_projector_type(gguf.VisionProjectorType.GEMMA3)
+    w.add_vision_attention_layernorm_eps(eps)
+    w.add_vision_use_gelu(True)
+    scale = (image_size // patch) // int(mm_tokens ** 0.5)
+    if scale > 0 and scale != 4:  # the converter writes it only when it is not Gemma 3's 4
+        w.add_vision_projector_scale_factor(scale)
+    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
+
+
+# the vision tensors of one layer: (GGUF name, HF name under vision_tower.encoder.layers.N.)
+VIT_LAYER_TENSORS = [(f"{dst}.{wb}", f"{src}.{wb}")
+                     for src, dst in (("self_attn.q_proj", "attn_q"), ("self_attn.k_proj", "attn_k"),
+                                      ("self_attn.v_proj", "attn_v"), ("self_attn.out_proj", "attn_out"),
+                                      ("layer_norm1", "ln1"), ("layer_norm2", "ln2"), ("mlp.fc1", "ffn_up"),
+                                      ("mlp.fc2", "ffn_down"))
+                     for wb in ("weight", "bias")]
 
 
 def export_mmproj(cfg, m, path):
     vc = cfg.vision_config
     w = gguf.GGUFWriter(path, "clip")
-    w.add_type("mmproj")
-    w.add_name("lockstep tiny gemma3v mmproj")
-    # MmprojModel.set_gguf_parameters, then Gemma3VisionModel's additions
-    w.add_file_type(gguf.LlamaFileType.ALL_F32)
-    w.add_clip_has_vision_encoder(True)
-    w.add_vision_projection_dim(cfg.text_config.hidden_size)
-    w.add_vision_image_size(vc.image_size)
-    w.add_vision_patch_size(vc.patch_size)
-    w.add_vision_embedding_length(vc.hidden_size)
-    w.add_vision_feed_forward_length(vc.intermediate_size)
-    w.add_vision_block_count(vc.num_hidden_layers)
-    w.add_vision_head_count(vc.num_attention_heads)
-    w.add_vision_image_mean(IMAGE_MEAN)
-    w.add_vision_image_std(IMAGE_STD)
-    w.add_clip_projector_type(gguf.VisionProjectorType.GEMMA3)
-    w.add_vision_attention_layernorm_eps(vc.layer_norm_eps)
-    w.add_vision_use_gelu(True)
-    scale = (vc.image_size // vc.patch_size) // int(MM_TOKENS ** 0.5)
-    if scale > 0 and scale != 4:  # the converter writes it only when it is not Gemma 3's 4
-        w.add_vision_projector_scale_factor(scale)
-    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    write_mmproj_keys(w, "lockstep tiny gemma3v mmproj", gguf.LlamaFileType.ALL_F32, cfg.text_config.hidden_size,
+                      vc.image_size, vc.patch_size, vc.hidden_size, vc.intermediate_size, vc.num_hidden_layers,
+                      vc.num_attention_heads, vc.layer_norm_eps, MM_TOKENS)
 
     sd = {k.replace("model.", "", 1): v for k, v in m.named_parameters() if not k.startswith("model.language_model.")}
     vt = "vision_tower."
@@ -539,12 +590,8 @@ def export_mmproj(cfg, m, path):
     put("v.patch_embd.bias", sd[vt + "embeddings.patch_embedding.bias"])
     put("v.position_embd.weight", sd[vt + "embeddings.position_embedding.weight"])
     for i in range(vc.num_hidden_layers):
-        p, b = f"{vt}encoder.layers.{i}.", f"v.blk.{i}."
-        for src, dst in (("self_attn.q_proj", "attn_q"), ("self_attn.k_proj", "attn_k"), ("self_attn.v_proj", "attn_v"),
-                         ("self_attn.out_proj", "attn_out"), ("layer_norm1", "ln1"), ("layer_norm2", "ln2"),
-                         ("mlp.fc1", "ffn_up"), ("mlp.fc2", "ffn_down")):
-            put(f"{b}{dst}.weight", sd[f"{p}{src}.weight"])
-            put(f"{b}{dst}.bias", sd[f"{p}{src}.bias"])
+        for dst, src in VIT_LAYER_TENSORS:
+            put(f"v.blk.{i}.{dst}", sd[f"{vt}encoder.layers.{i}.{src}"])
     put("v.post_ln.weight", sd[vt + "post_layernorm.weight"])
     put("v.post_ln.bias", sd[vt + "post_layernorm.bias"])
     put("mm.input_projection.weight", sd["multi_modal_projector.mm_input_projection_weight"])  # [48,64] as is
@@ -1021,10 +1068,97 @@ def margin_stats(logits):
     return float((top2[:, 1] - top2[:, 0]).min()), float(np.abs(logits).max())
 
 
+# ----------------------------------------------------------------------------------------------
+# bench: Gemma-3-4B shapes (the SigLIP-400M tower at 896 x 896 and a 2-layer gemma3 text model of hidden 2560),
+# random F16, written straight from numpy (no HF model, no golden)
+
+
+def bench_rng_helpers():
+    rng = np.random.default_rng(SEED)
+
+    def mat(shape, std, dtype=np.float16):
+        """numpy array of `shape` (the last axis contiguous) with N(0, std^2) entries, drawn in slabs."""
+        a = np.empty(shape, dtype=dtype)
+        flat = a.reshape(shape[0], -1)
+        step = max(1, (1 << 24) // flat.shape[1])
+        for r in range(0, flat.shape[0], step):
+            n = min(step, flat.shape[0] - r)
+            flat[r:r + n] = (rng.standard_normal((n, flat.shape[1]), dtype=np.float32) * std).astype(dtype)
+        return a
+
+    def vec(n, mean, std):
+        return (mean + std * rng.standard_normal(n, dtype=np.float32)).astype(np.float32)
+
+    return mat, vec
+
+
+def export_text_bench(path):
+    V, E, L, NH, NKV, HD, FF = VOCAB, 2560, 2, 8, 4, 256, 10240
+    mat, vec = bench_rng_helpers()
+    w = gguf.GGUFWriter(path, "gemma3")
+    write_text_keys(w, "lockstep bench gemma3v 4B-shaped 2-layer random", L, 8192, E, FF, NH, NKV, 1000000.0,
+                    10000.0, 1e-6, HD, gguf.LlamaFileType.MOSTLY_F16, 1024)
+    w.add_tensor("token_embd.weight", mat((V, E), E ** -0.5))  # x sqrt(E) in the model: rows of rms ~1; tied
+    shapes = {"attn_q.weight": (NH * HD, E), "attn_k.weight": (NKV * HD, E), "attn_v.weight": (NKV * HD, E),
+              "attn_output.weight": (E, NH * HD), "ffn_gate.weight": (FF, E), "ffn_up.weight": (FF, E),
+              "ffn_down.weight": (E, FF)}
+    for i in range(L):
+        for dst, _, plus_one in TEXT_LAYER_TENSORS:
+            if plus_one:  # a norm: the factor 1 + w, F32
+                w.add_tensor(f"blk.{i}.{dst}", vec(HD if dst in ("attn_q_norm.weight", "attn_k_norm.weight") else E,
+                                                   1.0, 0.1))
+            else:
+                rows, cols = shapes[dst]
+                w.add_tensor(f"blk.{i}.{dst}", mat((rows, cols), cols ** -0.5))
+    w.add_tensor("output_norm.weight", vec(E, 1.0, 0.1))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file(progress=False)
+    w.close()
+
+
+def export_mmproj_bench(path):
+    S, P, E, FF, L, NH, PROJ = 896, 14, 1152, 4304, 27, 16, 2560
+    N = (S // P) ** 2
+    mat, vec = bench_rng_helpers()
+    w = gguf.GGUFWriter(path, "clip")
+    write_mmproj_keys(w, "lockstep bench gemma3v 4B-shaped mmproj random", gguf.LlamaFileType.MOSTLY_F16, PROJ, S, P,
+                      E, FF, L, NH, 1e-6, 256)
+    # the converter's types for outtype f16 (Gemma3VisionModel.tensor_force_quant: HF names with ".embeddings." F32,
+    # input_projection F16; base.py: 1-D tensors F32, other matrices the outtype)
+    w.add_tensor("v.patch_embd.weight", mat((E, 3, P, P), 2.0 / math.sqrt(3 * P * P), np.float32))  # ne (14,14,3,E)
+    w.add_tensor("v.patch_embd.bias", vec(E, 0.0, 0.1))
+    w.add_tensor("v.position_embd.weight", mat((N, E), 0.5, np.float32))  # ne (E, 4096)
+    shapes = {"attn_q": (E, E), "attn_k": (E, E), "attn_v": (E, E), "attn_out": (E, E), "ffn_up": (FF, E),
+              "ffn_down": (E, FF)}
+    for i in range(L):
+        for dst, _ in VIT_LAYER_TENSORS:
+            kind, wb = dst.split(".")
+            if kind in ("ln1", "ln2"):
+                w.add_tensor(f"v.blk.{i}.{dst}", vec(E, 1.0 if wb == "weight" else 0.0, 0.1))
+            elif wb == "bias":
+                w.add_tensor(f"v.blk.{i}.{dst}", vec(shapes[kind][0], 0.0, 0.1))
+            else:
+                w.add_tensor(f"v.blk.{i}.{dst}", mat(shapes[kind], shapes[kind][1] ** -0.5))
+    w.add_tensor("v.post_ln.weight", vec(E, 1.0, 0.1))
+    w.add_tensor("v.post_ln.bias", vec(E, 0.0, 0.1))
+    w.add_tensor("mm.input_projection.weight", mat((E, PROJ), E ** -0.5))  # HF's [vision, text] as is: ne (2560, 1152)
+    w.add_tensor("mm.soft_emb_norm.weight", vec(E, 1.0, 0.1))  # the factor 1 + w
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file(progress=False)
+    w.close()
+
+
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and sys.argv[2] != "bench"):
         raise SystemExit("usage: " + __doc__.split("Usage: ", 1)[1].split("\n", 1)[0])
     out = sys.argv[1]
+    if len(sys.argv) == 3:
+        os.makedirs(out, exist_ok=True)
+        export_mmproj_bench(f"{out}/gemma3v_bench_mmproj.gguf")
+        export_text_bench(f"{out}/gemma3v_bench.gguf")
+        return
     vdir = f"{out}/vision"
     os.makedirs(vdir, exist_ok=True)
     torch.set_num_threads(1)
