@@ -26,6 +26,24 @@ std::string read_bytes(const std::string& path) {
     return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
+// Little-endian int32s and raw bytes read in order from a golden file's bytes.
+struct Reader {
+    const std::string& b;
+    size_t at = 0;
+    int32_t i32() {
+        int32_t v;
+        REQUIRE(at + 4 <= b.size());
+        std::memcpy(&v, b.data() + at, 4);
+        at += 4;
+        return v;
+    }
+    void bytes(size_t n, void* out) {
+        REQUIRE(at + n <= b.size());
+        std::memcpy(out, b.data() + at, n);
+        at += n;
+    }
+};
+
 // vision_tiny.py's .pixels: C, H, W; the resized bytes HWC; pixel_values CHW; then the source
 // size and the decoded, RGB-converted source HWC.
 struct Expected {
@@ -36,33 +54,21 @@ struct Expected {
 
 Expected read_expected(const std::string& path) {
     const std::string b = read_bytes(path);
-    size_t at = 0;
-    auto i32 = [&] {
-        int32_t v;
-        REQUIRE(at + 4 <= b.size());
-        std::memcpy(&v, b.data() + at, 4);
-        at += 4;
-        return v;
-    };
-    auto bytes = [&](size_t n, void* out) {
-        REQUIRE(at + n <= b.size());
-        std::memcpy(out, b.data() + at, n);
-        at += n;
-    };
+    Reader r{b};
     Expected e;
-    REQUIRE(i32() == 3);
-    e.h = i32();
-    e.w = i32();
+    REQUIRE(r.i32() == 3);
+    e.h = r.i32();
+    e.w = r.i32();
     const size_t n = size_t(e.h) * size_t(e.w) * 3;
     e.resized.resize(n);
-    bytes(n, e.resized.data());
+    r.bytes(n, e.resized.data());
     e.pixels.resize(n);
-    bytes(n * 4, e.pixels.data());
-    e.src_h = i32();
-    e.src_w = i32();
+    r.bytes(n * 4, e.pixels.data());
+    e.src_h = r.i32();
+    e.src_w = r.i32();
     e.src.resize(size_t(e.src_h) * size_t(e.src_w) * 3);
-    bytes(e.src.size(), e.src.data());
-    REQUIRE(at == b.size());
+    r.bytes(e.src.size(), e.src.data());
+    REQUIRE(r.at == b.size());
     return e;
 }
 
@@ -152,33 +158,23 @@ TEST_CASE("images: truncated, corrupt, foreign and oversized files are clear err
 TEST_CASE("images: Pillow's bilinear and bicubic resize, byte for byte, shrinking, stretching, one axis, to one pixel", "[image]") {
     // tools/golden/make_resize_golden.py: Image.resize of three test images to eight sizes.
     const std::string b = read_bytes(test::test_data("vision/resize_golden.bin"));
-    size_t at = 0;
-    auto i32 = [&] {
-        int32_t v;
-        REQUIRE(at + 4 <= b.size());
-        std::memcpy(&v, b.data() + at, 4);
-        at += 4;
-        return v;
-    };
-    const int n = i32();
+    Reader rd{b};
+    const int n = rd.i32();
     REQUIRE(n >= 40);
     int bicubic = 0;
     for (int r = 0; r < n; ++r) {
-        const int filter = i32();
-        const int len = i32();
-        const std::string name = b.substr(at, size_t(len));
-        at += size_t(len);
-        const int w = i32(), h = i32();
-        const size_t bytes = size_t(w) * size_t(h) * 3;
-        REQUIRE(at + bytes <= b.size());
-        const std::vector<uint8_t> want(b.begin() + std::ptrdiff_t(at), b.begin() + std::ptrdiff_t(at + bytes));
-        at += bytes;
+        const int filter = rd.i32();
+        std::string name(size_t(rd.i32()), '\0');
+        rd.bytes(name.size(), name.data());
+        const int w = rd.i32(), h = rd.i32();
+        std::vector<uint8_t> want(size_t(w) * size_t(h) * 3);
+        rd.bytes(want.size(), want.data());
         INFO(name << " to " << w << "x" << h << (filter ? " bicubic" : " bilinear"));
         const image::Rgb8 got = image::resize(image::load_file(test::test_data("vision/" + name)), w, h,
                                               filter ? image::Filter::Bicubic : image::Filter::Bilinear);
         CHECK(count_diff(got.px, want) == 0);
         bicubic += filter;
     }
-    CHECK(at == b.size());
+    CHECK(rd.at == b.size());
     CHECK(bicubic == n / 2);
 }
