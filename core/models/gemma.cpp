@@ -168,7 +168,7 @@ Tensor* Gemma::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
 
     // Token rows scaled by sqrt(n_embd); given rows (an image's) are not (HF and llama.cpp alike).
     Tensor* x = with_given_rows(g, ub, scale(g, get_rows(g, tok_embd_, tokens), std::sqrt(float(E))));  // (E, T)
-    AttnKeys block_keys(g, ub);
+    AttnKeys attn_keys(g, ub, pos);
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
         const Layer& w = layers_[size_t(il)];
         const LayerParams& L = hp_.layers[size_t(il)];
@@ -183,8 +183,7 @@ Tensor* Gemma::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
         const RopeParams rp{L.head_dim_k, ROPE_NEOX, L.rope_base, L.rope_scale};
         q = rope(g, q, rope_tables(rp), rp);
         k = rope(g, k, rope_tables(rp), rp);
-        // (An image block's tokens see the whole block: AttnKeys.)
-        const AttnKeys::Keys bk = ub.last_key.empty() ? AttnKeys::Keys{pos, L.window} : block_keys(L.window);
+        const AttnKeys::Keys bk = attn_keys(L.window);  // (an image block's tokens see the whole block)
         const CachedAttention ca{.window = w.symmetric ? kAttnFirstGiven : bk.window, .softcap = attn_softcap_};
         Tensor* a = cached_attention(g, kv, cache_rows, int(il), q, k, v, w.symmetric ? sym_keys : bk.pos, seq, L.n_head_kv,
                                      hp_.attn_scale, ca);  // (head_dim_v, n_head, T)

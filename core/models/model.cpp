@@ -341,13 +341,8 @@ Tensor* attn_positions(Graph& g, const Ubatch& ub, bool causal) {
     return g.input(DType::I32, {T}, last.data(), "attn_last_key");  // (copied now)
 }
 
-AttnKeys::AttnKeys(Graph& g, const Ubatch& ub) : g_(g), ub_(ub) {}
-
 AttnKeys::Keys AttnKeys::operator()(int32_t window) {
-    if (ub_.last_key.empty()) {
-        if (!pos_) pos_ = attn_positions(g_, ub_, true);
-        return {pos_, window};
-    }
+    if (ub_.last_key.empty()) return {pos_, window};
     for (auto& [w, t] : given_)
         if (w == window) return {t, kAttnFirstGiven};
     const size_t T = ub_.tokens.size();

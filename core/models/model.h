@@ -111,15 +111,15 @@ private:
 // sees (attn_last_keys): its own position when causal, its sequence's last one otherwise.
 Tensor* attn_positions(Graph& g, const Ubatch& ub, bool causal);
 
-// The position input and window of a layer's attention in a causal model whose ubatch may hold
-// blocks of tokens that see each other (Ubatch::last_key): without such blocks, the positions
-// and the layer's window; with them, each query's last and first key (kAttnFirstGiven): the
+// The position input and window of a layer's attention in a model whose ubatch may hold
+// blocks of tokens that see each other (Ubatch::last_key): without such blocks, the model's own
+// position input `pos` and the layer's window; with them, each query's last and first key (kAttnFirstGiven): the
 // last from last_key (its own position outside a block), the first its own position's window
 // start, so a block token sees the keys its window reaches back to and the rest of its block.
 // One input per distinct window, made once.
 class AttnKeys {
 public:
-    AttnKeys(Graph& g, const Ubatch& ub);
+    AttnKeys(Graph& g, const Ubatch& ub, Tensor* pos) : g_(g), ub_(ub), pos_(pos) {}
     struct Keys {
         Tensor* pos;
         int32_t window;  // for AttentionParams / CachedAttention
@@ -129,7 +129,7 @@ public:
 private:
     Graph& g_;
     const Ubatch& ub_;
-    Tensor* pos_ = nullptr;
+    Tensor* pos_;
     std::vector<std::pair<int32_t, Tensor*>> given_;
 };
 

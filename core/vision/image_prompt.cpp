@@ -115,11 +115,4 @@ int64_t evaluate_image_prefix(Session& s, int seq, const ImagePrompt& p, const V
     return int64_t(kept);
 }
 
-ImagePrompt build_image_prompt(const Tokenizer& tok, const VisionEncoder& enc, const std::string& text,
-                               const std::vector<image::Rgb8>& images, int seq) {
-    ImagePrompt p = layout_image_prompt(tok, enc, text, images, tok.add_bos_default());
-    p.batch = image_prompt_batch(p, enc, images, seq, 0, p.ids.size(), true);
-    return p;
-}
-
 }  // namespace ls

@@ -27,9 +27,6 @@ struct ImagePrompt {
     std::vector<int32_t> ids;
     std::vector<ImageSpan> spans;  // in prompt order
     int64_t n_image_tokens = 0;
-    // build_image_prompt only: the whole prompt as a batch for sequence `seq` from position 0,
-    // the image rows given, logits wanted for the last token only.
-    Batch batch;
 };
 
 // Tokenizes `text` (special tokens parsed, a BOS first when add_bos) with each marker replaced
@@ -44,10 +41,6 @@ ImagePrompt layout_image_prompt(const Tokenizer& tok, const VisionEncoder& enc, 
 // are wanted for token to - 1 when `last_logits`.
 Batch image_prompt_batch(const ImagePrompt& p, const VisionEncoder& enc, const std::vector<image::Rgb8>& images, int seq,
                          size_t from, size_t to, bool last_logits, int64_t* n_encoded = nullptr);
-
-// Both: the layout and the whole prompt's batch (in .batch).
-ImagePrompt build_image_prompt(const Tokenizer& tok, const VisionEncoder& enc, const std::string& text,
-                               const std::vector<image::Rgb8>& images, int seq = 0);
 
 // The tag a sequence's history records for an image's soft tokens: negative, from its pixels.
 int32_t image_tag(const image::Rgb8& img);

@@ -164,7 +164,8 @@ TEST_CASE("gemma3 vision: a prompt's text with an image marker tokenizes as HF's
     auto tok = std::make_unique<Tokenizer>(Tokenizer::from_gguf(l.model->gguf()));
     const image::Rgb8 img = image::load_file(test::test_data("vision/rgb64.png"));
     const std::string text = "<start_of_turn>user\n<__media__>Describe.<end_of_turn>\n<start_of_turn>model\n";
-    const ImagePrompt p = build_image_prompt(*tok, *enc, text, {img});
+    const auto layout = [&](const std::string& s) { return layout_image_prompt(*tok, *enc, s, {img}, tok->add_bos_default()); };
+    const ImagePrompt p = layout(text);
     REQUIRE(p.ids.size() == size_t(g0.n));
     CHECK(p.n_image_tokens == 16);
     for (size_t i = 0; i < p.ids.size(); ++i) {
@@ -174,14 +175,14 @@ TEST_CASE("gemma3 vision: a prompt's text with an image marker tokenizes as HF's
     }
     CHECK(image_tag(img) < 0);
     CHECK(image_tag(img) != image_tag(image::load_file(test::test_data("vision/rgb100x37.png"))));
-    const std::vector<float> last = test::new_session(l, 128, 64, DType::F32)->decode(p.batch);
+    const std::vector<float> last = test::new_session(l, 128, 64, DType::F32)->decode(image_prompt_batch(p, *enc, {img}, 0, 0, p.ids.size(), true));
     REQUIRE(last.size() == size_t(g0.n_vocab));
     float worst = 0;
     for (int32_t v = 0; v < g0.n_vocab; ++v)
         worst = std::max(worst, std::fabs(last[size_t(v)] - g0.logits[size_t(g0.n - 1) * size_t(g0.n_vocab) + size_t(v)]));
     CHECK(worst < 1e-4f);
     // The same text without a marker: the image goes first; a marker too many is an error.
-    CHECK(build_image_prompt(*tok, *enc, "Describe.", {img}).n_image_tokens == 16);
-    CHECK_THROWS_WITH(build_image_prompt(*tok, *enc, "<__media__><__media__>", {img}), Catch::Contains("2 image markers"));
-    CHECK_THROWS_WITH(build_image_prompt(*tok, *enc, "<image_soft_token> x <__media__>", {img}), Catch::Contains("not one run") || Catch::Contains("of its own"));
+    CHECK(layout("Describe.").n_image_tokens == 16);
+    CHECK_THROWS_WITH(layout("<__media__><__media__>"), Catch::Contains("2 image markers"));
+    CHECK_THROWS_WITH(layout("<image_soft_token> x <__media__>"), Catch::Contains("not one run") || Catch::Contains("of its own"));
 }
