@@ -4,6 +4,8 @@
 // core/ref) hold them to it.
 #pragma once
 #include <cstdint>
+#include <type_traits>
+
 #include <xsimd/xsimd.hpp>
 #if defined(__AVX__) || defined(__AVX512F__)
 #include <immintrin.h>
@@ -140,6 +142,16 @@ template <class T> T det_gelu(T x) {
     return x / (T(1.0f) + det_exp(T(-2.0f) * u));
 }
 template <class T> T det_silu(T x) { return x / (T(1.0f) + det_exp(-x)); }
+template <class T> T det_gelu_erf(T x) {
+    using namespace detc;
+    const T z = xsimd::min(xsimd::max(x, -x), T(10.0f)) * T(kRsqrt2);
+    const T t = T(1.0f) / (T(1.0f) + T(kErfP) * z);
+    T p(kErfA[0]);
+    for (int i = 1; i < 5; ++i) p = p * t + T(kErfA[i]);
+    const T q = (p * t) * det_exp(-(z * z));
+    if constexpr (std::is_same_v<T, float>) return (0.5f * x) * (x >= 0.0f ? 2.0f - q : q);
+    else return (T(0.5f) * x) * xsimd::select(x >= T(0.0f), T(2.0f) - q, q);
+}
 template <class T> T det_tanh(T y) { return T(2.0f) / (T(1.0f) + det_exp(T(-2.0f) * y)) - T(1.0f); }
 
 }  // namespace ls::cpu::simd

@@ -172,6 +172,23 @@ float det_gelu(float x) {
     return canon_div(x, den);
 }
 
+// The exact (erf) GELU (core/rules/canon.h det_gelu_erf): erfc(|x| / sqrt 2) by Abramowitz &
+// Stegun 7.1.26, a5 .. a1 in Horner order, then 2 - q or q.
+float det_gelu_erf(float x) {
+    precise float z = min(max(x, -x), 10.0) * uintBitsToFloat(0x3f3504f3u);
+    precise float den = 1.0 + uintBitsToFloat(0x3ea7ba05u) * z;
+    const float t = canon_div(1.0, den);
+    precise float p = uintBitsToFloat(0x3f87dc22u);
+    p = p * t + uintBitsToFloat(0xbfba00e3u);
+    p = p * t + uintBitsToFloat(0x3fb5f0e3u);
+    p = p * t + uintBitsToFloat(0xbe91a98eu);
+    p = p * t + uintBitsToFloat(0x3e827906u);
+    precise float q = (p * t) * det_exp(-(z * z));
+    precise float phi2 = x >= 0.0 ? 2.0 - q : q;
+    precise float h = 0.5 * x;
+    return h * phi2;
+}
+
 float det_silu(float x) {
     precise float den = 1.0 + det_exp(-x);
     return canon_div(x, den);

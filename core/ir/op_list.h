@@ -31,4 +31,5 @@
     X(CLAMP, clamp, ClampParams)                 \
     X(CONCAT, concat, NoParams)                  \
     X(SSM_SCAN, ssm_scan, SsmScanParams)          \
-    X(LAYER_NORM, layer_norm, LayerNormParams)
+    X(LAYER_NORM, layer_norm, LayerNormParams)  \
+    X(GELU_ERF, gelu_erf, NoParams)

@@ -159,7 +159,24 @@ Tensor* rope_table(Graph& g, const int32_t* pos, int64_t T, const RopeParams& p,
     return g.input(DType::F32, {p.n_dims, T}, cs.data(), "rope_cs");
 }
 
+Tensor* rope_table_axes(Graph& g, const int32_t* pos, int64_t n_axes, int64_t T, const RopeParams& p, const std::vector<int32_t>& axis,
+                        const std::vector<double>& inv_freq) {
+    check_rope_params(p, p.n_dims);
+    const int64_t half = p.n_dims / 2;
+    if (int64_t(axis.size()) != half || int64_t(inv_freq.size()) != half)
+        fail("rope_table_axes", "one axis and one frequency per pair (n_dims / 2) expected");
+    for (int32_t a : axis)
+        if (a < 0 || a >= n_axes) fail("rope_table_axes", "a pair's axis is outside [0, n_axes)");
+    std::vector<float> cs(size_t(T * p.n_dims));
+    rope_angles_axes(pos, n_axes, T, p, axis.data(), inv_freq.data(), [&](int64_t t, int64_t i, float c, float s) {
+        cs[size_t(2 * (t * half + i))] = c;
+        cs[size_t(2 * (t * half + i) + 1)] = s;
+    });
+    return g.input(DType::F32, {p.n_dims, T}, cs.data(), "rope_cs");
+}
+
 Tensor* gelu(Graph& g, Tensor* x) { return unary(g, OpId::GELU, x); }
+Tensor* gelu_erf(Graph& g, Tensor* x) { return unary(g, OpId::GELU_ERF, x); }
 Tensor* silu(Graph& g, Tensor* x) { return unary(g, OpId::SILU, x); }
 
 Tensor* sigmoid(Graph& g, Tensor* x) { return unary(g, OpId::SIGMOID, x); }

@@ -3,6 +3,7 @@
 #pragma once
 #include "core/ir/graph.h"
 #include "core/ir/op_params.h"
+#include <vector>
 
 namespace ls::ops {
 
@@ -30,7 +31,12 @@ Tensor* rope(Graph& g, Tensor* x, Tensor* table, const RopeParams& p);
 // input: core computes it once per ubatch and setting, so no backend evaluates the angles or
 // reads the positions. freq_factors: n_dims/2 divisors of the angle (host memory), or null.
 Tensor* rope_table(Graph& g, const int32_t* pos, int64_t T, const RopeParams& p, const float* freq_factors);
+// The same table for multi-axis rope (core/rules/rope_rule.h rope_angles_axes): pos [T][n_axes];
+// per pair its axis (< n_axes) and its inverse frequency, n_dims/2 of each.
+Tensor* rope_table_axes(Graph& g, const int32_t* pos, int64_t n_axes, int64_t T, const RopeParams& p, const std::vector<int32_t>& axis,
+                        const std::vector<double>& inv_freq);
 Tensor* gelu(Graph& g, Tensor* x);  // tanh approximation
+Tensor* gelu_erf(Graph& g, Tensor* x);  // the exact (erf) GELU, torch's nn.GELU()
 Tensor* silu(Graph& g, Tensor* x);
 Tensor* softmax(Graph& g, Tensor* x, float scale);
 // q F32 [Dk, H, T]; k [Dk*Hkv, n_seq*R], v [Dv*Hkv, n_seq*R] cache tensors (F32/F16/Q8_0/Q4_0),

@@ -67,6 +67,10 @@ struct Ubatch {
     // Per token, when not empty: the last position its query sees where that is past its own
     // (an image's tokens see the whole image, as Gemma 3 asks), or -1 (causal).
     std::vector<int32_t> last_key;
+    // Models with multi-axis rope (Model::rope_axes() > 1, Qwen3.5's M-RoPE): each token's
+    // position on every axis, [T][axes] (Session fills it: text tokens take one position on
+    // every axis; an image's tokens their temporal, row and column positions).
+    std::vector<int32_t> rope_pos;
 };
 
 // The KV-cache row of every token of a ubatch in a ring of R rows per sequence slot,
@@ -235,6 +239,10 @@ public:
     // Whether build_graph takes given input rows and blocks of tokens that see each other
     // (Ubatch::embd_at, Ubatch::last_key): the families that run images.
     virtual bool takes_given_rows() const { return false; }
+    // How many position axes the model's rope reads (Ubatch::rope_pos): 1 for plain rope, 3
+    // for M-RoPE (temporal, height, width), where an image's tokens take their place in its
+    // grid and the text after it continues from its largest position plus one.
+    virtual int rope_axes() const { return 1; }
 
     // Builds the graph of one ubatch; returns the logits F32 [n_vocab, out_idx.size()]
     // (ub.hidden: the hidden states F32 [n_embd, out_idx.size()]; nullptr when no row is

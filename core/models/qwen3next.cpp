@@ -10,6 +10,7 @@
 #include "core/models/attention_block.h"
 #include "core/models/ffn_block.h"
 #include "core/models/scan_inputs.h"
+#include "core/rules/rope_rule.h"
 #include "core/rules/topk_rule.h"
 
 namespace ls {
@@ -51,8 +52,18 @@ void Qwen3Hybrid::load_arch() {
         hd <= 0 || n_rot_ <= 0 || n_rot_ % 2 || n_rot_ > hd || interval <= 0 || d_conv_ < 2 || d_conv_ > 16 || d_k_ <= 0 ||
         n_k_heads_ <= 0 || n_v_heads_ <= 0 || n_v_heads_ % n_k_heads_ || d_v_ <= 0 || d_v_ * n_v_heads_ != inner)
         throw std::runtime_error("qwen3 hybrid: inconsistent hyperparameters in the GGUF metadata");
-    // Multi-section rope (rope.dimension_sections) rotates every section by the same position
-    // for text: it is plain NEOX rope over the first n_rot dims.
+    // Qwen3.5's interleaved M-RoPE (rope.dimension_sections: pairs of time, height, width):
+    // every axis holds the same position for text, which makes it plain NEOX rope over the
+    // first n_rot dims; an image's tokens take their grid places (Session::rope_positions).
+    if (const std::string key = a + "rope.dimension_sections"; f.find(key)) {
+        const std::vector<int64_t> sec = f.get_int_array(key);
+        int64_t sum = 0;
+        for (int64_t v : sec) sum += v < 0 ? 1 << 20 : v;
+        if (sec.size() < 3 || sum != n_rot_ / 2)
+            throw std::runtime_error(hp_.arch + ": rope.dimension_sections must hold the rope's " + std::to_string(n_rot_ / 2) +
+                                     " pairs (time, height, width)");
+        if (sec[1] > 0 || sec[2] > 0) mrope_axes_ = mrope_interleaved_axes(int32_t(n_rot_ / 2), int32_t(sec[1]), int32_t(sec[2]));
+    }
     hp_.attn_scale = 1.0f / std::sqrt(float(hd));
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
         LayerParams L;
@@ -154,6 +165,9 @@ Tensor* Qwen3Hybrid::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, Recurr
 
     CacheRows cache_rows(g, ub);  // full-attention layers: R = n_ctx
     RopeTables rope_tables(g, ub.pos);
+    Tensor* mrope_cs = nullptr;  // M-RoPE: one table (every full-attention layer has the same base)
+    if (!mrope_axes_.empty() && int64_t(ub.rope_pos.size()) != 3 * T)
+        throw std::logic_error("qwen35: the ubatch has no M-RoPE positions (Session::rope_positions)");
     // Query and gate rows of the joint projection: per head [q (hd), gate (hd)].
     Tensor* q_idx = nullptr;
     Tensor* gate_idx = nullptr;
@@ -161,7 +175,7 @@ Tensor* Qwen3Hybrid::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, Recurr
     Tensor* b_idx = nullptr;  // qwen3next: beta and alpha entries of ssm_ba's output
     Tensor* a_idx = nullptr;
 
-    Tensor* x = get_rows(g, tok_embd_, tokens);  // (E, T)
+    Tensor* x = with_given_rows(g, ub, get_rows(g, tok_embd_, tokens));  // (E, T); an image's rows as given
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
         const Layer& w = layers_[size_t(il)];
         const LayerParams& L = hp_.layers[size_t(il)];
@@ -224,8 +238,11 @@ Tensor* Qwen3Hybrid::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, Recurr
             q = rms_norm(g, q, w.q_norm, eps);
             k = rms_norm(g, k, w.k_norm, eps);
             const RopeParams rp{int32_t(n_rot_), ROPE_NEOX, L.rope_base, 1.0f};
-            q = rope(g, q, rope_tables(rp), rp);
-            k = rope(g, k, rope_tables(rp), rp);
+            if (!mrope_axes_.empty() && !mrope_cs)
+                mrope_cs = rope_table_axes(g, ub.rope_pos.data(), 3, T, rp, mrope_axes_, rope_inv_freq(rp.freq_base, rp.n_dims));
+            Tensor* cs = mrope_cs ? mrope_cs : rope_tables(rp);
+            q = rope(g, q, cs, rp);
+            k = rope(g, k, cs, rp);
             Tensor* att = reshape(g, cached_attention(g, kv, cache_rows, int(il), q, k, v, pos, seq, L.n_head_kv, hp_.attn_scale), {hd * H, T});
             o = mul_mat(g, w.wo, mul(g, att, sigmoid(g, gt)));
         }

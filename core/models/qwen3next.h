@@ -22,6 +22,9 @@ public:
     explicit Qwen3Hybrid(DeltaHeadMap head_map) : head_map_(head_map) {}
     Tensor* build_graph(Graph& g, const Ubatch& ub, KvCache& kv, RecurrentMemory* rs) const override;
     std::vector<RecurrentLayerSpec> recurrent_layout() const override;
+    // Qwen3.5 takes images (Qwen-VL's vision rows, causal like text) at M-RoPE positions.
+    bool takes_given_rows() const override { return !mrope_axes_.empty(); }
+    int rope_axes() const override { return mrope_axes_.empty() ? 1 : 3; }
 
 private:
     void load_arch() override;
@@ -67,6 +70,7 @@ private:
     int32_t head_map_;  // DeltaHeadMap
     int64_t d_conv_ = 0, n_k_heads_ = 0, d_k_ = 0, n_v_heads_ = 0, d_v_ = 0, n_rot_ = 0;
     std::vector<Layer> layers_;
+    std::vector<int32_t> mrope_axes_;  // per rope pair its axis (0 time, 1 height, 2 width); empty: plain rope
 };
 
 }  // namespace ls

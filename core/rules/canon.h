@@ -137,6 +137,11 @@ constexpr float kMagic = 12582912.0f;   // 1.5 * 2^23: adding it rounds to an in
 constexpr float kLo = -87.0f, kHi = 88.0f, kInf = 88.7f;
 constexpr float kP[8] = {1.0f / 5040, 1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f};
 constexpr float kGeluA = 0.7978845608028654f, kGeluB = 0.044715f;
+// erf-GELU: Abramowitz & Stegun 7.1.26, erfc(z) = t (a1 + t (a2 + t (a3 + t (a4 + t a5)))) e^-z^2,
+// t = 1 / (1 + p z), z >= 0 (absolute error below 1.5e-7); 1/sqrt(2) rounded to float.
+constexpr float kErfP = 0.3275911f;
+constexpr float kErfA[5] = {1.061405429f, -1.453152027f, 1.421413741f, -0.284496736f, 0.254829592f};  // a5 .. a1
+constexpr float kRsqrt2 = 0.7071067811865476f;
 // log: atanh series coefficients 1/9, 1/7, 1/5, 1/3, 1 (Horner order) and sqrt(2).
 constexpr float kL[5] = {1.0f / 9, 1.0f / 7, 1.0f / 5, 1.0f / 3, 1.0f};
 constexpr float kSqrt2 = 1.41421356237309505f;
@@ -170,6 +175,21 @@ LS_HD inline float det_gelu(float x) {
 }
 
 LS_HD inline float det_silu(float x) { return canon_div(x, 1.0f + det_exp(-x)); }
+
+// The exact (erf) GELU, 0.5 x (1 + erf(x / sqrt 2)) (torch's nn.GELU(), the Qwen-VL merger's):
+// with q = erfc(|z|) (kErfA above), 1 + erf(z) is 2 - q for z >= 0 and q itself below, so the
+// negative side has no cancellation.
+LS_HD inline float det_gelu_erf(float x) {
+    using namespace detc;
+    const float z = detp::fmin(detp::fmax(x, -x), 10.0f) * kRsqrt2;  // |x| / sqrt 2 (erfc(7) < 1e-21)
+    const float t = canon_div(1.0f, 1.0f + kErfP * z);
+    constexpr float ca[5] = {kErfA[0], kErfA[1], kErfA[2], kErfA[3], kErfA[4]};
+    float p = ca[0];
+    for (int i = 1; i < 5; ++i) p = p * t + ca[i];
+    const float q = (p * t) * det_exp(-(z * z));
+    const float phi2 = x >= 0.0f ? 2.0f - q : q;
+    return (0.5f * x) * phi2;
+}
 
 // 1 / (1 + e^-x): gates of the hybrid (Qwen3-Next / Qwen3.5) models.
 LS_HD inline float det_sigmoid(float x) { return canon_div(1.0f, 1.0f + det_exp(-x)); }

@@ -54,6 +54,33 @@ void rope_angles(const int32_t* pos, int64_t T, const P& p, const float* freq_fa
         }
 }
 
+// Multi-axis rope (Qwen2-VL's M-RoPE and Qwen3-VL's interleaved form; the 2D rope of vision
+// towers): pair i of token t turns by the position on axis axis[i], pos[t * n_axes + axis[i]],
+// times inv_freq[i] (given per pair: a vision tower's axes each restart the series). Calls
+// out(t, i, cos, sin) as rope_angles does.
+template <class P, class Out>
+void rope_angles_axes(const int32_t* pos, int64_t n_axes, int64_t T, const P& p, const int32_t* axis, const double* inv_freq,
+                      Out&& out) {
+    for (int64_t t = 0; t < T; ++t)
+        for (int64_t i = 0; i < p.n_dims / 2; ++i) {
+            float c, s;
+            rope_cos_sin(pos[t * n_axes + axis[i]], p, inv_freq[i], nullptr, i, c, s);
+            out(t, i, c, s);
+        }
+}
+
+// The axis of each of n_pairs pairs in Qwen3-VL / Qwen3.5's interleaved M-RoPE with sections
+// (t, h, w) (HF's mrope_section, llama.cpp's rope.dimension_sections): pair i is the height's
+// if i % 3 == 1 and i < 3 h, the width's if i % 3 == 2 and i < 3 w, else the time's.
+inline std::vector<int32_t> mrope_interleaved_axes(int32_t n_pairs, int32_t sec_h, int32_t sec_w) {
+    std::vector<int32_t> a(size_t(n_pairs), 0);
+    for (int32_t i = 0; i < n_pairs; ++i) {
+        if (i % 3 == 1 && i < 3 * sec_h) a[size_t(i)] = 1;
+        if (i % 3 == 2 && i < 3 * sec_w) a[size_t(i)] = 2;
+    }
+    return a;
+}
+
 // YaRN's correction range (corr_lo, corr_hi) for a context of n_ctx_orig tokens: the pairs
 // whose wavelength spans beta_fast and beta_slow rotations over it. truncate rounds the range
 // outward to whole pairs, as llama.cpp always does and transformers does unless the model's

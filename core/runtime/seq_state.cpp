@@ -89,6 +89,11 @@ size_t Session::seq_state_bytes(int s) const {
 
 std::vector<uint8_t> Session::save_seq(int s) const {
     if (link_) throw std::invalid_argument("sequence state: not available for a model placed over ranks (mpirun)");
+    if (m_.rope_axes() > 1 && s >= 0 && s < p_.n_seq)
+        for (size_t i = 0; i < rope_top_[size_t(s)].size(); ++i)
+            if (rope_top_[size_t(s)][i] != int32_t(i))
+                throw std::invalid_argument("sequence state: sequence " + std::to_string(s) + " holds an image, whose " + m_.hparams().arch +
+                                            " rope positions a saved state does not keep (not supported yet)");
     const size_t total = seq_state_bytes(s);
     std::vector<uint8_t> out;
     out.reserve(total);
@@ -209,6 +214,10 @@ void Session::load_seq(int s, const uint8_t* data, size_t size) {
     }
     kv_->set_seq_extent(s, len, frontier);
     cached_[size_t(s)] = std::move(tokens);
+    // (save_seq keeps images out of a multi-axis-rope model's states: text positions are plain)
+    rope_top_[size_t(s)].clear();
+    if (m_.rope_axes() > 1)
+        for (int32_t i = 0; i < int32_t(len); ++i) rope_top_[size_t(s)].push_back(i);
     for (auto& c : ckpt_pos_) c[size_t(s)] = -1;
 }
 

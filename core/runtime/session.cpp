@@ -44,6 +44,7 @@ Session::Session(const Model& m, Backend& be, const SessionParams& p)
     kv_ = std::make_unique<KvCache>(m.layer_backends(), m.kv_layout(), kc);
     if (const auto rl = m.recurrent_layout(); !rl.empty()) rs_ = std::make_unique<RecurrentMemory>(m.layer_backends(), rl, p_.n_seq);
     cached_.resize(size_t(p_.n_seq));
+    rope_top_.resize(size_t(p_.n_seq));
     for (auto& c : ckpt_pos_) c.assign(size_t(p_.n_seq), -1);
     if (link_ && link_->rank() == 0) {
         lead_ = link_;
@@ -131,8 +132,14 @@ void Session::check_batch(const Batch& b) const {
         throw std::invalid_argument("batch: given rows of " + std::to_string(E) + " values (the model's n_embd) expected, got " +
                                     std::to_string(b.embd.size()) + " values");
     const int64_t n_rows = int64_t(b.embd.size()) / E;
+    if (!b.grid.empty() && b.grid.size() != 2 * n)
+        throw std::invalid_argument("batch: the image grid places differ in length from the tokens (2 each)");
     if ((!b.embd_idx.empty() || !b.last_key.empty()) && !m_.takes_given_rows())
         throw std::invalid_argument(m_.hparams().arch + " takes no image (or other given) input rows");
+    // The other ranks follow a batch from its tokens alone (follow_rank0): given rows and their
+    // blocks would be cut and placed differently there.
+    if ((!b.embd_idx.empty() || !b.last_key.empty()) && link_)
+        throw std::invalid_argument("images (given input rows) are not supported yet for a model placed over ranks (mpirun)");
     std::vector<int64_t> next(size_t(p_.n_seq));
     for (int s = 0; s < p_.n_seq; ++s) next[size_t(s)] = kv_->seq_len(s);
     for (size_t i = 0; i < n; ++i) {
@@ -217,7 +224,6 @@ std::vector<float> Session::decode(const Batch& b, DecodeOutput what) {
         c.insert(c.end(), b.logits.begin(), b.logits.end());
         announce(std::move(c));
     }
-    const int64_t n = int64_t(b.size());
     const int64_t row = what == DecodeOutput::Hidden ? m_.hparams().n_embd : m_.hparams().n_vocab;
     std::vector<float> out;
     out.reserve(size_t(std::count_if(b.logits.begin(), b.logits.end(), [](uint8_t f) { return f != 0; })) * size_t(row));
@@ -238,6 +244,8 @@ std::vector<float> Session::decode(const Batch& b, DecodeOutput what) {
         unread = std::move(later);
     };
     const std::vector<int64_t> cuts = ubatch_cuts(b);
+    const int64_t A = m_.rope_axes();
+    const std::vector<int32_t> rope_pos = A > 1 ? rope_positions(b) : std::vector<int32_t>{};
     for (size_t c = 0; c + 1 < cuts.size(); ++c) {
         const int64_t i0 = cuts[c], i1 = cuts[c + 1];
         Ubatch ub;
@@ -256,6 +264,7 @@ std::vector<float> Session::decode(const Batch& b, DecodeOutput what) {
         }
         if (!b.last_key.empty() && std::any_of(b.last_key.begin() + i0, b.last_key.begin() + i1, [](int32_t k) { return k >= 0; }))
             ub.last_key.assign(b.last_key.begin() + i0, b.last_key.begin() + i1);
+        if (A > 1) ub.rope_pos.assign(rope_pos.begin() + i0 * A, rope_pos.begin() + i1 * A);
         for (int64_t i = i0; i < i1; ++i)
             if (b.logits[size_t(i)]) ub.out_idx.push_back(int32_t(i - i0));
         Graph& g = *graphs.emplace_back(std::make_unique<Graph>());
@@ -265,6 +274,10 @@ std::vector<float> Session::decode(const Batch& b, DecodeOutput what) {
             const int s = b.seq[size_t(i)];
             kv_->set_seq_len(s, kv_->seq_len(s) + 1);
             cached_[size_t(s)].push_back(b.tokens[size_t(i)]);
+            if (A > 1) {
+                const auto at = rope_pos.begin() + i * A;
+                rope_top_[size_t(s)].push_back(*std::max_element(at, at + A));
+            }
         }
         if (logits && sched_.outputs_here()) {
             unread.emplace_back(logits, out.size());
@@ -282,6 +295,33 @@ std::vector<float> Session::decode(const Batch& b, DecodeOutput what) {
     } catch (const std::exception& e) {
         if (link) link->abort("lockstep: rank " + std::to_string(link->rank()) + " on " + link->host() + ": " + e.what());
         throw;
+    }
+    return out;
+}
+
+std::vector<int32_t> Session::rope_positions(const Batch& b) const {
+    // HF's get_rope_index (Qwen2-VL and after): text continues from the largest position so
+    // far plus one, on every axis; an image starting at p puts its token (y, x) at (p, p + y,
+    // p + x), so the text after it starts at p + max(rows, columns).
+    const int64_t A = m_.rope_axes();
+    std::vector<int32_t> next(size_t(p_.n_seq)), start(size_t(p_.n_seq));
+    for (size_t s = 0; s < next.size(); ++s) next[s] = start[s] = rope_top_[s].empty() ? 0 : rope_top_[s].back() + 1;
+    std::vector<int32_t> out(b.size() * size_t(A));
+    for (size_t i = 0; i < b.size(); ++i) {
+        const size_t s = size_t(b.seq[i]);
+        int32_t* o = out.data() + i * size_t(A);
+        int32_t top = next[s];
+        if (b.grid.empty() || b.grid[2 * i] < 0) {
+            std::fill(o, o + A, next[s]);
+        } else {
+            const int32_t y = b.grid[2 * i], x = b.grid[2 * i + 1];
+            if (y == 0 && x == 0) start[s] = next[s];
+            const int32_t p = start[s];
+            o[0] = p;
+            for (int64_t a = 1; a < A; ++a) o[a] = p + (a == 1 ? y : a == 2 ? x : 0);
+            top = p + std::max(y, x);
+        }
+        next[s] = top + 1;
     }
     return out;
 }
@@ -320,6 +360,7 @@ bool Session::seq_rm_here(int s, int64_t p0) {
     for (auto& c : ckpt_pos_)
         if (s >= 0 && s < p_.n_seq && p0 < c[size_t(s)]) c[size_t(s)] = -1;
     cached_[size_t(s)].resize(size_t(kv_->seq_len(s)));
+    if (m_.rope_axes() > 1) rope_top_[size_t(s)].resize(size_t(kv_->seq_len(s)));
     return true;
 }
 
@@ -358,6 +399,8 @@ bool Session::seq_cp_here(int src, int dst, int64_t p1) {
         for (auto& c : ckpt_pos_) c[size_t(dst)] = -1;
     std::vector<int32_t> t(cached_.at(size_t(src)).begin(), cached_.at(size_t(src)).begin() + kv_->seq_len(dst));
     cached_[size_t(dst)] = std::move(t);
+    if (m_.rope_axes() > 1)
+        rope_top_[size_t(dst)].assign(rope_top_.at(size_t(src)).begin(), rope_top_.at(size_t(src)).begin() + kv_->seq_len(dst));
     return true;
 }
 
@@ -371,6 +414,7 @@ void Session::seq_keep_here(int s) {
     for (int i = 0; i < p_.n_seq; ++i)
         if (i != s) {
             cached_[size_t(i)].clear();
+            rope_top_[size_t(i)].clear();
             for (auto& c : ckpt_pos_) c[size_t(i)] = -1;
         }
 }
@@ -384,6 +428,7 @@ void Session::reset_here() {
     kv_->clear();
     if (rs_) rs_->clear();
     for (auto& c : cached_) c.clear();
+    for (auto& c : rope_top_) c.clear();
     for (auto& c : ckpt_pos_) std::fill(c.begin(), c.end(), int64_t(-1));
 }
 

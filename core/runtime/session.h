@@ -28,6 +28,10 @@ struct Batch {
     // that see each other is never cut between ubatches (one larger than the ubatch is refused).
     std::vector<int32_t> embd_idx, last_key;
     std::vector<float> embd;
+    // Per token, when not empty: its row and column in its image's token grid (2 values; -1, -1
+    // for text), which a model with multi-axis rope takes as its positions (Model::rope_axes);
+    // an image's tokens come in grid order, its first one at (0, 0).
+    std::vector<int32_t> grid;
     void add(int32_t token, int32_t seq_id, int32_t position, bool want_logits) {
         tokens.push_back(token);
         seq.push_back(seq_id);
@@ -35,12 +39,17 @@ struct Batch {
         logits.push_back(want_logits);
         if (!embd_idx.empty()) embd_idx.push_back(-1);
         if (!last_key.empty()) last_key.push_back(-1);
+        if (!grid.empty()) grid.insert(grid.end(), {-1, -1});
     }
     // A token whose input is `row` (n_embd floats); `token` is what the sequence's history
     // records for it (prefix reuse compares those: give each image its own values).
-    void add_row(const float* row, int64_t n_embd, int32_t token, int32_t seq_id, int32_t position, int32_t last, bool want_logits) {
+    // (grid_y, grid_x): its place in its image's token grid.
+    void add_row(const float* row, int64_t n_embd, int32_t token, int32_t seq_id, int32_t position, int32_t last, bool want_logits,
+                 int32_t grid_y = 0, int32_t grid_x = 0) {
         embd_idx.resize(tokens.size(), -1);
         last_key.resize(tokens.size(), -1);
+        grid.resize(2 * tokens.size(), -1);
+        grid.insert(grid.end(), {grid_y, grid_x});
         embd_idx.push_back(int32_t(embd.size() / size_t(n_embd)));
         last_key.push_back(last);
         embd.insert(embd.end(), row, row + n_embd);
@@ -50,7 +59,7 @@ struct Batch {
         logits.push_back(want_logits);
     }
     size_t size() const { return tokens.size(); }
-    void clear() { tokens.clear(), pos.clear(), seq.clear(), logits.clear(), embd_idx.clear(), last_key.clear(), embd.clear(); }
+    void clear() { tokens.clear(), pos.clear(), seq.clear(), logits.clear(), embd_idx.clear(), last_key.clear(), embd.clear(), grid.clear(); }
 };
 
 // What Session::decode returns for each flagged token.
@@ -159,6 +168,11 @@ private:
     std::unique_ptr<RecurrentMemory> rs_;
     Scheduler sched_;
     std::vector<std::vector<int32_t>> cached_;  // per sequence: the tokens its KV rows hold
+    // Models with multi-axis rope: per sequence, per cached token, the largest of its rope
+    // positions (the next text token takes the last one plus one).
+    std::vector<std::vector<int32_t>> rope_top_;
+    // Each token's rope positions ([n][axes]) for a checked batch, continuing each sequence.
+    std::vector<int32_t> rope_positions(const Batch& b) const;
     // Per checkpoint bank (0: checkpoint(), 1: checkpoint_step()), per sequence: the length
     // at which its recurrent state was saved, or -1.
     std::vector<int64_t> ckpt_pos_[RecurrentMemory::kCheckpointBanks];

@@ -82,8 +82,10 @@ Batch image_prompt_batch(const ImagePrompt& p, const VisionEncoder& enc, const s
         for (; i < s.first; ++i) b.add(p.ids[i], seq, int32_t(i), false);
         const std::vector<float> rows = enc.encode(images.at(s.image));
         if (n_encoded) ++*n_encoded;
-        const int32_t last = int32_t(s.first + size_t(s.n) - 1);
-        for (int64_t j = 0; j < s.n; ++j, ++i) b.add_row(rows.data() + size_t(j * E), E, p.ids[i], seq, int32_t(i), last, false);
+        const int32_t last = enc.sees_whole_image() ? int32_t(s.first + size_t(s.n) - 1) : -1;
+        const int64_t cols = enc.token_grid(images.at(s.image))[1];
+        for (int64_t j = 0; j < s.n; ++j, ++i)
+            b.add_row(rows.data() + size_t(j * E), E, p.ids[i], seq, int32_t(i), last, false, int32_t(j / cols), int32_t(j % cols));
     }
     for (; i < to; ++i) b.add(p.ids[i], seq, int32_t(i), false);
     if (last_logits && !b.logits.empty()) b.logits.back() = 1;

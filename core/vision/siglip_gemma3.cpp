@@ -12,7 +12,7 @@ namespace ls {
 void SiglipGemma3::load_arch() {
     const GgufFile& f = *file_;
     projector_ = "gemma3";
-    text_arch_ = "gemma3";
+    text_archs_ = {"gemma3"};
     hp_.arch = "clip";
     auto bad = [](const std::string& what) { throw std::runtime_error("gemma3 projector: " + what); };
     const int64_t E = f.get_int("clip.vision.embedding_length"), F = f.get_int("clip.vision.feed_forward_length");
@@ -47,7 +47,6 @@ void SiglipGemma3::load_arch() {
     patch_w_ = weight("v.patch_embd.weight", {P, P, 3, E});
     patch_b_ = norm_weight("v.patch_embd.bias", E);
     pos_ = weight("v.position_embd.weight", {E, N});
-    const LayerParams lp{.n_head = int32_t(H), .n_head_kv = int32_t(H), .head_dim_k = int32_t(hd), .head_dim_v = int32_t(hd)};
     for (int64_t il = 0; il < L; ++il) {
         const std::string p = "v.blk." + std::to_string(il) + ".";
         Layer l;

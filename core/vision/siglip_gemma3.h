@@ -11,7 +11,7 @@ namespace ls {
 
 class SiglipGemma3 final : public VisionEncoder {
 public:
-    int64_t n_tokens(const image::Rgb8&) const override { return tokens_per_side_ * tokens_per_side_; }
+    std::array<int64_t, 2> token_grid(const image::Rgb8&) const override { return {tokens_per_side_, tokens_per_side_}; }
     Pixels preprocess(const image::Rgb8& img) const override;
     std::string image_text(int64_t n) const override;
     std::string soft_token() const override { return "<image_soft_token>"; }

@@ -1,9 +1,11 @@
 #include "core/vision/vision_encoder.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "core/gguf/gguf.h"
 #include "core/sched/scheduler.h"
+#include "core/vision/qwen3vl_vision.h"
 #include "core/vision/siglip_gemma3.h"
 
 namespace ls {
@@ -20,8 +22,10 @@ std::vector<float> VisionEncoder::encode(const image::Rgb8& img) const {
 }
 
 void VisionEncoder::check_text_model(const Model& text) const {
-    if (!text_arch_.empty() && text.hparams().arch != text_arch_)
-        throw std::invalid_argument("the projector (mmproj, " + projector_ + ") is for " + text_arch_ + " text models, not " +
+    std::string archs;
+    for (const std::string& a : text_archs_) archs += (archs.empty() ? "" : " or ") + a;
+    if (!text_archs_.empty() && std::find(text_archs_.begin(), text_archs_.end(), text.hparams().arch) == text_archs_.end())
+        throw std::invalid_argument("the projector (mmproj, " + projector_ + ") is for " + archs + " text models, not " +
                                     text.hparams().arch + ": they are not a pair");
     if (text.hparams().n_embd != n_out_)
         throw std::invalid_argument("the projector (mmproj, " + projector_ + ") gives rows of " + std::to_string(n_out_) +
@@ -43,7 +47,8 @@ std::unique_ptr<VisionEncoder> load_vision_encoder(const std::string& path, Back
     const std::string proj = file->get_string("clip.projector_type", "");
     std::unique_ptr<VisionEncoder> m;
     if (proj == "gemma3") m = std::make_unique<SiglipGemma3>();
-    else throw std::runtime_error(path + ": projector type '" + proj + "' is not supported (supported: gemma3)");
+    else if (proj == "qwen3vl_merger") m = std::make_unique<Qwen3VLVision>();
+    else throw std::runtime_error(path + ": projector type '" + proj + "' is not supported (supported: gemma3, qwen3vl_merger)");
     try {
         m->attach(std::move(file), be, Model::WeightMemory::Auto);
     } catch (const std::exception& e) {

@@ -19,8 +19,14 @@ public:
     const std::string& projector() const { return projector_; }
     // The width of the rows encode() gives (the text model's n_embd must equal it).
     int64_t n_embd_out() const { return n_out_; }
-    // How many rows an image gives (its soft tokens).
-    virtual int64_t n_tokens(const image::Rgb8& img) const = 0;
+    // How many rows an image gives (its soft tokens): its token grid's rows times columns.
+    int64_t n_tokens(const image::Rgb8& img) const {
+        const std::array<int64_t, 2> g = token_grid(img);
+        return g[0] * g[1];
+    }
+    // The grid of an image's tokens, {rows, columns}; its rows come row by row (a model with
+    // multi-axis rope places them by it).
+    virtual std::array<int64_t, 2> token_grid(const image::Rgb8& img) const = 0;
     // The model's input for an image, as its HF processor makes it: [3][h][w] floats.
     struct Pixels {
         std::vector<float> chw;
@@ -34,6 +40,9 @@ public:
     // tokens, "<end_of_image>\n\n").
     virtual std::string image_text(int64_t n) const = 0;
     virtual std::string soft_token() const = 0;
+    // Whether an image's tokens see the whole image in the text model (Gemma 3), or only the
+    // tokens before them, as text does (Qwen-VL).
+    virtual bool sees_whole_image() const { return true; }
     // Refuses a text model these rows are not for (its architecture, its width), naming both.
     void check_text_model(const Model& text) const;
 
@@ -44,7 +53,7 @@ protected:
     // The graph of one preprocessed image; returns [n_embd_out, n_tokens].
     virtual Tensor* build_image_graph(Graph& g, const Pixels& px) const = 0;
     std::string projector_;
-    std::string text_arch_;  // the text models' general.architecture
+    std::vector<std::string> text_archs_;  // the text models' general.architecture values
     int64_t n_out_ = 0;
 };
 

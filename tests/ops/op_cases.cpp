@@ -107,7 +107,7 @@ struct ElementCase {
     enum Kind { Add, Mul, Unary, RmsNorm, Softmax, LayerNorm } kind;
     int64_t n0, n1, n2;
     int64_t pad = 0;
-    static constexpr const char* kNames[] = {"add", "mul", "scale/gelu/silu/sigmoid/softplus/softcap/clamp", "rms_norm", "softmax", "layer_norm"};
+    static constexpr const char* kNames[] = {"add", "mul", "scale/gelu/gelu_erf/silu/sigmoid/softplus/softcap/clamp", "rms_norm", "softmax", "layer_norm"};
     std::string name() const {
         const bool three = kind == Add || kind == Mul;  // the others take [n0, n1]
         std::string a = pad ? view_str(n0, n1 * (three ? n2 : 1), pad, three) : three ? ne_str({n0, n1, n2}) : ne_str({n0, n1});
@@ -133,7 +133,7 @@ struct ElementCase {
             case Unary: {
                 Tensor* a = in(0, 3.0f, 0);
                 Tensor* wide = in(0, 40.0f, 0);  // reaches exp's clamps
-                return {scale(g, a, 0.37f), gelu(g, a), silu(g, a), gelu(g, wide), silu(g, wide), sigmoid(g, a), sigmoid(g, wide),
+                return {scale(g, a, 0.37f), gelu(g, a), silu(g, a), gelu(g, wide), silu(g, wide), gelu_erf(g, a), gelu_erf(g, wide), sigmoid(g, a), sigmoid(g, wide),
                         softplus(g, a), softplus(g, wide), softcap(g, wide, 30.f), softcap(g, a, 0.5f),
                         clamp(g, a, -1.5f, 2.0f), clamp(g, wide, -INFINITY, 7.0f), clamp(g, wide, -7.0f, 7.0f)};
             }

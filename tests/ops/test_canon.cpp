@@ -49,6 +49,20 @@ TEST_CASE("det_gelu and det_silu match their closed forms", "[canon]") {
     }
 }
 
+TEST_CASE("det_gelu_erf matches the erf GELU within its series error", "[canon]") {
+    double worst = 0;
+    for (float x = -30.0f; x <= 30.0f; x += 0.003f) {
+        const double want = 0.5 * x * std::erfc(-double(x) / std::sqrt(2.0));  // no cancellation for x < 0
+        const double err = std::fabs(det_gelu_erf(x) - want) / (1.0 + std::fabs(want));
+        worst = std::max(worst, err);
+    }
+    CHECK(worst <= 3e-7);
+    CHECK(det_gelu_erf(0.0f) == 0.0f);
+    CHECK(std::fabs(det_gelu_erf(-40.0f)) < 1e-20f);
+    CHECK(det_gelu_erf(40.0f) == 40.0f);
+    CHECK(std::isnan(det_gelu_erf(NAN)));
+}
+
 TEST_CASE("det_log1p and det_softplus are within a few ulp of their closed forms", "[canon]") {
     std::mt19937 rng(7);
     int64_t worst_log = 0, worst_sp = 0;

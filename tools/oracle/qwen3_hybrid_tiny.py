@@ -112,38 +112,14 @@ def reorder_v(t, dim, hk, r, hd):
     return t.reshape(shape)
 
 
-def export(cfg, m, path, A):
-    w = gguf.GGUFWriter(path, A)
+def write_tensors(w, cfg, sd, A):
+    """The tensors of a qwen35 / qwen35moe / qwen3next GGUF, as the converter transforms them, from `sd`: HF
+    parameter names (model.embed_tokens.weight, model.layers.N..., model.norm.weight, lm_head.weight) -> tensors.
+    Also used by qwen35v_tiny.py (the text half of Qwen3_5ForConditionalGeneration, names renamed)."""
     hk, hv = cfg.linear_num_key_heads, cfg.linear_num_value_heads
     dk, dv = cfg.linear_key_head_dim, cfg.linear_value_head_dim
     r = hv // hk
-    w.add_block_count(cfg.num_hidden_layers)
-    w.add_context_length(cfg.max_position_embeddings)
-    w.add_embedding_length(cfg.hidden_size)
     MOE = getattr(cfg, "num_experts", 0) > 0
-    if MOE:
-        w.add_bool(f"{A}.expert_weights_norm", bool(getattr(cfg, "norm_topk_prob", True)))
-        w.add_expert_count(cfg.num_experts)
-        w.add_expert_used_count(cfg.num_experts_per_tok)
-        w.add_expert_feed_forward_length(cfg.moe_intermediate_size)
-        w.add_expert_shared_feed_forward_length(cfg.shared_expert_intermediate_size)
-    else:
-        w.add_feed_forward_length(cfg.intermediate_size)
-    w.add_head_count(cfg.num_attention_heads)
-    w.add_head_count_kv(cfg.num_key_value_heads)
-    w.add_key_length(cfg.head_dim)
-    w.add_value_length(cfg.head_dim)
-    w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
-    w.add_rope_freq_base(cfg.rope_parameters["rope_theta"])
-    w.add_rope_dimension_count(int(cfg.head_dim * cfg.rope_parameters["partial_rotary_factor"]))
-    if A in ("qwen35", "qwen35moe"):
-        w.add_array(f"{A}.rope.dimension_sections", list(cfg.rope_parameters["mrope_section"]) + [0])
-    w.add_uint32(f"{A}.ssm.conv_kernel", cfg.linear_conv_kernel_dim)
-    w.add_uint32(f"{A}.ssm.state_size", dk)
-    w.add_uint32(f"{A}.ssm.group_count", hk)
-    w.add_uint32(f"{A}.ssm.time_step_rank", hv)
-    w.add_uint32(f"{A}.ssm.inner_size", hv * dv)
-    w.add_uint32(f"{A}.full_attention_interval", FULL_EVERY)
 
     def put(name, t):
         a = t.detach().float().contiguous().numpy().astype(np.float32)
@@ -154,7 +130,6 @@ def export(cfg, m, path, A):
             return
         w.add_tensor(name, a)
 
-    sd = dict(m.named_parameters())
     put("token_embd.weight", sd["model.embed_tokens.weight"])
     put("output_norm.weight", sd["model.norm.weight"] + 1)
     put("output.weight", sd["lm_head.weight"])
@@ -215,6 +190,41 @@ def export(cfg, m, path, A):
             put(b + "ssm_a", reorder_v(-torch.exp(sd[la + "A_log"]), 0, hk, r, 1))
             put(b + "ssm_norm.weight", sd[la + "norm.weight"])
             put(b + "ssm_out.weight", reorder_v(sd[la + "out_proj.weight"], 1, hk, r, dv))
+
+
+def export(cfg, m, path, A):
+    w = gguf.GGUFWriter(path, A)
+    hk, hv = cfg.linear_num_key_heads, cfg.linear_num_value_heads
+    dk, dv = cfg.linear_key_head_dim, cfg.linear_value_head_dim
+    w.add_block_count(cfg.num_hidden_layers)
+    w.add_context_length(cfg.max_position_embeddings)
+    w.add_embedding_length(cfg.hidden_size)
+    MOE = getattr(cfg, "num_experts", 0) > 0
+    if MOE:
+        w.add_bool(f"{A}.expert_weights_norm", bool(getattr(cfg, "norm_topk_prob", True)))
+        w.add_expert_count(cfg.num_experts)
+        w.add_expert_used_count(cfg.num_experts_per_tok)
+        w.add_expert_feed_forward_length(cfg.moe_intermediate_size)
+        w.add_expert_shared_feed_forward_length(cfg.shared_expert_intermediate_size)
+    else:
+        w.add_feed_forward_length(cfg.intermediate_size)
+    w.add_head_count(cfg.num_attention_heads)
+    w.add_head_count_kv(cfg.num_key_value_heads)
+    w.add_key_length(cfg.head_dim)
+    w.add_value_length(cfg.head_dim)
+    w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    w.add_rope_freq_base(cfg.rope_parameters["rope_theta"])
+    w.add_rope_dimension_count(int(cfg.head_dim * cfg.rope_parameters["partial_rotary_factor"]))
+    if A in ("qwen35", "qwen35moe"):
+        w.add_array(f"{A}.rope.dimension_sections", list(cfg.rope_parameters["mrope_section"]) + [0])
+    w.add_uint32(f"{A}.ssm.conv_kernel", cfg.linear_conv_kernel_dim)
+    w.add_uint32(f"{A}.ssm.state_size", dk)
+    w.add_uint32(f"{A}.ssm.group_count", hk)
+    w.add_uint32(f"{A}.ssm.time_step_rank", hv)
+    w.add_uint32(f"{A}.ssm.inner_size", hv * dv)
+    w.add_uint32(f"{A}.full_attention_interval", FULL_EVERY)
+
+    write_tensors(w, cfg, dict(m.named_parameters()), A)
     if SIZE != "tiny":  # `lockstep bench` opens a tokenizer: a byte-level SPM vocabulary
         V = cfg.vocab_size
         toks = ["<unk>", "<s>", "</s>"] + [f"<0x{i:02X}>" for i in range(256)]
