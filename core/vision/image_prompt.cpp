@@ -101,15 +101,23 @@ int64_t evaluate_image_prefix(Session& s, int seq, const ImagePrompt& p, const V
     const std::vector<int32_t>& have = s.seq_tokens(seq);
     size_t common = 0;
     while (common < have.size() && common < p.ids.size() && have[common] == p.ids[common]) ++common;
+    size_t kept;
     if (common > head) {
-        if (counts) counts->reused += int64_t(p.spans.size());
-        return -1;
+        // The sequence holds every image: keep what the caller's own reuse keeps (a hybrid
+        // model can go back only to its checkpoint, which may lie before an image, or to 0).
+        kept = size_t(s.reuse_prefix(seq, p.ids));
+        if (kept >= head) {
+            if (counts) counts->reused += int64_t(p.spans.size());
+            return -1;
+        }
+    } else {
+        const std::vector<int32_t> upto(p.ids.begin(), p.ids.begin() + std::ptrdiff_t(head + 1));
+        kept = size_t(s.reuse_prefix(seq, upto));
     }
-    const std::vector<int32_t> upto(p.ids.begin(), p.ids.begin() + std::ptrdiff_t(head + 1));
-    size_t kept = size_t(s.reuse_prefix(seq, upto));
     if (const size_t at = image_start_at(p, kept); at != kept) {
-        s.seq_rm(seq, int64_t(at));
-        kept = at;
+        // (a recurrent state cannot go back inside an image: start over then)
+        if (!s.seq_rm(seq, int64_t(at))) s.seq_rm(seq, 0);
+        kept = size_t(s.seq_len(seq));
     }
     if (counts)
         for (const ImageSpan& sp : p.spans) counts->reused += sp.first + size_t(sp.n) <= kept;

@@ -1,7 +1,9 @@
 """`lockstep serve --mmproj`: images in chats, as OpenAI's image_url parts with data: URLs.
 
-usage: test_images.py BINARY DATA_DIR [serve args...]
-  DATA_DIR holds gemma3v_tiny.gguf, gemma3v_tiny_mmproj.gguf and vision/ (tools/oracle/vision_tiny.py).
+usage: test_images.py BINARY DATA_DIR [--family=NAME] [serve args...]
+  DATA_DIR holds NAME_tiny.gguf, NAME_tiny_mmproj.gguf and vision/ (NAME gemma3v, the default:
+  tools/oracle/vision_tiny.py; qwen35v: tools/oracle/qwen35v_tiny.py, a hybrid model whose images
+  take M-RoPE positions and whose next turn resumes from its recurrent checkpoint).
   - an image chat answers 200; the same request alone and beside three others (two with other
     images, one text only) is the same reply;
   - its next turn reuses the cached prefix, image included (not encoded again: counted in
@@ -47,8 +49,11 @@ def png_with_size(raw, w, h):
 
 
 def main(binary, data, args):
-    model = os.path.join(data, "gemma3v_tiny.gguf")
-    mmproj = os.path.join(data, "gemma3v_tiny_mmproj.gguf")
+    family = "gemma3v"
+    if args and args[0].startswith("--family="):
+        family = args.pop(0).split("=", 1)[1]
+    model = os.path.join(data, f"{family}_tiny.gguf")
+    mmproj = os.path.join(data, f"{family}_tiny_mmproj.gguf")
     imgs = {n: open(os.path.join(data, "vision", n), "rb").read() for n in ("rgb64.png", "rgb100x37.png", "photo120x90.jpg")}
     png, png2, jpg = imgs["rgb64.png"], imgs["rgb100x37.png"], imgs["photo120x90.jpg"]
     with Server(binary, model, ["-np", "4", "-c", "256", "-ub", "32", "--mmproj", mmproj] + args) as srv:

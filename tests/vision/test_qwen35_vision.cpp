@@ -232,6 +232,22 @@ TEST_CASE("qwen3.5 vision: the next turn reuses the encoded images and equals a 
     const std::vector<float> want = fresh->decode(b);
     REQUIRE(turn2.size() == want.size());
     CHECK(std::memcmp(turn2.data(), want.data(), want.size() * 4) == 0);
+    s->checkpoint(0);  // (as generate() takes one after each prompt: now past turn 2)
+    // Another turn that shares the images but leaves the transcript before the recurrent
+    // checkpoint: the state cannot go back there, so the images are encoded again, never read
+    // as text (their tags are no tokens), and the logits are a fresh evaluation's.
+    const std::vector<int32_t> other = tok->encode("<|im_end|>\n<|im_start|>user\nno", false, true);
+    ImagePrompt p3 = p;
+    p3.ids.insert(p3.ids.end(), other.begin(), other.end());
+    ImageCounts c3;
+    evaluate_image_prefix(*s, 0, p3, *enc, imgs, &c3);
+    CHECK(c3.encoded == 2);
+    const int64_t keep3 = s->reuse_prefix(0, p3.ids);
+    CHECK(keep3 >= int64_t(p.spans.back().first + size_t(p.spans.back().n)));
+    const std::vector<float> turn3 = s->eval(std::vector<int32_t>(p3.ids.begin() + keep3, p3.ids.end()));
+    const std::vector<float> want3 = test::new_session(l, 256, 64, DType::F32)->decode(image_prompt_batch(p3, *enc, imgs, 0, 0, p3.ids.size(), true));
+    REQUIRE(turn3.size() == want3.size());
+    CHECK(std::memcmp(turn3.data(), want3.data(), want3.size() * 4) == 0);
 }
 
 TEST_CASE("qwen3.5 vision: a projector that is not the model's pair, a deepstack projector and a hostile aspect ratio are refused",
