@@ -40,6 +40,7 @@ void Qwen3VLVision::load_arch() {
     if (!(eps_ > 0.f) || !std::isfinite(eps_)) bad("attention.layer_norm_epsilon must be a positive number");
     if (min_pixels_ < 1 || max_pixels_ < min_pixels_ || max_pixels_ > (int64_t(1) << 28))
         bad("image_min_pixels and image_max_pixels must satisfy 1 <= min <= max <= 2^28");
+    file_pixels_ = {min_pixels_, max_pixels_};
     if (f.find("clip.vision.is_deepstack_layers"))
         for (bool b : f.get_bool_array("clip.vision.is_deepstack_layers"))
             if (b) bad("Qwen3-VL's deepstack layers are not supported yet (Qwen3.5's projector has none)");
@@ -105,6 +106,15 @@ void Qwen3VLVision::load_arch() {
     mm0_b_ = norm_weight("mm.0.bias", M);
     mm2_ = matmul_weight("mm.2.weight", M, n_out_);
     mm2_b_ = norm_weight("mm.2.bias", n_out_);
+}
+
+void Qwen3VLVision::set_image_tokens(int64_t min_tokens, int64_t max_tokens) {
+    const int64_t per = int64_t(patch_) * merge_ * patch_ * merge_;  // pixels per token
+    const int64_t lo = min_tokens > 0 ? min_tokens * per : file_pixels_[0], hi = max_tokens > 0 ? max_tokens * per : file_pixels_[1];
+    if (min_tokens < 0 || max_tokens < 0 || max_tokens > (int64_t(1) << 20) || min_tokens > (int64_t(1) << 20) || lo > hi)
+        throw std::invalid_argument("image token budget: at least " + std::to_string(lo / per) + " and at most " + std::to_string(hi / per) +
+                                    " tokens per image cannot both hold (--image-min-tokens, --image-max-tokens)");
+    min_pixels_ = lo, max_pixels_ = hi;
 }
 
 std::array<int, 2> Qwen3VLVision::resized(const image::Rgb8& img) const {

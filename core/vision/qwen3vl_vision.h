@@ -19,6 +19,7 @@ public:
     std::string image_text(int64_t n) const override;
     std::string soft_token() const override { return "<|image_pad|>"; }
     bool sees_whole_image() const override { return false; }
+    void set_image_tokens(int64_t min_tokens, int64_t max_tokens) override;
     // The size an image is resized to, {height, width} (HF's smart_resize).
     std::array<int, 2> resized(const image::Rgb8& img) const;
 
@@ -35,6 +36,7 @@ private:
     };
     int patch_ = 0, merge_ = 2, n_head_ = 0, grid_side_ = 0;
     int64_t min_pixels_ = 0, max_pixels_ = 0;
+    std::array<int64_t, 2> file_pixels_{};  // the file's (or the default) budget
     float eps_ = 1e-6f;
     std::array<float, 3> mean_{}, std_{};
     std::vector<float> patch_w_;  // the two temporal kernels summed: [3 * p * p, n_embd]

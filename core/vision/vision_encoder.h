@@ -43,6 +43,11 @@ public:
     // Whether an image's tokens see the whole image in the text model (Gemma 3), or only the
     // tokens before them, as text does (Qwen-VL).
     virtual bool sees_whole_image() const { return true; }
+    // llama.cpp's --image-min-tokens / --image-max-tokens: the token budget of an image for
+    // encoders that take images at their own resolution (Qwen-VL); 0 keeps the file's (or the
+    // processor's) default. Encoders of a fixed size (Gemma 3) ignore it, as llama.cpp does.
+    // Throws std::invalid_argument for min > max.
+    virtual void set_image_tokens(int64_t min_tokens, int64_t max_tokens) { (void)min_tokens, (void)max_tokens; }
     // Refuses a text model these rows are not for (its architecture, its width), naming both.
     void check_text_model(const Model& text) const;
 

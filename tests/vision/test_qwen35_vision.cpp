@@ -263,4 +263,15 @@ TEST_CASE("qwen3.5 vision: a projector that is not the model's pair, a deepstack
     thin.width = 402, thin.height = 2;
     thin.px.assign(size_t(402 * 2 * 3), 128);
     CHECK_THROWS_WITH(enc->n_tokens(thin), Catch::Contains("aspect ratio"));
+    // --image-min-tokens / --image-max-tokens move smart_resize's budget (16 x 16 pixels a token).
+    const image::Rgb8 photo = image::load_file(test::test_data("vision/photo120x90.jpg"));
+    CHECK(enc->n_tokens(photo) == 15);  // the file's budget: 4800 pixels
+    enc->set_image_tokens(0, 100);
+    CHECK(enc->token_grid(photo) == std::array<int64_t, 2>{6, 8});  // 90 x 120 rounded to 16s (7.5 to 8: half to even)
+    enc->set_image_tokens(0, 4);
+    CHECK(enc->n_tokens(photo) == 2);
+    enc->set_image_tokens(200, 300);
+    CHECK(enc->n_tokens(photo) >= 200);
+    CHECK(enc->n_tokens(photo) <= 300);
+    CHECK_THROWS_WITH(enc->set_image_tokens(200, 0), Catch::Contains("at least 200 and at most 18"));  // the file's 4800 pixels
 }

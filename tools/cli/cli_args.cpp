@@ -92,6 +92,8 @@ Options parse_args(int argc, char** argv) {
         else if (a == "-f" || a == "--file") o.file = value();
         else if (a == "--mmproj" || a == "-mm") o.mmproj = value();
         else if (a == "--image") o.images.push_back(value());
+        else if (a == "--image-min-tokens") o.image_min_tokens = positive(parse_number<int64_t>(a, value()));
+        else if (a == "--image-max-tokens") o.image_max_tokens = positive(parse_number<int64_t>(a, value()));
         else if ((a == "-n" || a == "--n-predict" || a == "--n-gen") && bench) o.bench_tg = parse_list(a, value());
         else if ((a == "-d" || a == "--n-depth") && bench) o.bench_depth = parse_list(a, value());
         else if (a == "--prefill-vs-single" && bench) o.bench_prefill_vs_single = parse_list(a, value());
@@ -316,9 +318,12 @@ std::string usage(const std::string& command) {
     if (command == "run")
         return "usage: lockstep run [-m FILE] -p PROMPT | -f FILE [--mmproj FILE --image FILE ...] [options]\n"
                "  --mmproj FILE           the model's projector (vision encoder) file, as llama.cpp's converter\n"
-               "                          writes it (Gemma 3)\n"
+               "                          writes it (Gemma 3, Qwen3.5)\n"
                "  --image FILE            a PNG or JPEG for the prompt (repeatable, needs --mmproj): each goes\n"
-               "                          where the prompt says <__media__>, or before the text\n" + common + sampling;
+               "                          where the prompt says <__media__>, or before the text\n"
+               "  --image-min-tokens N, --image-max-tokens N\n"
+               "                          the tokens an image may take, for projectors that keep an image's own\n"
+               "                          resolution (Qwen3.5; default: the file's, else 64 and 4096; also chat, serve)\n" + common + sampling;
     if (command == "chat")
         return "usage: lockstep chat [-m FILE] [--system TEXT] [options]\n"
                "  interactive multi-turn chat with the model's chat template; /exit or EOF ends it\n" + common + sampling;

@@ -21,6 +21,7 @@ struct Options {
     std::string prompt;           // -p
     std::string file;             // -f
     std::string mmproj;           // --mmproj: a projector (vision encoder) file
+    int64_t image_min_tokens = 0, image_max_tokens = 0;  // --image-min-tokens / --image-max-tokens (0: the file's)
     std::vector<std::string> images;  // --image (repeatable)
     bool prompt_set = false;
     int64_t n_predict = 128;      // -n

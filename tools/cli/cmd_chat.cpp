@@ -39,6 +39,7 @@ int cmd_chat(const Options& o) {
     std::unique_ptr<VisionEncoder> vision;
     if (!o.mmproj.empty()) {
         vision = load_vision_encoder(o.mmproj, *app.backend);
+        vision->set_image_tokens(o.image_min_tokens, o.image_max_tokens);
         vision->check_text_model(*app.model);
     }
     std::vector<image::Rgb8> images;    // every image of the conversation, in order

@@ -32,6 +32,7 @@ int cmd_run(const Options& o) {
         // The prompt through its last image is evaluated here; generate then finds it cached
         // under the images' tags and evaluates the rest.
         auto enc = load_vision_encoder(o.mmproj, *app.backend);
+        enc->set_image_tokens(o.image_min_tokens, o.image_max_tokens);
         enc->check_text_model(*app.model);
         const auto t0 = std::chrono::steady_clock::now();
         ImagePrompt ip = layout_image_prompt(*app.tokenizer, *enc, prompt, images, app.tokenizer->add_bos_default());

@@ -36,6 +36,8 @@ int cmd_serve(const Options& o) {
     c.chat_template = o.chat_template;
     c.chat_template_name = o.chat_template_name;
     c.mmproj = o.mmproj;
+    c.image_min_tokens = o.image_min_tokens;
+    c.image_max_tokens = o.image_max_tokens;
     c.max_body_bytes = size_t(o.max_body_mib) << 20;
     c.pooling = o.pooling;
     c.embd_normalize = o.embd_normalize;

@@ -617,6 +617,7 @@ int serve(const ServeConfig& c) {
         st.engine = std::make_unique<Engine>(*st.session, *st.tok, st.metrics, c.max_queue, c.spec);
         if (!c.mmproj.empty()) {
             st.vision = load_vision_encoder(c.mmproj, *st.model->backends().front());
+            st.vision->set_image_tokens(c.image_min_tokens, c.image_max_tokens);
             st.vision->check_text_model(*st.model);
             st.api.vision = st.vision.get();
             st.engine->set_vision(st.vision.get());

@@ -38,6 +38,7 @@ struct ServeConfig {
     // a Jinja source (--chat-template-file) or one of the file's named templates.
     std::string chat_template, chat_template_name;
     std::string mmproj;  // --mmproj: the model's projector, for images in chats ("": none)
+    int64_t image_min_tokens = 0, image_max_tokens = 0;  // --image-min-tokens / --image-max-tokens
 };
 
 // Listens, loads the model (GET /health answers 503 until it is ready), serves until SIGINT
