@@ -90,6 +90,100 @@ void mul_mat_tiled(const Tensor& w, int64_t M, const std::vector<const float*>& 
 }
 }  // namespace
 
+#if defined(LS_CPU_CANON_SIMD)
+// Float weights (F32, F16, BF16) over many tokens: dot_canonical's arithmetic, register-blocked.
+// Each (row, token) keeps its own 32 lane partials (element i to lane i mod 32, added in
+// increasing i; the same fixed tree), so the bits are dot_canonical's; a block of R rows and T
+// tokens loads each weight chunk once for T tokens and each activation chunk once for R rows.
+// The activations are floats here: F16 weights' F16-rounded activations widened back (exactly).
+template <DType WT>
+inline simd::vecf wload(const uint8_t* w, int64_t i) {
+    using namespace simd;
+    if constexpr (WT == DType::F32) return vload(reinterpret_cast<const float*>(w) + i);
+    else if constexpr (WT == DType::F16) return vload_f16(reinterpret_cast<const uint16_t*>(w) + i);
+    else return vload_bf16(reinterpret_cast<const uint16_t*>(w) + i);
+}
+template <DType WT>
+inline float wscalar(const uint8_t* w, int64_t i) {
+    if constexpr (WT == DType::F32) return reinterpret_cast<const float*>(w)[i];
+    else if constexpr (WT == DType::F16) return fp16_to_fp32(reinterpret_cast<const uint16_t*>(w)[i]);
+    else return bf16_to_fp32(reinterpret_cast<const uint16_t*>(w)[i]);
+}
+
+template <DType WT, int R, int T>
+void float_block(const uint8_t* const* w, const float* const* a, int64_t K, float* const* out /* [T], row r at out[t][r] */) {
+    using namespace simd;
+    vecf acc[R][T][NR];
+    for (auto& x : acc)
+        for (auto& y : x)
+            for (auto& z : y) z = vzero();
+    int64_t i = 0;
+    for (; i + 32 <= K; i += 32)
+        for (int c = 0; c < NR; ++c) {
+            vecf wv[R];
+            for (int r = 0; r < R; ++r) wv[r] = wload<WT>(w[r], i + c * VW);
+            for (int t = 0; t < T; ++t) {
+                const vecf av = vload(a[t] + i + c * VW);
+                for (int r = 0; r < R; ++r) acc[r][t][c] = vadd(acc[r][t][c], vmul(wv[r], av));
+            }
+        }
+    const int64_t whole = i;
+    for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) {
+            vecf* s = acc[r][t];
+            int64_t j = whole;
+            for (int c = 0; j + VW <= K; j += VW, ++c) s[c] = vadd(s[c], vmul(wload<WT>(w[r], j), vload(a[t] + j)));
+            if (j == K) {
+                out[t][r] = tree(s);
+                continue;
+            }
+            alignas(64) float l[32];
+            for (int c = 0; c < NR; ++c) vstore(l + c * VW, s[c]);
+            for (; j < K; ++j) l[j % 32] = l[j % 32] + wscalar<WT>(w[r], j) * a[t][j];
+            out[t][r] = canon_tree(l);
+        }
+}
+
+template <DType WT>
+void mul_mat_float(const Tensor& w, int64_t M, const std::vector<const float*>& xr, const std::vector<float*>& dr) {
+    const int64_t K = w.ne[0], N = w.ne[1];
+    // F16 weights take F16-rounded activations (vec_dot_ref), held here as the floats they are.
+    std::vector<float> act;
+    std::vector<const float*> ar(xr);
+    if (WT == DType::F16) {
+        act.resize(size_t(M * K));
+        tbb::parallel_for(int64_t(0), M, [&](int64_t m) {
+            std::vector<uint16_t> h(static_cast<size_t>(K));
+            quantize_row_act(DType::F16, xr[size_t(m)], h.data(), K);
+            dequantize_row_fast(DType::F16, h.data(), act.data() + m * K, K);
+            ar[size_t(m)] = act.data() + m * K;
+        });
+    }
+    constexpr int R = 2, T = 4;
+    constexpr int64_t kRows = 32, kTok = 64;
+    tbb::parallel_for(tbb::blocked_range2d<int64_t>(0, N, kRows, 0, M, kTok), [&](const tbb::blocked_range2d<int64_t>& b) {
+        const int64_t n1 = b.rows().end(), m1 = b.cols().end();
+        for (int64_t n = b.rows().begin(); n < n1; n += R) {
+            const int nr = int(std::min<int64_t>(R, n1 - n));
+            const uint8_t* wr[R];
+            for (int r = 0; r < R; ++r) wr[r] = w.row(n + std::min(r, nr - 1));
+            for (int64_t m = b.cols().begin(); m < m1; m += T) {
+                const int nt = int(std::min<int64_t>(T, m1 - m));
+                const float* at[T];
+                float res[T][R];
+                float* outs[T];
+                for (int t = 0; t < T; ++t) at[t] = ar[size_t(m + std::min(t, nt - 1))], outs[t] = res[t];
+                if (nr == R && nt == T) float_block<WT, R, T>(wr, at, K, outs);
+                else if (nr == R) for (int t = 0; t < nt; ++t) float_block<WT, R, 1>(wr, at + t, K, outs + t);
+                else for (int t = 0; t < nt; ++t) float_block<WT, 1, 1>(wr, at + t, K, outs + t);
+                for (int t = 0; t < nt; ++t)
+                    for (int r = 0; r < nr; ++r) dr[size_t(m + t)][n + r] = res[t][r];
+            }
+        }
+    }, tbb::simple_partitioner());
+}
+#endif
+
 // Integer hot path: activations are quantized once to the weight's dot type, then each
 // tile of (weight rows x tokens) is computed with the SIMD block dot products.
 void mul_mat(const Tensor& dst) {
@@ -104,6 +198,11 @@ void mul_mat(const Tensor& dst) {
         dr[size_t(m)] = reinterpret_cast<float*>(dst.row(m % dst.ne[1], (m / dst.ne[1]) % dst.ne[2], m / (dst.ne[1] * dst.ne[2])));
     }
     if (gemm_supported(w.type)) return mul_mat_tiled(w, M, xr, dr);
+#if defined(LS_CPU_CANON_SIMD)
+    if (M >= 4 && w.type == DType::F16) return mul_mat_float<DType::F16>(w, M, xr, dr);
+    if (M >= 4 && w.type == DType::F32) return mul_mat_float<DType::F32>(w, M, xr, dr);
+    if (M >= 4 && w.type == DType::BF16) return mul_mat_float<DType::BF16>(w, M, xr, dr);
+#endif
 
     // Other types: one (row block, token) at a time with the row-blocked dot products.
     const DType at = vec_dot_type(w.type);

@@ -482,6 +482,10 @@ std::vector<OpCase> op_cases() {
         for (int64_t M : {1, 5, 70}) add_case(c, "mul_mat", MulMatCase{t, K, M});
         // 33 blocks: more than one round of the shared-memory staging (16 blocks), the last partial
         if (traits(t).block == 32) add_case(c, "mul_mat", MulMatCase{t, 1056, 70});
+        // Float weights: K past whole 32-lane chunks (a 16-lane chunk, then a scalar tail), tokens
+        // and rows that do not fill the CPU's register blocks.
+        if (traits(t).block == 1)
+            for (int64_t M : {5, 70}) add_case(c, "mul_mat", MulMatCase{t, 32 * 3 + 16 + 5, M});
         add_case(c, "get_rows", GetRowsCase{t});
     }
     for (DType t : kCacheTypes)

@@ -101,11 +101,13 @@ def make_model(kind):
     return cfg, m
 
 
-def export(cfg, m, path):
+def export(cfg, m, path, name=None, tail_tokens=()):
+    """The text model as llama.cpp's converter writes it; `name` replaces general.name, `tail_tokens` are control
+    tokens given the last ids of the vocabulary (write_tokenizer; gemma4v_tiny.py's image tokens)."""
     A = "gemma4"
     L = cfg.num_hidden_layers
     w = gguf.GGUFWriter(path, A)
-    w.add_name(f"lockstep tiny {A}")
+    w.add_name(name or f"lockstep tiny {A}")
     w.add_block_count(L)
     w.add_context_length(cfg.max_position_embeddings)
     w.add_embedding_length(cfg.hidden_size)
@@ -188,17 +190,17 @@ def export(cfg, m, path):
             put(b + "proj.weight", sd[p + "per_layer_projection.weight"])
             put(b + "post_norm.weight", sd[p + "post_per_layer_input_norm.weight"])
         put(b + "layer_output_scale.weight", bufs[p + "layer_scalar"])
-    write_tokenizer(w, cfg.vocab_size)
+    write_tokenizer(w, cfg.vocab_size, tail_tokens)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
 
 
-def write_tokenizer(w, V):
-    """A small gemma4-style vocabulary (tokenizer.ggml.model "gemma4": BPE merges over
-    "▁"-escaped text, byte fallback), so that the CLI can run the tiny models: the control
-    tokens, the 256 <0xXX> pieces, ASCII characters and a few merges; the rest unused."""
+def vocab(V, tail_tokens=()):
+    """(tokens, types, merges) of the small gemma4-style vocabulary: the control tokens, the 256 <0xXX>
+    pieces, ASCII characters and a few merges, the user-defined visible tokens, <unusedN> fillers,
+    then `tail_tokens` (control) as the last ids."""
     specials = ["<pad>", "<eos>", "<bos>", "<unk>", "<mask>", "<|turn>", "<turn|>"]
     toks = specials + [f"<0x{b:02X}>" for b in range(256)]
     types = [3] * len(specials) + [6] * 256
@@ -210,9 +212,19 @@ def write_tokenizer(w, V):
     visible = ["<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>", "<|tool_response>", "<tool_response|>"]
     toks += visible
     types += [4] * len(visible)
-    toks += [f"<unused{i}>" for i in range(V - len(toks))]
-    types += [5] * (V - len(types))
-    assert len(toks) == V
+    n_unused = V - len(toks) - len(tail_tokens)
+    toks += [f"<unused{i}>" for i in range(n_unused)]
+    types += [5] * n_unused
+    toks += list(tail_tokens)
+    types += [3] * len(tail_tokens)
+    assert len(toks) == V and len(set(toks)) == V
+    return toks, types, merges
+
+
+def write_tokenizer(w, V, tail_tokens=()):
+    """A small gemma4-style vocabulary (tokenizer.ggml.model "gemma4": BPE merges over
+    "▁"-escaped text, byte fallback), so that the CLI can run the tiny models: vocab()'s tokens."""
+    toks, types, merges = vocab(V, tail_tokens)
     w.add_string("tokenizer.ggml.model", "gemma4")
     w.add_array("tokenizer.ggml.tokens", toks)
     w.add_array("tokenizer.ggml.token_type", types)

@@ -11,7 +11,7 @@ Qwen3_5TextModel, conversion/qwen3vl.py Qwen3VLVisionModel, conversion/base.py T
 d32676d; re-implemented here, not copied; the text tensors through qwen3_hybrid_tiny.write_tensors), and every
 output is checked by a second, independent computation (see "Checks").
 
-Usage: tools/oracle/qwen35v_tiny.py OUT_DIR
+Usage: tools/oracle/qwen35v_tiny.py OUT_DIR [bench]
        (/work/oracle-venv/bin/python tools/oracle/qwen35v_tiny.py tests/data; needs torch, transformers, gguf, Pillow,
        regex; about 6 s on one core). Reads OUT_DIR/vision/<image file> (the test images vision_tiny.py draws; not
        rewritten) and writes, little-endian, 1 499 791 bytes in all:
@@ -24,9 +24,45 @@ Usage: tools/oracle/qwen35v_tiny.py OUT_DIR
          qwen35v_tiny.prompt               95   the two-image prompt's text, <__media__> for each image
          qwen35v_tiny_img1.prompt          84   the one-image prompt's text
          vision/<name>.qwen35.pixels  55 316 .. 147 476 (7 files, 645 260 in all)
+       `bench` writes instead OUT_DIR/qwen35v_bench_mmproj.gguf (672 422 944 bytes), OUT_DIR/qwen35v_bench.gguf
+       (444 199 680) and OUT_DIR/bench512.png: Qwen3.5-4B's shapes with random weights written straight from numpy
+       (no HF model, no golden, no check; numpy default_rng(3030), vision_tiny.bench_rng_helpers), for speed runs of
+       the image encoder (about 20 s, 2.7 GB of memory).
+
+qwen35v_bench_mmproj.gguf: the keys, key order, tensor names and layouts of the tiny mmproj below (the same writer
+code: write_mmproj_keys, mmproj_tensors), with Qwen3.5-4B's vision_config (its config.json as public code quotes
+it: depth 24, hidden_size 1024, num_heads 16, intermediate_size 4096, patch_size 16, temporal_patch_size 2,
+spatial_merge_size 2, num_position_embeddings 2304 (a 48 x 48 grid), out_hidden_size 2560, gelu_pytorch_tanh, no
+deepstack layers; the transformers 5.24 class defaults are another model's: depth 27, hidden 1152, out 3584), so
+image_size 768 (48 x 16), is_deepstack_layers 24 x false, mean / std 0.5 (the published preprocessor_config.json),
+layer_norm_epsilon 1e-6, general.file_type 1 (MOSTLY_F16), and no clip.vision.image_min_pixels / image_max_pixels
+(converter-made files have none).
+Tensor types as the converter writes them with --outtype f16 (mmproj_f16_type; conversion/base.py prepare_tensors and
+MmprojModel.tensor_force_quant): both patch kernels v.patch_embd.weight, .weight.1 (16,16,3,1024) F16
+N(0, 4/1536); v.position_embd.weight (1024,2304) F32 0.5 N(0,1); the blocks' matrices (attn_qkv (1024,3072),
+attn_out (1024,1024), ffn_up (1024,4096), ffn_down (4096,1024)) and the merger's mm.0.weight (4096,4096),
+mm.2.weight (4096,2560) F16 N(0, 1/fan_in); biases F32 0.1 N(0,1); LayerNorm weights F32 1 + 0.1 N(0,1).
+qwen35v_bench.gguf: the tiny text file's keys, key order, tokenizer (the 320-token vocabulary below) and tensor names
+(the same writers: write_text_keys, qwen3_hybrid_tiny.write_tensors with f16), with Qwen3.5-4B's text_config widths
+but 2 layers, gated delta net then full attention (full_attention_interval 2): context 262144, embedding_length 2560,
+feed_forward_length 9216, 16 heads, 4 KV heads, key/value_length 256, rope freq_base 1e7, partial_rotary_factor 0.25
+(dimension_count 64), dimension_sections [11, 11, 10, 0], linear attention 16 key heads / 32 value heads of 128
+(ssm.state_size 128, group_count 16, time_step_rank 32, inner_size 4096), conv kernel 4, file_type 1; an untied
+output.weight as in the tiny file (the published 4B ties it to token_embd). Matrices F16 (token_embd (2560,320)
+N(0,1), the others N(0, 1/fan_in)), ssm_conv1d (4,8192) F32 0.5 N(0,1) (the converter keeps SSM_CONV1D F32),
+ssm_dt.bias F32 0.5 N(0,1), ssm_a F32 -linspace(0.3, 1.5, 32) (before the value-head reorder), ssm_norm F32
+1 + 0.1 N(0,1), the RMSNorm factors 1 + w F32 with w 0.1 N(0,1). Activations are O(1): the float64 numpy tower
+(vision_numpy) on bench512.png gives image rows of rms 0.67, and qwen35_numpy_logits on a chat prompt with them
+logits of rms 1.04 (max 4.6).
+bench512.png: 512 x 512 RGB, smooth gradients, soft blobs and noise (write_bench_image); unchanged by HF's
+smart_resize (factor 32, min 65536 / max 16777216 pixels) and by llama.cpp's (8 to 4096 merged tokens): 32 x 32 =
+1024 patches, 256 tokens in both. Both files load in llama.cpp (d32676d): llama-mtmd-cli -m qwen35v_bench.gguf
+--mmproj qwen35v_bench_mmproj.gguf --image bench512.png -p describe -n 1 --chat-template chatml --no-warmup -c 4096
+(no tokenizer.chat_template in the file; --no-warmup skips clip's 1472 x 1472 warmup encode) reports 256 image
+tokens (16 x 16) and a 270-token prompt.
 
 Shapes below are GGUF ne order (ne[0] first = the contiguous dimension; a torch/numpy [rows, cols] matrix is ne
-[cols, rows]). All tensors of both files are F32.
+[cols, rows]). All tensors of both tiny files are F32.
 
 The model (HF config; transformers' Qwen3_5Config, Qwen3_5TextConfig, Qwen3_5VisionConfig)
   text: vocab 320, hidden 64, 3 layers, layer_types linear_attention, linear_attention, full_attention
@@ -278,8 +314,8 @@ from PIL import Image
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from families_tiny import BPE_MERGES, bytes_to_unicode  # noqa: E402
 from qwen3_hybrid_tiny import write_tensors  # noqa: E402
-from vision_tiny import (gelu_tanh_np, gguf_tensors, hf_rgb, layer_norm_np, rms_norm_np, softmax_np,  # noqa: E402
-                         write_golden_file)
+from vision_tiny import (bench_rng_helpers, gelu_tanh_np, gguf_tensors, hf_rgb, layer_norm_np,  # noqa: E402
+                         rms_norm_np, softmax_np, write_golden_file)
 
 SEED = 3030
 
@@ -526,15 +562,12 @@ def finish_gguf(w):
     w.close()
 
 
-def export_text(cfg, m, path):
-    """The text model as the converter writes Qwen3_5ForConditionalGeneration (conversion/qwen.py Qwen3_5TextModel):
-    keys in its order, the tensors through qwen3_hybrid_tiny.write_tensors (its qwen35 transforms)."""
-    tc = cfg.text_config
+def write_text_keys(w, name, tc, file_type):
+    """The text file's keys (after general.architecture), in the converter's order for
+    Qwen3_5ForConditionalGeneration, the tokenizer last."""
     rp = tc.rope_parameters
-    A = "qwen35"
-    w = gguf.GGUFWriter(path, A)
     w.add_type(gguf.GGUFType.MODEL)
-    w.add_name("lockstep tiny qwen35v")
+    w.add_name(name)
     # TextModel.set_gguf_parameters (conversion/base.py:1195-1300)
     w.add_block_count(tc.num_hidden_layers)
     w.add_context_length(tc.max_position_embeddings)
@@ -547,30 +580,41 @@ def export_text(cfg, m, path):
     w.add_layer_norm_rms_eps(tc.rms_norm_eps)
     w.add_key_length(tc.head_dim)
     w.add_value_length(tc.head_dim)
-    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    w.add_file_type(file_type)
     # Qwen3NextModel.set_gguf_parameters (conversion/qwen.py:368-378)
     w.add_ssm_conv_kernel(tc.linear_conv_kernel_dim)
     w.add_ssm_state_size(tc.linear_key_head_dim)
     w.add_ssm_group_count(tc.linear_num_key_heads)
     w.add_ssm_time_step_rank(tc.linear_num_value_heads)
     w.add_ssm_inner_size(tc.linear_value_head_dim * tc.linear_num_value_heads)
-    w.add_full_attention_interval(FULL_EVERY)
+    w.add_full_attention_interval(tc.layer_types.index("full_attention") + 1)  # the config's full_attention_interval
     w.add_rope_dimension_count(int(tc.head_dim * rp["partial_rotary_factor"]))
     w.add_quantization_version(gguf.GGML_QUANT_VERSION)
     write_tokenizer(w)
+
+
+def export_text(cfg, m, path):
+    """The text model as the converter writes Qwen3_5ForConditionalGeneration (conversion/qwen.py Qwen3_5TextModel):
+    keys in its order, the tensors through qwen3_hybrid_tiny.write_tensors (its qwen35 transforms)."""
+    tc = cfg.text_config
+    A = "qwen35"
+    w = gguf.GGUFWriter(path, A)
+    write_text_keys(w, "lockstep tiny qwen35v", tc, gguf.LlamaFileType.ALL_F32)
     sd = {k.replace("model.language_model.", "model."): v for k, v in m.named_parameters()
           if k.startswith("model.language_model.") or k == "lm_head.weight"}
     write_tensors(w, tc, sd, A)
     finish_gguf(w)
 
 
-def write_mmproj_keys(w, name, vc, n_embd_text, eps):
+def write_mmproj_keys(w, name, vc, n_embd_text, eps, file_type=gguf.LlamaFileType.ALL_F32, mean=IMAGE_MEAN,
+                      std=IMAGE_STD, pixel_limits=(MIN_PIXELS, MAX_PIXELS)):
     """The mmproj's keys (after general.architecture): MmprojModel.set_gguf_parameters (conversion/base.py:2431-2460),
     Qwen3VLVisionModel's (conversion/qwen3vl.py:43-61), then the two pixel limits (written by no converter for this
-    projector), then general.quantization_version (ModelBase.prepare_metadata)."""
+    projector; not written if pixel_limits is None), then general.quantization_version
+    (ModelBase.prepare_metadata)."""
     w.add_type(gguf.GGUFType.MMPROJ)
     w.add_name(name)
-    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    w.add_file_type(file_type)
     w.add_clip_has_vision_encoder(True)
     w.add_vision_projection_dim(n_embd_text)
     w.add_vision_image_size(int(vc.num_position_embeddings ** 0.5 * vc.patch_size))  # qwen3vl.py:24-32
@@ -579,15 +623,16 @@ def write_mmproj_keys(w, name, vc, n_embd_text, eps):
     w.add_vision_feed_forward_length(vc.intermediate_size)
     w.add_vision_block_count(vc.depth)
     w.add_vision_head_count(vc.num_heads)
-    w.add_vision_image_mean(IMAGE_MEAN)
-    w.add_vision_image_std(IMAGE_STD)
+    w.add_vision_image_mean(mean)
+    w.add_vision_image_std(std)
     w.add_clip_projector_type(gguf.VisionProjectorType.QWEN3VL)
     w.add_vision_use_gelu(True)
     w.add_vision_spatial_merge_size(vc.spatial_merge_size)
     w.add_vision_attention_layernorm_eps(eps)
     w.add_vision_is_deepstack_layers([False] * vc.depth)  # a non-empty list of False is truthy: written
-    w.add_vision_min_pixels(MIN_PIXELS)
-    w.add_vision_max_pixels(MAX_PIXELS)
+    if pixel_limits is not None:
+        w.add_vision_min_pixels(pixel_limits[0])
+        w.add_vision_max_pixels(pixel_limits[1])
     w.add_quantization_version(gguf.GGML_QUANT_VERSION)
 
 
@@ -598,33 +643,54 @@ VIT_LAYER_TENSORS = [(f"{dst}.{wb}", f"{src}.{wb}")
                      for wb in ("weight", "bias")]
 
 
-def mmproj_expected(m):
-    """GGUF tensor name -> numpy array (numpy order = GGUF ne reversed), from the HF model."""
-    sd = {k.replace("model.visual.", "", 1): v for k, v in m.named_parameters() if k.startswith("model.visual.")}
+def mmproj_tensors(depth, get):
+    """GGUF tensor name -> numpy array (numpy order = GGUF ne reversed), in the file's order; get(HF name under
+    model.visual.) gives the array (the Conv3d kernel patch_embed.proj.weight [E, 3, 2, P, P] is split here)."""
     out = {}
-    pw = sd["patch_embed.proj.weight"]  # [32, 3, 2, 8, 8] (out, in, t, kh, kw)
-    out["v.patch_embd.weight"] = f32(pw[:, :, 0])  # the Conv3d kernel's frame 0 as a conv2d kernel [32, 3, 8, 8]
-    out["v.patch_embd.weight.1"] = f32(pw[:, :, 1])  # frame 1
-    out["v.patch_embd.bias"] = f32(sd["patch_embed.proj.bias"])
-    out["v.position_embd.weight"] = f32(sd["pos_embed.weight"])
-    for i in range(len(m.model.visual.blocks)):
+    pw = get("patch_embed.proj.weight")  # (out, in, t, kh, kw)
+    out["v.patch_embd.weight"] = np.ascontiguousarray(pw[:, :, 0])  # the kernel's frame 0 as a conv2d kernel
+    out["v.patch_embd.weight.1"] = np.ascontiguousarray(pw[:, :, 1])  # frame 1
+    out["v.patch_embd.bias"] = get("patch_embed.proj.bias")
+    out["v.position_embd.weight"] = get("pos_embed.weight")
+    for i in range(depth):
         for dst, src in VIT_LAYER_TENSORS:
-            out[f"v.blk.{i}.{dst}"] = f32(sd[f"blocks.{i}.{src}"])
-    out["v.post_ln.weight"] = f32(sd["merger.norm.weight"])
-    out["v.post_ln.bias"] = f32(sd["merger.norm.bias"])
-    out["mm.0.weight"] = f32(sd["merger.linear_fc1.weight"])
-    out["mm.0.bias"] = f32(sd["merger.linear_fc1.bias"])
-    out["mm.2.weight"] = f32(sd["merger.linear_fc2.weight"])
-    out["mm.2.bias"] = f32(sd["merger.linear_fc2.bias"])
+            out[f"v.blk.{i}.{dst}"] = get(f"blocks.{i}.{src}")
+    out["v.post_ln.weight"] = get("merger.norm.weight")
+    out["v.post_ln.bias"] = get("merger.norm.bias")
+    out["mm.0.weight"] = get("merger.linear_fc1.weight")
+    out["mm.0.bias"] = get("merger.linear_fc1.bias")
+    out["mm.2.weight"] = get("merger.linear_fc2.weight")
+    out["mm.2.bias"] = get("merger.linear_fc2.bias")
     return out
+
+
+def mmproj_expected(m):
+    """GGUF tensor name -> numpy float32 array, from the HF model."""
+    sd = {k.replace("model.visual.", "", 1): v for k, v in m.named_parameters() if k.startswith("model.visual.")}
+    return mmproj_tensors(len(m.model.visual.blocks), lambda n: f32(sd[n]))
+
+
+def mmproj_f16_type(name, a):
+    """The type llama.cpp's converter gives an mmproj tensor with --outtype f16 (conversion/base.py prepare_tensors and
+    MmprojModel.tensor_force_quant): names holding ".patch_embd.weight" (both temporal kernels) F16; then 1-D tensors,
+    *_norm.weight, v.position_embd.weight (V_ENC_EMBD_POS) and names not ending in .weight F32; other matrices F16."""
+    if ".patch_embd.weight" in name:
+        return np.float16
+    if a.ndim <= 1 or name.endswith("_norm.weight") or name == "v.position_embd.weight" or not name.endswith(".weight"):
+        return np.float32
+    return np.float16
+
+
+def write_mmproj_tensors(w, tensors, f16=False):
+    for name, a in tensors.items():
+        w.add_tensor(name, a.astype(mmproj_f16_type(name, a), copy=False) if f16 else a)
 
 
 def export_mmproj(cfg, m, path):
     vc = cfg.vision_config
     w = gguf.GGUFWriter(path, "clip")
     write_mmproj_keys(w, "lockstep tiny qwen35v mmproj", vc, cfg.text_config.hidden_size, cfg.text_config.rms_norm_eps)
-    for name, a in mmproj_expected(m).items():
-        w.add_tensor(name, a)
+    write_mmproj_tensors(w, mmproj_expected(m))
     finish_gguf(w)
 
 
@@ -1174,10 +1240,140 @@ def margin_stats(logits):
     return float((top2[:, 1] - top2[:, 0]).min()), float(np.abs(logits).max())
 
 
+# ----------------------------------------------------------------------------------------------
+# bench: Qwen3.5-4B's shapes (its vision tower at F16 and a 2-layer qwen35 of its width), random weights written
+# straight from numpy (no HF model, no golden, no check), through the tiny files' writers
+
+
+def bench_configs():
+    """Qwen3.5-4B's published config (Qwen/Qwen3.5-4B config.json) with 2 text layers and the tiny vocabulary."""
+    from transformers import Qwen3_5TextConfig, Qwen3_5VisionConfig
+    tc = Qwen3_5TextConfig(
+        vocab_size=VOCAB, hidden_size=2560, intermediate_size=9216, num_hidden_layers=2, num_attention_heads=16,
+        num_key_value_heads=4, head_dim=256, linear_num_key_heads=16, linear_num_value_heads=32,
+        linear_key_head_dim=128, linear_value_head_dim=128, linear_conv_kernel_dim=4, full_attention_interval=2,
+        rms_norm_eps=1e-6, max_position_embeddings=262144, tie_word_embeddings=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000000.0, "partial_rotary_factor": 0.25,
+                         "mrope_section": [11, 11, 10], "mrope_interleaved": True},
+        bos_token_id=None, eos_token_id=tok_id("<|im_end|>"), pad_token_id=tok_id("<|endoftext|>"))
+    assert tc.layer_types == ["linear_attention", "full_attention"]
+    vc = Qwen3_5VisionConfig(depth=24, hidden_size=1024, num_heads=16, intermediate_size=4096, patch_size=16,
+                             temporal_patch_size=2, spatial_merge_size=2, out_hidden_size=2560,
+                             num_position_embeddings=2304, hidden_act="gelu_pytorch_tanh", in_channels=3)
+    return tc, vc
+
+
+def export_mmproj_bench(path, tc, vc):
+    E, FF, P, T, M = vc.hidden_size, vc.intermediate_size, vc.patch_size, vc.temporal_patch_size, vc.spatial_merge_size
+    mat, vec = bench_rng_helpers()
+    shapes = {"attn_qkv": (3 * E, E), "attn_out": (E, E), "ffn_up": (FF, E), "ffn_down": (E, FF)}
+
+    def get(name):  # HF name under model.visual. -> a random array of its shape, in the file's tensor order
+        kind, wb = name.rsplit(".", 1)
+        kind = kind.split(".", 2)[-1] if kind.startswith("blocks.") else kind
+        if name == "patch_embed.proj.weight":  # [E, 3, 2, P, P]; pixels in [-1, 1] -> O(1) patch vectors
+            return mat((E, 3, T, P, P), 2.0 / math.sqrt(3 * T * P * P), np.float32)
+        if name == "pos_embed.weight":
+            return mat((vc.num_position_embeddings, E), 0.5, np.float32)
+        if kind in ("norm1", "norm2", "merger.norm"):  # LayerNorms: weight 1 + 0.1 N(0,1), bias 0.1 N(0,1)
+            return vec(E, 1.0 if wb == "weight" else 0.0, 0.1)
+        rows, cols = {"attn.qkv": shapes["attn_qkv"], "attn.proj": shapes["attn_out"],
+                      "mlp.linear_fc1": shapes["ffn_up"], "mlp.linear_fc2": shapes["ffn_down"],
+                      "merger.linear_fc1": (M * M * E, M * M * E), "merger.linear_fc2": (vc.out_hidden_size, M * M * E),
+                      "patch_embed.proj": (E, 0)}[kind]
+        if wb == "bias":
+            return vec(rows, 0.0, 0.1)
+        return mat((rows, cols), cols ** -0.5, np.float32)
+
+    w = gguf.GGUFWriter(path, "clip")
+    write_mmproj_keys(w, "lockstep bench qwen35v 4B-shaped mmproj random", vc, tc.hidden_size, tc.rms_norm_eps,
+                      gguf.LlamaFileType.MOSTLY_F16, [0.5, 0.5, 0.5], [0.5, 0.5, 0.5], None)
+    write_mmproj_tensors(w, mmproj_tensors(vc.depth, get), f16=True)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file(progress=False)
+    w.close()
+
+
+def export_text_bench(path, tc):
+    E, FF, V = tc.hidden_size, tc.intermediate_size, tc.vocab_size
+    nh, nkv, hd = tc.num_attention_heads, tc.num_key_value_heads, tc.head_dim
+    hk, hv = tc.linear_num_key_heads, tc.linear_num_value_heads
+    dk, dv = tc.linear_key_head_dim, tc.linear_value_head_dim
+    conv_ch = 2 * hk * dk + hv * dv
+    mat, vec = bench_rng_helpers()
+
+    def lin(rows, cols):
+        return torch.from_numpy(mat((rows, cols), cols ** -0.5, np.float32))
+
+    def vn(n, mean, std):
+        return torch.from_numpy(vec(n, mean, std))
+    # HF parameters (Qwen3_5ForCausalLM names), drawn in this order; the init rules of make_model's text half
+    sd = {"model.embed_tokens.weight": torch.from_numpy(mat((V, E), 1.0, np.float32)),
+          "lm_head.weight": lin(V, E), "model.norm.weight": vn(E, 0.0, 0.1)}
+    for il, kind in enumerate(tc.layer_types):
+        p = f"model.layers.{il}."
+        sd[p + "input_layernorm.weight"] = vn(E, 0.0, 0.1)  # RMSNorm w: the factor 1 + w
+        sd[p + "post_attention_layernorm.weight"] = vn(E, 0.0, 0.1)
+        sd[p + "mlp.gate_proj.weight"] = lin(FF, E)
+        sd[p + "mlp.up_proj.weight"] = lin(FF, E)
+        sd[p + "mlp.down_proj.weight"] = lin(E, FF)
+        if kind == "full_attention":
+            sd[p + "self_attn.q_proj.weight"] = lin(2 * nh * hd, E)  # per head q then gate
+            sd[p + "self_attn.k_proj.weight"] = lin(nkv * hd, E)
+            sd[p + "self_attn.v_proj.weight"] = lin(nkv * hd, E)
+            sd[p + "self_attn.o_proj.weight"] = lin(E, nh * hd)
+            sd[p + "self_attn.q_norm.weight"] = vn(hd, 0.0, 0.1)
+            sd[p + "self_attn.k_norm.weight"] = vn(hd, 0.0, 0.1)
+        else:
+            la = p + "linear_attn."
+            sd[la + "in_proj_qkv.weight"] = lin(conv_ch, E)
+            sd[la + "in_proj_z.weight"] = lin(hv * dv, E)
+            sd[la + "in_proj_b.weight"] = lin(hv, E)
+            sd[la + "in_proj_a.weight"] = lin(hv, E)
+            sd[la + "conv1d.weight"] = torch.from_numpy(mat((conv_ch, 1, tc.linear_conv_kernel_dim), 0.5, np.float32))
+            sd[la + "dt_bias"] = vn(hv, 0.0, 0.5)
+            sd[la + "A_log"] = torch.log(torch.linspace(0.3, 1.5, hv))  # moderate decay in every head
+            sd[la + "norm.weight"] = vn(dv, 1.0, 0.1)  # the gated norm multiplies by w
+            sd[la + "out_proj.weight"] = lin(E, hv * dv)
+    w = gguf.GGUFWriter(path, "qwen35")
+    write_text_keys(w, "lockstep bench qwen35v 4B-shaped 2-layer random", tc, gguf.LlamaFileType.MOSTLY_F16)
+    write_tensors(w, tc, sd, "qwen35", f16=True)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file(progress=False)
+    w.close()
+
+
+def write_bench_image(path, size=512):
+    """A natural-looking RGB test image: smooth colour gradients, soft blobs, a low-frequency ripple and pixel noise
+    (numpy default_rng(SEED)), as PNG."""
+    rng = np.random.default_rng(SEED)
+    y, x = np.mgrid[0:size, 0:size].astype(np.float64) / size
+    img = np.stack([0.25 + 0.5 * y, 0.45 + 0.3 * x * (1 - y), 0.85 - 0.5 * y], -1)  # sky-to-ground gradient
+    for _ in range(12):
+        cy, cx, r = rng.uniform(0, 1), rng.uniform(0, 1), rng.uniform(0.04, 0.2)
+        col = rng.uniform(0, 1, 3)
+        a = np.exp(-((y - cy) ** 2 + (x - cx) ** 2) / (2 * r * r))[..., None]
+        img = img * (1 - 0.8 * a) + 0.8 * a * col
+    img += 0.05 * np.sin(2 * math.pi * (3 * x + 2 * y))[..., None] * np.array([1.0, 0.6, 0.3])
+    img = img * 255 + rng.normal(0, 6, img.shape)
+    Image.fromarray(np.clip(np.round(img), 0, 255).astype(np.uint8), "RGB").save(path)
+
+
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and sys.argv[2] != "bench"):
         raise SystemExit("usage: " + __doc__.split("Usage: ", 1)[1].split("\n", 1)[0])
     out = sys.argv[1]
+    if len(sys.argv) == 3:
+        os.makedirs(out, exist_ok=True)
+        tc, vc = bench_configs()
+        export_mmproj_bench(f"{out}/qwen35v_bench_mmproj.gguf", tc, vc)
+        export_text_bench(f"{out}/qwen35v_bench.gguf", tc)
+        write_bench_image(f"{out}/bench512.png")
+        for fn in ("qwen35v_bench_mmproj.gguf", "qwen35v_bench.gguf", "bench512.png"):
+            print(f"{out}/{fn}: {os.path.getsize(f'{out}/{fn}')} bytes")
+        return
     vdir = f"{out}/vision"
     torch.set_num_threads(1)
     cfg, m = make_model()

@@ -112,10 +112,13 @@ def reorder_v(t, dim, hk, r, hd):
     return t.reshape(shape)
 
 
-def write_tensors(w, cfg, sd, A):
+def write_tensors(w, cfg, sd, A, f16=False):
     """The tensors of a qwen35 / qwen35moe / qwen3next GGUF, as the converter transforms them, from `sd`: HF
     parameter names (model.embed_tokens.weight, model.layers.N..., model.norm.weight, lm_head.weight) -> tensors.
-    Also used by qwen35v_tiny.py (the text half of Qwen3_5ForConditionalGeneration, names renamed)."""
+    Also used by qwen35v_tiny.py (the text half of Qwen3_5ForConditionalGeneration, names renamed). f16: the
+    converter's --outtype f16 types (every matrix F16, token_embd and output included, except ssm_conv1d and the MoE
+    router ffn_gate_inp, which it keeps F32 (SSM_CONV1D, FFN_GATE_INP: conversion/base.py prepare_tensors); vectors
+    and norms F32); qwen35v_tiny.py's bench."""
     hk, hv = cfg.linear_num_key_heads, cfg.linear_num_value_heads
     dk, dv = cfg.linear_key_head_dim, cfg.linear_value_head_dim
     r = hv // hk
@@ -123,6 +126,9 @@ def write_tensors(w, cfg, sd, A):
 
     def put(name, t):
         a = t.detach().float().contiguous().numpy().astype(np.float32)
+        if f16 and a.ndim == 2 and "conv1d" not in name and "ffn_gate_inp" not in name:
+            w.add_tensor(name, a.astype(np.float16))
+            return
         # bench size: matrices in Q8_0 (as users run them); conv1d, norms and vectors stay f32
         if SIZE != "tiny" and a.ndim == 2 and "conv1d" not in name and a.shape[1] % 32 == 0:
             q = gguf.quants.quantize(a, gguf.GGMLQuantizationType.Q8_0)
