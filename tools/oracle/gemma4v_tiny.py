@@ -38,6 +38,7 @@ SOFTCAP = 30.0
 RMS_EPS = 1e-6
 ROPE = {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
         "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1000000.0}}
+Q_K_NORM = 0.5          # text q_norm / k_norm weights around this (softmax not saturated)
 BIDIR = "vision"          # text_config.use_bidirectional_attention (the 26B / 31B value; E2B / E4B: None)
 
 # vision tower (Gemma4VisionConfig) and embedder
@@ -232,6 +233,8 @@ def init_weight(name, p, g):
             raise RuntimeError(f"no init rule for {name} {tuple(p.shape)}")
     elif p.dim() == 2:  # linear weights and embeddings N(0, 1/fan_in) (embeddings are scaled up by the model)
         p.copy_(torch.randn(p.shape, generator=g) / math.sqrt(p.shape[1]))
+    elif name.endswith(("q_norm.weight", "k_norm.weight")):  # attention scale 1: q.k of std ~1, not ~sqrt(head)
+        p.copy_(Q_K_NORM * (1.0 + 0.2 * torch.randn(p.shape, generator=g)))
     elif "norm" in name:
         p.copy_(1.0 + 0.2 * torch.randn(p.shape, generator=g))
     else:
@@ -961,7 +964,7 @@ def main():
     npl = gemma4_numpy_logits(text_path, ids, rows, "hf")
     d = np.abs(npl - logits).max()
     print(f"  numpy gemma4 (from the text GGUF, the image rows from .embd, HF's mask) vs golden: max |diff| {d:.2e}")
-    assert d < 1e-4 and (npl.argmax(1) != logits.argmax(1)).sum() == 0
+    assert d < 1e-3 and (npl.argmax(1) != logits.argmax(1)).sum() == 0
     ch = hf_chunked_logits(m, inp)
     print(f"  HF cached (through the last <image|> in one call, then token at a time) vs golden: max |diff| "
           f"{np.abs(ch - logits).max():.2e}")
