@@ -177,7 +177,15 @@ struct Ctx {
     // Block b's partial for heads h0 .. h0 + nq - 1 (one kv head hk) of token t, keys [lo, hi].
     void partial(int64_t t, int64_t hk, int64_t h0, int nq, int64_t lo, int64_t hi, BlockScratch& s, float* mb, float* lb,
                  float* const* ob) const {
-        const int64_t n = hi - lo + 1, sq = seq[t];
+        int64_t ts[kMaxSub], hs[kMaxSub];
+        for (int i = 0; i < nq; ++i) ts[i] = t, hs[i] = h0 + i;
+        partial(ts, hs, hk, nq, lo, hi, s, mb, lb, ob);
+    }
+    // The same for nq queries (token ts[i], head hs[i], all of kv head hk) that see the same keys
+    // of the same sequence: each query's arithmetic is its own, so sharing the loads changes no bit.
+    void partial(const int64_t* ts, const int64_t* hs, int64_t hk, int nq, int64_t lo, int64_t hi, BlockScratch& s, float* mb,
+                 float* lb, float* const* ob) const {
+        const int64_t n = hi - lo + 1, sq = seq[ts[0]];
         const uint8_t* krow[kAttnBlock];
         const uint8_t* vrow[kAttnBlock];
         for (int64_t j = 0; j < n; ++j) {
@@ -188,7 +196,7 @@ struct Ctx {
         const float* qp[kMaxSub];
         float* sp[kMaxSub];
         for (int i = 0; i < nq; ++i) {
-            qp[i] = reinterpret_cast<const float*>(q->row(h0 + i, t));
+            qp[i] = reinterpret_cast<const float*>(q->row(hs[i], ts[i]));
             sp[i] = s.sc[i];
         }
         qk(k->type, nq, qp, krow, n, hk * Dk, Dk, sp);
@@ -260,6 +268,37 @@ void run_tiles(const Ctx& cx, const std::vector<Tile>& tiles, int64_t Hkv) {
         const int64_t hk = task % Hkv;
         BlockScratch s;
         std::vector<float> obuf(size_t(kMaxSub * cx.Dv));
+        if (cx.group == 1) {
+            // No query heads to share a K/V load: share it among tokens that see the same keys
+            // (a vision encoder's patches, an image block), up to kMaxSub at a time.
+            for (int64_t t = tl.t0; t < tl.t1;) {
+                int nq = 1;
+                const int64_t first = attn_first_of(cx.pos, t, cx.T, cx.p.window);
+                while (nq < kMaxSub && t + nq < tl.t1 && cx.pos[t + nq] == cx.pos[t] && cx.seq[t + nq] == cx.seq[t] &&
+                       attn_first_of(cx.pos, t + nq, cx.T, cx.p.window) == first)
+                    ++nq;
+                int64_t ts[kMaxSub], hs[kMaxSub];
+                float m[kMaxSub], l[kMaxSub], mb[kMaxSub], lb[kMaxSub];
+                float* out[kMaxSub];
+                float* ob[kMaxSub];
+                for (int i = 0; i < nq; ++i) ts[i] = t + i, hs[i] = hk, out[i] = reinterpret_cast<float*>(cx.dst->row(hk, t + i));
+                const int64_t bf = cx.first_block(t), bl = attn_block_of(cx.pos[t]);
+                for (int64_t b = bf; b <= bl; ++b) {
+                    int64_t lo, hi;
+                    cx.range(t, b, lo, hi);
+                    for (int i = 0; i < nq; ++i) ob[i] = b == bf ? out[i] : obuf.data() + i * cx.Dv;
+                    cx.partial(ts, hs, hk, nq, lo, hi, s, b == bf ? m : mb, b == bf ? l : lb, ob);
+                    if (b != bf)
+                        for (int i = 0; i < nq; ++i) fold(m[i], l[i], out[i], mb[i], lb[i], ob[i], cx.Dv);
+                }
+                for (int i = 0; i < nq; ++i) {
+                    if (cx.sinks) fold_sink(m[i], l[i], out[i], cx.sinks[hk], cx.Dv);
+                    finish(out[i], l[i], cx.Dv);
+                }
+                t += nq;
+            }
+            return;
+        }
         for (int64_t t = tl.t0; t < tl.t1; ++t)
             for (int64_t g0 = 0; g0 < cx.group; g0 += kMaxSub) {
                 const int nq = int(std::min<int64_t>(kMaxSub, cx.group - g0));

@@ -398,7 +398,7 @@ def write_mmproj_keys(w, name, n_embd_text):
     w.add_vision_head_count(V_HEAD)
     w.add_vision_image_mean(IMAGE_MEAN)
     w.add_vision_image_std(IMAGE_STD)
-    w.add_clip_projector_type(gguf.VisionProjectorType.GEMMA4V)
+    w.add_clip_vision_projector_type(gguf.VisionProjectorType.GEMMA4V)  # clip.vision.projector_type (mixed-modality key)
     w.add_vision_attention_layernorm_eps(1e-6)  # hparams_vision.get("layer_norm_eps", 1e-6): Gemma 4 has no such key
     w.add_quantization_version(gguf.GGML_QUANT_VERSION)
 
@@ -422,7 +422,7 @@ MMPROJ_KEYS = ["general.architecture", "general.type", "general.name", "general.
                "clip.vision.projection_dim", "clip.vision.image_size", "clip.vision.patch_size",
                "clip.vision.embedding_length", "clip.vision.feed_forward_length", "clip.vision.block_count",
                "clip.vision.attention.head_count", "clip.vision.image_mean", "clip.vision.image_std",
-               "clip.projector_type", "clip.vision.attention.layer_norm_epsilon", "general.quantization_version"]
+               "clip.vision.projector_type", "clip.vision.attention.layer_norm_epsilon", "general.quantization_version"]
 
 
 def check_mmproj(m, path):
@@ -431,7 +431,7 @@ def check_mmproj(m, path):
     keys = [k for k in r.fields if not k.startswith("GGUF.")]
     assert keys == MMPROJ_KEYS, keys
     f = r.fields
-    assert f["clip.projector_type"].contents() == "gemma4v"
+    assert f["clip.vision.projector_type"].contents() == "gemma4v"
     assert f["clip.vision.patch_size"].contents() == PATCH and f["clip.vision.projection_dim"].contents() == N_EMBD
     t = {x.name: x for x in r.tensors}
     for x in r.tensors:
