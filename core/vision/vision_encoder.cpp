@@ -5,6 +5,7 @@
 
 #include "core/gguf/gguf.h"
 #include "core/sched/scheduler.h"
+#include "core/vision/gemma4_vision.h"
 #include "core/vision/qwen3vl_vision.h"
 #include "core/vision/siglip_gemma3.h"
 
@@ -44,11 +45,13 @@ std::unique_ptr<VisionEncoder> load_vision_encoder(const std::string& path, Back
         throw std::runtime_error(path + ": not a projector (mmproj) file: general.architecture is '" + arch + "', not 'clip'");
     if (!file->get_bool("clip.has_vision_encoder", false))
         throw std::runtime_error(path + ": the projector file has no vision encoder (clip.has_vision_encoder)");
-    const std::string proj = file->get_string("clip.projector_type", "");
+    // (files of models with more than one modality name it clip.vision.projector_type: Gemma 4)
+    const std::string proj = file->get_string("clip.projector_type", file->get_string("clip.vision.projector_type", ""));
     std::unique_ptr<VisionEncoder> m;
     if (proj == "gemma3") m = std::make_unique<SiglipGemma3>();
     else if (proj == "qwen3vl_merger") m = std::make_unique<Qwen3VLVision>();
-    else throw std::runtime_error(path + ": projector type '" + proj + "' is not supported (supported: gemma3, qwen3vl_merger)");
+    else if (proj == "gemma4v") m = std::make_unique<Gemma4Vision>();
+    else throw std::runtime_error(path + ": projector type '" + proj + "' is not supported (supported: gemma3, gemma4v, qwen3vl_merger)");
     try {
         m->attach(std::move(file), be, Model::WeightMemory::Auto);
     } catch (const std::exception& e) {

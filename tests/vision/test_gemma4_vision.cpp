@@ -1,0 +1,127 @@
+// Gemma 4's vision tower against transformers (tools/oracle/gemma4v_tiny.py: a tiny
+// Gemma4ForConditionalGeneration whose PIL processor, vision tower, pooler and embedder HF ran on
+// the seven test images).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "core/image/image.h"
+#include "core/models/registry.h"
+#include "core/vision/gemma4_vision.h"
+#include "core/vision/vision_encoder.h"
+#include "tests/support/test_util.h"
+
+using namespace ls;
+
+namespace {
+
+const std::vector<std::string> kImages = {"rgb64.png", "rgb100x37.png", "gray23x31.png", "rgba50.png",
+                                          "photo120x90.jpg", "pal7x5.png", "paltrns9x6.png"};
+const std::vector<std::string> kEmbdImages = {"rgb100x37.png", "photo120x90.jpg"};
+
+std::vector<char> slurp(const std::string& name) {
+    std::ifstream f(test::test_data(name), std::ios::binary);
+    REQUIRE(f.good());
+    return {std::istreambuf_iterator<char>(f), {}};
+}
+
+struct Reader {
+    std::vector<char> b;
+    size_t at = 0;
+    int32_t i32() {
+        REQUIRE(at + 4 <= b.size());
+        int32_t v;
+        std::memcpy(&v, b.data() + at, 4);
+        at += 4;
+        return v;
+    }
+    std::vector<float> f32(size_t n) {
+        REQUIRE(at + 4 * n <= b.size());
+        std::vector<float> v(n);
+        std::memcpy(v.data(), b.data() + at, 4 * n);
+        at += 4 * n;
+        return v;
+    }
+};
+
+// gemma4v_tiny.embd: n_images, then per image n_tokens, n_embd, grid rows, grid columns, rows.
+struct ImageRows {
+    int32_t n_tokens = 0, n_embd = 0, gh = 0, gw = 0;
+    std::vector<float> rows;
+};
+std::vector<ImageRows> read_embd() {
+    Reader r{slurp("gemma4v_tiny.embd")};
+    std::vector<ImageRows> out(size_t(r.i32()));
+    for (ImageRows& e : out) {
+        e.n_tokens = r.i32(), e.n_embd = r.i32(), e.gh = r.i32(), e.gw = r.i32();
+        e.rows = r.f32(size_t(e.n_tokens) * size_t(e.n_embd));
+    }
+    return out;
+}
+
+std::unique_ptr<VisionEncoder> encoder(Backend& be) {
+    auto e = load_vision_encoder(test::test_data("gemma4v_tiny_mmproj.gguf"), be);
+    e->set_image_tokens(0, 70);  // the oracle's processor budget (max_soft_tokens 70)
+    return e;
+}
+
+}  // namespace
+
+TEST_CASE("gemma4 vision: preprocessing equals HF's PIL processor (the budget's size, bicubic, rescale) on seven images", "[vision][image]") {
+    auto cpu = test::make_backend("cpu");
+    auto enc = encoder(*cpu);
+    auto* g4 = dynamic_cast<Gemma4Vision*>(enc.get());
+    REQUIRE(g4);
+    for (const std::string& name : kImages) {
+        INFO(name);
+        const std::string stem = name.substr(0, name.find('.'));
+        Reader r{slurp("vision/" + stem + ".gemma4.pixels")};
+        const int32_t h = r.i32(), w = r.i32(), ph = r.i32(), pw = r.i32(), n_tokens = r.i32();
+        r.i32();  // max_patches
+        const image::Rgb8 img = image::load_file(test::test_data("vision/" + name));
+        const auto size = g4->resized(img);
+        REQUIRE(size[0] == h);
+        REQUIRE(size[1] == w);
+        CHECK(enc->token_grid(img) == std::array<int64_t, 2>{ph / 3, pw / 3});
+        CHECK(enc->n_tokens(img) == n_tokens);
+        REQUIRE(r.at + size_t(h) * size_t(w) * 3 <= r.b.size());
+        const auto* bytes = reinterpret_cast<const uint8_t*>(r.b.data() + r.at);
+        const VisionEncoder::Pixels px = enc->preprocess(img);
+        REQUIRE(px.chw.size() == size_t(3) * size_t(h) * size_t(w));
+        int64_t differ = 0;
+        for (int64_t c = 0; c < 3; ++c)
+            for (int64_t i = 0; i < int64_t(h) * w; ++i) {
+                const float want = float(double(bytes[i * 3 + c]) * (1.0 / 255.0));
+                differ += std::memcmp(&px.chw[size_t(c * h * w + i)], &want, 4) != 0;
+            }
+        CHECK(differ == 0);
+    }
+}
+
+TEST_CASE("gemma4 vision: image embeddings match transformers on every backend, the same bits everywhere", "[vision][tiny]") {
+    const std::vector<ImageRows> want = read_embd();
+    REQUIRE(want.size() == kEmbdImages.size());
+    std::vector<std::vector<float>> first;
+    for (const std::string& bk : test::all_backend_names()) {
+        INFO("backend " << bk);
+        auto be = test::make_backend(bk);
+        auto enc = encoder(*be);
+        CHECK(enc->projector() == "gemma4v");
+        for (size_t i = 0; i < want.size(); ++i) {
+            INFO(kEmbdImages[i]);
+            const image::Rgb8 img = image::load_file(test::test_data("vision/" + kEmbdImages[i]));
+            REQUIRE(enc->n_embd_out() == want[i].n_embd);
+            CHECK(enc->token_grid(img) == std::array<int64_t, 2>{want[i].gh, want[i].gw});
+            const std::vector<float> got = enc->encode(img);
+            REQUIRE(got.size() == want[i].rows.size());
+            float worst = 0.f;
+            for (size_t j = 0; j < got.size(); ++j) worst = std::max(worst, std::fabs(got[j] - want[i].rows[j]));
+            CHECK(worst < 1e-4f);
+            if (first.size() <= i) first.push_back(got);
+            else CHECK(std::memcmp(first[i].data(), got.data(), got.size() * 4) == 0);
+        }
+    }
+}
