@@ -191,7 +191,13 @@ Tensor* Gemma4::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
     RopeTables rope_tables(g, ub.pos);
     std::vector<int32_t> p_out;  // the positions of the output rows (rope_tables reads them)
 
-    Tensor* x = scale(g, get_rows(g, tok_embd_, tokens), std::sqrt(float(E)));  // (E, T)
+    // Token rows scaled by sqrt(n_embd), given rows (an image's) not; at an image's places the
+    // per-layer token rows are token 0's (the padding id HF puts there: Session zeroes them).
+    Tensor* x = with_given_rows(g, ub, scale(g, get_rows(g, tok_embd_, tokens), std::sqrt(float(E))));  // (E, T)
+    // Sliding layers of a "vision" model: an image's tokens see their whole image.
+    const bool image_bidir = P == 0 && !ub.last_key.empty();
+    Ubatch ub_out;  // after the narrowing: the output rows' positions and last keys
+    std::unique_ptr<AttnKeys> attn_keys = image_bidir ? std::make_unique<AttnKeys>(g, ub, pos) : nullptr;
     // Per-layer inputs (P, L, T): (norm(W_ple x / sqrt(E)) + embd_ple(token) sqrt(P)) / sqrt(2).
     Tensor* pli = nullptr;
     if (P > 0) {
@@ -219,6 +225,12 @@ Tensor* Gemma4::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
             seq = g.input(DType::I32, {n_out}, s_out.data(), "seq_out");
             T = n_out;
             rope_tables.reset(p_out);
+            if (image_bidir) {
+                ub_out.tokens.assign(size_t(n_out), 0);
+                ub_out.pos = p_out;
+                for (int32_t i : ub.out_idx) ub_out.last_key.push_back(ub.last_key[size_t(i)]);
+                attn_keys = std::make_unique<AttnKeys>(g, ub_out, pos);
+            }
         }
         const int64_t Dk = Lp.head_dim_k, Dv = Lp.head_dim_v, H = Lp.n_head, Hkv = Lp.n_head_kv;
         const RopeParams rp{w.rope_dims, ROPE_NEOX, Lp.rope_base, 1.0f};
@@ -234,8 +246,10 @@ Tensor* Gemma4::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
             k = rope(g, rms_norm(g, reshape(g, k_raw, {Dk, Hkv, T}), w.k_norm, eps), rope_cs, rp);
             v = rms_norm(g, reshape(g, v, {Dv, Hkv, T}), nullptr, eps);
         }
-        Tensor* att = cached_attention(g, kv, cache_rows, int(il), q, k, v, pos, seq, int32_t(Hkv), hp_.attn_scale,
-                                       {.window = Lp.window, .src = Lp.kv_source});  // (Dv, H, T)
+        AttnKeys::Keys keys{pos, Lp.window};
+        if (attn_keys && Lp.window > 0) keys = (*attn_keys)(Lp.window);
+        Tensor* att = cached_attention(g, kv, cache_rows, int(il), q, k, v, keys.pos, seq, int32_t(Hkv), hp_.attn_scale,
+                                       {.window = keys.window, .src = Lp.kv_source});  // (Dv, H, T)
         Tensor* o = mul_mat(g, w.wo, reshape(g, att, {Dv * H, T}));
         x = add(g, x, rms_norm(g, o, w.post_attn_norm, eps));
 

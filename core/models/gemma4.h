@@ -16,6 +16,11 @@ namespace ls {
 class Gemma4 final : public Model {
 public:
     Tensor* build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const override;
+    // Images (the gemma4v projector's rows, unscaled). HF's use_bidirectional_attention, which
+    // no GGUF key carries, follows the published checkpoints: "vision" (an image's tokens also
+    // see their whole image, in sliding layers only) for the models without per-layer
+    // embeddings (26B-A4B, 31B); plain causal for those with them (E2B, E4B).
+    bool takes_given_rows() const override { return true; }
 
 private:
     void load_arch() override;

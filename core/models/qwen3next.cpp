@@ -166,8 +166,12 @@ Tensor* Qwen3Hybrid::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, Recurr
     CacheRows cache_rows(g, ub);  // full-attention layers: R = n_ctx
     RopeTables rope_tables(g, ub.pos);
     Tensor* mrope_cs = nullptr;  // M-RoPE: one table (every full-attention layer has the same base)
-    if (!mrope_axes_.empty() && int64_t(ub.rope_pos.size()) != 3 * T)
-        throw std::logic_error("qwen35: the ubatch has no M-RoPE positions (Session::rope_positions)");
+    // A ubatch without M-RoPE positions (built by hand, not by a Session) is text: every axis
+    // at its position, plain rope. Image rows need the positions.
+    const bool mrope = !mrope_axes_.empty() && !ub.rope_pos.empty();
+    if (mrope && int64_t(ub.rope_pos.size()) != 3 * T) throw std::logic_error("qwen35: M-RoPE positions of the wrong size");
+    if (!mrope && !mrope_axes_.empty() && !ub.embd_at.empty())
+        throw std::logic_error("qwen35: image rows without M-RoPE positions (Session::rope_positions)");
     // Query and gate rows of the joint projection: per head [q (hd), gate (hd)].
     Tensor* q_idx = nullptr;
     Tensor* gate_idx = nullptr;
@@ -238,7 +242,7 @@ Tensor* Qwen3Hybrid::build_graph(Graph& g, const Ubatch& ub, KvCache& kv, Recurr
             q = rms_norm(g, q, w.q_norm, eps);
             k = rms_norm(g, k, w.k_norm, eps);
             const RopeParams rp{int32_t(n_rot_), ROPE_NEOX, L.rope_base, 1.0f};
-            if (!mrope_axes_.empty() && !mrope_cs)
+            if (mrope && !mrope_cs)
                 mrope_cs = rope_table_axes(g, ub.rope_pos.data(), 3, T, rp, mrope_axes_, rope_inv_freq(rp.freq_base, rp.n_dims));
             Tensor* cs = mrope_cs ? mrope_cs : rope_tables(rp);
             q = rope(g, q, cs, rp);

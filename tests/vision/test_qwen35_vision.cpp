@@ -193,7 +193,7 @@ TEST_CASE("qwen3.5 vision: a prompt with two images matches transformers (M-RoPE
     }
 }
 
-TEST_CASE("qwen3.5 vision: the next turn reuses the encoded images and equals a fresh evaluation; text after images continues M-RoPE",
+TEST_CASE("qwen3.5 vision: the next turn reuses the encoded images and equals a fresh evaluation, and text after images continues M-RoPE",
           "[vision]") {
     const test::Golden g0 = test::read_golden("qwen35v_tiny");
     test::LoadedModel l = test::load_tiny("cpu", "qwen35v");

@@ -318,12 +318,13 @@ std::string usage(const std::string& command) {
     if (command == "run")
         return "usage: lockstep run [-m FILE] -p PROMPT | -f FILE [--mmproj FILE --image FILE ...] [options]\n"
                "  --mmproj FILE           the model's projector (vision encoder) file, as llama.cpp's converter\n"
-               "                          writes it (Gemma 3, Qwen3.5)\n"
+               "                          writes it (Gemma 3, Gemma 4, Qwen3.5)\n"
                "  --image FILE            a PNG or JPEG for the prompt (repeatable, needs --mmproj): each goes\n"
                "                          where the prompt says <__media__>, or before the text\n"
                "  --image-min-tokens N, --image-max-tokens N\n"
                "                          the tokens an image may take, for projectors that keep an image's own\n"
-               "                          resolution (Qwen3.5; default: the file's, else 64 and 4096; also chat, serve)\n" + common + sampling;
+               "                          resolution (Qwen3.5: default the file's, else 64 and 4096; Gemma 4: the\n"
+               "                          maximum is its budget, default 280; also chat, serve)\n" + common + sampling;
     if (command == "chat")
         return "usage: lockstep chat [-m FILE] [--system TEXT] [options]\n"
                "  interactive multi-turn chat with the model's chat template; /exit or EOF ends it\n" + common + sampling;

@@ -101,9 +101,11 @@ def make_model(kind):
     return cfg, m
 
 
-def export(cfg, m, path, name=None, tail_tokens=()):
+def export(cfg, m, path, name=None, tail_tokens=(), ple_key_always=False):
     """The text model as llama.cpp's converter writes it; `name` replaces general.name, `tail_tokens` are control
-    tokens given the last ids of the vocabulary (write_tokenizer; gemma4v_tiny.py's image tokens)."""
+    tokens given the last ids of the vocabulary (write_tokenizer; gemma4v_tiny.py's image tokens); with
+    `ple_key_always` a model without per-layer embeddings still gets embedding_length_per_layer_input (0), as the
+    converter writes it (conversion/gemma.py Gemma4Model.set_gguf_parameters; gemma4v_tiny.py)."""
     A = "gemma4"
     L = cfg.num_hidden_layers
     w = gguf.GGUFWriter(path, A)
@@ -132,8 +134,8 @@ def export(cfg, m, path, name=None, tail_tokens=()):
     w.add_rope_dimension_count(gh)
     w.add_uint32(f"{A}.rope.dimension_count_swa", sh)
     w.add_float32(f"{A}.final_logit_softcapping", cfg.final_logit_softcapping)
-    if cfg.hidden_size_per_layer_input:
-        w.add_uint32(f"{A}.embedding_length_per_layer_input", cfg.hidden_size_per_layer_input)
+    if cfg.hidden_size_per_layer_input or ple_key_always:
+        w.add_uint32(f"{A}.embedding_length_per_layer_input", cfg.hidden_size_per_layer_input or 0)
     if cfg.enable_moe_block:
         w.add_expert_count(cfg.num_experts)
         w.add_expert_used_count(cfg.top_k_experts)
