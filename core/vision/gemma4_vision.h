@@ -42,7 +42,6 @@ private:
     int patch_ = 0, n_head_ = 0, kernel_ = 3;
     int64_t pos_size_ = 0, budget_ = 280;
     float eps_ = 1e-6f;
-    std::array<float, 3> mean_{}, std_{};
     Tensor* patch_w_ = nullptr;
     std::vector<float> pos_;  // [2][pos_size][n_embd]: x rows, then y rows
     std::vector<Layer> layers_;

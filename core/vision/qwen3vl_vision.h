@@ -38,7 +38,6 @@ private:
     int64_t min_pixels_ = 0, max_pixels_ = 0;
     std::array<int64_t, 2> file_pixels_{};  // the file's (or the default) budget
     float eps_ = 1e-6f;
-    std::array<float, 3> mean_{}, std_{};
     std::vector<float> patch_w_;  // the two temporal kernels summed: [3 * p * p, n_embd]
     std::vector<float> pos_;      // the learned position table: [grid_side^2][n_embd]
     Tensor* patch_b_ = nullptr;

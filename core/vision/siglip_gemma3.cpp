@@ -32,13 +32,7 @@ void SiglipGemma3::load_arch() {
     kernel_ = int(k);
     n_patches_side_ = S / P;
     tokens_per_side_ = n_patches_side_ / k;
-    for (auto [key, out] : {std::pair{"clip.vision.image_mean", &mean_}, std::pair{"clip.vision.image_std", &std_}}) {
-        const std::vector<double> v = f.get_float_array(key);
-        if (v.size() != 3) bad(std::string(key) + " must hold 3 values");
-        for (size_t c = 0; c < 3; ++c) (*out)[c] = float(v[c]);
-    }
-    for (float s : std_)
-        if (!(s > 0.f)) bad("clip.vision.image_std must be positive");
+    read_mean_std("gemma3");
     hp_.n_embd = E;
     hp_.n_layer = L;
     hp_.n_ff = F;

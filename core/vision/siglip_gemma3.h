@@ -30,7 +30,6 @@ private:
     int image_size_ = 0, patch_ = 0, n_head_ = 0, kernel_ = 0;
     int64_t tokens_per_side_ = 0, n_patches_side_ = 0;
     float eps_ = 1e-6f;
-    std::array<float, 3> mean_{}, std_{};
     Tensor *patch_w_ = nullptr, *patch_b_ = nullptr, *pos_ = nullptr;
     std::vector<Layer> layers_;
     Norm post_ln_;

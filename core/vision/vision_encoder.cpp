@@ -34,6 +34,16 @@ void VisionEncoder::check_text_model(const Model& text) const {
                                     std::to_string(text.hparams().n_embd) + ": they are not a pair");
 }
 
+void VisionEncoder::read_mean_std(const std::string& who) {
+    for (auto [key, out] : {std::pair{"clip.vision.image_mean", &mean_}, std::pair{"clip.vision.image_std", &std_}}) {
+        const std::vector<double> v = file_->get_float_array(key);
+        if (v.size() != 3) throw std::runtime_error(who + " projector: " + key + " must hold 3 values");
+        for (size_t c = 0; c < 3; ++c) (*out)[c] = float(v[c]);
+    }
+    for (float s : std_)
+        if (!(s > 0.f)) throw std::runtime_error(who + " projector: clip.vision.image_std must be positive");
+}
+
 Tensor* VisionEncoder::build_graph(Graph&, const Ubatch&, KvCache&) const {
     throw std::logic_error("a vision encoder (mmproj) evaluates images, not text");
 }

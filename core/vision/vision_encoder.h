@@ -59,6 +59,10 @@ protected:
     virtual Tensor* build_image_graph(Graph& g, const Pixels& px) const = 0;
     std::string projector_;
     std::vector<std::string> text_archs_;  // the text models' general.architecture values
+    std::array<float, 3> mean_{}, std_{};  // the processor's normalization
+    // clip.vision.image_mean and image_std into mean_ and std_, checked (3 values, std > 0);
+    // errors name `who`.
+    void read_mean_std(const std::string& who);
     int64_t n_out_ = 0;
 };
 

@@ -18,54 +18,16 @@
 #include "tests/support/golden.h"
 #include "tests/support/kv_contract.h"
 #include "tests/support/test_util.h"
+#include "tests/support/vision_data.h"
 
 using namespace ls;
 
 namespace {
 
-const std::vector<std::string> kImages = {"rgb64.png", "rgb100x37.png", "gray23x31.png", "rgba50.png",
-                                          "photo120x90.jpg", "pal7x5.png", "paltrns9x6.png"};
+const std::vector<std::string>& kImages = test::kVisionImages;
 const std::vector<std::string> kEmbdImages = {"rgb100x37.png", "photo120x90.jpg"};
 
-std::vector<char> slurp(const std::string& name) {
-    std::ifstream f(test::test_data(name), std::ios::binary);
-    REQUIRE(f.good());
-    return {std::istreambuf_iterator<char>(f), {}};
-}
-
-struct Reader {
-    std::vector<char> b;
-    size_t at = 0;
-    int32_t i32() {
-        REQUIRE(at + 4 <= b.size());
-        int32_t v;
-        std::memcpy(&v, b.data() + at, 4);
-        at += 4;
-        return v;
-    }
-    std::vector<float> f32(size_t n) {
-        REQUIRE(at + 4 * n <= b.size());
-        std::vector<float> v(n);
-        std::memcpy(v.data(), b.data() + at, 4 * n);
-        at += 4 * n;
-        return v;
-    }
-};
-
-// gemma4v_tiny.embd: n_images, then per image n_tokens, n_embd, grid rows, grid columns, rows.
-struct ImageRows {
-    int32_t n_tokens = 0, n_embd = 0, gh = 0, gw = 0;
-    std::vector<float> rows;
-};
-std::vector<ImageRows> read_embd() {
-    Reader r{slurp("gemma4v_tiny.embd")};
-    std::vector<ImageRows> out(size_t(r.i32()));
-    for (ImageRows& e : out) {
-        e.n_tokens = r.i32(), e.n_embd = r.i32(), e.gh = r.i32(), e.gw = r.i32();
-        e.rows = r.f32(size_t(e.n_tokens) * size_t(e.n_embd));
-    }
-    return out;
-}
+std::vector<test::ImageRows> read_embd() { return test::read_image_rows("gemma4v_tiny.embd"); }
 
 std::unique_ptr<VisionEncoder> encoder(Backend& be) {
     auto e = load_vision_encoder(test::test_data("gemma4v_tiny_mmproj.gguf"), be);
@@ -83,7 +45,7 @@ TEST_CASE("gemma4 vision: preprocessing equals HF's PIL processor (the budget's 
     for (const std::string& name : kImages) {
         INFO(name);
         const std::string stem = name.substr(0, name.find('.'));
-        Reader r{slurp("vision/" + stem + ".gemma4.pixels")};
+        test::Reader r{test::slurp("vision/" + stem + ".gemma4.pixels")};
         const int32_t h = r.i32(), w = r.i32(), ph = r.i32(), pw = r.i32(), n_tokens = r.i32();
         r.i32();  // max_patches
         const image::Rgb8 img = image::load_file(test::test_data("vision/" + name));
@@ -107,7 +69,7 @@ TEST_CASE("gemma4 vision: preprocessing equals HF's PIL processor (the budget's 
 }
 
 TEST_CASE("gemma4 vision: image embeddings match transformers on every backend, the same bits everywhere", "[vision][tiny]") {
-    const std::vector<ImageRows> want = read_embd();
+    const std::vector<test::ImageRows> want = read_embd();
     REQUIRE(want.size() == kEmbdImages.size());
     std::vector<std::vector<float>> first;
     for (const std::string& bk : test::all_backend_names()) {
@@ -153,7 +115,7 @@ TEST_CASE("gemma4 vision: a prompt with two images matches transformers for both
             auto tok = std::make_unique<Tokenizer>(Tokenizer::from_gguf(l.model->gguf()));
             std::vector<image::Rgb8> imgs;
             for (const std::string& n : kEmbdImages) imgs.push_back(image::load_file(test::test_data("vision/" + n)));
-            const std::vector<char> pt = slurp("gemma4v_tiny.prompt");
+            const std::vector<char> pt = test::slurp("gemma4v_tiny.prompt");
             const ImagePrompt p = layout_image_prompt(*tok, *enc, std::string(pt.begin(), pt.end()), imgs, false);
             REQUIRE(p.ids.size() == size_t(gold.n));
             for (size_t i = 0; i < p.ids.size(); ++i) {
