@@ -268,6 +268,29 @@ void run_tiles(const Ctx& cx, const std::vector<Tile>& tiles, int64_t Hkv) {
         const int64_t hk = task % Hkv;
         BlockScratch s;
         std::vector<float> obuf(size_t(kMaxSub * cx.Dv));
+        // nq queries (token ts[i], head hs[i]) that see the same keys, each folding its blocks in
+        // order into its output row; the first block's partial is the running state, in place.
+        auto run = [&](const int64_t* ts, const int64_t* hs, int nq) {
+            const int64_t t = ts[0];
+            float m[kMaxSub], l[kMaxSub], mb[kMaxSub], lb[kMaxSub];
+            float* out[kMaxSub];
+            float* ob[kMaxSub];
+            for (int i = 0; i < nq; ++i) out[i] = reinterpret_cast<float*>(cx.dst->row(hs[i], ts[i]));
+            const int64_t bf = cx.first_block(t), bl = attn_block_of(cx.pos[t]);
+            for (int64_t b = bf; b <= bl; ++b) {
+                int64_t lo, hi;
+                cx.range(t, b, lo, hi);
+                for (int i = 0; i < nq; ++i) ob[i] = b == bf ? out[i] : obuf.data() + i * cx.Dv;
+                cx.partial(ts, hs, hk, nq, lo, hi, s, b == bf ? m : mb, b == bf ? l : lb, ob);
+                if (b != bf)
+                    for (int i = 0; i < nq; ++i) fold(m[i], l[i], out[i], mb[i], lb[i], ob[i], cx.Dv);
+            }
+            for (int i = 0; i < nq; ++i) {
+                if (cx.sinks) fold_sink(m[i], l[i], out[i], cx.sinks[hs[i]], cx.Dv);
+                finish(out[i], l[i], cx.Dv);
+            }
+        };
+        int64_t ts[kMaxSub], hs[kMaxSub];
         if (cx.group == 1) {
             // No query heads to share a K/V load: share it among tokens that see the same keys
             // (a vision encoder's patches, an image block), up to kMaxSub at a time.
@@ -277,49 +300,18 @@ void run_tiles(const Ctx& cx, const std::vector<Tile>& tiles, int64_t Hkv) {
                 while (nq < kMaxSub && t + nq < tl.t1 && cx.pos[t + nq] == cx.pos[t] && cx.seq[t + nq] == cx.seq[t] &&
                        attn_first_of(cx.pos, t + nq, cx.T, cx.p.window) == first)
                     ++nq;
-                int64_t ts[kMaxSub], hs[kMaxSub];
-                float m[kMaxSub], l[kMaxSub], mb[kMaxSub], lb[kMaxSub];
-                float* out[kMaxSub];
-                float* ob[kMaxSub];
-                for (int i = 0; i < nq; ++i) ts[i] = t + i, hs[i] = hk, out[i] = reinterpret_cast<float*>(cx.dst->row(hk, t + i));
-                const int64_t bf = cx.first_block(t), bl = attn_block_of(cx.pos[t]);
-                for (int64_t b = bf; b <= bl; ++b) {
-                    int64_t lo, hi;
-                    cx.range(t, b, lo, hi);
-                    for (int i = 0; i < nq; ++i) ob[i] = b == bf ? out[i] : obuf.data() + i * cx.Dv;
-                    cx.partial(ts, hs, hk, nq, lo, hi, s, b == bf ? m : mb, b == bf ? l : lb, ob);
-                    if (b != bf)
-                        for (int i = 0; i < nq; ++i) fold(m[i], l[i], out[i], mb[i], lb[i], ob[i], cx.Dv);
-                }
-                for (int i = 0; i < nq; ++i) {
-                    if (cx.sinks) fold_sink(m[i], l[i], out[i], cx.sinks[hk], cx.Dv);
-                    finish(out[i], l[i], cx.Dv);
-                }
+                for (int i = 0; i < nq; ++i) ts[i] = t + i, hs[i] = hk;
+                run(ts, hs, nq);
                 t += nq;
             }
             return;
         }
+        // The group's query heads of one token, up to kMaxSub at a time.
         for (int64_t t = tl.t0; t < tl.t1; ++t)
             for (int64_t g0 = 0; g0 < cx.group; g0 += kMaxSub) {
                 const int nq = int(std::min<int64_t>(kMaxSub, cx.group - g0));
-                const int64_t h0 = hk * cx.group + g0;
-                float m[kMaxSub], l[kMaxSub], mb[kMaxSub], lb[kMaxSub];
-                float* out[kMaxSub];
-                float* ob[kMaxSub];
-                for (int i = 0; i < nq; ++i) out[i] = reinterpret_cast<float*>(cx.dst->row(h0 + i, t));
-                const int64_t bf = cx.first_block(t), bl = attn_block_of(cx.pos[t]);
-                for (int64_t b = bf; b <= bl; ++b) {
-                    int64_t lo, hi;
-                    cx.range(t, b, lo, hi);
-                    // The first block's partial is the running state: written in place.
-                    for (int i = 0; i < nq; ++i) ob[i] = b == bf ? out[i] : obuf.data() + i * cx.Dv;
-                    cx.partial(t, hk, h0, nq, lo, hi, s, b == bf ? m : mb, b == bf ? l : lb, ob);
-                    if (b != bf)
-                        for (int i = 0; i < nq; ++i) fold(m[i], l[i], out[i], mb[i], lb[i], ob[i], cx.Dv);
-                }
-                if (cx.sinks)
-                    for (int i = 0; i < nq; ++i) fold_sink(m[i], l[i], out[i], cx.sinks[h0 + i], cx.Dv);
-                for (int i = 0; i < nq; ++i) finish(out[i], l[i], cx.Dv);
+                for (int i = 0; i < nq; ++i) ts[i] = t, hs[i] = hk * cx.group + g0 + i;
+                run(ts, hs, nq);
             }
     });
 }

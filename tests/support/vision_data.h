@@ -3,12 +3,17 @@
 #pragma once
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <iterator>
 #include <string>
 #include <vector>
 
+#include "core/image/image.h"
+#include "core/vision/vision_encoder.h"
 #include "tests/support/test_util.h"
 
 namespace ls::test {
@@ -55,6 +60,33 @@ inline std::vector<ImageRows> read_image_rows(const std::string& file) {
         e.rows = r.f32(size_t(e.n_tokens) * size_t(e.n_embd));
     }
     return out;
+}
+
+// Each image's rows from the encoder `make` gives on every backend under test: within 1e-4
+// of `want` (the oracle's, image by image), with its token grid, and the same bits everywhere.
+inline void check_image_rows(const std::function<std::unique_ptr<VisionEncoder>(Backend&)>& make, const std::string& projector,
+                             const std::vector<std::string>& images, const std::vector<ImageRows>& want) {
+    REQUIRE(want.size() == images.size());
+    std::vector<std::vector<float>> first;
+    for (const std::string& bk : all_backend_names()) {
+        INFO("backend " << bk);
+        auto be = make_backend(bk);
+        auto enc = make(*be);
+        CHECK(enc->projector() == projector);
+        for (size_t i = 0; i < want.size(); ++i) {
+            INFO(images[i]);
+            const image::Rgb8 img = image::load_file(test_data("vision/" + images[i]));
+            REQUIRE(enc->n_embd_out() == want[i].n_embd);
+            CHECK(enc->token_grid(img) == std::array<int64_t, 2>{want[i].gh, want[i].gw});
+            const std::vector<float> got = enc->encode(img);
+            REQUIRE(got.size() == want[i].rows.size());
+            float worst = 0.f;
+            for (size_t j = 0; j < got.size(); ++j) worst = std::max(worst, std::fabs(got[j] - want[i].rows[j]));
+            CHECK(worst < 1e-4f);
+            if (first.size() <= i) first.push_back(got);
+            else CHECK(std::memcmp(first[i].data(), got.data(), got.size() * 4) == 0);
+        }
+    }
 }
 
 }  // namespace ls::test

@@ -69,28 +69,7 @@ TEST_CASE("gemma4 vision: preprocessing equals HF's PIL processor (the budget's 
 }
 
 TEST_CASE("gemma4 vision: image embeddings match transformers on every backend, the same bits everywhere", "[vision][tiny]") {
-    const std::vector<test::ImageRows> want = read_embd();
-    REQUIRE(want.size() == kEmbdImages.size());
-    std::vector<std::vector<float>> first;
-    for (const std::string& bk : test::all_backend_names()) {
-        INFO("backend " << bk);
-        auto be = test::make_backend(bk);
-        auto enc = encoder(*be);
-        CHECK(enc->projector() == "gemma4v");
-        for (size_t i = 0; i < want.size(); ++i) {
-            INFO(kEmbdImages[i]);
-            const image::Rgb8 img = image::load_file(test::test_data("vision/" + kEmbdImages[i]));
-            REQUIRE(enc->n_embd_out() == want[i].n_embd);
-            CHECK(enc->token_grid(img) == std::array<int64_t, 2>{want[i].gh, want[i].gw});
-            const std::vector<float> got = enc->encode(img);
-            REQUIRE(got.size() == want[i].rows.size());
-            float worst = 0.f;
-            for (size_t j = 0; j < got.size(); ++j) worst = std::max(worst, std::fabs(got[j] - want[i].rows[j]));
-            CHECK(worst < 1e-4f);
-            if (first.size() <= i) first.push_back(got);
-            else CHECK(std::memcmp(first[i].data(), got.data(), got.size() * 4) == 0);
-        }
-    }
+    test::check_image_rows(encoder, "gemma4v", kEmbdImages, read_embd());
 }
 
 // The prompt with both images, evaluated whole, in ubatches that never cut an image, and beside
