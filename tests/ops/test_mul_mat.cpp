@@ -71,3 +71,31 @@ TEST_CASE("cpu mul_mat: one token alone equals the same token in a batch, bit fo
         }
     }
 }
+
+TEST_CASE("cpu mul_mat: float weights over many tokens equal one token alone, bit for bit, at every K and group edge",
+          "[ops][mul_mat]") {
+    // The float kernel packs T tokens per group, a block of rows per task, and runs K in chunks
+    // with each (row, token)'s 32 lane partials kept between them; none of that may change a
+    // value. K: a tail past the last 32-block (whole registers and scalars), several chunks, a
+    // K under one block. M = 263 crosses token groups and tasks; N = 37 leaves partial row
+    // pairs and blocks.
+    for (auto& be : test::backends_under_test()) {
+        if (be->name() != "cpu") continue;
+        for (DType t : {DType::F16, DType::BF16, DType::F32}) {
+            for (int64_t K : {int64_t(4096 + 37), int64_t(1056 + 21), int64_t(29)}) {
+                const int64_t N = 37, M = 263;
+                std::mt19937 rng(uint32_t(K) + uint32_t(t));
+                const auto wq = test::quantized_random(rng, t, K, N);
+                const auto x = test::randn(rng, size_t(K * M));
+                const auto all = run_mul_mat(*be, t, K, N, wq, x.data(), M);
+                for (int64_t m : {0, 7, 8, 100, 255, 256, 262}) {
+                    const auto one = run_mul_mat(*be, t, K, N, wq, x.data() + m * K, 1);
+                    INFO(dtype_name(t) << " K " << K << " token " << m);
+                    int mismatches = 0;
+                    for (int64_t n = 0; n < N; ++n) mismatches += bits_of(one[size_t(n)]) != bits_of(all[size_t(m * N + n)]);
+                    REQUIRE(mismatches == 0);
+                }
+            }
+        }
+    }
+}
