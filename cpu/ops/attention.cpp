@@ -17,6 +17,7 @@
 // partial depends on its block alone, so the bits do not depend on the split or thread count.
 // Sinks (src[5]) fold in after the last block, in either form (attn_fold_sink).
 #include <tbb/blocked_range.h>
+#include <tbb/cache_aligned_allocator.h>
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
@@ -67,6 +68,51 @@ template <DType T> [[gnu::always_inline]] inline __m256 load8(const uint8_t* row
     }
 }
 
+#if defined(__AVX512F__)
+// ---- 16 cache values of a row from element e (a multiple of 16), exactly as row_to_f32
+template <DType T> [[gnu::always_inline]] inline __m512 load16(const uint8_t* row, int64_t e) {
+    if constexpr (T == DType::F32) {
+        return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + e);
+    } else if constexpr (T == DType::F16) {
+        return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * e)));
+    } else if constexpr (T == DType::BF16) {
+        const __m512i h = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * e)));
+        return _mm512_castsi512_ps(_mm512_slli_epi32(h, 16));
+    } else if constexpr (T == DType::Q8_0) {
+        const BlockQ8_0& b = reinterpret_cast<const BlockQ8_0*>(row)[e / QK];
+        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs + e % QK));
+        return _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(b.d)), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
+    } else {
+        static_assert(T == DType::Q4_0);
+        // Elements 0..15 of a block are the low nibbles of qs[0..15], 16..31 the high ones.
+        const BlockQ4_0& b = reinterpret_cast<const BlockQ4_0*>(row)[e / QK];
+        __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+        if (e % QK >= 16) raw = _mm_srli_epi16(raw, 4);
+        const __m512i u = _mm512_cvtepu8_epi32(_mm_and_si128(raw, _mm_set1_epi8(0x0F)));
+        const __m512 x = _mm512_cvtepi32_ps(_mm512_sub_epi32(u, _mm512_set1_epi32(8)));
+        return _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(b.d)), x);
+    }
+}
+// ---- o_b as pv_chunk, 16 values a register: ob[i][d0 .. d0 + 16C) = sum over keys j in order
+// of p[i][j] * v_j (from +0); each lane its own sequential chain, so the width changes no bit.
+template <DType T, int NQ, int C>
+void pv_chunk16(const float* const* p, const uint8_t* const* vrow, int64_t n, int64_t e0, int64_t d0, float* const* ob) {
+    __m512 acc[NQ][C];
+    for (auto& a : acc)
+        for (auto& x : a) x = _mm512_setzero_ps();
+    for (int64_t j = 0; j < n; ++j) {
+        __m512 w[NQ];
+        for (int i = 0; i < NQ; ++i) w[i] = _mm512_set1_ps(p[i][j]);
+        for (int c = 0; c < C; ++c) {
+            const __m512 vv = load16<T>(vrow[j], e0 + d0 + 16 * c);
+            for (int i = 0; i < NQ; ++i) acc[i][c] = _mm512_add_ps(acc[i][c], _mm512_mul_ps(w[i], vv));
+        }
+    }
+    for (int i = 0; i < NQ; ++i)
+        for (int c = 0; c < C; ++c) _mm512_storeu_ps(ob[i] + d0 + 16 * c, acc[i][c]);
+}
+#endif
+
 // ---- scores: sc[i][j] = canon_dot(q_i, k_j) for NQ queries sharing each K load
 template <DType T, int NQ>
 void qk_rows(const float* const* q, const uint8_t* const* krow, int64_t n, int64_t e0, int64_t D, float* const* sc) {
@@ -109,8 +155,18 @@ void pv_chunk(const float* const* p, const uint8_t* const* vrow, int64_t n, int6
 // Accumulators in registers: NQ * C of them, 8 to 12 of AVX2's 16.
 template <DType T, int NQ>
 void pv_rows(const float* const* p, const uint8_t* const* vrow, int64_t n, int64_t e0, int64_t D, float* const* ob) {
-    constexpr int C = NQ == 1 ? 8 : NQ == 2 ? 4 : 2;
     int64_t d0 = 0;
+#if defined(__AVX512F__)
+    // 16 values a register: NQ * C16 accumulators, 16 of the 32 (8 with one query).
+    // (A quantized block's 16 values must start at its element 0 or 16: e0 a multiple of 16.)
+    constexpr int C16 = NQ == 1 ? 8 : NQ == 2 ? 8 : NQ == 3 ? 5 : 4;
+    constexpr bool kFloat = T == DType::F32 || T == DType::F16 || T == DType::BF16;
+    if (kFloat || e0 % 16 == 0) {
+        for (; d0 + 16 * C16 <= D; d0 += 16 * C16) pv_chunk16<T, NQ, C16>(p, vrow, n, e0, d0, ob);
+        for (; d0 + 16 <= D; d0 += 16) pv_chunk16<T, NQ, 1>(p, vrow, n, e0, d0, ob);
+    }
+#endif
+    constexpr int C = NQ == 1 ? 8 : NQ == 2 ? 4 : 2;
     for (; d0 + 8 * C <= D; d0 += 8 * C) pv_chunk<T, NQ, C>(p, vrow, n, e0, d0, ob);
     for (; d0 < D; d0 += 8) pv_chunk<T, NQ, 1>(p, vrow, n, e0, d0, ob);
 }
@@ -148,6 +204,72 @@ void pv(DType t, int nq, const float* const* p, const uint8_t* const* vrow, int6
 }
 #undef LS_ATTN_DISPATCH
 
+#if defined(__AVX512F__)
+// ---- Many queries that see the same keys (a vision encoder's patches, an image's tokens; no
+// query-head groups): the key block transposed once, kt[i * kAttnBlock + j] = k_j[i] (as
+// row_to_f32; zeros past the block's keys), then each query's scores 16 keys at a time, keys
+// in lanes. A score is canon_dot's: lane partial a_l = the sum over i = l (mod 32) in
+// increasing i from +0, then the fixed tree, here node(l, w) = node(l, 2w) + node(l + w, 2w)
+// with node(l, 32) = a_l and the score node(0, 1): the same operations on the same values, so
+// the same bits, without a horizontal sum per key.
+template <DType T>
+void transpose_keys(const uint8_t* const* krow, int64_t n, int64_t e0, int64_t D, float* kt) {
+    alignas(32) float tmp[8];
+    for (int64_t j = 0; j < kAttnBlock; ++j) {
+        if (j >= n) {
+            for (int64_t i = 0; i < D; ++i) kt[i * kAttnBlock + j] = 0.0f;
+            continue;
+        }
+        for (int64_t d = 0; d < D; d += 8) {
+            _mm256_store_ps(tmp, load8<T>(krow[j], e0 + d));
+            for (int c = 0; c < 8; ++c) kt[(d + c) * kAttnBlock + j] = tmp[c];
+        }
+    }
+}
+void transpose_keys(DType t, const uint8_t* const* krow, int64_t n, int64_t e0, int64_t D, float* kt) {
+    switch (t) {
+        case DType::F32: return transpose_keys<DType::F32>(krow, n, e0, D, kt);
+        case DType::F16: return transpose_keys<DType::F16>(krow, n, e0, D, kt);
+        case DType::BF16: return transpose_keys<DType::BF16>(krow, n, e0, D, kt);
+        case DType::Q8_0: return transpose_keys<DType::Q8_0>(krow, n, e0, D, kt);
+        default: return transpose_keys<DType::Q4_0>(krow, n, e0, D, kt);
+    }
+}
+template <int NQ, int L, int W>
+[[gnu::always_inline]] inline void score_node(const float* const* q, const float* kt, int64_t D, __m512* out) {
+    if constexpr (W == 32) {
+        for (int i = 0; i < NQ; ++i) out[i] = _mm512_setzero_ps();
+        for (int64_t d = L; d < D; d += 32) {
+            const __m512 k = _mm512_load_ps(kt + d * kAttnBlock);
+            for (int i = 0; i < NQ; ++i) out[i] = _mm512_add_ps(out[i], _mm512_mul_ps(_mm512_set1_ps(q[i][d]), k));
+        }
+    } else {
+        __m512 a[NQ], b[NQ];
+        score_node<NQ, L, 2 * W>(q, kt, D, a);
+        score_node<NQ, L + W, 2 * W>(q, kt, D, b);
+        for (int i = 0; i < NQ; ++i) out[i] = _mm512_add_ps(a[i], b[i]);
+    }
+}
+// sc[i][j] = canon_dot(q_i, k_j) for the n keys of kt (16 at a time; lanes past n are zeros').
+template <int NQ>
+void qk_transposed(const float* const* q, const float* kt, int64_t n, int64_t D, float* const* sc) {
+    for (int64_t g = 0; g < n; g += 16) {
+        __m512 r[NQ];
+        score_node<NQ, 0, 1>(q, kt + g, D, r);
+        for (int i = 0; i < NQ; ++i) _mm512_store_ps(sc[i] + g, r[i]);
+    }
+}
+void qk_transposed(int nq, const float* const* q, const float* kt, int64_t n, int64_t D, float* const* sc) {
+    switch (nq) {
+        case 1: return qk_transposed<1>(q, kt, n, D, sc);
+        case 2: return qk_transposed<2>(q, kt, n, D, sc);
+        case 3: return qk_transposed<3>(q, kt, n, D, sc);
+        default: return qk_transposed<4>(q, kt, n, D, sc);
+    }
+}
+
+#endif
+
 bool cache_type_ok(DType t) {
     return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::Q8_0 || t == DType::Q4_0;
 }
@@ -159,6 +281,27 @@ constexpr int kMaxSub = 4;  // query heads sharing a K/V load (one token's heads
 struct BlockScratch {
     alignas(64) float sc[kMaxSub][kAttnBlock] = {};  // lanes past a block's keys stay finite
 };
+
+// max of x[0..n), NaNs ignored as fmax does (all NaN: NaN; empty: -inf). Lane by lane, then
+// across lanes: the max of a set is the same whichever order it is taken in (up to the sign of
+// a zero, which no use of the block max can tell: it is only subtracted, then exponentiated).
+inline float block_max(const float* x, int64_t n) {
+    float m = -INFINITY;
+    int64_t j = 0;
+#if defined(__AVX512F__)
+    __m512 r = _mm512_set1_ps(-INFINITY);
+    for (; j + 16 <= n; j += 16) {
+        const __m512 v = _mm512_loadu_ps(x + j);
+        const __mmask16 take = _mm512_cmp_ps_mask(v, r, _CMP_GT_OQ) | _mm512_cmp_ps_mask(r, r, _CMP_UNORD_Q);
+        r = _mm512_mask_blend_ps(take, r, v);
+    }
+    alignas(64) float l[16];
+    _mm512_store_ps(l, r);
+    for (float v : l) m = std::fmax(m, v);
+#endif
+    for (; j < n; ++j) m = std::fmax(m, x[j]);
+    return m;
+}
 
 struct Ctx {
     const Tensor *q, *k, *v, *dst;
@@ -183,8 +326,9 @@ struct Ctx {
     }
     // The same for nq queries (token ts[i], head hs[i], all of kv head hk) that see the same keys
     // of the same sequence: each query's arithmetic is its own, so sharing the loads changes no bit.
+    // kt: the block's keys already transposed (transpose_keys), or null.
     void partial(const int64_t* ts, const int64_t* hs, int64_t hk, int nq, int64_t lo, int64_t hi, BlockScratch& s, float* mb,
-                 float* lb, float* const* ob) const {
+                 float* lb, float* const* ob, const float* kt = nullptr) const {
         const int64_t n = hi - lo + 1, sq = seq[ts[0]];
         const uint8_t* krow[kAttnBlock];
         const uint8_t* vrow[kAttnBlock];
@@ -199,7 +343,11 @@ struct Ctx {
             qp[i] = reinterpret_cast<const float*>(q->row(hs[i], ts[i]));
             sp[i] = s.sc[i];
         }
-        qk(k->type, nq, qp, krow, n, hk * Dk, Dk, sp);
+#if defined(__AVX512F__)
+        if (kt) qk_transposed(nq, qp, kt, n, Dk, sp);
+        else
+#endif
+            qk(k->type, nq, qp, krow, n, hk * Dk, Dk, sp);
         for (int i = 0; i < nq; ++i) {
             float* x = s.sc[i];
             using simd::fbatch;
@@ -210,8 +358,7 @@ struct Ctx {
                 if (p.softcap > 0) y = fbatch(p.softcap) * simd::det_tanh(y / fbatch(p.softcap));
                 y.store_aligned(x + j);
             }
-            float m = -INFINITY;
-            for (int64_t j = 0; j < n; ++j) m = std::fmax(m, x[j]);
+            const float m = block_max(x, n);
             for (int64_t j = 0; j < nv; j += simd::W) simd::det_exp(fbatch::load_aligned(x + j) - fbatch(m)).store_aligned(x + j);
             float l = 0.0f;
             for (int64_t j = 0; j < n; ++j) l = l + x[j];
@@ -260,6 +407,14 @@ struct Tile {
     int64_t t0, t1;
 };
 
+// Whether every token of a tile sees the same keys: one sequence, one last key, one first key.
+bool shares_keys(const Ctx& cx, const Tile& tl) {
+    const int64_t t0 = tl.t0, first = attn_first_of(cx.pos, t0, cx.T, cx.p.window);
+    for (int64_t t = t0 + 1; t < tl.t1; ++t)
+        if (cx.pos[t] != cx.pos[t0] || cx.seq[t] != cx.seq[t0] || attn_first_of(cx.pos, t, cx.T, cx.p.window) != first) return false;
+    return true;
+}
+
 // Prompt form: one task per (tile, kv head); the tile's tokens fold their blocks in order into
 // their output rows (o), m and l kept aside.
 void run_tiles(const Ctx& cx, const std::vector<Tile>& tiles, int64_t Hkv) {
@@ -291,6 +446,44 @@ void run_tiles(const Ctx& cx, const std::vector<Tile>& tiles, int64_t Hkv) {
             }
         };
         int64_t ts[kMaxSub], hs[kMaxSub];
+#if defined(__AVX512F__)
+        // Every token of the tile sees the same keys (no query-head groups): block by block,
+        // its keys transposed once for all of them, each token folding its blocks in order.
+        if (cx.group == 1 && shares_keys(cx, tl)) {
+            const int64_t t0 = tl.t0, nt = tl.t1 - tl.t0;
+            thread_local std::vector<float, tbb::cache_aligned_allocator<float>> kt;
+            kt.resize(size_t(cx.Dk * kAttnBlock));
+            std::vector<float> m(static_cast<size_t>(nt)), l(static_cast<size_t>(nt));
+            const uint8_t* krow[kAttnBlock];
+            const int64_t bf = cx.first_block(t0), bl = attn_block_of(cx.pos[t0]);
+            for (int64_t b = bf; b <= bl; ++b) {
+                int64_t lo, hi;
+                cx.range(t0, b, lo, hi);
+                for (int64_t j = 0; j <= hi - lo; ++j) krow[j] = cx.k->row(ring_row(cx.seq[t0], lo + j, cx.R));
+                transpose_keys(cx.k->type, krow, hi - lo + 1, hk * cx.Dk, cx.Dk, kt.data());
+                for (int64_t q0 = 0; q0 < nt; q0 += kMaxSub) {
+                    const int nq = int(std::min<int64_t>(kMaxSub, nt - q0));
+                    float mb[kMaxSub], lb[kMaxSub];
+                    float* out[kMaxSub];
+                    float* ob[kMaxSub];
+                    for (int i = 0; i < nq; ++i) {
+                        ts[i] = t0 + q0 + i, hs[i] = hk;
+                        out[i] = reinterpret_cast<float*>(cx.dst->row(hk, ts[i]));
+                        ob[i] = b == bf ? out[i] : obuf.data() + i * cx.Dv;
+                    }
+                    cx.partial(ts, hs, hk, nq, lo, hi, s, b == bf ? m.data() + q0 : mb, b == bf ? l.data() + q0 : lb, ob, kt.data());
+                    if (b != bf)
+                        for (int i = 0; i < nq; ++i) fold(m[size_t(q0 + i)], l[size_t(q0 + i)], out[i], mb[i], lb[i], ob[i], cx.Dv);
+                }
+            }
+            for (int64_t i = 0; i < nt; ++i) {
+                float* out = reinterpret_cast<float*>(cx.dst->row(hk, t0 + i));
+                if (cx.sinks) fold_sink(m[size_t(i)], l[size_t(i)], out, cx.sinks[hk], cx.Dv);
+                finish(out, l[size_t(i)], cx.Dv);
+            }
+            return;
+        }
+#endif
         if (cx.group == 1) {
             // No query heads to share a K/V load: share it among tokens that see the same keys
             // (a vision encoder's patches, an image block), up to kMaxSub at a time.
@@ -383,9 +576,10 @@ void attention(const Tensor& dst) {
         const float* sinks = dst.src[5] ? dst.src[5]->data_as<const float>() : nullptr;
         const Ctx cx{&q, &k, &v, &dst, pos, seq, sinks, p, Dk, Dv, R, H / Hkv, T};
         // A few tokens (decode steps): split over key blocks. Otherwise tiles of tokens, about
-        // 8 tasks at least, 16 tokens at most per tile (each token reads only its own keys).
+        // 8 tasks at least, 16 tokens at most per tile (each token reads only its own keys);
+        // without query-head groups 64, so that tokens sharing their keys share more of them.
         if (T <= 4) return run_split(cx, T, H, Hkv);
-        const int64_t per = std::clamp<int64_t>(T * Hkv / 8, 1, 16);
+        const int64_t per = std::clamp<int64_t>(T * Hkv / 8, 1, H == Hkv ? 64 : 16);
         std::vector<Tile> tiles;
         for (int64_t t = 0; t < T; t += per) tiles.push_back({t, std::min(T, t + per)});
         return run_tiles(cx, tiles, Hkv);

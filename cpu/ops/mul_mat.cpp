@@ -176,7 +176,13 @@ void mul_mat_float(const Tensor& w, int64_t M, const std::vector<const float*>& 
     using simd::VW;
     const int64_t K = w.ne[0], N = w.ne[1];
     // F16 weights take F16-rounded activations (vec_dot_ref), held here as the floats they are.
-    std::vector<float> act;
+    // (This buffer and the packed activations are kept by the calling thread from call to call,
+    // as ops run one at a time: fresh ones of this size were page-faulted in every time, a
+    // sixth of an image encode's time in the kernel zeroing pages.)
+    // (References: a thread_local named inside the tasks would be the worker's own.)
+    thread_local std::vector<float, tbb::cache_aligned_allocator<float>> act_kept, ap_kept;
+    auto& act = act_kept;
+    auto& ap = ap_kept;
     std::vector<const float*> ar(xr);
     if (WT == DType::F16) {
         act.resize(size_t(M * K));
@@ -192,7 +198,7 @@ void mul_mat_float(const Tensor& w, int64_t M, const std::vector<const float*>& 
     // The activations packed once, T tokens per group (the last token standing in for those past M).
     const int64_t groups = (M + T - 1) / T;
     const size_t aslice = size_t(blocks * T * VW), agroup = size_t(NR) * aslice;
-    std::vector<float, tbb::cache_aligned_allocator<float>> ap(size_t(groups) * agroup);
+    ap.resize(size_t(groups) * agroup);
     auto arow = [&](int64_t t) { return reinterpret_cast<const uint8_t*>(ar[size_t(t)]); };
     tbb::parallel_for(int64_t(0), groups, [&](int64_t g) {
         for (int c = 0; c < NR; ++c) pack_slice<DType::F32, T>(arow, g * T, M, blocks, c, ap.data() + size_t(g) * agroup + size_t(c) * aslice);

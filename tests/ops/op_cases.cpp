@@ -643,6 +643,10 @@ std::vector<OpCase> op_cases() {
     add_case(c, "topk", GroupTopkCase{});
     // Mamba-2's selective scan (nemotron_h): the scan runs above.
     for (size_t ri = 0; ri < scan_runs.size(); ++ri) add_case(c, "ssm_scan", SsmScanCase{ri, scan_runs[ri]});
+    // A vision encoder's attention: many queries without query-head groups that all see the
+    // same keys (the CPU's transposed-key form), heads of 40 (32 + a tail of 8 lanes), a
+    // soft cap, a partial last key block.
+    add_attention(non_causal(run({0, 160, 1, 4, 4, 40, 20.f, {}, {}}, 150, 0, 0)));
     return c;
 }
 
