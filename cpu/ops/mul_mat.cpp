@@ -159,6 +159,27 @@ float float_finish(const uint8_t* w, const float* a, int64_t whole, int64_t K, f
     return canon_tree(l);
 }
 
+#if defined(__AVX512F__)
+// The fixed tree (s[l] += s[l + w], w = 16, 8, 4, 2, 1) of 16 outputs' 32 lane partials at
+// once (part[o][32]), as vertical adds of shuffled registers instead of a horizontal sum per
+// output: every add is one the tree makes, on the same values. out[o] is output o's sum.
+inline void tree16(const float* part, float* out) {
+    __m512 v[16], x[8], y[4], z[2];
+    for (int o = 0; o < 16; ++o) v[o] = _mm512_add_ps(_mm512_load_ps(part + o * 32), _mm512_load_ps(part + o * 32 + 16));  // w = 16
+    for (int k = 0; k < 8; ++k)  // w = 8: [a 0-7 | b 0-7] + [a 8-15 | b 8-15]
+        x[k] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0x44), _mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0xEE));
+    for (int k = 0; k < 4; ++k)  // w = 4: 128-bit quarters 0 and 2, plus 1 and 3
+        y[k] = _mm512_add_ps(_mm512_shuffle_f32x4(x[2 * k], x[2 * k + 1], 0x88), _mm512_shuffle_f32x4(x[2 * k], x[2 * k + 1], 0xDD));
+    for (int k = 0; k < 2; ++k)  // w = 2, inside each quarter
+        z[k] = _mm512_add_ps(_mm512_shuffle_ps(y[2 * k], y[2 * k + 1], 0x44), _mm512_shuffle_ps(y[2 * k], y[2 * k + 1], 0xEE));
+    const __m512 r = _mm512_add_ps(_mm512_shuffle_ps(z[0], z[1], 0x88), _mm512_shuffle_ps(z[0], z[1], 0xDD));  // w = 1
+    alignas(64) float l[16];
+    _mm512_store_ps(l, r);
+    for (int j = 0; j < 4; ++j)  // lane 4j + e holds output 4e + j
+        for (int e = 0; e < 4; ++e) out[4 * e + j] = l[4 * j + e];
+}
+#endif
+
 // Rows (or tokens) [n, n + G) packed for float_tile's slice c: [j][g][VW], the last row standing
 // in for those past `end`.
 template <DType WT, int G, class RowOf>
@@ -203,28 +224,50 @@ void mul_mat_float(const Tensor& w, int64_t M, const std::vector<const float*>& 
     tbb::parallel_for(int64_t(0), groups, [&](int64_t g) {
         for (int c = 0; c < NR; ++c) pack_slice<DType::F32, T>(arow, g * T, M, blocks, c, ap.data() + size_t(g) * agroup + size_t(c) * aslice);
     });
-    // A task: a block of rows (their weights packed as F32, about 256 KiB, in L2) against up to
+    // A task: a block of rows (their weights packed as F32, up to 768 KiB, in L2; more rows a
+    // task for a long K, so each token group's activations serve more of them) against up to
     // 256 tokens, T at a time (their packed activations in L1 while the rows' weights stream past).
-    const int64_t rows = std::clamp<int64_t>((int64_t(64) << 10) / std::max<int64_t>(K, 1) / R * R, 8, 64);
+    const int64_t rows = std::clamp<int64_t>((int64_t(192) << 10) / std::max<int64_t>(K, 1) / R * R, 8, 64);
     constexpr int64_t kGroups = 256 / T, kChunk = 4096 / (T * VW);
     tbb::parallel_for(tbb::blocked_range2d<int64_t>(0, N, rows, 0, groups, kGroups), [&](const tbb::blocked_range2d<int64_t>& b) {
         const int64_t n0 = b.rows().begin(), n1 = b.rows().end(), nb = n1 - n0, npairs = (nb + R - 1) / R;
         thread_local std::vector<float, tbb::cache_aligned_allocator<float>> wp, part;
-        const size_t wslice = size_t(blocks * R * VW);
-        wp.resize(size_t(npairs * NR) * wslice);
+        // The rows' weights in the order the tiles read them: slice, chunk, row pair, block
+        // (one stream through the task).
+        const int64_t nchunks = std::max<int64_t>(1, (blocks + kChunk - 1) / kChunk);
+        const size_t wchunk = size_t(kChunk * R * VW);
+        auto wtile = [&](int c, int64_t ch, int64_t p) { return wp.data() + size_t((c * nchunks + ch) * npairs + p) * wchunk; };
+        wp.resize(size_t(NR * nchunks * npairs) * wchunk);
         part.resize(size_t(npairs * R * T * 32));
-        auto wrow = [&](int64_t n) { return w.row(n); };
-        for (int64_t p = 0; p < npairs; ++p)
-            for (int c = 0; c < NR; ++c) pack_slice<WT, R>(wrow, n0 + p * R, n1, blocks, c, wp.data() + size_t(p * NR + c) * wslice);
+        for (int64_t p = 0; p < npairs; ++p) {
+            const uint8_t* rws[R];
+            for (int r = 0; r < R; ++r) rws[r] = w.row(std::min(n0 + p * R + r, n1 - 1));  // (the last row stands in)
+            for (int c = 0; c < NR; ++c)
+                for (int64_t j = 0; j < blocks; ++j)
+                    for (int r = 0; r < R; ++r)
+                        simd::vstore(wtile(c, j / kChunk, p) + size_t((j % kChunk) * R + r) * VW, wload<WT>(rws[r], j * 32 + c * VW));
+        }
         for (int64_t g = b.cols().begin(); g < b.cols().end(); ++g) {
             const int64_t m = g * T, m1 = std::min(M, m + T);
             // One chunk of one slice of the group's activations (16 KiB) in L1 at a time.
             for (int c = 0; c < NR; ++c)
                 for (int64_t j0 = 0; j0 == 0 || j0 < blocks; j0 += kChunk)  // (once with no blocks: zero partials)
                     for (int64_t p = 0; p < npairs; ++p)
-                        float_tile<R, T>(wp.data() + size_t(p * NR + c) * wslice + size_t(j0 * R * VW),
+                        float_tile<R, T>(wtile(c, j0 / kChunk, p),
                                          ap.data() + size_t(g) * agroup + size_t(c) * aslice + size_t(j0 * T * VW),
                                          std::min(kChunk, blocks - j0), part.data() + p * R * T * 32, c, j0 == 0);
+#if defined(__AVX512F__)
+            if constexpr (R * T == 16)
+                if (whole == K) {  // no elements past the whole blocks: the tree alone, a tile at a time
+                    for (int64_t p = 0; p < npairs; ++p) {
+                        float res[16];
+                        tree16(part.data() + p * R * T * 32, res);
+                        for (int r = 0; r < R && n0 + p * R + r < n1; ++r)
+                            for (int64_t t = m; t < m1; ++t) dr[size_t(t)][n0 + p * R + r] = res[r * T + (t - m)];
+                    }
+                    continue;
+                }
+#endif
             for (int64_t n = n0; n < n1; ++n)
                 for (int64_t t = m; t < m1; ++t)
                     dr[size_t(t)][n] = float_finish<WT>(w.row(n), ar[size_t(t)], whole, K,

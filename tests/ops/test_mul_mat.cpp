@@ -77,12 +77,12 @@ TEST_CASE("cpu mul_mat: float weights over many tokens equal one token alone, bi
     // The float kernel packs T tokens per group, a block of rows per task, and runs K in chunks
     // with each (row, token)'s 32 lane partials kept between them; none of that may change a
     // value. K: a tail past the last 32-block (whole registers and scalars), several chunks, a
-    // K under one block. M = 263 crosses token groups and tasks; N = 37 leaves partial row
+    // K under one block, whole blocks only (the tree of a whole tile at once). M = 263 crosses token groups and tasks; N = 37 leaves partial row
     // pairs and blocks.
     for (auto& be : test::backends_under_test()) {
         if (be->name() != "cpu") continue;
         for (DType t : {DType::F16, DType::BF16, DType::F32}) {
-            for (int64_t K : {int64_t(4096 + 37), int64_t(1056 + 21), int64_t(29)}) {
+            for (int64_t K : {int64_t(4096 + 37), int64_t(1056 + 21), int64_t(29), int64_t(2048)}) {
                 const int64_t N = 37, M = 263;
                 std::mt19937 rng(uint32_t(K) + uint32_t(t));
                 const auto wq = test::quantized_random(rng, t, K, N);
