@@ -54,7 +54,7 @@ Format from_arch(std::string_view arch) {
         {"qwen35moe", Format::Qwen3Coder}, {"llama", Format::Llama3},    {"gpt-oss", Format::Harmony},
         {"gemma4", Format::Gemma4},     {"granite", Format::Granite},    {"granitemoe", Format::Granite},
         {"glm4moe", Format::Glm45},     {"seed_oss", Format::SeedOss},   {"deepseek2", Format::DeepSeekV31},
-        {"deepseek3", Format::DeepSeekV31},
+        {"deepseek3", Format::DeepSeekV31}, {"qwen3vl", Format::Hermes},  {"qwen3vlmoe", Format::Hermes},
     };
     for (const Row& r : rows)
         if (r.arch == arch) return r.f;

@@ -9,6 +9,7 @@
 #include "core/models/ffn_block.h"
 #include "core/models/rope_scaling.h"
 #include "core/rules/canon.h"
+#include "core/rules/rope_rule.h"
 
 namespace ls {
 
@@ -80,6 +81,23 @@ void Llama::load_arch() {
     const float base = float(keys.get_float(ArchKey::RopeFreqBase, 10000.0));
     if (!(base > 1.0f) || !std::isfinite(base)) bad("rope.freq_base must be a finite number above 1");
     rope_ = rope_params_from_gguf(keys, int32_t(n_rot), flavor_.rope_mode, base);
+    if (arch == "qwen3vl" || arch == "qwen3vlmoe") {
+        // Interleaved M-RoPE over pairs (time, height, width): text takes its position on
+        // every axis (plain NeoX rope), an image's tokens their grid places (Session::rope_positions).
+        const std::string key = a + "rope.dimension_sections";
+        if (!f.find(key)) bad("missing " + key + " (M-RoPE sections)");
+        const std::vector<int64_t> sec = f.get_int_array(key);
+        int64_t sum = 0;
+        for (int64_t v : sec) sum += v < 0 || v > kMax ? kMax : v;
+        if (sec.size() < 3 || sum != n_rot / 2)
+            bad("rope.dimension_sections must hold the rope's " + std::to_string(n_rot / 2) + " pairs (time, height, width)");
+        if (rope_.ext_factor != 0.f || rope_.freq_scale != 1.f) bad("M-RoPE with rope scaling is not supported");
+        mrope_axes_ = mrope_interleaved_axes(int32_t(n_rot / 2), int32_t(sec[1]), int32_t(sec[2]));
+        n_deepstack_ = f.find(a + "n_deepstack_layers") ? f.get_int(a + "n_deepstack_layers") : 0;
+        if (n_deepstack_ < 0 || n_deepstack_ >= hp_.n_layer)
+            bad("n_deepstack_layers " + std::to_string(n_deepstack_) + " must be below the " + std::to_string(hp_.n_layer) + " layers");
+        hp_.n_embd_in = hp_.n_embd * (1 + n_deepstack_);
+    }
     // (phi3's converter writes the config's sliding_window, 0 or none for Phi-4; a window as
     // long as the context, Phi-3.5's 262144, is full attention.)
     const int64_t eff_window = hp_.n_ctx_train > 0 && window >= hp_.n_ctx_train ? 0 : window;
@@ -206,7 +224,14 @@ Tensor* Llama::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
                                         : long_factors_.empty() ? nullptr
                                         : kv.config().n_ctx > longrope_orig_ctx_ ? &long_factors_
                                                                                    : &short_factors_;
-    Tensor* rope_cs = RopeTables(g, ub.pos)(rope_, factors);
+    // M-RoPE (qwen3vl): a ubatch without its positions (built by hand, not by a Session) is
+    // text, every axis at its position: plain rope. Image rows need them.
+    const bool mrope = !mrope_axes_.empty() && !ub.rope_pos.empty();
+    if (mrope && int64_t(ub.rope_pos.size()) != 3 * T) throw std::logic_error(hp_.arch + ": M-RoPE positions of the wrong size");
+    if (!mrope && !mrope_axes_.empty() && !ub.embd_at.empty())
+        throw std::logic_error(hp_.arch + ": image rows without M-RoPE positions (Session::rope_positions)");
+    Tensor* rope_cs = mrope ? rope_table_axes(g, ub.rope_pos.data(), 3, T, rope_, mrope_axes_, rope_inv_freq(rope_.freq_base, rope_.n_dims))
+                            : RopeTables(g, ub.pos)(rope_, factors);
     // Llama 4's attention temperature: one factor per token, from its position on the host
     // (det_log1p: the same bits on every machine), multiplying the roped queries.
     Tensor* q_temp = nullptr;
@@ -221,6 +246,19 @@ Tensor* Llama::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
 
     Tensor* x = get_rows(g, tok_embd_, tokens);  // (E, T)
     if (embd_scale_ != 0.f) x = scale(g, x, embd_scale_);
+    x = with_given_rows(g, ub, x, hp_.given_width());  // (an image's rows, as given)
+    // Deepstack: per layer d < n_deepstack_, the (E, T) rows added after it, each image token's
+    // row d + 1, zeros elsewhere (adding +0 leaves a text token's state as it is).
+    std::vector<Tensor*> deepstack;
+    if (n_deepstack_ > 0 && !ub.embd_at.empty()) {
+        const int64_t E = hp_.n_embd, W = hp_.given_width();
+        for (int64_t d = 0; d < n_deepstack_; ++d) {
+            std::vector<float> rows(size_t(E * T), 0.0f);
+            for (size_t i = 0; i < ub.embd_at.size(); ++i)
+                std::copy_n(ub.embd.begin() + ptrdiff_t(int64_t(i) * W + (d + 1) * E), E, rows.begin() + ptrdiff_t(ub.embd_at[i]) * E);
+            deepstack.push_back(g.input(DType::F32, {E, T}, rows.data(), "deepstack_rows"));  // (copied now)
+        }
+    }
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
         const Layer& w = layers_[size_t(il)];
         const LayerParams& L = hp_.layers[size_t(il)];
@@ -261,6 +299,7 @@ Tensor* Llama::build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const {
         Tensor* f = ffn(g, w.ffn_norm ? rms_norm(g, x, w.ffn_norm, eps) : x, il);
         if (w.ffn_post_norm) f = rms_norm(g, f, w.ffn_post_norm, eps);
         x = add(g, x, residual(f));
+        if (size_t(il) < deepstack.size()) x = add(g, x, deepstack[size_t(il)]);
     }
     Tensor* out = output_head(g, ub, x);
     // (hidden states for embeddings are not logits: they are not divided)

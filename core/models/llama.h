@@ -34,10 +34,15 @@ struct LlamaFlavor {
 // from the metadata wherever a file has them: the embeddings scaled by embedding_scale, each
 // branch's output by residual_scale before the residual add, the logits divided by
 // logit_scale (the attention's own scale is attention.scale, as every family reads it).
+// qwen3vl and qwen3vlmoe (Qwen3-VL's text side): qwen3 / qwen3moe with interleaved M-RoPE
+// (rope.dimension_sections) and deepstack rows added after the first n_deepstack_layers layers.
 class Llama final : public Model {
 public:
     explicit Llama(LlamaFlavor f) : flavor_(f) {}
     Tensor* build_graph(Graph& g, const Ubatch& ub, KvCache& kv) const override;
+    // Qwen3-VL (qwen3vl, qwen3vlmoe): an image's rows in place of its tokens, M-RoPE positions.
+    bool takes_given_rows() const override { return !mrope_axes_.empty(); }
+    int rope_axes() const override { return mrope_axes_.empty() ? 1 : 3; }
 
 private:
     void load_arch() override;
@@ -71,6 +76,11 @@ private:
     // rope times 1 + beta log(1 + floor(pos / temp_floor_)); beta 0: none.
     float temp_beta_ = 0.f;
     int64_t temp_floor_ = 0;
+    // Qwen3-VL: interleaved M-RoPE (per rope pair its axis: 0 time, 1 height, 2 width; empty:
+    // plain rope), and the deepstack: an image token's given row holds 1 + n_deepstack_ rows of
+    // n_embd, the first its input, row d + 1 added to its hidden state after layer d.
+    std::vector<int32_t> mrope_axes_;
+    int64_t n_deepstack_ = 0;
 };
 
 }  // namespace ls

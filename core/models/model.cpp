@@ -357,13 +357,16 @@ AttnKeys::Keys AttnKeys::operator()(int32_t window) {
     return {in, kAttnFirstGiven};
 }
 
-Tensor* with_given_rows(Graph& g, const Ubatch& ub, Tensor* x) {
+Tensor* with_given_rows(Graph& g, const Ubatch& ub, Tensor* x, int64_t width) {
     if (ub.embd_at.empty()) return x;
-    const int64_t E = x->ne[0], n = int64_t(ub.embd_at.size());
-    if (ub.embd.size() != size_t(E * n))
-        throw std::invalid_argument("ubatch: " + std::to_string(n) + " embedding rows need " + std::to_string(E * n) + " values, got " +
+    const int64_t E = x->ne[0], n = int64_t(ub.embd_at.size()), W = width > 0 ? width : E;
+    if (ub.embd.size() != size_t(W * n) || W < E)
+        throw std::invalid_argument("ubatch: " + std::to_string(n) + " embedding rows need " + std::to_string(W * n) + " values, got " +
                                     std::to_string(ub.embd.size()));
-    Tensor* rows = g.input(DType::F32, {E, n}, ub.embd.data(), "given_rows");
+    std::vector<float> first;  // (each row's first E, when the rows are wider)
+    if (W != E)
+        for (int64_t i = 0; i < n; ++i) first.insert(first.end(), ub.embd.begin() + i * W, ub.embd.begin() + i * W + E);
+    Tensor* rows = g.input(DType::F32, {E, n}, W != E ? first.data() : ub.embd.data(), "given_rows");
     Tensor* at = g.input(DType::I32, {n}, ub.embd_at.data(), "given_rows_at");
     return ops::set_rows(g, x, rows, at);
 }

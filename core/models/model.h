@@ -48,6 +48,11 @@ struct Hparams {
     // false: an embedding model with no output projection; it gives hidden states only
     // (Ubatch::hidden), and a request for logits is refused.
     bool has_logits = true;
+    // The width of the rows a ubatch gives in place of tokens' (Ubatch::embd): n_embd, or more
+    // where the model reads more than one row's worth per image token (Qwen3-VL's deepstack:
+    // n_embd * (1 + deepstack layers)); 0 stands for n_embd.
+    int64_t n_embd_in = 0;
+    int64_t given_width() const { return n_embd_in > 0 ? n_embd_in : n_embd; }
     std::vector<LayerParams> layers;
 };
 
@@ -60,8 +65,8 @@ struct Ubatch {
     // it, so every family gives either.
     bool hidden = false;
     // Rows given as input embeddings instead of their token's (an image's soft tokens, from a
-    // vision encoder): token embd_at[i] takes row i of embd (n_embd floats each), as it is (a
-    // model's scaling of token embeddings does not apply to it).
+    // vision encoder): token embd_at[i] takes row i of embd (Hparams::given_width() floats
+    // each), as it is (a model's scaling of token embeddings does not apply to it).
     std::vector<int32_t> embd_at;
     std::vector<float> embd;
     // Per token, when not empty: the last position its query sees where that is past its own
@@ -138,8 +143,9 @@ private:
 };
 
 // x (n_embd, T), the ubatch's token embeddings, with the rows Ubatch::embd gives written over
-// theirs (set_rows); x itself when it gives none.
-Tensor* with_given_rows(Graph& g, const Ubatch& ub, Tensor* x);
+// theirs (set_rows); x itself when it gives none. Given rows of `width` values (0: n_embd)
+// give their first n_embd.
+Tensor* with_given_rows(Graph& g, const Ubatch& ub, Tensor* x, int64_t width = 0);
 
 // The projections of a standard attention block and their biases (null where absent).
 struct AttnWeights {

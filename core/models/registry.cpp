@@ -39,6 +39,8 @@ constexpr Family kFamilies[] = {
     {"phi3", &make_llama<ROPE_NEOX, QkNorm::None>},  // (Phi-3, Phi-4: fused q/k/v and gate/up, partial rope; not LongRoPE)
     {"glm4moe", &make_llama<ROPE_NEOX, QkNorm::PerHead>},  // (GLM-4.5/4.6/4.7: biases, partial rope, sigmoid router, shared experts)
     {"qwen3moe", &make_llama<ROPE_NEOX, QkNorm::PerHead>},
+    {"qwen3vl", &make_llama<ROPE_NEOX, QkNorm::PerHead>},  // (Qwen3-VL's text side: M-RoPE, deepstack rows)
+    {"qwen3vlmoe", &make_llama<ROPE_NEOX, QkNorm::PerHead>},
     {"gemma2", &make<Gemma>},
     {"gpt-oss", &make<GptOss>},
     {"gemma3", &make<Gemma>},

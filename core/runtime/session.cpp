@@ -125,11 +125,11 @@ void Session::check_batch(const Batch& b) const {
     const size_t n = b.tokens.size();
     if (b.pos.size() != n || b.seq.size() != n || b.logits.size() != n)
         throw std::invalid_argument("batch: tokens, positions, sequences and logit flags differ in length");
-    const int64_t n_vocab = m_.hparams().n_vocab, E = m_.hparams().n_embd;
+    const int64_t n_vocab = m_.hparams().n_vocab, E = m_.hparams().given_width();
     if ((!b.embd_idx.empty() && b.embd_idx.size() != n) || (!b.last_key.empty() && b.last_key.size() != n))
         throw std::invalid_argument("batch: the given rows' indices or the last keys differ in length from the tokens");
     if (b.embd.size() % size_t(E))
-        throw std::invalid_argument("batch: given rows of " + std::to_string(E) + " values (the model's n_embd) expected, got " +
+        throw std::invalid_argument("batch: given rows of " + std::to_string(E) + " values (the model's input width) expected, got " +
                                     std::to_string(b.embd.size()) + " values");
     const int64_t n_rows = int64_t(b.embd.size()) / E;
     if (!b.grid.empty() && b.grid.size() != 2 * n)
@@ -254,7 +254,7 @@ std::vector<float> Session::decode(const Batch& b, DecodeOutput what) {
         ub.pos.assign(b.pos.begin() + i0, b.pos.begin() + i1);
         ub.seq.assign(b.seq.begin() + i0, b.seq.begin() + i1);
         if (!b.embd_idx.empty()) {
-            const size_t E = size_t(m_.hparams().n_embd);
+            const size_t E = size_t(m_.hparams().given_width());
             for (int64_t i = i0; i < i1; ++i)
                 if (const int32_t r = b.embd_idx[size_t(i)]; r >= 0) {
                     ub.tokens[size_t(i - i0)] = 0;  // (its own row is written over by the given one)

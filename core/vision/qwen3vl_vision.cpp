@@ -22,7 +22,7 @@ constexpr float kRopeTheta = 10000.0f;  // the vision rope's base (HF's rope_the
 void Qwen3VLVision::load_arch() {
     const GgufFile& f = *file_;
     projector_ = "qwen3vl_merger";
-    text_archs_ = {"qwen35", "qwen35moe"};
+    text_archs_ = {"qwen35", "qwen35moe", "qwen3vl", "qwen3vlmoe"};
     hp_.arch = "clip";
     auto bad = [](const std::string& what) { throw std::runtime_error("qwen3vl_merger projector: " + what); };
     const int64_t E = f.get_int("clip.vision.embedding_length"), F = f.get_int("clip.vision.feed_forward_length");
@@ -41,9 +41,14 @@ void Qwen3VLVision::load_arch() {
     if (min_pixels_ < 1 || max_pixels_ < min_pixels_ || max_pixels_ > (int64_t(1) << 28))
         bad("image_min_pixels and image_max_pixels must satisfy 1 <= min <= max <= 2^28");
     file_pixels_ = {min_pixels_, max_pixels_};
-    if (f.find("clip.vision.is_deepstack_layers"))
-        for (bool b : f.get_bool_array("clip.vision.is_deepstack_layers"))
-            if (b) bad("Qwen3-VL's deepstack layers are not supported yet (Qwen3.5's projector has none)");
+    // Qwen3-VL's deepstack: the layers whose outputs also go through a merger of their own.
+    std::vector<bool> deepstack(size_t(L), false);
+    if (f.find("clip.vision.is_deepstack_layers")) {
+        const std::vector<bool> flags = f.get_bool_array("clip.vision.is_deepstack_layers");
+        if (flags.size() != size_t(L))
+            bad("is_deepstack_layers holds " + std::to_string(flags.size()) + " flags for " + std::to_string(L) + " layers");
+        deepstack = flags;
+    }
     if (f.find_tensor("v.patch_embd.weight.1") == nullptr) bad("missing tensor 'v.patch_embd.weight.1' (the second temporal kernel)");
     patch_ = int(P);
     merge_ = int(m);
@@ -95,11 +100,26 @@ void Qwen3VLVision::load_arch() {
     const int64_t M = E * m * m;
     const GgufTensorInfo* out = f.find_tensor("mm.2.weight");
     if (!out) bad("missing tensor 'mm.2.weight'");
-    n_out_ = out->ne[1];
+    const int64_t n_text = out->ne[1];
     mm0_ = matmul_weight("mm.0.weight", M, M);
     mm0_b_ = norm_weight("mm.0.bias", M);
-    mm2_ = matmul_weight("mm.2.weight", M, n_out_);
-    mm2_b_ = norm_weight("mm.2.bias", n_out_);
+    mm2_ = matmul_weight("mm.2.weight", M, n_text);
+    mm2_b_ = norm_weight("mm.2.bias", n_text);
+    for (int64_t il = 0; il < L; ++il) {
+        if (!deepstack[size_t(il)]) continue;
+        const std::string p = "v.deepstack." + std::to_string(il) + ".";
+        Deepstack d;
+        d.layer = il;
+        d.norm = {norm_weight(p + "norm.weight", M), norm_weight(p + "norm.bias", M)};
+        d.fc1 = matmul_weight(p + "fc1.weight", M, M);
+        d.fc1_b = norm_weight(p + "fc1.bias", M);
+        d.fc2 = matmul_weight(p + "fc2.weight", M, n_text);
+        d.fc2_b = norm_weight(p + "fc2.bias", n_text);
+        deepstack_.push_back(d);
+    }
+    // A token's row: the merger's output, then each deepstack merger's, in layer order (the
+    // text model adds row d + 1 after its layer d).
+    n_out_ = n_text * int64_t(1 + deepstack_.size());
 }
 
 void Qwen3VLVision::set_image_tokens(int64_t min_tokens, int64_t max_tokens) {
@@ -221,7 +241,9 @@ Tensor* Qwen3VLVision::build_image_graph(Graph& g, const Pixels& px) const {
     Tensor* pos_in = g.input(DType::I32, {N}, last.data(), "last_key");
     Tensor* seq_in = g.input(DType::I32, {N}, seq.data(), "seq");
     const AttentionParams ap{0, int32_t(N), n_head_, hp_.attn_scale, 0.f};
-    for (const Layer& l : layers_) {
+    std::vector<Tensor*> stacked;  // the deepstack mergers' outputs
+    for (size_t il = 0; il < layers_.size(); ++il) {
+        const Layer& l = layers_[il];
         Tensor* h = layer_norm(g, x, l.ln1.w, l.ln1.b, eps_);
         Tensor* qkv = add(g, mul_mat(g, l.qkv, h), l.qkv_b);  // (3E, N): q, k, v
         auto part = [&](int64_t i) { return cont(g, view_2d(g, qkv, E, N, qkv->nb[1], size_t(i * E) * sizeof(float))); };
@@ -232,11 +254,20 @@ Tensor* Qwen3VLVision::build_image_graph(Graph& g, const Pixels& px) const {
         h = layer_norm(g, x, l.ln2.w, l.ln2.b, eps_);
         Tensor* f = gelu(g, add(g, mul_mat(g, l.up, h), l.up_b));
         x = add(g, x, add(g, mul_mat(g, l.down, f), l.down_b));
+        for (const Deepstack& d : deepstack_) {
+            if (d.layer != int64_t(il)) continue;
+            // HF's postshuffle merger: the block's m * m patches as one row first, then its
+            // LayerNorm over the whole row, two linear layers with the exact GELU between.
+            Tensor* s = layer_norm(g, reshape(g, x, {E * m * m, N / (m * m)}), d.norm.w, d.norm.b, eps_);
+            s = gelu_erf(g, add(g, mul_mat(g, d.fc1, s), d.fc1_b));
+            stacked.push_back(add(g, mul_mat(g, d.fc2, s), d.fc2_b));
+        }
     }
     // The merger: LayerNorm per patch, each block's m * m patches as one row, two linear layers.
     Tensor* h = reshape(g, layer_norm(g, x, merge_ln_.w, merge_ln_.b, eps_), {E * m * m, N / (m * m)});
     h = gelu_erf(g, add(g, mul_mat(g, mm0_, h), mm0_b_));
     Tensor* out = add(g, mul_mat(g, mm2_, h), mm2_b_);
+    for (Tensor* s : stacked) out = concat(g, out, s);  // along each token's row
     g.mark_output(out);
     return out;
 }

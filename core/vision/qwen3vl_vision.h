@@ -1,5 +1,5 @@
-// Qwen3.5's vision side (projector type "qwen3vl_merger", llama.cpp's name; Qwen3-VL's tower
-// without its deepstack mergers): images at their own resolution, resized to a multiple of
+// Qwen3.5's and Qwen3-VL's vision side (projector type "qwen3vl_merger", llama.cpp's name):
+// images at their own resolution, resized to a multiple of
 // patch x merge pixels within a pixel budget (HF's smart_resize, bicubic); a patch embedding
 // (the Conv3d over two copies of the image: its two temporal kernels summed), learned
 // positions resampled bilinearly to the image's patch grid, pre-norm layers with LayerNorm,
@@ -7,6 +7,9 @@
 // second) and a GELU-tanh MLP; then the merger: LayerNorm, each 2 x 2 block of patches
 // concatenated, a linear layer, the exact (erf) GELU and a linear layer into the text model's
 // width. The patches are ordered block by block, so a block's four are consecutive rows.
+// Qwen3-VL's deepstack layers (clip.vision.is_deepstack_layers) each feed a merger of their
+// own (v.deepstack.N: the block's row LayerNormed as a whole, fc1, exact GELU, fc2); a token's
+// row is then the main merger's output followed by theirs, as llama.cpp lays it out.
 #pragma once
 #include "core/vision/vision_encoder.h"
 
@@ -44,6 +47,12 @@ private:
     std::vector<Layer> layers_;
     Norm merge_ln_;
     Tensor *mm0_ = nullptr, *mm0_b_ = nullptr, *mm2_ = nullptr, *mm2_b_ = nullptr;
+    struct Deepstack {  // Qwen3-VL: a merger of a layer's output (v.deepstack.N)
+        int64_t layer = 0;
+        Norm norm;  // over a block's m * m patches together
+        Tensor *fc1 = nullptr, *fc1_b = nullptr, *fc2 = nullptr, *fc2_b = nullptr;
+    };
+    std::vector<Deepstack> deepstack_;
 };
 
 }  // namespace ls

@@ -5,6 +5,7 @@
 #pragma once
 #include <array>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -13,11 +14,14 @@
 
 namespace ls {
 
+class Scheduler;
+
 class VisionEncoder : public Model {
 public:
+    ~VisionEncoder() override;
     // clip.projector_type, e.g. "gemma3".
     const std::string& projector() const { return projector_; }
-    // The width of the rows encode() gives (the text model's n_embd must equal it).
+    // The width of the rows encode() gives (the text model's Hparams::given_width() must equal it).
     int64_t n_embd_out() const { return n_out_; }
     // How many rows an image gives (its soft tokens): its token grid's rows times columns.
     int64_t n_tokens(const image::Rgb8& img) const {
@@ -64,6 +68,10 @@ protected:
     // errors name `who`.
     void read_mean_std(const std::string& who);
     int64_t n_out_ = 0;
+
+private:
+    mutable std::mutex sched_mu_;  // encode() runs one image at a time
+    mutable std::unique_ptr<Scheduler> sched_;
 };
 
 // Opens a projector file and places its weights on `be`. Throws naming the file and what is

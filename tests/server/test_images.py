@@ -3,7 +3,8 @@
 usage: test_images.py BINARY DATA_DIR [--family=NAME] [serve args...]
   DATA_DIR holds NAME_tiny.gguf, NAME_tiny_mmproj.gguf and vision/ (NAME gemma3v, the default:
   tools/oracle/vision_tiny.py; qwen35v: tools/oracle/qwen35v_tiny.py, a hybrid model whose images
-  take M-RoPE positions and whose next turn resumes from its recurrent checkpoint).
+  take M-RoPE positions and whose next turn resumes from its recurrent checkpoint; qwen3vl:
+  tools/oracle/qwen3vl_tiny.py, whose image rows carry deepstack rows for the first layers).
   - an image chat answers 200; the same request alone and beside three others (two with other
     images, one text only) is the same reply;
   - its next turn reuses the cached prefix, image included (not encoded again: counted in

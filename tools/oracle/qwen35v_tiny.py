@@ -607,7 +607,7 @@ def export_text(cfg, m, path):
 
 
 def write_mmproj_keys(w, name, vc, n_embd_text, eps, file_type=gguf.LlamaFileType.ALL_F32, mean=IMAGE_MEAN,
-                      std=IMAGE_STD, pixel_limits=(MIN_PIXELS, MAX_PIXELS)):
+                      std=IMAGE_STD, pixel_limits=(MIN_PIXELS, MAX_PIXELS), deepstack=None):
     """The mmproj's keys (after general.architecture): MmprojModel.set_gguf_parameters (conversion/base.py:2431-2460),
     Qwen3VLVisionModel's (conversion/qwen3vl.py:43-61), then the two pixel limits (written by no converter for this
     projector; not written if pixel_limits is None), then general.quantization_version
@@ -629,7 +629,8 @@ def write_mmproj_keys(w, name, vc, n_embd_text, eps, file_type=gguf.LlamaFileTyp
     w.add_vision_use_gelu(True)
     w.add_vision_spatial_merge_size(vc.spatial_merge_size)
     w.add_vision_attention_layernorm_eps(eps)
-    w.add_vision_is_deepstack_layers([False] * vc.depth)  # a non-empty list of False is truthy: written
+    # (a non-empty list of False is truthy: written; qwen3vl_tiny.py passes Qwen3-VL's flags)
+    w.add_vision_is_deepstack_layers(list(deepstack) if deepstack is not None else [False] * vc.depth)
     if pixel_limits is not None:
         w.add_vision_min_pixels(pixel_limits[0])
         w.add_vision_max_pixels(pixel_limits[1])
