@@ -13,7 +13,11 @@
 #include <vector>
 
 #include "core/image/image.h"
+#include "core/text/tokenizer.h"
+#include "core/vision/image_prompt.h"
 #include "core/vision/vision_encoder.h"
+#include "tests/support/golden.h"
+#include "tests/support/kv_contract.h"
 #include "tests/support/test_util.h"
 
 namespace ls::test {
@@ -87,6 +91,36 @@ inline void check_image_rows(const std::function<std::unique_ptr<VisionEncoder>(
             else CHECK(std::memcmp(first[i].data(), got.data(), got.size() * 4) == 0);
         }
     }
+}
+
+// A prompt with images against an oracle's golden on the model `l`: laid out with `enc` and `tok`
+// (its tokens the golden's, the encoder's soft token where an image goes), evaluated whole and in
+// ubatches of `small_ubatch`, each within `tol` of the golden with no argmax flip and the same
+// bits as `first` (the first evaluation's logits, kept there across calls and backends).
+// Returns the whole prompt's batch, every token's logits wanted.
+inline Batch check_image_prompt(const LoadedModel& l, const VisionEncoder& enc, const Tokenizer& tok, const std::string& text,
+                                const std::vector<image::Rgb8>& imgs, const Golden& gold, float tol, int64_t small_ubatch,
+                                std::vector<float>& first) {
+    const ImagePrompt p = layout_image_prompt(tok, enc, text, imgs, false);
+    REQUIRE(p.ids.size() == size_t(gold.n));
+    REQUIRE(p.spans.size() == imgs.size());
+    for (size_t i = 0; i < p.ids.size(); ++i) {
+        INFO("token " << i);
+        if (p.ids[i] < 0) CHECK(tok.token_to_piece(gold.tokens[i]) == enc.soft_token());
+        else CHECK(p.ids[i] == gold.tokens[i]);
+    }
+    Batch all = image_prompt_batch(p, enc, imgs, 0, 0, p.ids.size(), false);
+    std::fill(all.logits.begin(), all.logits.end(), 1);
+    for (int64_t ub : {int64_t(512), small_ubatch}) {
+        INFO("ubatch " << ub);
+        const std::vector<float> got = new_session(l, 256, ub, DType::F32)->decode(all);
+        const GoldenDiff d = compare_golden(got, gold);
+        CHECK(d.worst <= tol);
+        CHECK(d.flipped == 0);
+        if (first.empty()) first = got;
+        else CHECK(std::memcmp(first.data(), got.data(), got.size() * 4) == 0);
+    }
+    return all;
 }
 
 }  // namespace ls::test

@@ -95,27 +95,10 @@ TEST_CASE("gemma4 vision: a prompt with two images matches transformers for both
             std::vector<image::Rgb8> imgs;
             for (const std::string& n : kEmbdImages) imgs.push_back(image::load_file(test::test_data("vision/" + n)));
             const std::vector<char> pt = test::slurp("gemma4v_tiny.prompt");
-            const ImagePrompt p = layout_image_prompt(*tok, *enc, std::string(pt.begin(), pt.end()), imgs, false);
-            REQUIRE(p.ids.size() == size_t(gold.n));
-            for (size_t i = 0; i < p.ids.size(); ++i) {
-                INFO("token " << i);
-                if (p.ids[i] < 0) CHECK(tok->token_to_piece(gold.tokens[i]) == "<|image|>");
-                else CHECK(p.ids[i] == gold.tokens[i]);
-            }
-            Batch all = image_prompt_batch(p, *enc, imgs, 0, 0, p.ids.size(), false);
-            std::fill(all.logits.begin(), all.logits.end(), 1);
-            for (int64_t ub : {int64_t(512), int64_t(70)}) {
-                INFO("ubatch " << ub);
-                const std::vector<float> got = test::new_session(l, 256, ub, DType::F32)->decode(all);
-                const test::GoldenDiff d = test::compare_golden(got, gold);
-                CHECK(d.worst <= 5e-4);
-                CHECK(d.flipped == 0);
-                if (first.empty()) first = got;
-                else CHECK(std::memcmp(first.data(), got.data(), got.size() * 4) == 0);
-            }
+            const Batch all = test::check_image_prompt(l, *enc, *tok, std::string(pt.begin(), pt.end()), imgs, gold, 5e-4f, 70, first);
             // Beside a text-only sequence: the same bits.
             Batch both = all;
-            for (int32_t i = 0; i < 9; ++i) both.add(p.ids[size_t(i)] < 0 ? 2 : p.ids[size_t(i)], 1, i, true);
+            for (int32_t i = 0; i < 9; ++i) both.add(all.tokens[size_t(i)] < 0 ? 2 : all.tokens[size_t(i)], 1, i, true);
             const std::vector<float> mixed = test::new_session(l, 256, 512, DType::F32, 2)->decode(both);
             REQUIRE(mixed.size() >= first.size());
             CHECK(std::memcmp(mixed.data(), first.data(), first.size() * 4) == 0);

@@ -65,26 +65,7 @@ TEST_CASE("qwen3-vl: a prompt with two images matches transformers (M-RoPE, deep
             auto enc = encoder(*l.be);
             enc->check_text_model(*l.model);
             auto tok = std::make_unique<Tokenizer>(Tokenizer::from_gguf(l.model->gguf()));
-            const std::vector<image::Rgb8> imgs = prompt_images();
-            const ImagePrompt p = layout_image_prompt(*tok, *enc, prompt_text(), imgs, false);
-            REQUIRE(p.ids.size() == size_t(g0.n));
-            REQUIRE(p.spans.size() == 2);
-            for (size_t i = 0; i < p.ids.size(); ++i) {
-                INFO("token " << i);
-                if (p.ids[i] < 0) CHECK(tok->token_to_piece(g0.tokens[i]) == "<|image_pad|>");
-                else CHECK(p.ids[i] == g0.tokens[i]);
-            }
-            Batch all = image_prompt_batch(p, *enc, imgs, 0, 0, p.ids.size(), false);
-            std::fill(all.logits.begin(), all.logits.end(), 1);
-            for (int64_t ub : {int64_t(512), int64_t(7)}) {
-                INFO("ubatch " << ub);
-                const std::vector<float> got = test::new_session(l, 256, ub, DType::F32)->decode(all);
-                const test::GoldenDiff d = test::compare_golden(got, g0);
-                CHECK(d.worst <= 1e-4);
-                CHECK(d.flipped == 0);
-                if (first.empty()) first = got;
-                else CHECK(std::memcmp(first.data(), got.data(), got.size() * 4) == 0);
-            }
+            const Batch all = test::check_image_prompt(l, *enc, *tok, prompt_text(), prompt_images(), g0, 1e-4f, 7, first);
             // Beside a text sequence: the image sequence's logits the same bits as alone.
             Batch both = all;
             const std::vector<int32_t> text = tok->encode("<|im_start|>user\nhello there<|im_end|>\n", false, true);
