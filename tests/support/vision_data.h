@@ -123,4 +123,25 @@ inline Batch check_image_prompt(const LoadedModel& l, const VisionEncoder& enc, 
     return all;
 }
 
+// The next chat turn after the image prompt `p`, evaluated on `s`'s sequence 0 and checkpointed
+// there: the transcript plus `more`. Its images are found in the cache (none encoded again), the
+// reuse keeps all of `p`, and the new tokens' logits are a fresh session's over the whole of it,
+// bit for bit.
+inline void check_next_turn(const LoadedModel& l, Session& s, const VisionEncoder& enc, const ImagePrompt& p,
+                            const std::vector<image::Rgb8>& imgs, const std::vector<int32_t>& more) {
+    ImagePrompt p2 = p;
+    p2.ids.insert(p2.ids.end(), more.begin(), more.end());
+    ImageCounts c;
+    evaluate_image_prefix(s, 0, p2, enc, imgs, &c);
+    CHECK(c.encoded == 0);
+    CHECK(c.reused == int64_t(p.spans.size()));
+    const int64_t keep = s.reuse_prefix(0, p2.ids);
+    CHECK(keep == int64_t(p.ids.size()));
+    const std::vector<float> turn = s.eval(std::vector<int32_t>(p2.ids.begin() + keep, p2.ids.end()));
+    const std::vector<float> want =
+        new_session(l, 256, 64, DType::F32)->decode(image_prompt_batch(p2, enc, imgs, 0, 0, p2.ids.size(), true));
+    REQUIRE(turn.size() == want.size());
+    CHECK(std::memcmp(turn.data(), want.data(), want.size() * 4) == 0);
+}
+
 }  // namespace ls::test

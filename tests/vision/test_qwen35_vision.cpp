@@ -140,20 +140,7 @@ TEST_CASE("qwen3.5 vision: the next turn reuses the encoded images and equals a 
     // A second turn: the transcript so far plus more text. Its images are not encoded again, and
     // its logits equal a fresh session's over the whole of it.
     const std::vector<int32_t> more = tok->encode("<|im_end|>\n<|im_start|>user\nand then<|im_end|>\n", false, true);
-    ImagePrompt p2 = p;
-    p2.ids.insert(p2.ids.end(), more.begin(), more.end());
-    ImageCounts c2;
-    evaluate_image_prefix(*s, 0, p2, *enc, imgs, &c2);
-    CHECK(c2.encoded == 0);
-    CHECK(c2.reused == 2);
-    const int64_t keep = s->reuse_prefix(0, p2.ids);
-    CHECK(keep == int64_t(p.ids.size()));
-    const std::vector<float> turn2 = s->eval(std::vector<int32_t>(p2.ids.begin() + keep, p2.ids.end()));
-    auto fresh = test::new_session(l, 256, 64, DType::F32);
-    Batch b = image_prompt_batch(p2, *enc, imgs, 0, 0, p2.ids.size(), true);
-    const std::vector<float> want = fresh->decode(b);
-    REQUIRE(turn2.size() == want.size());
-    CHECK(std::memcmp(turn2.data(), want.data(), want.size() * 4) == 0);
+    test::check_next_turn(l, *s, *enc, p, imgs, more);
     s->checkpoint(0);  // (as generate() takes one after each prompt: now past turn 2)
     // Another turn that shares the images but leaves the transcript before the recurrent
     // checkpoint: the state cannot go back there, so the images are encoded again, never read

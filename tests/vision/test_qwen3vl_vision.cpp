@@ -100,19 +100,7 @@ TEST_CASE("qwen3-vl: the next turn reuses the encoded images and equals a fresh 
     s->eval(rest);
     s->checkpoint(0);
     const std::vector<int32_t> more = tok->encode("<|im_end|>\n<|im_start|>user\nand then<|im_end|>\n", false, true);
-    ImagePrompt p2 = p;
-    p2.ids.insert(p2.ids.end(), more.begin(), more.end());
-    ImageCounts c2;
-    evaluate_image_prefix(*s, 0, p2, *enc, imgs, &c2);
-    CHECK(c2.encoded == 0);
-    CHECK(c2.reused == 2);
-    const int64_t keep = s->reuse_prefix(0, p2.ids);
-    CHECK(keep == int64_t(p.ids.size()));
-    const std::vector<float> turn2 = s->eval(std::vector<int32_t>(p2.ids.begin() + keep, p2.ids.end()));
-    const std::vector<float> want =
-        test::new_session(l, 256, 64, DType::F32)->decode(image_prompt_batch(p2, *enc, imgs, 0, 0, p2.ids.size(), true));
-    REQUIRE(turn2.size() == want.size());
-    CHECK(std::memcmp(turn2.data(), want.data(), want.size() * 4) == 0);
+    test::check_next_turn(l, *s, *enc, p, imgs, more);
     // A text-only prompt (no image rows) evaluates as plain NeoX rope.
     const std::vector<float> t = test::new_session(l, 256, 64, DType::F32)->eval(tok->encode("hello", false, true));
     CHECK(std::isfinite(t.at(0)));

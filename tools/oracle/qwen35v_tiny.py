@@ -562,19 +562,23 @@ def finish_gguf(w):
     w.close()
 
 
-def write_text_keys(w, name, tc, file_type):
-    """The text file's keys (after general.architecture), in the converter's order for
-    Qwen3_5ForConditionalGeneration, the tokenizer last."""
-    rp = tc.rope_parameters
-    w.add_type(gguf.GGUFType.MODEL)
-    w.add_name(name)
-    # TextModel.set_gguf_parameters (conversion/base.py:1195-1300)
+def add_decoder_sizes(w, tc):
+    """The first keys of TextModel.set_gguf_parameters (conversion/base.py:1195-1300), in its order."""
     w.add_block_count(tc.num_hidden_layers)
     w.add_context_length(tc.max_position_embeddings)
     w.add_embedding_length(tc.hidden_size)
     w.add_feed_forward_length(tc.intermediate_size)
     w.add_head_count(tc.num_attention_heads)
     w.add_head_count_kv(tc.num_key_value_heads)
+
+
+def write_text_keys(w, name, tc, file_type):
+    """The text file's keys (after general.architecture), in the converter's order for
+    Qwen3_5ForConditionalGeneration, the tokenizer last."""
+    rp = tc.rope_parameters
+    w.add_type(gguf.GGUFType.MODEL)
+    w.add_name(name)
+    add_decoder_sizes(w, tc)
     w.add_rope_dimension_sections(list(rp["mrope_section"]) + [0] * (4 - len(rp["mrope_section"])))  # int32 x 4
     w.add_rope_freq_base(rp["rope_theta"])
     w.add_layer_norm_rms_eps(tc.rms_norm_eps)
