@@ -14,6 +14,30 @@ namespace ls {
 VisionEncoder::~VisionEncoder() = default;
 
 std::vector<float> VisionEncoder::encode(const image::Rgb8& img) const {
+    {
+        const std::lock_guard<std::mutex> lock(cache_mu_);
+        for (auto it = cache_.begin(); it != cache_.end(); ++it)
+            if (it->img.width == img.width && it->img.height == img.height && it->img.px == img.px) {
+                cache_.splice(cache_.begin(), cache_, it);  // most recently used first
+                ++cache_hits_;
+                return it->rows;
+            }
+    }
+    std::vector<float> rows = encode_uncached(img);
+    const std::lock_guard<std::mutex> lock(cache_mu_);
+    const size_t bytes = rows.size() * sizeof(float) + img.px.size();
+    if (bytes <= kCacheBytes) {
+        cache_.push_front({img, rows});
+        cache_bytes_ += bytes;
+        while (cache_bytes_ > kCacheBytes || cache_.size() > kCacheImages) {
+            cache_bytes_ -= cache_.back().rows.size() * sizeof(float) + cache_.back().img.px.size();
+            cache_.pop_back();
+        }
+    }
+    return rows;
+}
+
+std::vector<float> VisionEncoder::encode_uncached(const image::Rgb8& img) const {
     const Pixels px = preprocess(img);
     Graph g;
     Tensor* out = build_image_graph(g, px);

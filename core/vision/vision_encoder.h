@@ -4,6 +4,7 @@
 // same ops as the text models, so its bits are the same on every backend.
 #pragma once
 #include <array>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -37,8 +38,18 @@ public:
         int h = 0, w = 0;
     };
     virtual Pixels preprocess(const image::Rgb8& img) const = 0;
-    // n_tokens(img) rows of n_embd_out() floats.
+    // n_tokens(img) rows of n_embd_out() floats. The last images encoded are kept (up to
+    // kCacheImages of them and kCacheBytes of rows and pixels, least recently used out first):
+    // the same pixels again give their rows without a second encode (the server encodes a
+    // request's images on its own thread first, so its engine finds them here). Thread-safe:
+    // one image is encoded at a time; a lookup does not wait for an encode.
     std::vector<float> encode(const image::Rgb8& img) const;
+    static constexpr size_t kCacheImages = 16, kCacheBytes = size_t(256) << 20;
+    // How many encode() calls were answered from the kept images.
+    int64_t cache_hits() const {
+        const std::lock_guard<std::mutex> lock(cache_mu_);
+        return cache_hits_;
+    }
     // The text an image takes in the prompt, as the model's HF processor expands it, with
     // `n` copies of soft_token() where its rows go (Gemma 3: "\n\n<start_of_image>", the soft
     // tokens, "<end_of_image>\n\n").
@@ -70,8 +81,17 @@ protected:
     int64_t n_out_ = 0;
 
 private:
-    mutable std::mutex sched_mu_;  // encode() runs one image at a time
+    std::vector<float> encode_uncached(const image::Rgb8& img) const;
+    mutable std::mutex sched_mu_;  // one image is encoded at a time
     mutable std::unique_ptr<Scheduler> sched_;
+    struct Kept {
+        image::Rgb8 img;
+        std::vector<float> rows;
+    };
+    mutable std::mutex cache_mu_;
+    mutable std::list<Kept> cache_;  // most recently used first
+    mutable size_t cache_bytes_ = 0;
+    mutable int64_t cache_hits_ = 0;
 };
 
 // Opens a projector file and places its weights on `be`. Throws naming the file and what is

@@ -69,6 +69,32 @@ TEST_CASE("gemma3 vision: image embeddings match transformers on every backend, 
     }
 }
 
+TEST_CASE("vision encoders keep the last images' rows: the same pixels again are not encoded again, and give the same bits",
+          "[vision]") {
+    auto cpu = test::make_backend("cpu");
+    auto enc = load_vision_encoder(test::test_data("gemma3v_tiny_mmproj.gguf"), *cpu);
+    const image::Rgb8 img = image::load_file(test::test_data("vision/rgb64.png"));
+    const std::vector<float> first = enc->encode(img);
+    CHECK(enc->cache_hits() == 0);
+    const std::vector<float> again = enc->encode(img);
+    CHECK(enc->cache_hits() == 1);
+    CHECK(std::memcmp(first.data(), again.data(), first.size() * 4) == 0);
+    // One pixel differs: another image. Then enough others to push the first one out: it is
+    // encoded afresh (no hit), with the same bits.
+    image::Rgb8 other = img;
+    other.px[0] ^= 1;
+    enc->encode(other);
+    CHECK(enc->cache_hits() == 1);
+    for (size_t i = 0; i < VisionEncoder::kCacheImages; ++i) {
+        other.px[1] = uint8_t(i);
+        enc->encode(other);
+    }
+    const int64_t hits = enc->cache_hits();
+    const std::vector<float> later = enc->encode(img);
+    CHECK(enc->cache_hits() == hits);
+    CHECK(std::memcmp(first.data(), later.data(), first.size() * 4) == 0);
+}
+
 TEST_CASE("vision encoders: a file that is no projector, or the wrong one, is refused by name", "[vision]") {
     auto cpu = test::make_backend("cpu");
     CHECK_THROWS_WITH(load_vision_encoder(test::test_data("gemma3v_tiny.gguf"), *cpu),

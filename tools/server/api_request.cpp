@@ -585,6 +585,8 @@ GenRequest parse_chat(const json& body, const ApiContext& ctx) {
             throw ApiError(400, std::string("the conversation's images: ") + e.what(), "messages");
         }
         ji->images = std::move(images);
+        if (ctx.encode_images)
+            for (const image::Rgb8& im : ji->images) ctx.vision->encode(im);  // (kept by the encoder: only new images take time)
         r.job.prompt = ji->layout.ids;
         r.job.images = std::move(ji);
     }

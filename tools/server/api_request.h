@@ -41,6 +41,9 @@ struct ApiContext {
     std::shared_ptr<const grammar::TokenMask> tool_grammar_vocab;
     // The projector (--mmproj): chats may hold images (image_url parts); null: they may not.
     const VisionEncoder* vision = nullptr;
+    // Encode a request's images here, on its own thread, before it is queued (the projector has
+    // a backend of its own): the engine finds their rows kept by the encoder.
+    bool encode_images = false;
     image::Limits image_limits;
 };
 

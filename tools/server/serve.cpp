@@ -14,6 +14,7 @@
 #include <optional>
 #include <thread>
 
+#include "backends/registry.h"
 #include "core/runtime/grammar_vocab.h"
 #include "core/text/tokenizer.h"
 #include "tools/server/api_embed.h"
@@ -40,6 +41,7 @@ struct State {
     std::unique_ptr<Session> session;
     std::unique_ptr<Engine> engine;
     std::unique_ptr<chat::ChatFormat> format;
+    std::unique_ptr<Backend> vision_backend;  // the projector's own, on the CPU (declared first: destroyed after it)
     std::unique_ptr<VisionEncoder> vision;
     ApiContext api;
     EmbedContext embed;
@@ -616,7 +618,19 @@ int serve(const ServeConfig& c) {
         if (!st.model->hparams().causal) st.embed.one_ubatch = st.session->params().n_ubatch;
         st.engine = std::make_unique<Engine>(*st.session, *st.tok, st.metrics, c.max_queue, c.spec);
         if (!c.mmproj.empty()) {
-            st.vision = load_vision_encoder(c.mmproj, *st.model->backends().front());
+            // On the CPU the projector gets a backend of its own (its own thread pool), and a
+            // request's images are encoded on the request's thread before it is queued: the
+            // engine then finds their rows kept by the encoder, and its other slots go on
+            // generating while an image encodes. (A GPU backend is not shared between threads:
+            // there the engine encodes what it needs itself, as before.)
+            Backend& text_be = *st.model->backends().front();
+            if (text_be.name() == "cpu") {
+                BackendOptions bo;
+                bo.threads = c.open.threads;
+                st.vision_backend = create_backend(bo);
+                st.api.encode_images = true;
+            }
+            st.vision = load_vision_encoder(c.mmproj, st.vision_backend ? *st.vision_backend : text_be);
             st.vision->set_image_tokens(c.image_min_tokens, c.image_max_tokens);
             st.vision->check_text_model(*st.model);
             st.api.vision = st.vision.get();
