@@ -64,7 +64,7 @@ expect 1 "is for gemma3 text models, not qwen3" -- run -m "$src/tests/data/qwen3
 expect 1 "not a projector \(mmproj\) file" -- run -m "$g3v" --mmproj "$g3v" --image "$img" -p hi
 expect 1 "2 image markers \(<__media__>\) for 1 images" -- run -m "$g3v" --mmproj "$mmp" --image "$img" -p "<__media__> <__media__>"
 q35v="$src/tests/data/qwen35v_tiny.gguf"; qmp="$src/tests/data/qwen35v_tiny_mmproj.gguf"
-expect 1 "is for qwen35 or qwen35moe text models, not gemma3" -- run -m "$g3v" --mmproj "$qmp" --image "$img" -p hi
+expect 1 "is for qwen35 or qwen35moe or qwen3vl or qwen3vlmoe text models, not gemma3" -- run -m "$g3v" --mmproj "$qmp" --image "$img" -p hi
 expect 2 "--image-max-tokens must be positive, got 0" -- run -m "$q35v" --mmproj "$qmp" --image "$img" --image-max-tokens 0 -p hi
 expect 1 "at least 40 and at most 4 tokens per image cannot both hold" -- run -m "$q35v" --mmproj "$qmp" --image "$img" --image-min-tokens 40 --image-max-tokens 4 -p hi
 # speculative decoding: flags, the draft model's file and vocabulary.

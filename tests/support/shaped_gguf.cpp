@@ -21,6 +21,7 @@ const std::vector<ModelShape>& model_shapes() {
         {"gemma3-1b", "gemma3", 26, 1152, 4, 1, 256, 6912, 262144, 512, 32768, 1e6f, true},
         {"llama3.2-1b", "llama", 16, 2048, 32, 8, 64, 8192, 128256, 0, 131072, 500000.f, true},
         {"qwen3-8b", "qwen3", 36, 4096, 32, 8, 128, 12288, 151936, 0, 40960, 1e6f, false},
+        {"qwen3vl-4b", "qwen3vl", 36, 2560, 32, 8, 128, 9728, 151936, 0, 262144, 5e6f, true, 3},
     };
     return shapes;
 }
@@ -104,7 +105,14 @@ uint64_t write_shaped_model(const std::string& path, const ModelShape& s, uint64
     }
     w.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
     w.set_f32(a + "rope.freq_base", s.rope_base);
-    put_tiny_vocab(w, s.n_vocab);
+    if (s.arch == "qwen3vl") {  // Qwen3-VL's interleaved M-RoPE sections and its deepstack
+        w.set_i32_array(a + "rope.dimension_sections", {24, 20, 20, 0});
+        w.set_u32(a + "n_deepstack_layers", uint32_t(s.n_deepstack));
+    }
+    // (Qwen3-VL: its chat and image markers, so that an image prompt lays out as the real one)
+    put_tiny_vocab(w, s.n_vocab,
+                   s.arch == "qwen3vl" ? std::vector<std::string>{"<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>", "<|image_pad|>"}
+                                       : std::vector<std::string>{});
 
     uint64_t bytes = 0, tensor_seed = seed;
     const int64_t E = s.n_embd, qd = int64_t(s.n_head) * s.head_dim, kvd = int64_t(s.n_head_kv) * s.head_dim;
@@ -140,6 +148,74 @@ uint64_t write_shaped_model(const std::string& path, const ModelShape& s, uint64
             norm(p + "post_attention_norm.weight", E);
             norm(p + "post_ffw_norm.weight", E);
         }
+    }
+    w.write(path);
+    return bytes;
+}
+
+bool has_shaped_mmproj(const ModelShape& s) { return s.arch == "qwen3vl"; }
+
+uint64_t write_shaped_mmproj(const std::string& path, const ModelShape& s, uint64_t seed, int threads) {
+    if (!has_shaped_mmproj(s)) throw std::invalid_argument("the " + s.name + " shape has no projector");
+    // Qwen3-VL-4B's vision_config (its config.json): depth 24, hidden 1024, 16 heads, ff 4096,
+    // patch 16, temporal 2, merge 2, 2304 positions, deepstack_visual_indexes [5, 11, 17].
+    constexpr int64_t E = 1024, F = 4096, L = 24, P = 16, G = 48, M = E * 4;
+    const std::vector<int> deepstack = {5, 11, 17};
+    GgufWriter w;
+    w.set_string("general.architecture", "clip");
+    w.set_string("general.name", s.name + "-shaped projector (random weights, F16)");
+    w.set_bool("clip.has_vision_encoder", true);
+    w.set_u32("clip.vision.projection_dim", uint32_t(s.n_embd));
+    w.set_u32("clip.vision.image_size", uint32_t(G * P));
+    w.set_u32("clip.vision.patch_size", uint32_t(P));
+    w.set_u32("clip.vision.embedding_length", uint32_t(E));
+    w.set_u32("clip.vision.feed_forward_length", uint32_t(F));
+    w.set_u32("clip.vision.block_count", uint32_t(L));
+    w.set_u32("clip.vision.attention.head_count", 16);
+    w.set_f32_array("clip.vision.image_mean", {0.5f, 0.5f, 0.5f});
+    w.set_f32_array("clip.vision.image_std", {0.5f, 0.5f, 0.5f});
+    w.set_string("clip.projector_type", "qwen3vl_merger");
+    w.set_bool("clip.use_gelu", true);
+    w.set_u32("clip.vision.spatial_merge_size", 2);
+    w.set_f32("clip.vision.attention.layer_norm_epsilon", 1e-6f);
+    std::vector<uint8_t> flags(size_t(L), 0);
+    for (int l : deepstack) flags[size_t(l)] = 1;
+    w.set_array_raw("clip.vision.is_deepstack_layers", GgufType::BOOL, uint64_t(L), flags);
+    uint64_t bytes = 0, tensor_seed = seed;
+    auto matrix = [&](const std::string& name, std::vector<int64_t> ne) {
+        int64_t n = 1;
+        for (size_t i = 1; i < ne.size(); ++i) n *= ne[i];
+        std::vector<uint8_t> d = random_matrix(DType::F16, ne[0], n, ++tensor_seed, threads);
+        bytes += d.size();
+        w.add_tensor(name, DType::F16, std::move(ne), std::move(d));
+    };
+    auto vec = [&](const std::string& name, std::vector<int64_t> ne) {
+        int64_t n = 1;
+        for (int64_t v : ne) n *= v;
+        std::vector<uint8_t> d = norm_weight(n, ++tensor_seed);
+        bytes += d.size();
+        w.add_tensor(name, DType::F32, std::move(ne), std::move(d));
+    };
+    matrix("v.patch_embd.weight", {P, P, 3, E});
+    matrix("v.patch_embd.weight.1", {P, P, 3, E});
+    vec("v.patch_embd.bias", {E});
+    vec("v.position_embd.weight", {E, G * G});
+    for (int64_t il = 0; il < L; ++il) {
+        const std::string p = "v.blk." + std::to_string(il) + ".";
+        for (const char* n : {"ln1", "ln2"}) vec(p + n + ".weight", {E}), vec(p + n + ".bias", {E});
+        matrix(p + "attn_qkv.weight", {E, 3 * E}), vec(p + "attn_qkv.bias", {3 * E});
+        matrix(p + "attn_out.weight", {E, E}), vec(p + "attn_out.bias", {E});
+        matrix(p + "ffn_up.weight", {E, F}), vec(p + "ffn_up.bias", {F});
+        matrix(p + "ffn_down.weight", {F, E}), vec(p + "ffn_down.bias", {E});
+    }
+    vec("v.post_ln.weight", {E}), vec("v.post_ln.bias", {E});
+    matrix("mm.0.weight", {M, M}), vec("mm.0.bias", {M});
+    matrix("mm.2.weight", {M, s.n_embd}), vec("mm.2.bias", {s.n_embd});
+    for (int l : deepstack) {
+        const std::string p = "v.deepstack." + std::to_string(l) + ".";
+        vec(p + "norm.weight", {M}), vec(p + "norm.bias", {M});
+        matrix(p + "fc1.weight", {M, M}), vec(p + "fc1.bias", {M});
+        matrix(p + "fc2.weight", {M, s.n_embd}), vec(p + "fc2.bias", {s.n_embd});
     }
     w.write(path);
     return bytes;

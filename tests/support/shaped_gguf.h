@@ -1,5 +1,6 @@
 // Random-weight GGUF files with the shapes and weight types of real models (a Llama 3.2 1B,
-// a Qwen3 8B, Gemma 3 270M and 1B, each as llama.cpp's Q4_K_M lays out its types), for
+// a Qwen3 8B, Gemma 3 270M and 1B, Qwen3-VL 4B and its projector, each as llama.cpp's
+// Q4_K_M lays out its types; the projector in F16 as its converter writes it), for
 // speed measurements where the real file cannot travel: the time of a step depends on the
 // shapes and types, not on the values. Written by lockstep-make-test-model --shape.
 #pragma once
@@ -13,12 +14,14 @@ namespace ls {
 
 struct ModelShape {
     std::string name;  // the --shape name
-    std::string arch;  // general.architecture: gemma3, llama or qwen3
+    std::string arch;  // general.architecture: gemma3, llama, qwen3 or qwen3vl
     int n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff, n_vocab;
     int window;        // gemma3: the windowed layers' window (0 elsewhere)
     int ctx;           // trained context length
     float rope_base;
     bool tied_output;  // no output.weight: the token embedding is the output head
+    // qwen3vl: the projector's deepstack layers (its rows n_embd * (1 + n_deepstack) wide).
+    int n_deepstack = 0;
 };
 
 // The shapes lockstep-make-test-model --shape knows.
@@ -37,5 +40,13 @@ DType q4_k_m_type(const std::string& role, int layer, int n_layer, int64_t row_l
 // from per-row seeds, so the same shape and seed give the same bytes for any thread count;
 // the tiny vocabulary padded to n_vocab tokens. Returns the bytes of weights written.
 uint64_t write_shaped_model(const std::string& path, const ModelShape& shape, uint64_t seed, int threads);
+
+// The projector (mmproj) of a shape that has one, qwen3vl-4b: Qwen3-VL-4B's vision tower (24
+// layers of 1024, 16 heads, patch 16, a 48 x 48 position grid), its merger and deepstack
+// mergers after layers 5, 11 and 17, into the text model's width; matrices F16 (uniform, the
+// variance of N(0, 1/k)), the patch kernels F16, norms, biases and positions F32. Throws for a
+// shape without one. Returns the bytes of weights written.
+bool has_shaped_mmproj(const ModelShape& shape);
+uint64_t write_shaped_mmproj(const std::string& path, const ModelShape& shape, uint64_t seed, int threads);
 
 }  // namespace ls

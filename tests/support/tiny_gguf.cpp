@@ -39,7 +39,7 @@ std::vector<uint8_t> norm_weight(Rng& rng, int64_t n) {
 
 }  // namespace
 
-void put_tiny_vocab(GgufWriter& w, int n_vocab) {
+void put_tiny_vocab(GgufWriter& w, int n_vocab, const std::vector<std::string>& control) {
     using namespace tiny_vocab;
     std::vector<std::string> tokens = {"<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>"};
     std::vector<int32_t> types = {3, 3, 3, 2, 3, 3};  // TokenType: control, unknown
@@ -85,6 +85,13 @@ void put_tiny_vocab(GgufWriter& w, int n_vocab) {
         tokens.resize(size_t(n_vocab));
         types.resize(size_t(n_vocab));
         scores.resize(size_t(n_vocab));
+    }
+    size_t next = 0;
+    for (const std::string& c : control) {
+        while (next < types.size() && types[next] != 5) ++next;
+        if (next == types.size()) throw std::invalid_argument("put_tiny_vocab: no unused slot left for '" + c + "'");
+        tokens[next] = c;
+        types[next] = 3;
     }
     w.set_string("tokenizer.ggml.model", "llama");
     w.set_string("tokenizer.ggml.pre", "default");

@@ -48,8 +48,9 @@ struct DecoderKeys {
 };
 void put_arch_keys(GgufWriter& w, const DecoderKeys& k);
 // The tiny vocabulary's tokenizer keys, padded with unused pieces to n_vocab tokens (at
-// least 262): the byte tokens make every text encodable.
-void put_tiny_vocab(GgufWriter& w, int n_vocab);
+// least 262): the byte tokens make every text encodable. `control`: more control tokens, in
+// the first unused slots (a family's markers: Qwen-VL's image tokens).
+void put_tiny_vocab(GgufWriter& w, int n_vocab, const std::vector<std::string>& control = {});
 
 // Token ids of the tiny vocabulary.
 namespace tiny_vocab {

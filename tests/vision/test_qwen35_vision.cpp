@@ -159,7 +159,7 @@ TEST_CASE("qwen3.5 vision: the next turn reuses the encoded images and equals a 
     CHECK(std::memcmp(turn3.data(), want3.data(), want3.size() * 4) == 0);
 }
 
-TEST_CASE("qwen3.5 vision: a projector that is not the model's pair and a hostile aspect ratio are refused; the token budget moves the size",
+TEST_CASE("qwen3.5 vision: a projector that is not the model's pair and a hostile aspect ratio are refused, and the token budget moves the size",
           "[vision]") {
     auto cpu = test::make_backend("cpu");
     auto enc = encoder(*cpu);

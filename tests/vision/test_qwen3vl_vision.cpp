@@ -85,7 +85,7 @@ TEST_CASE("qwen3-vl: a prompt with two images matches transformers (M-RoPE, deep
     }
 }
 
-TEST_CASE("qwen3-vl: the next turn reuses the encoded images and equals a fresh evaluation; text alone runs without M-RoPE rows",
+TEST_CASE("qwen3-vl: the next turn reuses the encoded images and equals a fresh evaluation, and text alone runs without M-RoPE rows",
           "[vision]") {
     test::LoadedModel l = test::load_tiny("cpu", "qwen3vl");
     auto enc = encoder(*l.be);

@@ -51,7 +51,8 @@ const char* kUsage =
     "    --ctx N                 <arch>.context_length N (the model's own without it)\n"
     "  --shape NAME      instead: random weights in a real model's shapes, with the types\n"
     "                    llama.cpp's Q4_K_M gives each matrix (--seed applies; the other options\n"
-    "                    do not): gemma3-270m, gemma3-1b, llama3.2-1b, qwen3-8b\n"
+    "                    do not): gemma3-270m, gemma3-1b, llama3.2-1b, qwen3-8b, qwen3vl-4b\n"
+    "    --mmproj FILE   also its projector (qwen3vl-4b: Qwen3-VL-4B's vision tower, F16)\n"
     "  --threads N       threads quantizing a --shape file (default: all cores; the bytes do\n"
     "                    not depend on it)\n"
     "Matmul row lengths (embd, heads*head-dim, ff) must be multiples of the type's block size\n"
@@ -79,7 +80,7 @@ uint64_t parse_u64(const std::string& flag, const std::string& v, uint64_t max) 
 
 int main(int argc, char** argv) {
     ls::TinyGemma3Spec spec;
-    std::string out, vocab_for, requantize, shape, tokens_for;
+    std::string out, vocab_for, requantize, shape, tokens_for, mmproj;
     ls::test::VocabEdit vedit;
     int threads = int(std::max(1u, std::thread::hardware_concurrency()));
     try {
@@ -111,6 +112,7 @@ int main(int argc, char** argv) {
                 vedit.chat_template = std::string(std::istreambuf_iterator<char>(in), {});
             }
             else if (flag == "--shape") shape = v;
+            else if (flag == "--mmproj") mmproj = v;
             else if (flag == "--threads") {
                 threads = as_int();
                 if (threads < 1) throw UsageError("--threads must be at least 1");
@@ -136,6 +138,8 @@ int main(int argc, char** argv) {
         }
         if (out.empty()) throw UsageError("--out FILE is required");
         if (!shape.empty()) (void)ls::find_model_shape(shape);
+        if (!mmproj.empty() && (shape.empty() || !ls::has_shaped_mmproj(ls::find_model_shape(shape))))
+            throw UsageError("--mmproj needs a --shape that has a projector (qwen3vl-4b)");
         const bool editing = !vedit.tokens.empty() || !vedit.bos.empty() || !vedit.eos.empty() || !vedit.eot.empty() ||
                              vedit.chat_template.has_value();
         if (editing && tokens_for.empty()) throw UsageError("--control, --user-token, --bos, --eos, --eot and --chat-template need --tokens-for");
@@ -152,6 +156,10 @@ int main(int argc, char** argv) {
                         "weights, seed %llu\n",
                         out.c_str(), m.name.c_str(), m.arch.c_str(), m.n_layer, m.n_embd, m.n_head, m.n_head_kv,
                         m.head_dim, m.n_ff, m.n_vocab, double(bytes) / 1048576.0, (unsigned long long)spec.seed);
+            if (!mmproj.empty()) {
+                const uint64_t pb = ls::write_shaped_mmproj(mmproj, m, spec.seed, threads);
+                std::printf("wrote %s: %s-shaped projector, %.1f MiB of weights\n", mmproj.c_str(), m.name.c_str(), double(pb) / 1048576.0);
+            }
         } catch (const std::exception& e) {
             std::fprintf(stderr, "lockstep-make-test-model: %s\n", e.what());
             return 1;

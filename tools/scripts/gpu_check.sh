@@ -46,6 +46,11 @@
 #             qwen3-8b shape (GPU_NGL_SHAPE) at -ngl 0, half and all (--device cuda0), pp512 and
 #             tg128, alternating with llama-bench -ngl at the same splits where LLAMA_BENCH names
 #             one; then the placement tests on cuda (every split bit for bit)
+#   images    issue 37's GPU figure: a Qwen3-VL-4B-shaped text model and projector (written
+#             into $GPU_SHAPES once: lockstep-make-test-model --shape qwen3vl-4b --mmproj), one
+#             image at 256 tokens (--image-min-tokens), time to first token with lockstep
+#             --backend cuda, alternating with LLAMA_MTMD (a llama-mtmd-cli built for this GPU,
+#             -ngl 99) where it names one; GPU_IMAGE_ROUNDS rounds (default 2)
 #
 # Steps are separate so that each fits a time-limited session. Every log is kept in
 # $GPU_CHECK_OUT (default gpu_check/); the summary says which steps passed. Exits 77 where
@@ -63,8 +68,8 @@ export LOCKSTEP_SOURCE_DIR="$PWD"
 steps=("$@")
 ((${#steps[@]})) || steps=(suites model memcheck bench)
 for s in "${steps[@]}"; do
-  case "$s" in bits|suites|model|memcheck|bench|shapes|profile|ab|compare|serve|ngl) ;;
-    *) echo "gpu_check: unknown step '$s' (bits suites model memcheck bench shapes profile ab compare serve ngl)" >&2; exit 2 ;;
+  case "$s" in bits|suites|model|memcheck|bench|shapes|profile|ab|compare|serve|ngl|images) ;;
+    *) echo "gpu_check: unknown step '$s' (bits suites model memcheck bench shapes profile ab compare serve ngl images)" >&2; exit 2 ;;
   esac
 done
 for f in "$LS" "$TESTS"; do
@@ -230,6 +235,23 @@ for s in "${steps[@]}"; do
         done
       fi
       step "placement tests on cuda" placement_cuda.log env LOCKSTEP_TEST_BACKENDS=cuda LOCKSTEP_REQUIRE_DEVICE=cuda "$TESTS" --warn NoTests '[placement]'
+      ;;
+    images)
+      tf="$(shape_file qwen3vl-4b)" pf="$SHAPES/qwen3vl-4b-mmproj.gguf" img=tests/data/vision/photo120x90.jpg
+      if [ ! -s "$tf" ] || [ ! -s "$pf" ]; then
+        mkdir -p "$SHAPES"
+        step "shape qwen3vl-4b and its projector" shape_qwen3vl-4b.log "$MAKE_MODEL" --shape qwen3vl-4b --out "$tf" --mmproj "$pf"
+      fi
+      for round in $(seq "${GPU_IMAGE_ROUNDS:-2}"); do
+        step "image, lockstep cuda, round $round" "images_lockstep_$round.log" "$LS" run --backend cuda -m "$tf" --mmproj "$pf" \
+          --image "$img" --image-min-tokens 256 -p "Describe." -n 4 --temp 0
+        summary+=("  $(grep -E '^images: ' "$OUT/images_lockstep_$round.log" | head -1)")
+        if [ -n "${LLAMA_MTMD:-}" ]; then
+          step "image, llama-mtmd-cli, round $round" "images_peer_$round.log" "$LLAMA_MTMD" -m "$tf" --mmproj "$pf" --image "$img" \
+            --image-min-tokens 256 -p "Describe." -n 4 --temp 0 -ngl 99 --chat-template chatml --no-warmup -c 4096 -lv 4
+          summary+=("  llama.cpp: $(grep -oE 'mtmd batch encoding done in [0-9]+ ms|prompt eval time = +[0-9.]+ ms' "$OUT/images_peer_$round.log" | tr '\n' ' ')")
+        fi
+      done
       ;;
   esac
 done

@@ -9,7 +9,8 @@
 #       lockstep, lockstep-make-test-model and tests/lockstep_tests of BUILD (default build/),
 #       stripped, with the shared libraries they link that a bare GPU machine lacks (TBB,
 #       cpp-httplib, Open MPI, ...), into gpu_check/carry2/ls.tar.xz (about 12 MB)
-#   A peer's prebuilt binaries (llama-bench, llama-server and their libraries, built beside the
+#   A peer's prebuilt binaries (llama-bench, llama-server, llama-mtmd-cli for the images step,
+#   and their libraries, built beside the
 #   project and never committed) go as xz tarballs: its CUDA library alone (37.6 MB at xz -9e)
 #   to gpu_check/carry/peer.tar.xz, the rest (4 MB) to gpu_check/carry2/peer_rest.tar.xz.
 #   The CUDA library does not fit beside the tree (28 MB) and lockstep's tarball in one call,
@@ -62,6 +63,7 @@ mkdir -p "$B" "$P" "$OUTDIR/lease"
 export LOCKSTEP_BUILD=$B GPU_CHECK_OUT="$OUTDIR/lease" LD_LIBRARY_PATH="$P:$B/lib:${LD_LIBRARY_PATH:-}"
 [ -x "$P/llama-bench" ] && export LLAMA_BENCH="${LLAMA_BENCH:-$P/llama-bench}"
 [ -x "$P/llama-server" ] && export LLAMA_SERVER="${LLAMA_SERVER:-$P/llama-server}"
+[ -x "$P/llama-mtmd-cli" ] && export LLAMA_MTMD="${LLAMA_MTMD:-$P/llama-mtmd-cli}"
 t0=$SECONDS
 rc=0
 for s in "$@"; do
@@ -90,6 +92,7 @@ for s in "$@"; do
     *)
       [ -z "${LLAMA_BENCH:-}" ] && [ -x "$P/llama-bench" ] && export LLAMA_BENCH="$P/llama-bench"
       [ -z "${LLAMA_SERVER:-}" ] && [ -x "$P/llama-server" ] && export LLAMA_SERVER="$P/llama-server"
+      [ -z "${LLAMA_MTMD:-}" ] && [ -x "$P/llama-mtmd-cli" ] && export LLAMA_MTMD="$P/llama-mtmd-cli"
       bash tools/scripts/gpu_check.sh "$s" || rc=1
       ;;
   esac
