@@ -84,15 +84,9 @@ void Llama::load_arch() {
     if (arch == "qwen3vl" || arch == "qwen3vlmoe") {
         // Interleaved M-RoPE over pairs (time, height, width): text takes its position on
         // every axis (plain NeoX rope), an image's tokens their grid places (Session::rope_positions).
-        const std::string key = a + "rope.dimension_sections";
-        if (!f.find(key)) bad("missing " + key + " (M-RoPE sections)");
-        const std::vector<int64_t> sec = f.get_int_array(key);
-        int64_t sum = 0;
-        for (int64_t v : sec) sum += v < 0 || v > kMax ? kMax : v;
-        if (sec.size() < 3 || sum != n_rot / 2)
-            bad("rope.dimension_sections must hold the rope's " + std::to_string(n_rot / 2) + " pairs (time, height, width)");
+        mrope_axes_ = mrope_axes_from_gguf(f, arch, n_rot);
+        if (mrope_axes_.empty()) bad("missing " + a + "rope.dimension_sections (M-RoPE sections)");
         if (rope_.ext_factor != 0.f || rope_.freq_scale != 1.f) bad("M-RoPE with rope scaling is not supported");
-        mrope_axes_ = mrope_interleaved_axes(int32_t(n_rot / 2), int32_t(sec[1]), int32_t(sec[2]));
         n_deepstack_ = f.find(a + "n_deepstack_layers") ? f.get_int(a + "n_deepstack_layers") : 0;
         if (n_deepstack_ < 0 || n_deepstack_ >= hp_.n_layer)
             bad("n_deepstack_layers " + std::to_string(n_deepstack_) + " must be below the " + std::to_string(hp_.n_layer) + " layers");

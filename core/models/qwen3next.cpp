@@ -6,6 +6,7 @@
 
 #include "core/models/arch_keys.h"
 #include "core/models/moe.h"
+#include "core/models/rope_scaling.h"
 #include "core/ir/ops.h"
 #include "core/models/attention_block.h"
 #include "core/models/ffn_block.h"
@@ -55,15 +56,9 @@ void Qwen3Hybrid::load_arch() {
     // Qwen3.5's interleaved M-RoPE (rope.dimension_sections: pairs of time, height, width):
     // every axis holds the same position for text, which makes it plain NEOX rope over the
     // first n_rot dims; an image's tokens take their grid places (Session::rope_positions).
-    if (const std::string key = a + "rope.dimension_sections"; f.find(key)) {
-        const std::vector<int64_t> sec = f.get_int_array(key);
-        int64_t sum = 0;
-        for (int64_t v : sec) sum += v < 0 ? 1 << 20 : v;
-        if (sec.size() < 3 || sum != n_rot_ / 2)
-            throw std::runtime_error(hp_.arch + ": rope.dimension_sections must hold the rope's " + std::to_string(n_rot_ / 2) +
-                                     " pairs (time, height, width)");
-        if (sec[1] > 0 || sec[2] > 0) mrope_axes_ = mrope_interleaved_axes(int32_t(n_rot_ / 2), int32_t(sec[1]), int32_t(sec[2]));
-    }
+    if (std::vector<int32_t> axes = mrope_axes_from_gguf(f, hp_.arch, n_rot_);
+        std::any_of(axes.begin(), axes.end(), [](int32_t ax) { return ax != 0; }))
+        mrope_axes_ = std::move(axes);
     hp_.attn_scale = 1.0f / std::sqrt(float(hd));
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
         LayerParams L;

@@ -47,4 +47,17 @@ RopeParams rope_params_from_gguf(const ArchKeys& keys, int32_t n_dims, int32_t m
     return p;
 }
 
+std::vector<int32_t> mrope_axes_from_gguf(const GgufFile& f, const std::string& arch, int64_t n_rot) {
+    const std::string key = arch + ".rope.dimension_sections";
+    if (!f.find(key)) return {};
+    const std::vector<int64_t> sec = f.get_int_array(key);
+    constexpr int64_t kMax = int64_t(1) << 30;
+    int64_t sum = 0;
+    for (int64_t v : sec) sum += v < 0 || v > kMax ? kMax : v;  // a hostile value never sums to n_rot / 2
+    if (sec.size() < 3 || sum != n_rot / 2)
+        throw std::runtime_error(arch + ": rope.dimension_sections must hold the rope's " + std::to_string(n_rot / 2) +
+                                 " pairs (time, height, width)");
+    return mrope_interleaved_axes(int32_t(n_rot / 2), int32_t(sec[1]), int32_t(sec[2]));
+}
+
 }  // namespace ls

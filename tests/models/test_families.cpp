@@ -259,6 +259,19 @@ TEST_CASE("families: broken metadata and missing tensors are load errors naming 
                Catch::Contains("larger than the model's context"));
     CHECK_THAT(load_error("gemma2", {"gemma2.attn_logit_softcapping"}, {}, [](GgufWriter& w) { w.set_f32("gemma2.attn_logit_softcapping", -5.f); }),
                Catch::Contains("soft-caps"));
+    // M-RoPE (one reader for Qwen3-VL and Qwen3.5): sections that do not add up to the rotated
+    // pairs, a hostile huge section that would wrap a sum, and Qwen3-VL without its sections.
+    for (const std::string kind : {"qwen3vl", "qwen35"}) {
+        INFO(kind);
+        const std::string key = kind + ".rope.dimension_sections";
+        CHECK_THAT(load_error(kind, {key}, {}, [&](GgufWriter& w) { w.set_i32_array(key, {3, 3, 3, 0}); }),
+                   Catch::Contains(kind + ": rope.dimension_sections must hold the rope's"));
+        CHECK_THAT(load_error(kind, {key}, {}, [&](GgufWriter& w) { w.set_i32_array(key, {4, 0x7fffffff, -0x7fffffff, 0}); }),
+                   Catch::Contains("pairs (time, height, width)"));
+        CHECK_THAT(load_error(kind, {key}, {}, [&](GgufWriter& w) { w.set_i32_array(key, {8}); }), Catch::Contains("must hold the rope's"));
+    }
+    CHECK_THAT(load_error("qwen3vl", {"qwen3vl.rope.dimension_sections"}, {}, {}), Catch::Contains("missing qwen3vl.rope.dimension_sections"));
+    CHECK(load_error("qwen35", {"qwen35.rope.dimension_sections"}, {}, {}) == "(loaded)");  // Qwen3-Next has none: plain NeoX rope
 }
 
 // Multi-head latent attention keeps one row of kv_lora_rank + n_rot values per token and layer,
