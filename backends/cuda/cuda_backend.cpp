@@ -229,6 +229,7 @@ private:
         cuda::Ctx ctx;
         ctx.stream = stream_;
         ctx.int8_mma = int8_mma_;
+        ctx.split_decode = split_decode_;
         ctx.graph = &g;
         ctx.temp = [&](size_t bytes) { return temp(bytes); };
         ctx.act_buffer = [&](size_t bytes) { return act_buffer(bytes); };
@@ -398,6 +399,8 @@ private:
     int device_ = 0;
     std::string device_name_;
     bool int8_mma_ = false;  // cuda::int8_mma_usable for this device
+    // LOCKSTEP_CUDA_SPLIT=0: decode mul_mat a warp per weight row (Ctx::split_decode), to compare.
+    bool split_decode_ = !(std::getenv("LOCKSTEP_CUDA_SPLIT") && std::string(std::getenv("LOCKSTEP_CUDA_SPLIT")) == "0");
     cudaStream_t stream_ = nullptr;
     void* workspace_ = nullptr;
     size_t workspace_size_ = 0;

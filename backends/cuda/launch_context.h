@@ -33,6 +33,9 @@ std::string oom_message(int device, const std::string& device_name, size_t neede
 struct Ctx {
     cudaStream_t stream = nullptr;
     bool int8_mma = false;  // mul_mat may use the tensor-core kernel (int8_mma_usable)
+    // Decode mul_mat may split a weight row over several warps (dot_q_split_kernel);
+    // LOCKSTEP_CUDA_SPLIT=0 keeps a warp per row, to compare.
+    bool split_decode = true;
     // The graph being launched: index data (attention's positions and sequences) is read on
     // the host from its inputs (core/ir/index_inputs.h), never from the device.
     const Graph* graph = nullptr;

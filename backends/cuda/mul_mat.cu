@@ -40,6 +40,12 @@ template <DType W> void launch_q(dim3 grid, const Ctx& ctx, const Tensor& w, con
             LS_LAUNCH(dot_q_tiled_kernel<W>, dim3(unsigned((N + kDpN - 1) / kDpN), unsigned(gy)), kDpThreads, ctx.stream)(p, nb);
         return;
     }
+    if (const int ways = split_ways<W>(nb); ways > 1 && ctx.split_decode) {
+        const dim3 sgrid(blocks_for(N, kWarps / ways), grid.y);
+        LS_LAUNCH(dot_q_split_kernel<W>, sgrid, dim3(32, kWarps), ctx.stream)(dptr(w), int64_t(w.nb[1]), N, act, arb, n_mrows, nb,
+                                                                            dptr(dst), shape_of(dst), ways);
+        return;
+    }
     LS_LAUNCH(dot_q_kernel<W>, grid, dim3(32, kWarps), ctx.stream)(dptr(w), int64_t(w.nb[1]), N, act, arb, n_mrows, nb, dptr(dst),
                                                                  shape_of(dst));
 }

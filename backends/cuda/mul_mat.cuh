@@ -2,7 +2,10 @@
 // cudaq::row_dot of a weight row and a quantized activation row). A header so that
 // tests/backends/test_cuda_emu.cpp runs each of them on the host, bit for bit against the reference.
 // Launched by mul_mat.cu:
-//   dot_q_kernel        fewer than kTiledMinRows activation rows (decode): a warp per row pair;
+//   dot_q_split_kernel  fewer than kTiledMinRows activation rows (decode), rows of several
+//                       groups of blocks: 2 or 4 warps per weight row;
+//   dot_q_kernel        the same, rows of one group or of types the split does not take: a
+//                       warp per weight row;
 //   dot_q_mma_kernel    more, on sm_80 and later: tiles on the tensor cores;
 //   dot_q_tiled_kernel  more, before sm_80: tiles on __dp4a.
 // All three produce the same bits: the integer parts of the block dot products are exact in
@@ -41,6 +44,72 @@ __global__ void __launch_bounds__(32 * kWarps) dot_q_kernel(const uint8_t* w, in
         const float r = warp_row_dot<W>(x, y, nb, lane);
         if (lane == 0) *reinterpret_cast<float*>(dst + row_offset(sd, m) + n * 4) = r;
     }
+}
+
+// Decode over long rows: a block's kWarps warps split each weight row's blocks among
+// `ways` of them (2 or 4; kWarps / ways weight rows per block), so that a row's bytes are
+// read by several warps at once instead of one warp walking the row: the matvecs were
+// latency-bound (0.7-1.1 TB/s of an H200's 4.8). Warp part p takes the groups of kPer blocks
+// (as warp_row_dot deals them to its lanes) g = p, p + ways, ..., and writes each block's
+// term(s), the step run on zero sums as warp_row_dot's lanes compute them, to shared memory,
+// for each of the block's activation rows (the weight block read once for all of them). Then
+// lane m of the row's first warp runs the float chain of activation row m over the blocks in
+// order: the same additions in the same order as warp_row_dot, so the same bits. For the
+// types whose step is one add per chain (kStepIsOneAdd) and rows of at most kSplitMaxBlocks.
+template <DType W> constexpr int kSplitMaxBlocks = cudaq::kBlockElems<W> == qb::QK ? 512 : 128;
+template <DType W> constexpr bool kSplitType = kStepIsOneAdd<W> && 32 % cudaq::kSubsPerBlock<W> == 0;
+// The warps per weight row for a row of nb blocks (1: dot_q_kernel instead).
+template <DType W> __host__ __device__ inline int split_ways(int64_t nb) {
+    if constexpr (!kSplitType<W>) return 1;
+    else {
+        constexpr int kPer = 32 / cudaq::kSubsPerBlock<W>;
+        const int64_t groups = (nb + kPer - 1) / kPer;
+        if (nb > kSplitMaxBlocks<W> || groups < 2) return 1;
+        return groups >= 4 ? 4 : 2;
+    }
+}
+
+template <DType W>
+__global__ void __launch_bounds__(32 * kWarps) dot_q_split_kernel(const uint8_t* w, int64_t w_nb1, int64_t N, const uint8_t* act,
+                                                                  int64_t act_row_bytes, int64_t n_mrows, int64_t nb, uint8_t* dst,
+                                                                  Shape sd, int ways) {
+    using D = cudaq::WDot<W>;
+    constexpr int S = cudaq::kSubsPerBlock<W>, kPer = 32 / S, kMaxB = kSplitMaxBlocks<W>;
+    constexpr int kRows = kWarps / 2;  // weight rows per block at most (ways >= 2)
+    // Row stride kMaxB + 1: the chain's lanes (one activation row each) read other banks.
+    __shared__ float ts[kRows][kMRows][kMaxB + 1];
+    __shared__ float tms[D::has_min ? kRows : 1][D::has_min ? kMRows : 1][D::has_min ? kMaxB + 1 : 1];
+    const int r = int(threadIdx.y) / ways, part = int(threadIdx.y) % ways, lane = threadIdx.x, jb = lane / S;
+    const int64_t n = int64_t(blockIdx.x) * (kWarps / ways) + r;
+    if (n >= N) return;  // the whole warp (and its row's other warps)
+    const int64_t m0 = int64_t(blockIdx.y) * kMRows;
+    const int mc = int(n_mrows - m0 < kMRows ? n_mrows - m0 : kMRows);
+    const auto* x = reinterpret_cast<const typename D::WB*>(w + n * w_nb1);
+    bool wide = false;
+    if constexpr (W == DType::Q4_K) wide = reinterpret_cast<uintptr_t>(x) % 16 == 0;
+    for (int64_t g = part; g * kPer < nb; g += ways) {
+        const int64_t b = g * kPer + jb;
+        const bool live = b < nb;
+        const auto& xb = x[live ? b : 0];
+        for (int m = 0; m < mc; ++m) {
+            const auto* y = reinterpret_cast<const typename D::AB*>(act + (m0 + m) * act_row_bytes);
+            const cudaq::Isum is = warp_block_isum<W>(xb, y[live ? b : 0], live, wide, lane);
+            if (live && lane % S == 0) {
+                float t = 0, tm = 0;
+                D::step(xb, y[b], is, t, tm);
+                ts[r][m][b] = t;
+                if constexpr (D::has_min) tms[r][m][b] = tm;
+            }
+        }
+    }
+    __syncthreads();
+    if (part != 0 || lane >= mc) return;
+    float sum = 0, msum = 0;
+    for (int64_t b = 0; b < nb; ++b) {
+        sum = __fadd_rn(sum, ts[r][lane][b]);
+        if constexpr (D::has_min) msum = __fadd_rn(msum, tms[r][lane][b]);
+    }
+    *reinterpret_cast<float*>(dst + row_offset(sd, m0 + lane) + n * 4) = cudaq::finish<W>(sum, msum);
 }
 
 // Blocks per stage of the tiled kernels: 4 of the 32-element types, 1 of the 256-element ones.

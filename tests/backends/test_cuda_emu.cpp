@@ -255,7 +255,7 @@ namespace {
 // quantized on the host (quantize_row, which the kernels' quantizer equals byte for byte:
 // tests/backends/test_cuda_host.cpp), then each kernel writes its own output.
 template <DType W> void emu_mul_mat(const Tensor& w, const std::vector<uint8_t>& act, int64_t arb, int64_t n_mrows, const Tensor& dst,
-                                    std::vector<std::vector<uint8_t>>& outs, int only = -1) {
+                                    std::vector<std::vector<uint8_t>>& outs, int only = -1, int split_pick = -1) {
     const int64_t N = w.ne[1], nb = w.ne[0] / block_size(W);
     const auto* wp = w.data_as<const uint8_t>();
     const cuda::Shape sd = shape_of(dst);
@@ -279,6 +279,22 @@ template <DType W> void emu_mul_mat(const Tensor& w, const std::vector<uint8_t>&
         q.dst = outs.back().data();
         cuda::dot_q_mma_kernel<W>(q, nb);
     });
+    // The split decode kernel with 2 and 4 warps per weight row (kernels 3 and 4) on decode
+    // shapes, whatever split_ways would pick for this row: a part may find no group of its
+    // own. Left empty where the type or the row's length does not take it; under the
+    // sanitizers one of the two, in turn (split_pick).
+    for (int ways : {2, 4}) {
+        outs.push_back({});
+        if constexpr (cuda::kSplitType<W>)
+            if (nb <= cuda::kSplitMaxBlocks<W> && n_mrows < cuda::kTiledMinRows && (split_pick < 0 || split_pick == ways)) {
+                outs.back() = fresh();
+                emu::launch(dim((N * ways + cuda::kWarps - 1) / cuda::kWarps, (n_mrows + cuda::kMRows - 1) / cuda::kMRows),
+                            dim(32, cuda::kWarps), [&] {
+                                cuda::dot_q_split_kernel<W>(wp, int64_t(w.nb[1]), N, act.data(), arb, n_mrows, nb, outs.back().data(), sd,
+                                                            ways);
+                            });
+            }
+    }
 }
 
 }  // namespace
@@ -287,7 +303,7 @@ TEST_CASE("CUDA mul_mat kernels (warp per row, dp4a tiles, tensor-core tiles), e
           "[cuda_emu]") {
     auto ref = make_reference_backend();
     const auto cases = test::op_cases();
-    int n_cases = 0, n_types = 0, in_type = 0;
+    int n_cases = 0, n_types = 0, in_type = 0, n_split = 0;
     DType last = DType::F32;
     for (size_t i = 0; i < cases.size(); ++i) {
         const auto& oc = cases[i];
@@ -308,23 +324,30 @@ TEST_CASE("CUDA mul_mat kernels (warp per row, dp4a tiles, tensor-core tiles), e
         // kernel, and each kernel every M. (The emulated op table runs the kernel the launcher
         // picks, and its dp4a pass the tiles, on every type: test.sh.)
         if (w.type != last) last = w.type, ++n_types, in_type = 0;
-        const int only = test::kSanitized ? (in_type + n_types) % 3 : -1;
+        const int only = test::kSanitized ? (in_type + n_types) % 3 : -1, split = test::kSanitized ? 2 + 2 * (n_cases % 2) : -1;
         ++in_type;
         std::vector<std::vector<uint8_t>> got;
         const bool known =
-            cudaq::with_quant_weight(w.type, [&](auto wt) { emu_mul_mat<decltype(wt)::value>(w, act, arb, n_mrows, node, got, only); });
+            cudaq::with_quant_weight(w.type, [&](auto wt) { emu_mul_mat<decltype(wt)::value>(w, act, arb, n_mrows, node, got, only, split); });
         REQUIRE(known);
         INFO(oc.name);
-        const char* kernel[] = {"dot_q_kernel", "dot_q_tiled_kernel", "dot_q_mma_kernel"};
+        const char* kernel[] = {"dot_q_kernel", "dot_q_tiled_kernel", "dot_q_mma_kernel", "dot_q_split_kernel (2 ways)",
+                                "dot_q_split_kernel (4 ways)"};
         for (size_t k = 0; k < got.size(); ++k) {
-            if (only >= 0 && int(k) != only) continue;
+            if ((only >= 0 && k < 3 && int(k) != only) || got[k].empty()) continue;
+            n_split += k >= 3;
             INFO(kernel[k]);
             CHECK(std::memcmp(got[k].data(), node.data_as<const uint8_t>(), got[k].size()) == 0);
         }
         ++n_cases;
     }
-    // 22 quantized weight types x (M = 1, 5, 70), and K=1056 for the 7 types of 32-element blocks.
-    CHECK(n_cases == 73);
+    // 22 quantized weight types x (M = 1, 5, 70), K=1056 for the 7 types of 32-element blocks,
+    // and 6 types' long rows x (M = 1, 5).
+    CHECK(n_cases == 85);
+    // The split kernel ran on the decode shapes of every type it takes (twice each without
+    // the sanitizers).
+    CHECK(n_split >= (test::kSanitized ? 40 : 80));
+    WARN("dot_q_split_kernel checked on " << n_split << " cases");
 }
 
 TEST_CASE("the CUDA emulator's warp shuffles and barriers follow CUDA", "[cuda_emu]") {

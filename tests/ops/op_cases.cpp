@@ -647,6 +647,12 @@ std::vector<OpCase> op_cases() {
     // same keys (the CPU's transposed-key form), heads of 40 (32 + a tail of 8 lanes), a
     // soft cap, a partial last key block.
     add_attention(non_causal(run({0, 160, 1, 4, 4, 40, 20.f, {}, {}}, 150, 0, 0)));
+    // Decode over long rows (issue 36: the CUDA split kernel deals a row's groups of blocks to
+    // several warps): 13 blocks of 256 (Q4_K's groups of 4 blocks end part full; Q6_K's groups
+    // of 2), 75 blocks of 32 (three groups of 32); one token, and five (two blocks of
+    // activation rows, the second holding one).
+    for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_0, DType::Q4_0, DType::IQ4_XS})
+        for (int64_t M : {1, 5}) add_case(c, "mul_mat", MulMatCase{t, traits(t).block == 256 ? 256 * 13 : 32 * 75, M});
     return c;
 }
 

@@ -32,8 +32,9 @@
 #             (LOCKSTEP_CUDA_ATTN_TILES=0: the per-query kernels; GPU_PROFILE_TILES=0 leaves
 #             that part out)
 #   ab        per shapes file (GPU_AB_SHAPES, default gemma3-270m qwen3-8b): the host/GPU split
-#             of a decode step (LOCKSTEP_CUDA_VERBOSE), then decode with the fused pairs, without
-#             them (LOCKSTEP_CUDA_FUSE=0) and with them again, -p 0 -n 128 -r 3 each
+#             of a decode step (LOCKSTEP_CUDA_VERBOSE), then decode with the fused pairs and
+#             split matvecs, without the pairs (LOCKSTEP_CUDA_FUSE=0), without the split (a warp
+#             per weight row: LOCKSTEP_CUDA_SPLIT=0) and with both again, -p 0 -n 128 -r 3 each
 #   compare   lockstep against llama.cpp's llama-bench on the shapes files (GPU_COMPARE_MODELS:
 #             shape names, each optionally @D1:D2 for its own depths), alternating
 #             (tools/scripts/gpu_compare.py): pp512, tg128, tg128 at depths 4096 and 16384;
@@ -190,6 +191,7 @@ for s in "${steps[@]}"; do
         step "split $n" "ab_split_$n.log" env LOCKSTEP_CUDA_VERBOSE=1 "$LS" bench --backend cuda -m "$f" -p 512 -n 128 -r 2
         step "fused $n" "ab_fused_$n.log" "$LS" bench --backend cuda -m "$f" -p 0 -n 128 -r 3
         step "unfused $n" "ab_unfused_$n.log" env LOCKSTEP_CUDA_FUSE=0 "$LS" bench --backend cuda -m "$f" -p 0 -n 128 -r 3
+        step "unsplit $n" "ab_unsplit_$n.log" env LOCKSTEP_CUDA_SPLIT=0 "$LS" bench --backend cuda -m "$f" -p 0 -n 128 -r 3
         step "fused again $n" "ab_fused2_$n.log" "$LS" bench --backend cuda -m "$f" -p 0 -n 128 -r 3
       done
       ;;
