@@ -20,12 +20,21 @@ struct AddRows {
     uint8_t* z = nullptr;  // the add's output
     Shape sz{};
 };
-// Element i of a row: y = (x * rs) * w and, with kAdd, z = r + y (pr, pz: the add's rows).
-template <bool kAdd>
-__device__ inline void norm_out(float xv, float rs, const float* w, int64_t i, float* py, const float* pr, float* pz) {
-    const float v = __fmul_rn(__fmul_rn(xv, rs), w ? w[i] : 1.0f);
-    py[i] = v;
-    if constexpr (kAdd) pz[i] = __fadd_rn(pr[i], v);
+// Elements first, first + step, ... of a row: y = (x * rs) * w and, with kAdd, z = r + y (pr,
+// pz: the add's rows); x(i) reads element i of the input. Each element's x, w and r are read
+// before its outputs are written, several elements' at a time (strided_ahead).
+struct NormIn {
+    float x, w, r;
+};
+template <bool kAdd, class X>
+__device__ inline void norm_out(X x, float rs, const float* w, int64_t first, int64_t K, int step, float* py, const float* pr, float* pz) {
+    strided_ahead(
+        first, K, step, [&](int64_t i) { return NormIn{x(i), w ? w[i] : 1.0f, kAdd ? pr[i] : 0.0f}; },
+        [&](int64_t i, NormIn in) {
+            const float v = __fmul_rn(__fmul_rn(in.x, rs), in.w);
+            py[i] = v;
+            if constexpr (kAdd) pz[i] = __fadd_rn(in.r, v);
+        });
 }
 // Row r of the add's operand and output (null without the add).
 template <bool kAdd> __device__ inline const float* add_in(const AddRows& a, int64_t r) {
@@ -47,7 +56,7 @@ rms_norm_kernel(const uint8_t* x, Shape sx, const float* w, uint8_t* y, Shape sy
     const float rs = canon_div(1.0f, canon_sqrt(__fadd_rn(canon_div(ss, float(K)), eps)));
     const float* pr = add_in<kAdd>(add, r);
     float* pz = add_out<kAdd>(add, r);
-    for (int64_t i = lane; i < K; i += 32) norm_out<kAdd>(px[i], rs, w, i, py, pr, pz);
+    norm_out<kAdd>([&](int64_t i) { return px[i]; }, rs, w, lane, K, 32, py, pr, pz);
 }
 
 // Wide rows (a model's hidden state: 640 to 8192): a block per row. Its 256 threads first
@@ -65,7 +74,7 @@ rms_norm_staged_kernel(const uint8_t* x, Shape sx, const float* w, uint8_t* y, S
     const int64_t r = blockIdx.x, K = sx.ne[0];
     const float* px = reinterpret_cast<const float*>(x + row_offset(sx, r));
     float* py = reinterpret_cast<float*>(y + row_offset(sy, r));
-    for (int64_t i = threadIdx.x; i < K; i += kStageThreads) xs[i] = px[i];
+    strided_ahead(threadIdx.x, K, kStageThreads, [&](int64_t i) { return px[i]; }, [&](int64_t i, float v) { xs[i] = v; });
     __syncthreads();
     if (threadIdx.x < 32) {
         const float ss = warp_canon_dot(xs, xs, K, int(threadIdx.x));
@@ -75,7 +84,7 @@ rms_norm_staged_kernel(const uint8_t* x, Shape sx, const float* w, uint8_t* y, S
     const float rs = rs_shared;
     const float* pr = add_in<kAdd>(add, r);
     float* pz = add_out<kAdd>(add, r);
-    for (int64_t i = threadIdx.x; i < K; i += kStageThreads) norm_out<kAdd>(xs[i], rs, w, i, py, pr, pz);
+    norm_out<kAdd>([&](int64_t i) { return xs[i]; }, rs, w, threadIdx.x, K, kStageThreads, py, pr, pz);
 }
 
 bool staged_rows(int64_t K, int64_t n_rows) { return K >= kStageMin && K <= kStageMax && n_rows <= 0x7fffffff; }
