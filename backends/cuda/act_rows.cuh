@@ -14,7 +14,7 @@ inline void launch_quantize_act(DType at, const uint8_t* x, const Shape& sx, uin
                                 int64_t n_rows, cudaStream_t stream) {
     const int be = cudaq::quant_block_elems(at);
     const int64_t nb = K / be;
-    if (at == DType::Q8_0 || at == DType::Q8_1 || at == DType::Q8_K) {
+    if (warp_quantized(at)) {
         const int64_t warps = nb * n_rows;
         LS_LAUNCH(quantize_act_warp_kernel, unsigned((warps + kQuantWarps - 1) / kQuantWarps), 32 * kQuantWarps, stream)(
             at, x, sx, act, act_row_bytes, nb, n_rows);

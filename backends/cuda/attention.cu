@@ -99,11 +99,12 @@ void attention(const Tensor& dst, Ctx& ctx) {
         nb_max = std::max(nb_max, attn_block_of(pos[t]) - attn_block_of(attn_first_of(pos, t, T, p.window)) + 1);
     // The launch's view of the node for queries t0.. (per: key blocks per split).
     auto args = [&](int64_t t0, int64_t per_split, float* partials) {
-        return AttnArgs{reinterpret_cast<const float*>(dptr(q)), shape_of(q), dptr(k), k.type, int64_t(k.nb[1]), dptr(v), v.type,
+        return AttnArgs{reinterpret_cast<const float*>(dptr(q)), shape_of(q), dptr(k), int64_t(k.nb[1]), dptr(v),
                         int64_t(v.nb[1]), reinterpret_cast<const int32_t*>(dptr(*dst.src[3])),
-                        reinterpret_cast<const int32_t*>(dptr(*dst.src[4])), t0, p.window, T, R, group, p.scale, p.softcap, Dv,
+                        reinterpret_cast<const int32_t*>(dptr(*dst.src[4])), t0, T, R, group, Dv,
                         dptr(dst), shape_of(dst), per_split, partials, nb_max,
-                        dst.src[5] ? reinterpret_cast<const float*>(dptr(*dst.src[5])) : nullptr};
+                        dst.src[5] ? reinterpret_cast<const float*>(dptr(*dst.src[5])) : nullptr, k.type, v.type, p.window, p.scale,
+                        p.softcap};
     };
     const bool one_seq = std::all_of(seq, seq + T, [&](int32_t x) { return x == seq[0]; });
     const TileGeom g = tiles_off() ? TileGeom{} : plan_tiles(Dk, Dv, group, k.type, int64_t(k.nb[1]), v.type, int64_t(v.nb[1]), one_seq);

@@ -36,21 +36,20 @@ constexpr int64_t kAttnMaxHead = 1024;
 static_assert(kAttnBlock <= kAttnThreads, "a thread per key of a block computes its p_k");
 
 // The launch's view of one attention node. Grid: (head h, query t0 + y, split z).
+// The 4-byte fields come last, six of them, so that the struct has no padding: a launch
+// record compares argument bytes, and padding holds whatever was on the stack (a graph node
+// set again for nothing, and a test of node updates that passed by chance).
 struct AttnArgs {
     const float* q;
     Shape sq;
     const uint8_t* kc;
-    DType kt;
     int64_t k_nb1;
     const uint8_t* vc;
-    DType vt;
     int64_t v_nb1;
     const int32_t *pos, *seq;  // per query (device)
     int64_t t0;                // the launch's first query
-    int32_t W;
     int64_t n_q;               // the node's queries: with W = kAttnFirstGiven, pos[n_q + t] is t's first key
     int64_t R, group;
-    float scale, softcap;
     int64_t Dv;
     uint8_t* out;
     Shape so;
@@ -62,7 +61,12 @@ struct AttnArgs {
     float* partials;
     int64_t nb_max;
     const float* sinks;  // F32 [H] (device) or null: folded in before the division
+    DType kt, vt;
+    int32_t W;
+    float scale, softcap;
+    uint32_t unused = 0;
 };
+static_assert(sizeof(AttnArgs) == 17 * 8 + 2 * sizeof(Shape) + 6 * 4, "AttnArgs has no padding bytes");
 
 // The outputs of (head h, launch query y), and the partial row jb of that pair.
 __device__ inline float* attn_out(const AttnArgs& a, int64_t h, int64_t t) {
@@ -196,13 +200,16 @@ constexpr int64_t kTileStageBytes = kAttnBlock * 516;  // a key block of 256-wid
 // that launch the kernels on the emulator). ok is false where a key block's slices do not fit
 // (wide heads, f32 caches of heads over 128) or a head splits a cache block: the per-query
 // kernels above take those.
+// No padding (AttnArgs says why).
 struct TileGeom {
-    bool ok = false;
-    int gq = 1, tq = 1, rows = 1, pairs = 1;  // pairs: per thread, a power of two
     int64_t kb = 0, vb = 0, ks = 0, vs = 0;   // slice bytes and padded stride of K and V rows
+    int gq = 1, tq = 1, rows = 1, pairs = 1;  // pairs: per thread, a power of two
     int kw = 2, vw = 2;                       // copy unit (bytes) of K and V rows
+    bool ok = false;
     bool f16 = false;                         // both caches F16 (the kernels' direct reads)
+    bool unused[6] = {};
 };
+static_assert(std::has_unique_object_representations_v<TileGeom>, "TileGeom has no padding bytes");
 inline int64_t tile_stride(int64_t bytes) {  // an odd number of 4-byte words
     const int64_t w = (bytes + 3) / 4;
     return 4 * (w | 1);

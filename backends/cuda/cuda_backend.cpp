@@ -254,6 +254,7 @@ private:
         if (b.op == OpId::MUL && a.op == OpId::GELU) return cuda::gelu_mul(a, b, ctx);
         if (b.op == OpId::MUL && a.op == OpId::SILU) return cuda::silu_mul(a, b, ctx);
         if (b.op == OpId::ADD && a.op == OpId::RMS_NORM) return cuda::rms_norm_add(a, b, ctx);
+        if (b.op == OpId::MUL_MAT && a.op == OpId::RMS_NORM) return cuda::rms_norm_mul_mat(a, b, ctx);
         return false;
     }
     // Records launch_all's launches, brings a kept executable graph up to them and launches

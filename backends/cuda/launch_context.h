@@ -91,12 +91,16 @@ inline unsigned blocks_for(int64_t n, int threads) { return unsigned((n + thread
 LS_OP_LIST(LS_X)
 #undef LS_X
 
-// Two consecutive nodes as one kernel (CudaBackend's fused pairs): an activation and the mul
-// that reads it, a norm and the add that reads it. Both nodes' outputs are written, with the
-// two kernels' arithmetic; false (nothing launched) where the pair's shapes do not fit.
+// Two consecutive nodes in fewer kernels (CudaBackend's fused pairs): an activation and the
+// mul that reads it, a norm and the add that reads it, as one kernel. Both nodes' outputs are
+// written, with the two kernels' arithmetic; false (nothing launched) where the pair's shapes
+// do not fit.
 bool gelu_mul(const Tensor& act, const Tensor& mul, Ctx& ctx);
 bool silu_mul(const Tensor& act, const Tensor& mul, Ctx& ctx);
 bool rms_norm_add(const Tensor& norm, const Tensor& add, Ctx& ctx);
+// A norm and the mul_mat that reads it: the norm's kernel also quantizes the rows for the
+// matmul (which then skips its quantizer), then the matmul's kernel.
+bool rms_norm_mul_mat(const Tensor& norm, const Tensor& mm, Ctx& ctx);
 
 // supports_<op> of the node's op (the table in cuda_backend.cpp); shared by
 // CudaBackend::supports and the tests.

@@ -31,14 +31,9 @@ __global__ void quantize_act_kernel(DType at, int block_elems, const uint8_t* x,
 // Each lane's part of the absmax starts, as quant_block's scan does, at max_(0, |x|), which is
 // never NaN, so warp_max over the lanes is that maximum exactly.
 constexpr int kQuantWarps = 4;
-__global__ void __launch_bounds__(32 * kQuantWarps) quantize_act_warp_kernel(DType at, const uint8_t* x, Shape sx, uint8_t* act,
-                                                                            int64_t act_row_bytes, int64_t n_blocks, int64_t n_rows) {
-    const int64_t wid = int64_t(blockIdx.x) * kQuantWarps + threadIdx.x / 32;
-    if (wid >= n_blocks * n_rows) return;  // the whole warp
-    const int lane = int(threadIdx.x % 32);
-    const int64_t m = wid / n_blocks, b = wid % n_blocks;
-    const float* px = reinterpret_cast<const float*>(x + row_offset(sx, m));
-    uint8_t* arow = act + m * act_row_bytes;
+// Block b of the row at px into the quantized row arow, by the calling warp (every lane; px
+// may be shared memory: rms_norm's fused form quantizes the row it normalized there).
+__device__ inline void quantize_block_warp(DType at, const float* px, uint8_t* arow, int64_t b, int lane) {
     if (at == DType::Q8_K) {
         auto& blk = reinterpret_cast<cudaq::BlockQ8_K*>(arow)[b];
         const float* xb = px + b * cudaq::QK_K + 8 * lane;
@@ -74,6 +69,16 @@ __global__ void __launch_bounds__(32 * kQuantWarps) quantize_act_warp_kernel(DTy
         blk.qs[lane] = q;
         if (lane == 0) blk.d = cudaq::f2h(d);
     }
+}
+// The dot types quantize_block_warp writes.
+inline bool warp_quantized(DType at) { return at == DType::Q8_0 || at == DType::Q8_1 || at == DType::Q8_K; }
+
+__global__ void __launch_bounds__(32 * kQuantWarps) quantize_act_warp_kernel(DType at, const uint8_t* x, Shape sx, uint8_t* act,
+                                                                            int64_t act_row_bytes, int64_t n_blocks, int64_t n_rows) {
+    const int64_t wid = int64_t(blockIdx.x) * kQuantWarps + threadIdx.x / 32;
+    if (wid >= n_blocks * n_rows) return;  // the whole warp
+    const int64_t m = wid / n_blocks, b = wid % n_blocks;
+    quantize_block_warp(at, reinterpret_cast<const float*>(x + row_offset(sx, m)), act + m * act_row_bytes, b, int(threadIdx.x % 32));
 }
 
 }  // namespace

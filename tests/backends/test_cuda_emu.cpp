@@ -70,10 +70,10 @@ std::vector<uint8_t> emu_attention(const Attn& a, int64_t per) {
     const int64_t splits = (a.nb_max + per - 1) / per;
     std::vector<float> partials(splits > 1 ? size_t(a.T * a.H * a.nb_max * (a.Dv + 2)) : 0, std::numeric_limits<float>::quiet_NaN());
     std::vector<uint8_t> out(a.dst.nbytes(), 0xEE);
-    const cuda::AttnArgs args{a.q.data_as<const float>(), shape_of(a.q), a.k.data_as<const uint8_t>(), a.k.type, int64_t(a.k.nb[1]),
-                              a.v.data_as<const uint8_t>(), a.v.type, int64_t(a.v.nb[1]), a.pos, a.seq, 0, a.p.window, a.T, a.R, a.group,
-                              a.p.scale, a.p.softcap, a.Dv, out.data(), shape_of(a.dst), per,
-                              splits > 1 ? partials.data() : nullptr, a.nb_max, a.sinks};
+    const cuda::AttnArgs args{a.q.data_as<const float>(), shape_of(a.q), a.k.data_as<const uint8_t>(), int64_t(a.k.nb[1]),
+                              a.v.data_as<const uint8_t>(), int64_t(a.v.nb[1]), a.pos, a.seq, 0, a.T, a.R, a.group,
+                              a.Dv, out.data(), shape_of(a.dst), per, splits > 1 ? partials.data() : nullptr, a.nb_max, a.sinks,
+                              a.k.type, a.v.type, a.p.window, a.p.scale, a.p.softcap};
     const bool known = cuda::with_attn_outputs(a.Dv, [&](auto ko) {
         constexpr int KOUT = decltype(ko)::value;
         emu::launch(dim(a.H, a.T, splits), dim(cuda::kAttnThreads), [&] { cuda::attention_kernel<KOUT>(args); });
@@ -92,10 +92,10 @@ std::vector<uint8_t> emu_attention_tiles(const Attn& a, const cuda::TileGeom& g,
     const int64_t splits = split ? (nbu + per - 1) / per : 1;
     std::vector<float> partials(split ? size_t(a.T * a.H * a.nb_max * (a.Dv + 2)) : 0, std::numeric_limits<float>::quiet_NaN());
     std::vector<uint8_t> out(a.dst.nbytes(), 0xEE);
-    const cuda::AttnArgs args{a.q.data_as<const float>(), shape_of(a.q), a.k.data_as<const uint8_t>(), a.k.type, int64_t(a.k.nb[1]),
-                              a.v.data_as<const uint8_t>(), a.v.type, int64_t(a.v.nb[1]), a.pos, a.seq, 0, a.p.window, a.T, a.R, a.group,
-                              a.p.scale, a.p.softcap, a.Dv, out.data(), shape_of(a.dst), split ? per : nbu,
-                              split ? partials.data() : nullptr, a.nb_max, a.sinks};
+    const cuda::AttnArgs args{a.q.data_as<const float>(), shape_of(a.q), a.k.data_as<const uint8_t>(), int64_t(a.k.nb[1]),
+                              a.v.data_as<const uint8_t>(), int64_t(a.v.nb[1]), a.pos, a.seq, 0, a.T, a.R, a.group,
+                              a.Dv, out.data(), shape_of(a.dst), split ? per : nbu, split ? partials.data() : nullptr, a.nb_max, a.sinks,
+                              a.k.type, a.v.type, a.p.window, a.p.scale, a.p.softcap};
     const emu::Dim3 grid = dim(a.H / g.gq, (a.T + g.tq - 1) / g.tq, splits);
     cuda::with_pow2(g.pairs, [&](auto pc) {
         constexpr int P = decltype(pc)::value;

@@ -204,6 +204,22 @@ struct MulMatCase {
     }
 };
 
+// A norm and the matmul that reads it, both outputs compared: the CUDA backend runs the pair
+// as the norm's kernel quantizing its rows for the matmul (rms_norm_mul_mat), at widths its
+// staged norm takes, for each dot type (Q8_K, Q8_0, Q8_1), at decode and prompt rows.
+struct NormMatCase {
+    DType type;
+    int64_t K, M;
+    std::string name() const {
+        return std::string("rms_norm+mul_mat(type=") + dtype_name(type) + ",K=" + std::to_string(K) + ",N=37,M=" + std::to_string(M) + ")";
+    }
+    std::vector<Tensor*> build(Graph& g, Backend& be, Keep& k, std::mt19937& r) const {
+        Tensor* y = rms_norm(g, in_f32(g, r, {K, M}, 2.0f), in_f32(g, r, {K}), 1e-6f);
+        Tensor* w = k.persistent(be, type, {K, 37}, quantized_random(r, type, K, 37));
+        return {y, mul_mat(g, w, y)};
+    }
+};
+
 struct GetRowsCase {
     DType type;
     std::string name() const { return std::string("get_rows(type=") + dtype_name(type) + ",src=[" + std::to_string(K()) + ",9],rows=[3,0,8,3])"; }
@@ -653,6 +669,8 @@ std::vector<OpCase> op_cases() {
     // activation rows, the second holding one).
     for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_0, DType::Q4_0, DType::IQ4_XS})
         for (int64_t M : {1, 5}) add_case(c, "mul_mat", MulMatCase{t, traits(t).block == 256 ? 256 * 13 : 32 * 75, M});
+    for (DType t : {DType::Q4_K, DType::Q8_0, DType::Q4_1})
+        for (int64_t M : {1, 40}) add_case(c, "norm_mul_mat", NormMatCase{t, 1024, M});
     return c;
 }
 
