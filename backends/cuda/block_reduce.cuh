@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "backends/cuda/read_ahead.cuh"
 #include "backends/cuda/tensor_shape.cuh"
 #include "core/rules/canon.h"
 
@@ -22,30 +23,13 @@ __device__ inline float warp_canon_tree(float v) {
 
 // canon_sum_of(n, term) by a warp: lane `lane` adds term(i) for i = lane, lane + 32, ... in
 // increasing i, then the tree. Every lane gets the sum. All 32 lanes must call it.
-// Eight terms are read before any is added (the same additions in the same order), the last
-// few too: a lane's loads then overlap instead of each waiting for the previous one, which
-// made a 4096-wide rms_norm take 50 us on an H200 (and a head of 128, four terms a lane,
-// four round trips).
+// Eight terms are read before any is added (strided_ahead: the same additions in the same
+// order), the last few too: a lane's loads then overlap instead of each waiting for the
+// previous one, which made a 4096-wide rms_norm take 50 us on an H200 (and a head of 128,
+// four terms a lane, four round trips).
 template <class Term> __device__ inline float warp_canon_sum(int64_t n, int lane, Term term) {
-    constexpr int kAhead = 8;
     float s = 0.0f;
-    int64_t i = lane;
-    for (; i + (kAhead - 1) * kCanonLanes < n; i += kAhead * kCanonLanes) {
-        float t[kAhead];
-LS_UNROLL
-        for (int u = 0; u < kAhead; ++u) t[u] = term(i + u * kCanonLanes);
-LS_UNROLL
-        for (int u = 0; u < kAhead; ++u) s = __fadd_rn(s, t[u]);
-    }
-    if (i < n) {  // fewer than kAhead terms left: read all of them, then add them in order
-        float t[kAhead];
-LS_UNROLL
-        for (int u = 0; u < kAhead; ++u)
-            if (i + u * kCanonLanes < n) t[u] = term(i + u * kCanonLanes);
-LS_UNROLL
-        for (int u = 0; u < kAhead; ++u)
-            if (i + u * kCanonLanes < n) s = __fadd_rn(s, t[u]);
-    }
+    strided_ahead(lane, n, kCanonLanes, term, [&](int64_t, float t) { s = __fadd_rn(s, t); });
     return warp_canon_tree(s);
 }
 

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "backends/cuda/launch_context.h"
+#include "backends/cuda/read_ahead.cuh"
 #include "backends/cuda/support_predicates.h"
 #include "backends/cuda/tensor_shape.cuh"
 #include "core/rules/canon.h"
@@ -14,25 +15,6 @@
 namespace ls::cuda {
 
 constexpr int kThreads = 256;
-
-// for (i = first; i < n; i += step) store(i, load(i)), kAhead indices at a time: their loads
-// first, into registers, then their stores. A loop of load, store waits a whole memory
-// latency per index, since the compiler cannot move a load above a store that may alias it:
-// a block's 16 strided elements of a 4096-wide rms_norm row one after another took 12 us on
-// an H200. Each index's load still comes before its own store.
-template <int kAhead = 8, class Load, class Store>
-__device__ inline void strided_ahead(int64_t first, int64_t n, int64_t step, Load load, Store store) {
-    using V = decltype(load(first));
-    for (int64_t i = first; i < n; i += kAhead * step) {
-        V v[kAhead];
-LS_UNROLL
-        for (int u = 0; u < kAhead; ++u)
-            if (i + u * step < n) v[u] = load(i + u * step);
-LS_UNROLL
-        for (int u = 0; u < kAhead; ++u)
-            if (i + u * step < n) store(i + u * step, v[u]);
-    }
-}
 
 // y[i] = f(x[i]) over n contiguous floats.
 template <class F> __global__ void unary_kernel(const float* x, float* y, int64_t n, F f) {
