@@ -38,6 +38,9 @@
 #                 bash tools/scripts/gpu_lease.sh ls bits shapes ngl compare suites profile memcheck
 #   (268 s); then, still warm, `ab` and `serve` (the fused pairs' A/B, 8 streams against
 #   llama-server), and with .gl carried, the Vulkan figures.
+# The next lease (changes written 2026-11-29 without a GPU: split decode matvecs, norms that
+# read ahead, the norm + quantizer pair) should time them first: `ls bits shapes ab compare`
+# (ab: fused / unfused / unsplit decode on the 270M and 8B shapes), then `suites profile`.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 B=/tmp/lease-build P=/tmp/lease-peer
