@@ -57,10 +57,9 @@ __global__ void __launch_bounds__(32 * kWarps) dot_q_kernel(const uint8_t* w, in
 // order: the same additions in the same order as warp_row_dot, so the same bits. For the
 // types whose step is one add per chain (kStepIsOneAdd) and rows of at most kSplitMaxBlocks.
 template <DType W> constexpr int kSplitMaxBlocks = cudaq::kBlockElems<W> == qb::QK ? 512 : 128;
-template <DType W> constexpr bool kSplitType = kStepIsOneAdd<W> && 32 % cudaq::kSubsPerBlock<W> == 0;
 // The warps per weight row for a row of nb blocks (1: dot_q_kernel instead).
 template <DType W> __host__ __device__ inline int split_ways(int64_t nb) {
-    if constexpr (!kSplitType<W>) return 1;
+    if constexpr (!kStepIsOneAdd<W>) return 1;
     else {
         constexpr int kPer = 32 / cudaq::kSubsPerBlock<W>;
         const int64_t groups = (nb + kPer - 1) / kPer;
@@ -85,15 +84,13 @@ __global__ void __launch_bounds__(32 * kWarps) dot_q_split_kernel(const uint8_t*
     const int64_t m0 = int64_t(blockIdx.y) * kMRows;
     const int mc = int(n_mrows - m0 < kMRows ? n_mrows - m0 : kMRows);
     const auto* x = reinterpret_cast<const typename D::WB*>(w + n * w_nb1);
-    bool wide = false;
-    if constexpr (W == DType::Q4_K) wide = reinterpret_cast<uintptr_t>(x) % 16 == 0;
     for (int64_t g = part; g * kPer < nb; g += ways) {
         const int64_t b = g * kPer + jb;
         const bool live = b < nb;
         const auto& xb = x[live ? b : 0];
         for (int m = 0; m < mc; ++m) {
             const auto* y = reinterpret_cast<const typename D::AB*>(act + (m0 + m) * act_row_bytes);
-            const cudaq::Isum is = warp_block_isum<W>(xb, y[live ? b : 0], live, wide, lane);
+            const cudaq::Isum is = warp_block_isum<W>(xb, y[live ? b : 0], live, lane);
             if (live && lane % S == 0) {
                 float t = 0, tm = 0;
                 D::step(xb, y[b], is, t, tm);

@@ -20,18 +20,20 @@ namespace ls::cuda {
 // step adds two terms to the same chain, in turn).
 template <DType W> constexpr bool kStepIsOneAdd = W != DType::Q4_1 && W != DType::Q5_1;
 
-// The integer part of the lane's share of block b (sub-block lane % S; the wide Q4_K loads
-// where the row is 16-byte aligned: the same integers), summed over the block's S lanes.
-// All 32 lanes must call it; a lane past the row (live false) adds zeros.
+// The integer part of the lane's share of block x . y (sub-block lane % S), summed over the
+// block's S lanes. A Q4_K block at a 16-byte aligned address (every block of a row that
+// starts at one) takes the wide loads; the same integers either way. All 32 lanes must call
+// it; a lane past the row (live false) adds zeros.
 template <DType W>
 __device__ inline cudaq::Isum warp_block_isum(const typename cudaq::WDot<W>::WB& x, const typename cudaq::WDot<W>::AB& y, bool live,
-                                              bool wide, int lane) {
+                                              int lane) {
     constexpr int S = cudaq::kSubsPerBlock<W>;
+    static_assert(S >= 1 && 32 % S == 0, "a block's sub-blocks must tile the warp");
     const int sub = lane % S;
     cudaq::Isum mine;
     if (live) {
         if constexpr (W == DType::Q4_K)
-            mine = wide ? cudaq::q4k_lane_isum(x, y, sub) : cudaq::sub_isum<W>(x, y, sub);
+            mine = reinterpret_cast<uintptr_t>(&x) % 16 == 0 ? cudaq::q4k_lane_isum(x, y, sub) : cudaq::sub_isum<W>(x, y, sub);
         else
             mine = cudaq::sub_isum<W>(x, y, sub);
     }
@@ -46,16 +48,11 @@ template <DType W>
 __device__ inline float warp_row_dot(const typename cudaq::WDot<W>::WB* x, const typename cudaq::WDot<W>::AB* y, int64_t nb, int lane) {
     using D = cudaq::WDot<W>;
     constexpr int S = cudaq::kSubsPerBlock<W>, kPer = 32 / S;
-    static_assert(S >= 1 && 32 % S == 0, "a block's sub-blocks must tile the warp");
     const int jb = lane / S;
-    // A Q4_K row at a 16-byte aligned address (every row of a tensor that starts at one)
-    // takes the wide loads; the same integers either way.
-    bool wide = false;
-    if constexpr (W == DType::Q4_K) wide = reinterpret_cast<uintptr_t>(x) % 16 == 0;
     float sum = 0, msum = 0;
     for (int64_t b0 = 0; b0 < nb; b0 += kPer) {
         const bool live = b0 + jb < nb;
-        const cudaq::Isum mine = warp_block_isum<W>(x[live ? b0 + jb : 0], y[live ? b0 + jb : 0], live, wide, lane);
+        const cudaq::Isum mine = warp_block_isum<W>(x[live ? b0 + jb : 0], y[live ? b0 + jb : 0], live, lane);
         const int cnt = int(nb - b0 < kPer ? nb - b0 : kPer);
         if constexpr (kStepIsOneAdd<W>) {
             // Each block's term(s), (d_w * d_a) * float(isum), by its own lanes at once: the

@@ -285,7 +285,7 @@ template <DType W> void emu_mul_mat(const Tensor& w, const std::vector<uint8_t>&
     // sanitizers one of the two, in turn (split_pick).
     for (int ways : {2, 4}) {
         outs.push_back({});
-        if constexpr (cuda::kSplitType<W>)
+        if constexpr (cuda::kStepIsOneAdd<W>)
             if (nb <= cuda::kSplitMaxBlocks<W> && n_mrows < cuda::kTiledMinRows && (split_pick < 0 || split_pick == ways)) {
                 outs.back() = fresh();
                 emu::launch(dim((N * ways + cuda::kWarps - 1) / cuda::kWarps, (n_mrows + cuda::kMRows - 1) / cuda::kMRows),
