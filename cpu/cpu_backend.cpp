@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "core/ir/host_buffer.h"
+#include "core/ir/op_times.h"
 #include "cpu/ops/cpu_ops.h"
 #include "cpu/scan_single.h"
 
@@ -50,30 +51,27 @@ public:
                 }
                 auto t0 = std::chrono::steady_clock::now();
                 kernels_[static_cast<size_t>(n->op)](*n);
-                op_seconds_[static_cast<int>(n->op)] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                times_.add(op_times_key(*n), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
             }
         });
         if (profile_) {
             graph_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - g0).count();
-            ++graphs_;
+            times_.end_graph();
         }
     }
     ~CpuBackend() override {
         if (!profile_) return;
-        std::fprintf(stderr, "cpu backend: time per op (LOCKSTEP_PROFILE)\n");
-        for (int i = 0; i < static_cast<int>(OpId::COUNT); ++i)
-            if (op_seconds_[i] > 0) std::fprintf(stderr, "  %-10s %8.3f s\n", op_name(static_cast<OpId>(i)), op_seconds_[i]);
-        std::fprintf(stderr, "  %lld graphs, %.3f s in compute()\n", graphs_, graph_seconds_);
+        times_.print(stderr, "cpu", "time");
+        std::fprintf(stderr, "  %.3f s in compute(), the ops' own time included\n", graph_seconds_);
     }
 
 private:
     const KernelTable kernels_;
     int n_threads_ = 1;
-    // LOCKSTEP_PROFILE=1: time each op kind, printed when the backend is destroyed.
+    // LOCKSTEP_PROFILE=1: time each op and its shapes, printed when the backend is destroyed.
     bool profile_ = std::getenv("LOCKSTEP_PROFILE") != nullptr;
-    double op_seconds_[static_cast<int>(OpId::COUNT)] = {};
+    OpTimes times_;
     double graph_seconds_ = 0;
-    long long graphs_ = 0;
     std::unique_ptr<tbb::task_arena> arena_;
 };
 

@@ -1,32 +1,10 @@
 #include "backends/cuda/step_profile.h"
 
-#include <algorithm>
 #include <cstdio>
 
 #include "backends/cuda/launch_context.h"
-#include "core/quant/dtype.h"
 
 namespace ls::cuda {
-namespace {
-
-std::string shape(const Tensor& t) {
-    char buf[96];
-    int len = std::snprintf(buf, sizeof buf, "%s[%lld", dtype_name(t.type), (long long)t.ne[0]);
-    for (int d = 1; d < 4 && t.ne[d] > 1 && len < int(sizeof buf); ++d)
-        len += std::snprintf(buf + len, sizeof buf - size_t(len), ",%lld", (long long)t.ne[d]);
-    return std::string(buf) + "]";
-}
-
-// "mul_mat q4_k[2048,8192] x f32[2048,1]": the op and its first two sources' shapes, so the
-// rows separate the matrices of a step and prompt from decode.
-std::string op_key(const Tensor& n) {
-    std::string k = op_name(n.op);
-    if (n.src[0]) k.append(" ").append(shape(*n.src[0]));
-    if (n.src[1]) k.append(" x ").append(shape(*n.src[1]));
-    return k;
-}
-
-}  // namespace
 
 OpProfile::~OpProfile() {
     for (cudaEvent_t e : events_) cudaEventDestroy(e);
@@ -45,7 +23,7 @@ void OpProfile::begin(cudaStream_t s) { LS_CUDA_CHECK(cudaEventRecord(event(2 * 
 
 void OpProfile::end(cudaStream_t s, const Tensor& node, const Tensor* fused) {
     LS_CUDA_CHECK(cudaEventRecord(event(2 * keys_.size() + 1), s));
-    keys_.push_back(fused ? op_key(node) + " + " + op_key(*fused) : op_key(node));
+    keys_.push_back(op_times_key(node, fused));
 }
 
 void OpProfile::end_graph(cudaStream_t s) {
@@ -53,25 +31,13 @@ void OpProfile::end_graph(cudaStream_t s) {
     for (size_t i = 0; i < keys_.size(); ++i) {
         float ms = 0;
         LS_CUDA_CHECK(cudaEventElapsedTime(&ms, events_[2 * i], events_[2 * i + 1]));
-        Row& r = rows_[keys_[i]];
-        r.ms += ms;
-        ++r.calls;
-        graph_ms_ += ms;
+        times_.add(keys_[i], 1e-3 * double(ms));
     }
-    if (!keys_.empty()) ++graphs_;
+    if (!keys_.empty()) times_.end_graph();
     keys_.clear();
 }
 
-void OpProfile::print(std::FILE* f) const {
-    std::vector<std::pair<std::string, Row>> v(rows_.begin(), rows_.end());
-    std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
-    std::fprintf(f, "cuda backend: GPU time per op and shapes (LOCKSTEP_PROFILE; %zu graphs, %.3f ms of kernels each on average)\n",
-                 graphs_, graphs_ ? graph_ms_ / double(graphs_) : 0.0);
-    std::fprintf(f, "  %10s %6s %9s %10s  %s\n", "ms", "share", "calls", "us/call", "op and shapes");
-    for (const auto& [k, r] : v)
-        std::fprintf(f, "  %10.3f %5.1f%% %9zu %10.2f  %s\n", r.ms, graph_ms_ > 0 ? 100.0 * r.ms / graph_ms_ : 0.0, r.calls,
-                     1e3 * r.ms / double(r.calls ? r.calls : 1), k.c_str());
-}
+void OpProfile::print(std::FILE* f) const { times_.print(f, "cuda", "GPU time of the kernels"); }
 
 StepSplit::~StepSplit() {
     if (start_) cudaEventDestroy(start_);

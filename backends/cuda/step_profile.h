@@ -11,10 +11,10 @@
 
 #include <cstddef>
 #include <cstdio>
-#include <map>
 #include <string>
 #include <vector>
 
+#include "core/ir/op_times.h"
 #include "core/ir/tensor.h"
 
 namespace ls::cuda {
@@ -32,10 +32,7 @@ private:
     cudaEvent_t event(size_t i);
     std::vector<cudaEvent_t> events_;
     std::vector<std::string> keys_;  // this graph's ops, in order
-    struct Row { double ms = 0; size_t calls = 0; };
-    std::map<std::string, Row> rows_;
-    double graph_ms_ = 0;
-    size_t graphs_ = 0;
+    OpTimes times_;
 };
 
 class StepSplit {
