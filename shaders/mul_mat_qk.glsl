@@ -98,6 +98,91 @@ void act_sums(addr_t abase, uint off, uint mc, uint n, int q[32], int sc, inout 
     }
 }
 
+#if WTYPE == LS_TYPE_Q4_K || WTYPE == LS_TYPE_Q5_K || WTYPE == LS_TYPE_Q6_K || WTYPE == LS_TYPE_IQ4_XS
+// Integer sums of group g of a super-block (its elements 32g .. 32g + 31, one scale of 32 or
+// two of 16) against activation rows abase + m * act_nb1, m < mc: added to isum[m], and the
+// mins' sums to msum[m]. Exact integers, so a super-block's groups may be added in any order:
+// the plain kernels walk them, the subgroup kernel (mul_mat_sgk.comp) gives each to a lane.
+void group_isums(addr_t wb, addr_t abase, uint g, uint mc, inout int isum[MT], inout int msum[MT]) {
+    int q[32];
+#if WTYPE == LS_TYPE_IQ4_XS
+    // 136-byte blocks: 4-byte aligned. Word 0: d, scales_h; word 1: scales_l.
+    const uint sh = ldw1a(wb) >> 16, sl = ldw1a(addr_add(wb, 4u));
+    uint qw[4];
+    ldw4a(addr_add(wb, 8u + 16u * g), qw);
+    for (uint j = 0u; j < 16u; ++j) {
+        const uint byte = (qw[j / 4u] >> (8u * (j % 4u))) & 0xFFu;
+        q[j] = iq4nl_level(byte & 15u);
+        q[j + 16u] = iq4nl_level(byte >> 4);
+    }
+    const int sc = int(((sl >> (4u * g)) & 15u) | (((sh >> (2u * g)) & 3u) << 4)) - 32;  // iq4xs_scale
+    act_sums(abase, 4u + 32u * g, mc, 32u, q, sc, isum);
+#elif WTYPE == LS_TYPE_Q6_K
+    // Group g = 4 hn + k: elements 128 hn + 32 k + l; low nibbles in ql[64 hn + 32 (k % 2) + l]
+    // (bits 4 (k / 2)..), high bits in qh[32 hn + l] (bits 2k..); scales 8 hn + 2k and the next.
+    const uint hn = g / 4u, k = g % 4u;
+    uint qlw[8], qhw[8], scw[4];
+    ldw8(addr_add(wb, 64u * hn + 32u * (k % 2u)), qlw);
+    ldw8(addr_add(wb, 128u + 32u * hn), qhw);
+    ldw4(addr_add(wb, 192u), scw);
+    for (uint l = 0u; l < 32u; ++l) {
+        const uint lo = (qlw[l / 4u] >> (8u * (l % 4u) + 4u * (k / 2u))) & 15u;
+        const uint hi = (qhw[l / 4u] >> (8u * (l % 4u) + 2u * k)) & 3u;
+        q[l] = int(lo | (hi << 4)) - 32;
+    }
+    const uint s0 = 8u * hn + 2u * k;
+    const int sc0 = sb(scw[s0 / 4u], s0 % 4u), sc1 = sb(scw[(s0 + 1u) / 4u], (s0 + 1u) % 4u);
+    for (uint m = 0u; m < mc; ++m) {
+        uint aw[8];
+        ldw8a(addr_add(addr_mad(abase, m, pc.p.act_nb1), 4u + 32u * g), aw);
+        int si0 = 0, si1 = 0;
+        for (uint l = 0u; l < 16u; ++l) si0 += q[l] * sb(aw[l / 4u], l % 4u);
+        for (uint l = 16u; l < 32u; ++l) si1 += q[l] * sb(aw[l / 4u], l % 4u);
+        isum[m] += sc0 * si0 + sc1 * si1;
+    }
+#else
+    // Q4_K, Q5_K: group g is sub-block s = g, nibble h = g % 2 of qs[32 (g / 2) + l]; 144- and
+    // 176-byte blocks are 4-byte aligned.
+    const uint s = g, c = g / 2u, h = g % 2u;
+    uint scw[3];
+    for (uint i = 0u; i < 3u; ++i) scw[i] = ldw1a(addr_add(wb, 4u + 4u * i));
+    uint qw[8];
+    ldw8a(addr_add(wb, (WTYPE == LS_TYPE_Q4_K ? 16u : 48u) + 32u * c), qw);
+#if WTYPE == LS_TYPE_Q5_K
+    uint qhw[8];
+    ldw8a(addr_add(wb, 16u), qhw);
+#endif
+    for (uint l = 0u; l < 32u; ++l) {
+        q[l] = int((qw[l / 4u] >> (8u * (l % 4u) + 4u * h)) & 15u);
+#if WTYPE == LS_TYPE_Q5_K
+        q[l] |= int((qhw[l / 4u] >> (8u * (l % 4u) + s)) & 1u) << 4;
+#endif
+    }
+    // scales (core/quant/quant_k.cpp get_scale_min_k4), bytes of scw
+#define SCB(k) ((scw[(k) / 4u] >> (8u * ((k) % 4u))) & 0xFFu)
+    int sc, mn;
+    if (s < 4u) {
+        sc = int(SCB(s) & 63u);
+        mn = int(SCB(s + 4u) & 63u);
+    } else {
+        sc = int((SCB(s + 4u) & 15u) | ((SCB(s - 4u) >> 6) << 4));
+        mn = int((SCB(s + 4u) >> 4) | ((SCB(s) >> 6) << 4));
+    }
+#undef SCB
+    for (uint m = 0u; m < mc; ++m) {
+        const addr_t ab = addr_mad(abase, m, pc.p.act_nb1);
+        uint aw[8];
+        ldw8a(addr_add(ab, 4u + 32u * s), aw);
+        int si = 0;
+        for (uint l = 0u; l < 32u; ++l) si += q[l] * sb(aw[l / 4u], l % 4u);
+        isum[m] += sc * si;
+        const uint bw = ldw1a(addr_add(ab, 260u + 4u * s));
+        msum[m] += mn * ((int(bw << 16) >> 16) + (int(bw) >> 16));
+    }
+#endif
+}
+#endif
+
 // Integer sums of one super-block from 32-bit loads (exact, so their order is free).
 void block_isums(addr_t wb, addr_t abase, uint mc, inout int isum[MT], inout int msum[MT]) {
     int q[32];
@@ -119,20 +204,6 @@ void block_isums(addr_t wb, addr_t abase, uint mc, inout int isum[MT], inout int
             [[unroll]] for (uint l = 16u; l < 32u; ++l) si1 += q[l] * sb(aw[l / 4u], l % 4u);
             isum[m] += sc0 * si0 + sc1 * si1;
         }
-    }
-#elif WTYPE == LS_TYPE_IQ4_XS
-    // 136-byte blocks: 4-byte aligned. Word 0: d, scales_h; word 1: scales_l.
-    const uint sh = ldw1a(wb) >> 16, sl = ldw1a(addr_add(wb, 4u));
-    for (uint s = 0u; s < 8u; ++s) {
-        uint qw[4];
-        ldw4a(addr_add(wb, 8u + 16u * s), qw);
-        for (uint j = 0u; j < 16u; ++j) {
-            const uint byte = (qw[j / 4u] >> (8u * (j % 4u))) & 0xFFu;
-            q[j] = iq4nl_level(byte & 15u);
-            q[j + 16u] = iq4nl_level(byte >> 4);
-        }
-        const int sc = int(((sl >> (4u * s)) & 15u) | (((sh >> (2u * s)) & 3u) << 4)) - 32;  // iq4xs_scale
-        act_sums(abase, 4u + 32u * s, mc, 32u, q, sc, isum);
     }
 #elif WTYPE == LS_TYPE_TQ1_0
     // 54-byte blocks: 2-aligned. Digit n of qs[0..32) is elements 32n.., of qs[32..48)
@@ -162,77 +233,9 @@ void block_isums(addr_t wb, addr_t abase, uint mc, inout int isum[MT], inout int
             act_sums(abase, 4u + 128u * n + 32u * j, mc, 32u, q, 1, isum);
         }
     }
-#elif WTYPE == LS_TYPE_Q6_K
-    uint scw[4];
-    ldw4(addr_add(wb, 192u), scw);
-    for (uint hn = 0u; hn < 2u; ++hn) {
-        uint qhw[8];
-        ldw8(addr_add(wb, 128u + 32u * hn), qhw);
-        for (uint kk = 0u; kk < 2u; ++kk) {
-            uint qlw[8];
-            ldw8(addr_add(wb, 64u * hn + 32u * kk), qlw);
-            for (uint k2 = 0u; k2 < 2u; ++k2) {
-                const uint k = kk + 2u * k2;
-                for (uint l = 0u; l < 32u; ++l) {
-                    const uint lo = (qlw[l / 4u] >> (8u * (l % 4u) + 4u * k2)) & 15u;
-                    const uint hi = (qhw[l / 4u] >> (8u * (l % 4u) + 2u * k)) & 3u;
-                    q[l] = int(lo | (hi << 4)) - 32;
-                }
-                const uint s0 = 8u * hn + 2u * k;
-                const int sc0 = sb(scw[s0 / 4u], s0 % 4u), sc1 = sb(scw[(s0 + 1u) / 4u], (s0 + 1u) % 4u);
-                for (uint m = 0u; m < mc; ++m) {
-                    uint aw[8];
-                    ldw8a(addr_add(addr_mad(abase, m, pc.p.act_nb1), 4u + 128u * hn + 32u * k), aw);
-                    int si0 = 0, si1 = 0;
-                    for (uint l = 0u; l < 16u; ++l) si0 += q[l] * sb(aw[l / 4u], l % 4u);
-                    for (uint l = 16u; l < 32u; ++l) si1 += q[l] * sb(aw[l / 4u], l % 4u);
-                    isum[m] += sc0 * si0 + sc1 * si1;
-                }
-            }
-        }
-    }
 #else
-    uint scw[3];
-    // 144- and 176-byte blocks: 4-byte aligned
-    for (uint i = 0u; i < 3u; ++i) scw[i] = ldw1a(addr_add(wb, 4u + 4u * i));
-#if WTYPE == LS_TYPE_Q5_K
-    uint qhw[8];
-    ldw8a(addr_add(wb, 16u), qhw);
-#endif
-    for (uint c = 0u; c < 4u; ++c) {
-        uint qw[8];
-        ldw8a(addr_add(wb, (WTYPE == LS_TYPE_Q4_K ? 16u : 48u) + 32u * c), qw);
-        for (uint h = 0u; h < 2u; ++h) {
-            const uint s = 2u * c + h;
-            for (uint l = 0u; l < 32u; ++l) {
-                q[l] = int((qw[l / 4u] >> (8u * (l % 4u) + 4u * h)) & 15u);
-#if WTYPE == LS_TYPE_Q5_K
-                q[l] |= int((qhw[l / 4u] >> (8u * (l % 4u) + s)) & 1u) << 4;
-#endif
-            }
-            // scales (core/quant/quant_k.cpp get_scale_min_k4), bytes of scw
-#define SCB(k) ((scw[(k) / 4u] >> (8u * ((k) % 4u))) & 0xFFu)
-            int sc, mn;
-            if (s < 4u) {
-                sc = int(SCB(s) & 63u);
-                mn = int(SCB(s + 4u) & 63u);
-            } else {
-                sc = int((SCB(s + 4u) & 15u) | ((SCB(s - 4u) >> 6) << 4));
-                mn = int((SCB(s + 4u) >> 4) | ((SCB(s) >> 6) << 4));
-            }
-#undef SCB
-            for (uint m = 0u; m < mc; ++m) {
-                const addr_t ab = addr_mad(abase, m, pc.p.act_nb1);
-                uint aw[8];
-                ldw8a(addr_add(ab, 4u + 32u * s), aw);
-                int si = 0;
-                for (uint l = 0u; l < 32u; ++l) si += q[l] * sb(aw[l / 4u], l % 4u);
-                isum[m] += sc * si;
-                const uint bw = ldw1a(addr_add(ab, 260u + 4u * s));
-                msum[m] += mn * ((int(bw << 16) >> 16) + (int(bw) >> 16));
-            }
-        }
-    }
+    // Q4_K, Q5_K, Q6_K, IQ4_XS: its 8 groups of 32 elements (group_isums)
+    for (uint g = 0u; g < 8u; ++g) group_isums(wb, abase, g, mc, isum, msum);
 #endif
 }
 #endif

@@ -110,7 +110,8 @@ struct PcMulMatAct {
 // mul_mat, stage 2: dst[m * N + n] = dot(w row n, act row m).
 struct PcMulMat {
     addr_t w, act, dst;
-    uint32_t K, N, M, w_nb1, act_nb1, pad;
+    uint32_t K, N, M, w_nb1, act_nb1;
+    uint32_t lanes;  // mul_mat_sgk_*: lanes per super-block (VkCtx::sgk_lanes); 0 elsewhere
 };
 
 // mul_mat_id, stage 2: PcMulMat's fields (M = number of (token, expert) pairs), plus the

@@ -101,6 +101,10 @@ public:
     // Whether mul_mat takes the subgroup variant (mul_mat_sg_*) for 1 to 4 activation rows:
     // on GPUs with subgroup shuffles (LOCKSTEP_VK_SUBGROUP=0 never, =1 also on CPU devices).
     bool use_subgroup_dot = false;
+    // Lanes that share a 256-element super-block in mul_mat_sgk_* (1, 2, 4 or 8; fewer where
+    // the subgroup is smaller): 8, or LOCKSTEP_VK_SGK_LANES, so lavapipe's 8-lane subgroups
+    // also run the passes of several super-blocks a 32- or 64-lane GPU subgroup takes.
+    uint32_t sgk_lanes = 8;
     // Attention's split form (key blocks over workgroups, then a fold pass): -1 where the
     // plan's size rule picks it, 0 never, 1 whenever a query spans two blocks or more
     // (LOCKSTEP_VK_ATTN_SPLIT=0 / 1, for the tests of both forms).

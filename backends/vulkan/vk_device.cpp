@@ -43,6 +43,12 @@ Context::Context(int device) {
         const uint32_t need = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
         const bool cpu_device = props.properties.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
         use_subgroup_dot = (subgroup_ops & need) == need && subgroup_size >= 1 && (on || (!e && !cpu_device));
+        if (const char* l = std::getenv("LOCKSTEP_VK_SGK_LANES")) {
+            const std::string v = l;
+            if (v != "1" && v != "2" && v != "4" && v != "8")
+                throw std::runtime_error("vulkan: LOCKSTEP_VK_SGK_LANES must be 1, 2, 4 or 8 (got '" + v + "')");
+            sgk_lanes = uint32_t(std::stoul(v));
+        }
     }
 
     uint32_t nq = 0;

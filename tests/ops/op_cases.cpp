@@ -671,6 +671,11 @@ std::vector<OpCase> op_cases() {
         for (int64_t M : {1, 5}) add_case(c, "mul_mat", MulMatCase{t, traits(t).block == 256 ? 256 * 13 : 32 * 75, M});
     for (DType t : {DType::Q4_K, DType::Q8_0, DType::Q4_1})
         for (int64_t M : {1, 40}) add_case(c, "norm_mul_mat", NormMatCase{t, 1024, M});
+    // Three decode rows at once (a few sequences decoding together: Vulkan's subgroup kernels
+    // take up to 4 activation rows, a sum chain per row) over the 256-element types: 2 and 13
+    // super-blocks, a pass of a wide subgroup ending part full.
+    for (DType t : {DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS})
+        for (int64_t K : {512, 256 * 13}) add_case(c, "mul_mat", MulMatCase{t, K, 3});
     return c;
 }
 

@@ -32,10 +32,15 @@ void record_mul_mat(const Tensor& n, Recorder& r) {
     const bool sg = r.ctx.use_subgroup_dot && rows <= 4 &&
                     (wt == DType::Q4_0 || wt == DType::Q4_1 || wt == DType::Q5_0 || wt == DType::Q5_1 || wt == DType::Q8_0 ||
                      wt == DType::IQ4_NL || wt == DType::MXFP4);
-    if (sg) {
+    // Its form for 256-element super-blocks: the lanes of a subgroup share super-blocks.
+    const bool sgk = r.ctx.use_subgroup_dot && rows <= 4 &&
+                     (wt == DType::Q4_K || wt == DType::Q5_K || wt == DType::Q6_K || wt == DType::IQ4_XS);
+    if (sgk) pm.lanes = r.ctx.sgk_lanes;
+    if (sg || sgk) {
         const uint64_t R = std::max(1u, 64u / r.ctx.subgroup_size), groups = (uint64_t(N) + R - 1) / R;
         const uint32_t gx = uint32_t(std::min<uint64_t>(groups, 65535)), gy = uint32_t((groups + gx - 1) / gx);
-        r.dispatch("mul_mat_sg_" + lower_name(wt), pm, gx, gy, {r.range(a), act_range(r, act_nb1, rows)}, {r.range(&n)});
+        r.dispatch((sg ? "mul_mat_sg_" : "mul_mat_sgk_") + lower_name(wt), pm, gx, gy, {r.range(a), act_range(r, act_nb1, rows)},
+                   {r.range(&n)});
         return;
     }
     r.dispatch((sh ? "mul_mat_sh_" : "mul_mat_") + lower_name(a->type), pm, (N + 63) / 64, (rows + 7) / 8,
