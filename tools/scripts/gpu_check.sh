@@ -193,6 +193,10 @@ for s in "${steps[@]}"; do
         step "unfused $n" "ab_unfused_$n.log" env LOCKSTEP_CUDA_FUSE=0 "$LS" bench --backend cuda -m "$f" -p 0 -n 128 -r 3
         step "unsplit $n" "ab_unsplit_$n.log" env LOCKSTEP_CUDA_SPLIT=0 "$LS" bench --backend cuda -m "$f" -p 0 -n 128 -r 3
         step "fused again $n" "ab_fused2_$n.log" "$LS" bench --backend cuda -m "$f" -p 0 -n 128 -r 3
+        if has_vulkan_gpu; then  # Vulkan decode: subgroup kernels (K-quants too) against the plain path
+          step "vulkan subgroup $n" "ab_vk_sg_$n.log" "$LS" bench --backend vulkan -m "$f" -p 0 -n 128 -r 3
+          step "vulkan plain $n" "ab_vk_plain_$n.log" env LOCKSTEP_VK_SUBGROUP=0 "$LS" bench --backend vulkan -m "$f" -p 0 -n 128 -r 3
+        fi
       done
       ;;
     compare)
