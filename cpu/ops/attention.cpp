@@ -171,8 +171,43 @@ void pv_rows(const float* const* p, const uint8_t* const* vrow, int64_t n, int64
     for (; d0 < D; d0 += 8) pv_chunk<T, NQ, 1>(p, vrow, n, e0, d0, ob);
 }
 
+#if defined(__AVX512F__)
+// ---- scores as qk_rows, the 32 lane partials in two 16-float registers (lanes 0-15, 16-31):
+// the same chains, and simd::tree adds them as tree32 does (lane l + lane l + 16 first), so the
+// same bits. All NQ <= 4 queries share each K load (8 accumulators of the 32), where the
+// 8-float form takes queries in pairs and loads (and converts) every key row twice.
+template <DType T, int NQ>
+void qk_rows16(const float* const* q, const uint8_t* const* krow, int64_t n, int64_t e0, int64_t D, float* const* sc) {
+    for (int64_t j = 0; j < n; ++j) {
+        const uint8_t* kr = krow[j];
+        simd::vecf acc[NQ][2];
+        for (auto& a : acc) a[0] = a[1] = _mm512_setzero_ps();
+        for (int64_t d = 0; d < D; d += 32)
+            for (int c = 0; c < 2; ++c) {
+                const __m512 kv = load16<T>(kr, e0 + d + 16 * c);
+                for (int i = 0; i < NQ; ++i) acc[i][c] = _mm512_add_ps(acc[i][c], _mm512_mul_ps(_mm512_loadu_ps(q[i] + d + 16 * c), kv));
+            }
+        for (int i = 0; i < NQ; ++i) sc[i][j] = simd::tree(acc[i]);
+    }
+}
+#endif
+
 template <DType T>
 void qk_any(int nq, const float* const* q, const uint8_t* const* krow, int64_t n, int64_t e0, int64_t D, float* const* sc) {
+#if defined(__AVX512F__)
+    // Whole 32-lane chunks (a tail of 8 would land in the upper register's low half), and a
+    // quantized block's 16 values starting at its element 0 or 16.
+    constexpr bool kFloat = T == DType::F32 || T == DType::F16 || T == DType::BF16;
+    if (D % 32 == 0 && (kFloat || e0 % 16 == 0)) {
+        switch (nq) {
+            case 1: return qk_rows16<T, 1>(q, krow, n, e0, D, sc);
+            case 2: return qk_rows16<T, 2>(q, krow, n, e0, D, sc);
+            case 3: return qk_rows16<T, 3>(q, krow, n, e0, D, sc);
+            case 4: return qk_rows16<T, 4>(q, krow, n, e0, D, sc);
+            default: break;
+        }
+    }
+#endif
     // Pairs of queries: two sets of four partial-sum registers stay in registers.
     for (int i = 0; i < nq; i += 2) {
         if (nq - i >= 2) qk_rows<T, 2>(q + i, krow, n, e0, D, sc + i);
