@@ -83,6 +83,26 @@ void wscale(addr_t wb, uint s, out int sc, out int mn) {
 
 #endif
 
+#if WTYPE == LS_TYPE_Q2_K || WTYPE == LS_TYPE_Q3_K
+// Group g of a Q2_K / Q3_K super-block (its sub-blocks of 16, 2g and 2g + 1) as group_isums
+// below, element by element as the plain kernels take these two (wlevel, wscale).
+void group_isums(addr_t wb, addr_t abase, uint g, uint mc, inout int isum[MT], inout int msum[MT]) {
+    for (uint s = 2u * g; s < 2u * g + 2u; ++s) {
+        int q[16];
+        for (uint t = 0u; t < 16u; ++t) q[t] = wlevel(wb, 16u * s + t);
+        int sc, mn;
+        wscale(wb, s, sc, mn);
+        for (uint m = 0u; m < mc; ++m) {
+            const addr_t ab = addr_mad(abase, m, pc.p.act_nb1);
+            int si = 0;
+            for (uint t = 0u; t < 16u; ++t) si += q[t] * lds8(ab, 4u + 16u * s + t);
+            isum[m] += sc * si;
+            if (HAS_MIN) msum[m] += mn * lds16(ab, 260u + 2u * s);
+        }
+    }
+}
+#endif
+
 #if QK_WORDS
 // Quants a[0..n) of activation rows abase + m * act_nb1 from byte `off` of their blocks
 // (4-byte aligned) against levels q[0..n) (n = 4, 16 or 32), added to isum[m] times sc.

@@ -1,12 +1,14 @@
-// mul_mat, stage 2, the subgroup variant for 256-element super-blocks (Q4_K, Q5_K, Q6_K,
-// IQ4_XS) for a few activation rows (decode steps): one subgroup per weight row. A super-block
-// is 8 groups of 32 elements; G = min(8, S) lanes share one (fewer for the tests: lanes) (lane i takes groups i % G,
-// i % G + G, ...), so a subgroup of S lanes reads S / G super-blocks at once, the whole row in
-// wide, coalesced loads instead of one invocation walking it. The lanes of a super-block add
-// their exact integer sums (xor shuffles: integers, any order), and the block's first lane
-// forms the products d_a * d_w; then every lane runs the plain path's float chain over the
-// blocks in order (mul_mat_dot.glsl), taking each block's values from its first lane
-// (subgroupShuffle): each output is the same bits. The host uses it where mul_mat_sg_* runs.
+// mul_mat, stage 2, the subgroup variant for 256-element super-blocks (Q2_K .. Q6_K, IQ4_XS)
+// for a few activation rows (decode steps): one subgroup per weight row. A super-block is 8
+// groups of 32 elements (group_isums); G = min(8, S) lanes share one (fewer for the tests:
+// pc.p.lanes), lane i taking groups i % G, i % G + G, ..., so a subgroup of S lanes reads S / G
+// super-blocks at once: the row in wide loads, where the plain kernel has one invocation walk
+// it. The lanes of a super-block add their exact integer sums (xor shuffles: integers, any
+// order), and each forms the products d_a * d_w; then every lane runs the plain path's float
+// chain over the blocks in order (mul_mat_dot.glsl), taking each block's values from its first
+// lane (subgroupShuffle): each output is the same bits. The host uses it where mul_mat_sg_* runs.
+// variant: mul_mat_sgk_q2_k WTYPE=LS_TYPE_Q2_K
+// variant: mul_mat_sgk_q3_k WTYPE=LS_TYPE_Q3_K
 // variant: mul_mat_sgk_q4_k WTYPE=LS_TYPE_Q4_K
 // variant: mul_mat_sgk_q5_k WTYPE=LS_TYPE_Q5_K
 // variant: mul_mat_sgk_q6_k WTYPE=LS_TYPE_Q6_K

@@ -34,7 +34,8 @@ void record_mul_mat(const Tensor& n, Recorder& r) {
                      wt == DType::IQ4_NL || wt == DType::MXFP4);
     // Its form for 256-element super-blocks: the lanes of a subgroup share super-blocks.
     const bool sgk = r.ctx.use_subgroup_dot && rows <= 4 &&
-                     (wt == DType::Q4_K || wt == DType::Q5_K || wt == DType::Q6_K || wt == DType::IQ4_XS);
+                     (wt == DType::Q2_K || wt == DType::Q3_K || wt == DType::Q4_K || wt == DType::Q5_K || wt == DType::Q6_K ||
+                      wt == DType::IQ4_XS);
     if (sgk) pm.lanes = r.ctx.sgk_lanes;
     if (sg || sgk) {
         const uint64_t R = std::max(1u, 64u / r.ctx.subgroup_size), groups = (uint64_t(N) + R - 1) / R;
