@@ -6,13 +6,20 @@
 // it. The lanes of a super-block add their exact integer sums (xor shuffles: integers, any
 // order), and each forms the products d_a * d_w; then every lane runs the plain path's float
 // chain over the blocks in order (mul_mat_dot.glsl), taking each block's values from its first
-// lane (subgroupShuffle): each output is the same bits. The host uses it where mul_mat_sg_* runs.
+// lane (subgroupShuffle): each output is the same bits. The host uses it where mul_mat_sg_* runs;
+// ID: mul_mat_id's form (shaders/mul_mat_sg_rows.glsl).
 // variant: mul_mat_sgk_q2_k WTYPE=LS_TYPE_Q2_K
 // variant: mul_mat_sgk_q3_k WTYPE=LS_TYPE_Q3_K
 // variant: mul_mat_sgk_q4_k WTYPE=LS_TYPE_Q4_K
 // variant: mul_mat_sgk_q5_k WTYPE=LS_TYPE_Q5_K
 // variant: mul_mat_sgk_q6_k WTYPE=LS_TYPE_Q6_K
 // variant: mul_mat_sgk_iq4_xs WTYPE=LS_TYPE_IQ4_XS
+// variant: mul_mat_id_sgk_q2_k WTYPE=LS_TYPE_Q2_K ID=1
+// variant: mul_mat_id_sgk_q3_k WTYPE=LS_TYPE_Q3_K ID=1
+// variant: mul_mat_id_sgk_q4_k WTYPE=LS_TYPE_Q4_K ID=1
+// variant: mul_mat_id_sgk_q5_k WTYPE=LS_TYPE_Q5_K ID=1
+// variant: mul_mat_id_sgk_q6_k WTYPE=LS_TYPE_Q6_K ID=1
+// variant: mul_mat_id_sgk_iq4_xs WTYPE=LS_TYPE_IQ4_XS ID=1
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
@@ -20,8 +27,7 @@
 #include "shaders/common.glsl"
 layout(local_size_x = 64) in;
 
-layout(push_constant, std430) uniform Pc { PcMulMat p; } pc;
-const uint MT = 4u;  // activation rows at most (the host uses this variant for M <= 4)
+#include "shaders/mul_mat_sg_rows.glsl"
 #include "shaders/mul_mat_qk.glsl"
 
 void main() {
@@ -30,12 +36,17 @@ void main() {
     // Rows per workgroup: the host dispatches N / R workgroups with R from the subgroup size
     // the device reports; the loop covers R rows whatever the subgroups really are.
     const uint R = max(1u, 64u / SUBGROUP_SIZE);
-    const uint mc = min(MT, pc.p.M);
+    const SgRows rs = sg_rows();
+    const uint mc = rs.mc;
     const uint nb = pc.p.K / 256u;
     for (uint r = gl_SubgroupID; r < R; r += gl_NumSubgroups) {
-        const uint n = (gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x) * R + r;
+        const uint n = rs.group * R + r;
         if (n >= pc.p.N) break;  // uniform over the subgroup
-        const addr_t w = addr_mad(pc.p.w, n, pc.p.w_nb1);
+        if (rs.bad) {  // mul_mat_id: an expert id outside [0, E)
+            if (lane == 0u) F32(addr_mad(pc.p.dst, rs.dst_row * pc.p.N + n, 4u)).v[0] = uintBitsToFloat(0x7FC00000u);
+            continue;
+        }
+        const addr_t w = addr_mad(rs.w, n, pc.p.w_nb1);
         float sum[MT], msum_f[MT];
         for (uint m = 0u; m < MT; ++m) { sum[m] = 0.0; msum_f[m] = 0.0; }
         for (uint b0 = 0u; b0 < nb; b0 += BP) {
@@ -44,7 +55,7 @@ void main() {
             float dd[MT], dm[MT];
             for (uint m = 0u; m < MT; ++m) { isum[m] = 0; msum[m] = 0; dd[m] = 0.0; dm[m] = 0.0; }
             if (b < nb) {
-                const addr_t wb = addr_mad(w, b, WB), abase = addr_mad(pc.p.act, b, 292u);
+                const addr_t wb = addr_mad(w, b, WB), abase = addr_mad(rs.act, b, 292u);
                 for (uint g = lane % G; g < 8u; g += G) group_isums(wb, abase, g, mc, isum, msum);
                 const float dw = h2f(ld16(wb, D)), dmin = HAS_MIN ? h2f(ld16(wb, DMIN)) : 0.0;
                 for (uint m = 0u; m < mc; ++m) {
@@ -75,7 +86,7 @@ void main() {
         if (lane == 0u)
             for (uint m = 0u; m < mc; ++m) {
                 precise float v = HAS_MIN ? sum[m] - msum_f[m] : sum[m];
-                F32(addr_mad(pc.p.dst, m * pc.p.N + n, 4u)).v[0] = v;
+                F32(addr_mad(pc.p.dst, (rs.dst_row + m) * pc.p.N + n, 4u)).v[0] = v;
             }
     }
 }

@@ -118,7 +118,7 @@ struct PcMulMat {
 // ids [k, T], the expert stride of w, the expert count, k and X (x rows per token).
 struct PcMulMatId {
     addr_t w, act, dst;
-    uint32_t K, N, M, w_nb1, act_nb1, pad;
+    uint32_t K, N, M, w_nb1, act_nb1, lanes;
     addr_t ids;
     uint32_t w_nb2, E, k, X;
 };

@@ -676,6 +676,12 @@ std::vector<OpCase> op_cases() {
     // super-blocks, a pass of a wide subgroup ending part full.
     for (DType t : {DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS})
         for (int64_t K : {512, 256 * 13}) add_case(c, "mul_mat", MulMatCase{t, K, 3});
+    // MoE decode: 1 and 3 tokens of 2 experts each (Vulkan's subgroup kernels for up to 4
+    // tokens, a (token, expert) pair per workgroup row), shared and per-expert inputs.
+    for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::MXFP4, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q6_K,
+                    DType::IQ4_XS})
+        for (int64_t X : {1, 2})
+            for (int64_t T : {1, 3}) add_case(c, "mul_mat_id", MulMatIdCase{t, X, T});
     return c;
 }
 

@@ -211,16 +211,17 @@ TEST_CASE("mul_mat_id rejects an expert id out of range before writing", "[ops]"
 
 TEST_CASE("GPU mul_mat_id gives NaN for an expert id out of range and the reference's bits for the rest", "[ops]") {
     // GPU backends read the ids on the device (core/ir/ops.h): a bad id cannot stop the graph,
-    // so its outputs are NaN. Few pairs (one warp per output) and many (pairs grouped by
-    // expert into tiles, where a bad pair must join no tile).
+    // so its outputs are NaN. Few pairs (one warp per output; Vulkan's subgroup kernels) and many
+    // (pairs grouped by expert into tiles, where a bad pair must join no tile).
     auto ref = make_reference_backend();
     for (auto& be : test::backends_under_test()) {
         if (be->name() == "cpu") continue;  // a host backend: refuses bad ids (test above)
+        for (DType wt : {DType::Q8_0, DType::Q4_K})  // Vulkan's subgroup kernels: a lane a block, lanes a super-block
         for (int64_t T : {int64_t(3), int64_t(40)}) {
-            INFO(be->name() << " T=" << T);
-            const int64_t K = 64, N = 8, E = 5, k = 2;
+            INFO(be->name() << " " << dtype_name(wt) << " T=" << T);
+            const int64_t K = wt == DType::Q4_K ? 256 : 64, N = 8, E = 5, k = 2;
             std::mt19937 rng(uint32_t(7 + T));
-            const std::vector<uint8_t> wb = test::quantized_random(rng, DType::Q8_0, K, N * E);
+            const std::vector<uint8_t> wb = test::quantized_random(rng, wt, K, N * E);
             const std::vector<float> x = test::randn(rng, size_t(K * T));
             std::vector<int32_t> ids(size_t(k * T));
             for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t(rng() % E);
@@ -232,7 +233,7 @@ TEST_CASE("GPU mul_mat_id gives NaN for an expert id out of range and the refere
             auto run = [&](Backend& b, const std::vector<int32_t>& id) {
                 Graph g;
                 test::Keep keep;
-                Tensor* w = keep.persistent(b, DType::Q8_0, {K, N, E}, wb);
+                Tensor* w = keep.persistent(b, wt, {K, N, E}, wb);
                 Tensor* out = ops::mul_mat_id(g, w, g.input(DType::F32, {K, 1, T}, x.data(), "x"),
                                               g.input(DType::I32, {k, T}, id.data(), "ids"));
                 g.mark_output(out);

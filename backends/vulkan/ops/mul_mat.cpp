@@ -29,13 +29,9 @@ void record_mul_mat(const Tensor& n, Recorder& r) {
     // The subgroup variant for decode steps: one subgroup per weight row, R rows
     // per workgroup as the shader computes it from the reported subgroup size.
     const DType wt = a->type;
-    const bool sg = r.ctx.use_subgroup_dot && rows <= 4 &&
-                    (wt == DType::Q4_0 || wt == DType::Q4_1 || wt == DType::Q5_0 || wt == DType::Q5_1 || wt == DType::Q8_0 ||
-                     wt == DType::IQ4_NL || wt == DType::MXFP4);
+    const bool sg = r.ctx.use_subgroup_dot && rows <= 4 && sg_type(wt);
     // Its form for 256-element super-blocks: the lanes of a subgroup share super-blocks.
-    const bool sgk = r.ctx.use_subgroup_dot && rows <= 4 &&
-                     (wt == DType::Q2_K || wt == DType::Q3_K || wt == DType::Q4_K || wt == DType::Q5_K || wt == DType::Q6_K ||
-                      wt == DType::IQ4_XS);
+    const bool sgk = r.ctx.use_subgroup_dot && rows <= 4 && sgk_type(wt);
     if (sgk) pm.lanes = r.ctx.sgk_lanes;
     if (sg || sgk) {
         const uint64_t R = std::max(1u, 64u / r.ctx.subgroup_size), groups = (uint64_t(N) + R - 1) / R;

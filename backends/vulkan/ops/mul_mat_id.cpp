@@ -23,6 +23,16 @@ void record_mul_mat_id(const Tensor& n, Recorder& r) {
     const uint32_t N = uint32_t(a->ne[1]), pairs = uint32_t(ids->nelements());
     PcMulMatId pm{r.addr(a), r.act.lo, r.addr(&n), K, N, pairs, uint32_t(a->nb[1]), act_nb1, 0, r.addr(ids),
                   uint32_t(a->nb[2]), uint32_t(a->ne[2]), uint32_t(ids->ne[0]), uint32_t(b->ne[1])};
+    // Decode steps (up to 4 tokens): the subgroup kernels of mul_mat, a (token, expert) pair
+    // per workgroup row, R weight rows per workgroup (mul_mat_sg_rows.glsl).
+    const DType wt = a->type;
+    const uint64_t R = std::max(1u, 64u / std::max(r.ctx.subgroup_size, 1u)), row_groups = (uint64_t(N) + R - 1) / R;
+    if (r.ctx.use_subgroup_dot && ids->ne[1] <= 4 && row_groups <= 65535 && pairs >= 1 && (sg_type(wt) || sgk_type(wt))) {
+        if (sgk_type(wt)) pm.lanes = r.ctx.sgk_lanes;
+        r.dispatch((sgk_type(wt) ? "mul_mat_id_sgk_" : "mul_mat_id_sg_") + lower_name(wt), pm, uint32_t(row_groups), pairs,
+                   {r.range(a), r.range(ids), act_range(r, act_nb1, rows)}, {r.range(&n)});
+        return;
+    }
     r.dispatch("mul_mat_id_" + lower_name(a->type), pm, (N + 63) / 64, std::max(pairs, 1u),
                {r.range(a), r.range(ids), act_range(r, act_nb1, rows)}, {r.range(&n)});
 }

@@ -34,6 +34,16 @@ inline bool dequant_type(DType t) {
 }
 // Weight types mul_mat has a dot variant for.
 inline bool weight_type(DType t) { return dequant_type(t) && t != DType::Q8_K; }
+// Weight types of the subgroup decode kernels (mul_mat_sg.comp: a lane a 32-element block;
+// mul_mat_sgk.comp: lanes sharing a 256-element super-block), mul_mat's and mul_mat_id's.
+inline bool sg_type(DType t) {
+    return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q5_0 || t == DType::Q5_1 || t == DType::Q8_0 ||
+           t == DType::IQ4_NL || t == DType::MXFP4;
+}
+inline bool sgk_type(DType t) {
+    return t == DType::Q2_K || t == DType::Q3_K || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K ||
+           t == DType::IQ4_XS;
+}
 // KV cache types set_rows writes and attention reads.
 inline bool cache_type(DType t) {
     return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::Q8_0 || t == DType::Q4_0;
