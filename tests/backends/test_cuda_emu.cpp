@@ -342,8 +342,8 @@ TEST_CASE("CUDA mul_mat kernels (warp per row, dp4a tiles, tensor-core tiles), e
         ++n_cases;
     }
     // 22 quantized weight types x (M = 1, 5, 70), K=1056 for the 7 types of 32-element blocks,
-    // and 6 types' long rows x (M = 1, 5).
-    CHECK(n_cases == 85);
+    // 6 types' long rows x (M = 1, 5), and 6 super-block types x 2 widths at M = 3.
+    CHECK(n_cases == 97);
     // The split kernel ran on the decode shapes of every type it takes (twice each without
     // the sanitizers).
     CHECK(n_split >= (test::kSanitized ? 40 : 80));
