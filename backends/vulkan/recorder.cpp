@@ -41,11 +41,12 @@ void Recorder::dispatch_bytes(const std::string& variant, const void* pc, uint32
     ctx.vkCmdBindPipeline(ctx.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, ctx.pipeline(variant));
     ctx.vkCmdPushConstants(ctx.cmd, ctx.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, size, pc);
     ctx.vkCmdDispatch(ctx.cmd, gx, gy, 1);
-    if (profile_) {  // LOCKSTEP_PROFILE: each dispatch submitted and timed on its own
+    if (prof_) {  // LOCKSTEP_PROFILE: each dispatch submitted and timed on its own
         if (ctx.vkEndCommandBuffer(ctx.cmd) != VK_SUCCESS) throw std::runtime_error("vulkan: vkEndCommandBuffer failed");
         const auto t0 = std::chrono::steady_clock::now();
         ctx.submit_and_wait();
-        prof_[variant] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        prof_->add(node ? variant + ": " + op_times_key(*node) : variant,
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
         bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
         if (ctx.vkBeginCommandBuffer(ctx.cmd, &bi) != VK_SUCCESS) throw std::runtime_error("vulkan: vkBeginCommandBuffer failed");

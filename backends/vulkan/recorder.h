@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backends/vulkan/vk_context.h"
+#include "core/ir/op_times.h"
 #include "core/ir/graph.h"
 #include "shaders/push.h"
 
@@ -47,8 +48,9 @@ struct Plan {
 
 class Recorder {
 public:
-    Recorder(Context& ctx, const Backend& owner, const Plan& plan, bool profile, std::map<std::string, double>& prof)
-        : ctx(ctx), plan(plan), owner_(owner), profile_(profile), prof_(prof) {}
+    // prof: LOCKSTEP_PROFILE's table (each dispatch submitted and timed on its own), or null.
+    Recorder(Context& ctx, const Backend& owner, const Plan& plan, OpTimes* prof)
+        : ctx(ctx), plan(plan), owner_(owner), prof_(prof) {}
 
     uint64_t addr(const Tensor* t) const;
     Range range(const Tensor* t) const { return {addr(t), addr(t) + std::max<size_t>(t->nbytes(), 1)}; }
@@ -79,6 +81,7 @@ public:
     // same input (q, k, v; gate, up) skips the quantizer.
     const Tensor* act_x = nullptr;
     DType act_t = DType::F32;
+    const Tensor* node = nullptr;  // the node being recorded: the profile's rows name it
 
 private:
     void dispatch_bytes(const std::string& variant, const void* pc, uint32_t size, uint32_t gx, uint32_t gy,
@@ -86,8 +89,7 @@ private:
     const Backend& owner_;
     std::vector<Range> pending_r_, pending_w_;
     size_t barriers_ = 0;
-    bool profile_;
-    std::map<std::string, double>& prof_;
+    OpTimes* prof_;
 };
 
 }  // namespace ls::vk

@@ -26,13 +26,7 @@ public:
     explicit VulkanBackend(int device) : ctx_(std::make_shared<Context>(device)) {}
     ~VulkanBackend() override {
         aux_.reset();
-        if (profile_) {
-            std::fprintf(stderr, "vulkan backend: time per shader variant (LOCKSTEP_PROFILE)\n");
-            std::vector<std::pair<double, std::string>> v;
-            for (auto& [k, t] : prof_) v.push_back({t, k});
-            std::sort(v.rbegin(), v.rend());
-            for (auto& [t, k] : v) std::fprintf(stderr, "  %-22s %9.3f s\n", k.c_str(), t);
-        }
+        if (profile_) times_.print(stderr, "vulkan", "time per shader variant,");
     }
 
     std::string name() const override { return "vulkan"; }
@@ -77,7 +71,7 @@ private:
     std::shared_ptr<Context> ctx_;
     std::unique_ptr<Buffer> aux_;  // activation rows, attention block partials
     bool profile_ = std::getenv("LOCKSTEP_PROFILE") != nullptr;
-    std::map<std::string, double> prof_;
+    OpTimes times_;
 };
 
 void VulkanBackend::compute(const Graph& g) {
@@ -99,7 +93,7 @@ void VulkanBackend::compute(const Graph& g) {
         aux_ = alloc(aux_need + aux_need / 4);
     }
     const uint64_t aux = own(*aux_).chunk->addr + own(*aux_).off;
-    Recorder rec(*ctx_, *this, plan, profile_, prof_);
+    Recorder rec(*ctx_, *this, plan, profile_ ? &times_ : nullptr);
     rec.act = Range{aux + act_off, aux + act_off + std::max<size_t>(plan.act_bytes, 1)};
     rec.attn = Range{aux + attn_off, aux + attn_off + std::max<size_t>(plan.attn_bytes, 1)};
 
@@ -108,7 +102,10 @@ void VulkanBackend::compute(const Graph& g) {
     bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
     if (ctx_->vkBeginCommandBuffer(ctx_->cmd, &bi) != VK_SUCCESS) throw std::runtime_error("vulkan: vkBeginCommandBuffer failed");
     try {
-        for (const Tensor* n : g.nodes()) op_entry(n->op).record(*n, rec);
+        for (const Tensor* n : g.nodes()) {
+            rec.node = n;
+            op_entry(n->op).record(*n, rec);
+        }
     } catch (...) {
         ctx_->vkEndCommandBuffer(ctx_->cmd);
         ctx_->vkResetCommandBuffer(ctx_->cmd, 0);
@@ -116,6 +113,7 @@ void VulkanBackend::compute(const Graph& g) {
     }
     if (ctx_->vkEndCommandBuffer(ctx_->cmd) != VK_SUCCESS) throw std::runtime_error("vulkan: vkEndCommandBuffer failed");
     ctx_->submit_and_wait();
+    if (profile_) times_.end_graph();
 }
 
 }  // namespace
