@@ -40,7 +40,9 @@
 #   llama-server), and with .gl carried, the Vulkan figures.
 # The next lease (changes written 2026-11-29 without a GPU: split decode matvecs, norms that
 # read ahead, the norm + quantizer pair) should time them first: `ls bits shapes ab compare`
-# (ab: fused / unfused / unsplit decode on the 270M and 8B shapes), then `suites profile`.
+# (ab: fused / unfused / unsplit decode on the 270M and 8B shapes, and Vulkan decode with and
+# without the subgroup kernels, K-quants and MoE included since the second 2026-11-29 session,
+# where the card has a Vulkan driver), then `suites profile`.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 B=/tmp/lease-build P=/tmp/lease-peer
