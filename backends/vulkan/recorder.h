@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "backends/vulkan/vk_context.h"
-#include "core/ir/op_times.h"
 #include "core/ir/graph.h"
+#include "core/ir/op_times.h"
 #include "shaders/push.h"
 
 namespace ls::vk {

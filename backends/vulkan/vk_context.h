@@ -3,6 +3,7 @@
 // queue), vk_memory.cpp (suballocation, host copies), vk_pipelines.cpp.
 #pragma once
 #define VK_NO_PROTOTYPES
+#include <algorithm>
 #include <vulkan/vulkan.h>
 
 #include <cstdint>
@@ -105,6 +106,9 @@ public:
     // the subgroup is smaller): 8, or LOCKSTEP_VK_SGK_LANES, so lavapipe's 8-lane subgroups
     // also run the passes of several super-blocks a 32- or 64-lane GPU subgroup takes.
     uint32_t sgk_lanes = 8;
+    // Weight rows per workgroup of the subgroup kernels (64 invocations; the shaders compute
+    // the same from the reported size, shaders/mul_mat_sg_rows.glsl).
+    uint32_t sg_rows() const { return std::max(1u, 64u / std::max(subgroup_size, 1u)); }
     // Attention's split form (key blocks over workgroups, then a fold pass): -1 where the
     // plan's size rule picks it, 0 never, 1 whenever a query spans two blocks or more
     // (LOCKSTEP_VK_ATTN_SPLIT=0 / 1, for the tests of both forms).

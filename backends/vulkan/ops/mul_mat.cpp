@@ -29,15 +29,12 @@ void record_mul_mat(const Tensor& n, Recorder& r) {
     // The subgroup variant for decode steps: one subgroup per weight row, R rows
     // per workgroup as the shader computes it from the reported subgroup size.
     const DType wt = a->type;
-    const bool sg = r.ctx.use_subgroup_dot && rows <= 4 && sg_type(wt);
-    // Its form for 256-element super-blocks: the lanes of a subgroup share super-blocks.
-    const bool sgk = r.ctx.use_subgroup_dot && rows <= 4 && sgk_type(wt);
-    if (sgk) pm.lanes = r.ctx.sgk_lanes;
-    if (sg || sgk) {
-        const uint64_t R = std::max(1u, 64u / r.ctx.subgroup_size), groups = (uint64_t(N) + R - 1) / R;
+    // (sg_kernel: a lane a 32-element block, or lanes sharing a 256-element super-block.)
+    if (const char* sg = sg_kernel(wt); sg && r.ctx.use_subgroup_dot && rows <= 4) {
+        if (sgk_type(wt)) pm.lanes = r.ctx.sgk_lanes;
+        const uint64_t R = r.ctx.sg_rows(), groups = (uint64_t(N) + R - 1) / R;
         const uint32_t gx = uint32_t(std::min<uint64_t>(groups, 65535)), gy = uint32_t((groups + gx - 1) / gx);
-        r.dispatch((sg ? "mul_mat_sg_" : "mul_mat_sgk_") + lower_name(wt), pm, gx, gy, {r.range(a), act_range(r, act_nb1, rows)},
-                   {r.range(&n)});
+        r.dispatch(std::string("mul_mat_") + sg + lower_name(wt), pm, gx, gy, {r.range(a), act_range(r, act_nb1, rows)}, {r.range(&n)});
         return;
     }
     r.dispatch((sh ? "mul_mat_sh_" : "mul_mat_") + lower_name(a->type), pm, (N + 63) / 64, (rows + 7) / 8,

@@ -26,10 +26,10 @@ void record_mul_mat_id(const Tensor& n, Recorder& r) {
     // Decode steps (up to 4 tokens): the subgroup kernels of mul_mat, a (token, expert) pair
     // per workgroup row, R weight rows per workgroup (mul_mat_sg_rows.glsl).
     const DType wt = a->type;
-    const uint64_t R = std::max(1u, 64u / std::max(r.ctx.subgroup_size, 1u)), row_groups = (uint64_t(N) + R - 1) / R;
-    if (r.ctx.use_subgroup_dot && ids->ne[1] <= 4 && row_groups <= 65535 && pairs >= 1 && (sg_type(wt) || sgk_type(wt))) {
+    const uint64_t R = r.ctx.sg_rows(), row_groups = (uint64_t(N) + R - 1) / R;
+    if (const char* sg = sg_kernel(wt); sg && r.ctx.use_subgroup_dot && ids->ne[1] <= 4 && row_groups <= 65535 && pairs >= 1) {
         if (sgk_type(wt)) pm.lanes = r.ctx.sgk_lanes;
-        r.dispatch((sgk_type(wt) ? "mul_mat_id_sgk_" : "mul_mat_id_sg_") + lower_name(wt), pm, uint32_t(row_groups), pairs,
+        r.dispatch(std::string("mul_mat_id_") + sg + lower_name(wt), pm, uint32_t(row_groups), pairs,
                    {r.range(a), r.range(ids), act_range(r, act_nb1, rows)}, {r.range(&n)});
         return;
     }

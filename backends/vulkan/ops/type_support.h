@@ -44,6 +44,8 @@ inline bool sgk_type(DType t) {
     return t == DType::Q2_K || t == DType::Q3_K || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K ||
            t == DType::IQ4_XS;
 }
+// The subgroup kernel's name part for weight type t ("sg_", "sgk_"), or null where none reads it.
+inline const char* sg_kernel(DType t) { return sg_type(t) ? "sg_" : sgk_type(t) ? "sgk_" : nullptr; }
 // KV cache types set_rows writes and attention reads.
 inline bool cache_type(DType t) {
     return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::Q8_0 || t == DType::Q4_0;
