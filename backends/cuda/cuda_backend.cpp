@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/last_reads.h"
 #include "backends/cuda/launch_context.h"
 #include "backends/cuda/step_profile.h"
 
@@ -231,31 +232,57 @@ private:
         ctx.int8_mma = int8_mma_;
         ctx.split_decode = split_decode_;
         ctx.graph = &g;
+        if (fuse_) {
+            reads_.build(g);
+            ctx.reads = &reads_;
+        }
         ctx.temp = [&](size_t bytes) { return temp(bytes); };
         ctx.act_buffer = [&](size_t bytes) { return act_buffer(bytes); };
         const auto& nodes = g.nodes();
         for (size_t i = 0; i < nodes.size(); ++i) {
             const Tensor* n = nodes[i];
             if (profile_) op_profile_.begin(stream_);
-            if (fuse_ && i + 1 < nodes.size() && launch_pair(*n, *nodes[i + 1], ctx)) {
-                if (profile_) op_profile_.end(stream_, *n, nodes[i + 1]);
-                ++i;
+            if (const size_t k = fuse_ ? launch_fused(nodes, i, ctx) : 0) {
+                if (profile_) op_profile_.end(stream_, *n, k > 1 ? nodes[i + k - 1] : nullptr);
+                i += k - 1;
                 continue;
             }
             kLaunchers[static_cast<int>(n->op)](*n, ctx);
             if (profile_) op_profile_.end(stream_, *n);
         }
     }
-    // Nodes a and b (the next) as one kernel where b reads a and a pattern fits: each small
-    // kernel of a decode step costs a few microseconds on the GPU whatever it does.
-    static bool launch_pair(const Tensor& a, const Tensor& b, cuda::Ctx& ctx) {
+    // Nodes from i on as fewer kernels where a pattern fits (each small kernel of a decode
+    // step costs a few microseconds on the GPU whatever it does): a layer's per-head rows
+    // (head_rows), mul_mats over the same activation rows, a residual step with the next norm,
+    // and pairs where the second node reads the first. The number of nodes launched; 0: none (nodes[i] goes alone).
+    static size_t launch_fused(const std::vector<Tensor*>& nodes, size_t i, cuda::Ctx& ctx) {
+        if (const size_t k = cuda::head_rows(nodes, i, ctx)) return k;
+        const Tensor& a = *nodes[i];
+        if (a.op == OpId::MUL_MAT) {
+            const int k = cuda::mul_mat_run(nodes, i);
+            if (k < 2) return 0;
+            cuda::mul_mat_group(&nodes[i], k, ctx);
+            return size_t(k);
+        }
+        if (const size_t k = cuda::rms_norm_add_norm(nodes, i, ctx)) return k;
+        if (i + 1 >= nodes.size()) return 0;
+        const Tensor& b = *nodes[i + 1];
         const bool reads_a = b.src[0] == &a || b.src[1] == &a;
-        if (!reads_a) return false;
-        if (b.op == OpId::MUL && a.op == OpId::GELU) return cuda::gelu_mul(a, b, ctx);
-        if (b.op == OpId::MUL && a.op == OpId::SILU) return cuda::silu_mul(a, b, ctx);
-        if (b.op == OpId::ADD && a.op == OpId::RMS_NORM) return cuda::rms_norm_add(a, b, ctx);
-        if (b.op == OpId::MUL_MAT && a.op == OpId::RMS_NORM) return cuda::rms_norm_mul_mat(a, b, ctx);
-        return false;
+        if (!reads_a) return 0;
+        if (b.op == OpId::MUL && (a.op == OpId::GELU || a.op == OpId::SILU)) {
+            const bool gelu = a.op == OpId::GELU;
+            if (i + 2 < nodes.size() && nodes[i + 2]->op == OpId::MUL_MAT && nodes[i + 2]->src[1] == &b) {
+                const int k = cuda::mul_mat_run(nodes, i + 2);
+                if (gelu ? cuda::gelu_mul_mat(a, b, &nodes[i + 2], k, ctx) : cuda::silu_mul_mat(a, b, &nodes[i + 2], k, ctx)) return 2 + size_t(k);
+            }
+            return (gelu ? cuda::gelu_mul(a, b, ctx) : cuda::silu_mul(a, b, ctx)) ? 2 : 0;
+        }
+        if (b.op == OpId::ADD && a.op == OpId::RMS_NORM) return cuda::rms_norm_add(a, b, ctx) ? 2 : 0;
+        if (b.op == OpId::MUL_MAT && a.op == OpId::RMS_NORM) {
+            const int k = cuda::mul_mat_run(nodes, i + 1);
+            return cuda::rms_norm_mul_mat(a, &nodes[i + 1], k, ctx) ? 1 + size_t(k) : 0;
+        }
+        return 0;
     }
     // Records launch_all's launches, brings a kept executable graph up to them and launches
     // it; false (nothing launched, errors cleared) when no graph could be made of them.
@@ -457,6 +484,7 @@ private:
     // LOCKSTEP_CUDA_FUSE=0: every node its own kernel (launch_pair off), to compare.
     bool fuse_ = !(std::getenv("LOCKSTEP_CUDA_FUSE") && std::string(std::getenv("LOCKSTEP_CUDA_FUSE")) == "0");
     cuda::OpProfile op_profile_;
+    cuda::LastReads reads_;  // the fused groups' view of the graph being launched
     // LOCKSTEP_CUDA_VERBOSE: graph counts and the host/GPU split of a step.
     bool verbose_ = std::getenv("LOCKSTEP_CUDA_VERBOSE") != nullptr;
     cuda::StepSplit split_;

@@ -9,11 +9,14 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "backends/cuda/launch_record.h"
 #include "core/ir/graph.h"
 
 namespace ls::cuda {
+
+class LastReads;
 
 // "CUDA error in <call> (<file>:<line>): <name>: <description>".
 std::string error_message(cudaError_t e, const char* call, const char* file, int line);
@@ -39,6 +42,9 @@ struct Ctx {
     // The graph being launched: index data (attention's positions and sequences) is read on
     // the host from its inputs (core/ir/index_inputs.h), never from the device.
     const Graph* graph = nullptr;
+    // Where the graph's tensors are last read (last_reads.h), for the fused groups; null
+    // where fusion is off.
+    const LastReads* reads = nullptr;
     // Device scratch for the current op (quantized activations, scores, tables). The next
     // op may reuse it: the stream orders them.
     std::function<void*(size_t)> temp;
@@ -98,9 +104,30 @@ LS_OP_LIST(LS_X)
 bool gelu_mul(const Tensor& act, const Tensor& mul, Ctx& ctx);
 bool silu_mul(const Tensor& act, const Tensor& mul, Ctx& ctx);
 bool rms_norm_add(const Tensor& norm, const Tensor& add, Ctx& ctx);
-// A norm and the mul_mat that reads it: the norm's kernel also quantizes the rows for the
-// matmul (which then skips its quantizer), then the matmul's kernel.
-bool rms_norm_mul_mat(const Tensor& norm, const Tensor& mm, Ctx& ctx);
+// The activation and its mul as above, with the quantization of the product for the mul_mats
+// that read it (mms, a run as mul_mat_run finds: the FFN's down projection), then theirs.
+bool gelu_mul_mat(const Tensor& act, const Tensor& mul, Tensor* const* mms, int n, Ctx& ctx);
+bool silu_mul_mat(const Tensor& act, const Tensor& mul, Tensor* const* mms, int n, Ctx& ctx);
+// A norm and the mul_mats that read it (n of them, a run as mul_mat_run finds): the norm's
+// kernel also quantizes the rows for them (which then skip their quantizer), then their kernel.
+bool rms_norm_mul_mat(const Tensor& norm, Tensor* const* mms, int n, Ctx& ctx);
+// Nodes i..i+2 a norm, the add that reads it and a norm of the add (a residual step, then
+// the next sublayer's norm: z = r + norm1(x), y2 = norm2(z)), and from i+3 the mul_mats that
+// read y2 (a run): the three and the mul_mats' quantizer as one kernel, then the mul_mats.
+// The number of nodes launched; 0 (nothing launched) where they do not fit.
+size_t rms_norm_add_norm(const std::vector<Tensor*>& nodes, size_t i, Ctx& ctx);
+// The mul_mats from node i on that read the same activation rows at decode (fewer rows than
+// the tiled kernels take), with weights of one type and row length: how many (at most 3:
+// a layer's q, k and v, its gate and up); 1 where nodes[i] goes alone, 0 where it is no
+// mul_mat CUDA runs. mul_mat_group runs such a run as one launch (after their quantizer,
+// unless the rows are already there).
+int mul_mat_run(const std::vector<Tensor*>& nodes, size_t i);
+void mul_mat_group(Tensor* const* mms, int n, Ctx& ctx);
+
+// The per-head row ops from node i on (head_rows.cu: rms_norm, rope and set_rows over the
+// q/k/v rows of a layer) as one kernel: the number of nodes it ran, 0 (nothing launched)
+// where nodes[i] does not start such a group of two or more.
+size_t head_rows(const std::vector<Tensor*>& nodes, size_t i, Ctx& ctx);
 
 // supports_<op> of the node's op (the table in cuda_backend.cpp); shared by
 // CudaBackend::supports and the tests.

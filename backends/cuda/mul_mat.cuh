@@ -29,20 +29,53 @@ constexpr int64_t kTiledMinRows = 32;
 // L1). A block of one warp would cap an SM at 32 warps.
 constexpr int kWarps = 4, kMRows = 4;
 
+// The weight matrices of one decode launch: up to kMaxMats that read the same activation rows
+// (a layer's q, k and v; gate and up), of one weight type and row length, their rows taken
+// one after another: row n of the launch is row n - start(i) of matrix i, the first whose
+// n_end is past n. A launch for each of them costs a few microseconds of a decode step whatever
+// the matrix; one launch over all their rows, the same kernels and the same bits.
+constexpr int kMaxMats = 3;
+struct DecodeMats {
+    const uint8_t* w[kMaxMats];
+    uint8_t* dst[kMaxMats];
+    Shape sd[kMaxMats];
+    int64_t w_nb1[kMaxMats];
+    int64_t n_end[kMaxMats];  // rows of matrices 0..i together
+    int64_t count;
+    // The launch's rows (of every matrix).
+    __host__ __device__ int64_t rows() const { return n_end[count - 1]; }
+    // Matrix i and its row of launch row n (< rows()).
+    __device__ int mat(int64_t n) const { return n < n_end[0] ? 0 : count > 1 && n < n_end[1] ? 1 : 2; }
+    __device__ int64_t row(int i, int64_t n) const { return i == 0 ? n : n - n_end[i - 1]; }
+    __device__ const uint8_t* w_row(int64_t n) const {
+        const int i = mat(n);
+        return w[i] + row(i, n) * w_nb1[i];
+    }
+    __device__ float* out(int64_t n, int64_t m) const {
+        const int i = mat(n);
+        return reinterpret_cast<float*>(dst[i] + row_offset(sd[i], m) + row(i, n) * 4);
+    }
+};
+// One matrix (weight rows of w_nb1 bytes, N of them) into dst (host side).
+inline DecodeMats one_mat(const uint8_t* w, int64_t w_nb1, int64_t N, uint8_t* dst, const Shape& sd) {
+    DecodeMats m{};
+    m.w[0] = w, m.dst[0] = dst, m.sd[0] = sd, m.w_nb1[0] = w_nb1, m.n_end[0] = N, m.count = 1;
+    return m;
+}
+
 template <DType W>
-__global__ void __launch_bounds__(32 * kWarps) dot_q_kernel(const uint8_t* w, int64_t w_nb1, int64_t N, const uint8_t* act,
-                                                            int64_t act_row_bytes, int64_t n_mrows, int64_t nb, uint8_t* dst,
-                                                            Shape sd) {
+__global__ void __launch_bounds__(32 * kWarps) dot_q_kernel(DecodeMats mats, const uint8_t* act, int64_t act_row_bytes, int64_t n_mrows,
+                                                            int64_t nb) {
     using D = cudaq::WDot<W>;
     const int64_t n = int64_t(blockIdx.x) * kWarps + threadIdx.y;
-    if (n >= N) return;  // the whole warp
+    if (n >= mats.rows()) return;  // the whole warp
     const int lane = threadIdx.x;
-    const auto* x = reinterpret_cast<const typename D::WB*>(w + n * w_nb1);
+    const auto* x = reinterpret_cast<const typename D::WB*>(mats.w_row(n));
     const int64_t m0 = int64_t(blockIdx.y) * kMRows, m1 = m0 + kMRows < n_mrows ? m0 + kMRows : n_mrows;
     for (int64_t m = m0; m < m1; ++m) {
         const auto* y = reinterpret_cast<const typename D::AB*>(act + m * act_row_bytes);
         const float r = warp_row_dot<W>(x, y, nb, lane);
-        if (lane == 0) *reinterpret_cast<float*>(dst + row_offset(sd, m) + n * 4) = r;
+        if (lane == 0) *mats.out(n, m) = r;
     }
 }
 
@@ -69,9 +102,8 @@ template <DType W> __host__ __device__ inline int split_ways(int64_t nb) {
 }
 
 template <DType W>
-__global__ void __launch_bounds__(32 * kWarps) dot_q_split_kernel(const uint8_t* w, int64_t w_nb1, int64_t N, const uint8_t* act,
-                                                                  int64_t act_row_bytes, int64_t n_mrows, int64_t nb, uint8_t* dst,
-                                                                  Shape sd, int ways) {
+__global__ void __launch_bounds__(32 * kWarps) dot_q_split_kernel(DecodeMats mats, const uint8_t* act, int64_t act_row_bytes,
+                                                                  int64_t n_mrows, int64_t nb, int ways) {
     using D = cudaq::WDot<W>;
     constexpr int S = cudaq::kSubsPerBlock<W>, kPer = 32 / S, kMaxB = kSplitMaxBlocks<W>;
     constexpr int kRows = kWarps / 2;  // weight rows per block at most (ways >= 2)
@@ -80,10 +112,10 @@ __global__ void __launch_bounds__(32 * kWarps) dot_q_split_kernel(const uint8_t*
     __shared__ float tms[D::has_min ? kRows : 1][D::has_min ? kMRows : 1][D::has_min ? kMaxB + 1 : 1];
     const int r = int(threadIdx.y) / ways, part = int(threadIdx.y) % ways, lane = threadIdx.x, jb = lane / S;
     const int64_t n = int64_t(blockIdx.x) * (kWarps / ways) + r;
-    if (n >= N) return;  // the whole warp (and its row's other warps)
+    if (n >= mats.rows()) return;  // the whole warp (and its row's other warps)
     const int64_t m0 = int64_t(blockIdx.y) * kMRows;
     const int mc = int(n_mrows - m0 < kMRows ? n_mrows - m0 : kMRows);
-    const auto* x = reinterpret_cast<const typename D::WB*>(w + n * w_nb1);
+    const auto* x = reinterpret_cast<const typename D::WB*>(mats.w_row(n));
     for (int64_t g = part; g * kPer < nb; g += ways) {
         const int64_t b = g * kPer + jb;
         const bool live = b < nb;
@@ -106,7 +138,7 @@ __global__ void __launch_bounds__(32 * kWarps) dot_q_split_kernel(const uint8_t*
         sum = __fadd_rn(sum, ts[r][lane][b]);
         if constexpr (D::has_min) msum = __fadd_rn(msum, tms[r][lane][b]);
     }
-    *reinterpret_cast<float*>(dst + row_offset(sd, m0 + lane) + n * 4) = cudaq::finish<W>(sum, msum);
+    *mats.out(n, m0 + lane) = cudaq::finish<W>(sum, msum);
 }
 
 // Blocks per stage of the tiled kernels: 4 of the 32-element types, 1 of the 256-element ones.

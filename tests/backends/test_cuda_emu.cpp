@@ -262,9 +262,25 @@ template <DType W> void emu_mul_mat(const Tensor& w, const std::vector<uint8_t>&
     // only >= 0: that kernel alone (0 warp per row, 1 dp4a tiles, 2 tensor-core tiles), the
     // others' outputs left empty.
     auto fresh = [&] { return std::vector<uint8_t>(dst.nbytes(), 0xEE); };
+    // The decode kernels take the weight rows as `parts` matrices one after another (a
+    // grouped launch of q, k and v: cuda::DecodeMats), here the same matrix cut in row ranges
+    // of different sizes, each writing its own columns of dst: the same outputs as one.
+    auto mats = [&](uint8_t* out, int parts) {
+        cuda::DecodeMats m{};
+        m.count = parts;
+        int64_t start = 0;
+        for (int i = 0; i < parts; ++i) {
+            const int64_t end = i + 1 == parts ? N : std::min(N, start + N / (2 * parts) + i + 1);
+            m.w[i] = wp + start * int64_t(w.nb[1]), m.w_nb1[i] = int64_t(w.nb[1]);
+            m.dst[i] = out + start * 4, m.sd[i] = sd;
+            m.n_end[i] = end;
+            start = end;
+        }
+        return m;
+    };
     outs.push_back(fresh());
     if (only < 0 || only == 0) emu::launch(dim((N + cuda::kWarps - 1) / cuda::kWarps, (n_mrows + cuda::kMRows - 1) / cuda::kMRows), dim(32, cuda::kWarps), [&] {
-        cuda::dot_q_kernel<W>(wp, int64_t(w.nb[1]), N, act.data(), arb, n_mrows, nb, outs.back().data(), sd);
+        cuda::dot_q_kernel<W>(mats(outs.back().data(), 3), act.data(), arb, n_mrows, nb);
     });
     const cuda::PlainRows p{wp, int64_t(w.nb[1]), N, act.data(), arb, n_mrows, nullptr, sd};
     outs.push_back(fresh());
@@ -290,8 +306,7 @@ template <DType W> void emu_mul_mat(const Tensor& w, const std::vector<uint8_t>&
                 outs.back() = fresh();
                 emu::launch(dim((N * ways + cuda::kWarps - 1) / cuda::kWarps, (n_mrows + cuda::kMRows - 1) / cuda::kMRows),
                             dim(32, cuda::kWarps), [&] {
-                                cuda::dot_q_split_kernel<W>(wp, int64_t(w.nb[1]), N, act.data(), arb, n_mrows, nb, outs.back().data(), sd,
-                                                            ways);
+                                cuda::dot_q_split_kernel<W>(mats(outs.back().data(), ways == 2 ? 2 : 1), act.data(), arb, n_mrows, nb, ways);
                             });
             }
     }

@@ -220,6 +220,29 @@ struct NormMatCase {
     }
 };
 
+// A gated FFN's activation, its product with up and the down projection that reads it, all
+// three outputs compared: the CUDA backend runs the activation and the product as one kernel
+// that also quantizes the product's rows for the mul_mat (gelu_mul_mat, silu_mul_mat), for
+// 32- and 256-element dot types, at decode and prompt rows, across rows that end inside a
+// 256-element kernel block (K = 96).
+struct GluMatCase {
+    bool silu;
+    DType type;
+    int64_t K, M;
+    std::string name() const {
+        return std::string(silu ? "silu" : "gelu") + "*up+mul_mat(type=" + dtype_name(type) + ",K=" + std::to_string(K) +
+               ",N=37,M=" + std::to_string(M) + ")";
+    }
+    std::vector<Tensor*> build(Graph& g, Backend& be, Keep& k, std::mt19937& r) const {
+        Tensor* a = in_f32(g, r, {K, M}, 2.0f);
+        Tensor* up = in_f32(g, r, {K, M});
+        Tensor* y = silu ? ops::silu(g, a) : ops::gelu(g, a);
+        Tensor* z = mul(g, y, up);
+        Tensor* w = k.persistent(be, type, {K, 37}, quantized_random(r, type, K, 37));
+        return {y, z, mul_mat(g, w, z)};
+    }
+};
+
 struct GetRowsCase {
     DType type;
     std::string name() const { return std::string("get_rows(type=") + dtype_name(type) + ",src=[" + std::to_string(K()) + ",9],rows=[3,0,8,3])"; }
@@ -244,6 +267,52 @@ struct SetRowsCase {
         if (index == DType::I64) ix = g.input(DType::I64, {4}, idx.data(), "idx");
         else ix = in_i32(g, std::vector<int32_t>(idx.begin(), idx.end()));
         return {set_rows(g, dst, in_f32(g, r, {K, 4}), ix)};
+    }
+};
+
+// A layer's per-head rows between its projections and its attention: q and k rms-normed per
+// head (Gemma 3, Qwen3) or not (Llama), roped, and k (reshaped to token rows) and v written
+// into their caches, in the order the models build them. The CUDA backend runs the six nodes
+// as one kernel (head_rows.cu); a repeated cache row (the last writer wins), quantized caches,
+// partial rotation, and an intermediate that is also an output (the kernel writes it).
+struct HeadRowsCase {
+    bool norms;
+    int mode;
+    DType cache;
+    std::vector<int32_t> rows;  // a token's cache row
+    int64_t D = 64, H = 4, Hkv = 2, n_dims = 64;
+    bool norm_out = false;
+    std::string name() const {
+        std::string r;
+        for (int32_t x : rows) r += (r.empty() ? "" : ",") + std::to_string(x);
+        return std::string("head_rows(norms=") + (norms ? "yes" : "no") + ",mode=" + (mode == ROPE_NEOX ? "neox" : "normal") +
+               ",cache=" + dtype_name(cache) + ",q=[" + std::to_string(D) + "," + std::to_string(H) + "],kv_heads=" +
+               std::to_string(Hkv) + ",n_dims=" + std::to_string(n_dims) + ",rows=[" + r + "]" + (norm_out ? ",norm_out" : "") + ")";
+    }
+    std::vector<Tensor*> build(Graph& g, Backend& be, Keep& k, std::mt19937& r) const {
+        const int64_t T = int64_t(rows.size()), C = 10;
+        Tensor* q = in_f32(g, r, {D, H, T}, 2.0f);
+        Tensor* kx = in_f32(g, r, {D, Hkv, T}, 2.0f);
+        Tensor* v = in_f32(g, r, {D * Hkv, T});
+        Tensor* kc = k.persistent(be, cache, {D * Hkv, C}, quantized_random(r, cache, D * Hkv, C));
+        Tensor* vc = k.persistent(be, cache, {D * Hkv, C}, quantized_random(r, cache, D * Hkv, C));
+        Tensor* qn = q;
+        if (norms) {
+            qn = rms_norm(g, q, in_f32(g, r, {D}), 1e-6f);
+            kx = rms_norm(g, kx, in_f32(g, r, {D}), 1e-6f);
+        }
+        std::vector<int32_t> pos;
+        for (int64_t t = 0; t < T; ++t) pos.push_back(int32_t(30 + 7 * t));
+        const RopeParams p{int32_t(n_dims), mode, 10000.f, 1.f};
+        Tensor* table = rope_table(g, pos.data(), T, p, nullptr);
+        Tensor* qr = rope(g, qn, table, p);
+        Tensor* kr = rope(g, kx, table, p);
+        Tensor* idx = in_i32(g, rows);
+        Tensor* ks = set_rows(g, kc, reshape(g, kr, {D * Hkv, T}), idx);
+        Tensor* vs = set_rows(g, vc, v, idx);
+        std::vector<Tensor*> out = {qr, ks, vs};
+        if (norm_out) out.push_back(qn);
+        return out;
     }
 };
 
@@ -682,6 +751,16 @@ std::vector<OpCase> op_cases() {
                     DType::IQ4_XS})
         for (int64_t X : {1, 2})
             for (int64_t T : {1, 3}) add_case(c, "mul_mat_id", MulMatIdCase{t, X, T});
+    // The per-head rows of an attention layer (HeadRowsCase): Gemma 3 270M's decode geometry,
+    // several tokens with a repeated cache row, each cache type, with and without the norms.
+    add_case(c, "head_rows", HeadRowsCase{true, ROPE_NEOX, DType::F16, {7}, 256, 4, 1, 256});
+    add_case(c, "head_rows", HeadRowsCase{true, ROPE_NEOX, DType::Q8_0, {4, 9, 4}, 64, 4, 2, 64, true});
+    add_case(c, "head_rows", HeadRowsCase{false, ROPE_NORMAL, DType::F32, {0, 1, 2}, 64, 4, 2, 48});
+    add_case(c, "head_rows", HeadRowsCase{true, ROPE_NORMAL, DType::BF16, {3, 8}, 64, 2, 2, 64});
+    add_case(c, "head_rows", HeadRowsCase{false, ROPE_NEOX, DType::Q4_0, {9}, 128, 8, 2, 128});
+    for (bool silu : {false, true})
+        for (auto [t, K] : {std::pair{DType::Q4_K, int64_t(512)}, std::pair{DType::Q8_0, int64_t(96)}})
+            for (int64_t M : {1, 40}) add_case(c, "glu_mul_mat", GluMatCase{silu, t, K, M});
     return c;
 }
 

@@ -32,8 +32,8 @@
 #             (LOCKSTEP_CUDA_ATTN_TILES=0: the per-query kernels; GPU_PROFILE_TILES=0 leaves
 #             that part out)
 #   ab        per shapes file (GPU_AB_SHAPES, default gemma3-270m qwen3-8b): the host/GPU split
-#             of a decode step (LOCKSTEP_CUDA_VERBOSE), then decode with the fused pairs and
-#             split matvecs, without the pairs (LOCKSTEP_CUDA_FUSE=0), without the split (a warp
+#             of a decode step (LOCKSTEP_CUDA_VERBOSE), then decode with the fused launches and
+#             split matvecs, without fusion (LOCKSTEP_CUDA_FUSE=0), without the split (a warp
 #             per weight row: LOCKSTEP_CUDA_SPLIT=0) and with both again, -p 0 -n 128 -r 3 each
 #   compare   lockstep against llama.cpp's llama-bench on the shapes files (GPU_COMPARE_MODELS:
 #             shape names, each optionally @D1:D2 for its own depths), alternating
