@@ -305,10 +305,16 @@ LS_UNROLL
                 if (c + l < Dk) p[l] = __fadd_rn(p[l], __fmul_rn(q[c + l], tile_elem<F16>(kt, krow, c + l)));
         }
     }
+    static_assert(kCanonLanes == 32, "the tree below is warp_canon_tree's for 32 partials");
 LS_UNROLL
-    for (int w = kCanonLanes / 2; w >= 1; w /= 2)
+    for (int l = 0; l < 16; ++l) p[l] = __fadd_rn(p[l], p[l + 16]);
 LS_UNROLL
-        for (int l = 0; l < w; ++l) p[l] = __fadd_rn(p[l], p[l + w]);
+    for (int l = 0; l < 8; ++l) p[l] = __fadd_rn(p[l], p[l + 8]);
+LS_UNROLL
+    for (int l = 0; l < 4; ++l) p[l] = __fadd_rn(p[l], p[l + 4]);
+LS_UNROLL
+    for (int l = 0; l < 2; ++l) p[l] = __fadd_rn(p[l], p[l + 2]);
+    p[0] = __fadd_rn(p[0], p[1]);
     float x = __fmul_rn(p[0], scale);
     if (softcap > 0) x = __fmul_rn(softcap, det_tanh(canon_div(x, softcap)));
     return x;

@@ -247,6 +247,7 @@ template <DType W, class Map> __device__ inline void mma_tile(const Map& map, in
     if (tid < kMmaM) ap[tid] = map.a_row(tid);
     __syncthreads();
     float sum[4 * kMmaCT], msum[4 * kMmaCT];
+LS_UNROLL
     for (int o = 0; o < 4 * kMmaCT; ++o) sum[o] = msum[o] = 0;
     for (int64_t b0 = 0; b0 < nb; b0 += KB) {
         const int kb = int(nb - b0 < KB ? nb - b0 : KB);
@@ -255,24 +256,31 @@ template <DType W, class Map> __device__ inline void mma_tile(const Map& map, in
         __syncthreads();
         for (int j = 0; j < kb; ++j) {
             int acc[4 * kMmaCT];
+LS_UNROLL
             for (int o = 0; o < 4 * kMmaCT; ++o) acc[o] = 0;
-            for (int s = 0; s < NS; ++s) {
+            for (int s = 0; s < NS; ++s) {  // rolled: unrolled, the kernels took 160-168 registers
                 uint32_t a[S / 8];
+LS_UNROLL
                 for (int r = 0; r < S / 16; ++r) {
                     a[2 * r] = D::value4(ws[rw[0]][j], s * S + 16 * r + 4 * t);
                     a[2 * r + 1] = D::value4(ws[rw[1]][j], s * S + 16 * r + 4 * t);
                 }
                 const int sc[2] = {D::sub_scale(ws[rw[0]][j], s), D::sub_scale(ws[rw[1]][j], s)};
+LS_UNROLL
                 for (int c = 0; c < kMmaCT; ++c) {
                     const auto& y = as[8 * c + g][j];
                     uint32_t b[S / 16];
+LS_UNROLL
                     for (int r = 0; r < S / 16; ++r) b[r] = cudaq::ld4(y.qs + s * S + 16 * r + 4 * t);
                     int d[4] = {0, 0, 0, 0};
                     mma_s8<S>(d, a, b);
+LS_UNROLL
                     for (int q = 0; q < 4; ++q) acc[4 * c + q] += sc[q / 2] * d[q];
                 }
             }
+LS_UNROLL
             for (int c = 0; c < kMmaCT; ++c)
+LS_UNROLL
                 for (int q = 0; q < 4; ++q) {
                     const auto& x = ws[rw[q / 2]][j];
                     const auto& y = as[8 * c + 2 * t + q % 2][j];
@@ -284,7 +292,9 @@ template <DType W, class Map> __device__ inline void mma_tile(const Map& map, in
         }
         __syncthreads();
     }
+LS_UNROLL
     for (int c = 0; c < kMmaCT; ++c)
+LS_UNROLL
         for (int q = 0; q < 4; ++q) {
             const int r = rw[q / 2], m = 8 * c + 2 * t + q % 2;
             if (wp[r] && ap[m]) *map.out(r, m) = cudaq::finish<W>(sum[4 * c + q], msum[4 * c + q]);
