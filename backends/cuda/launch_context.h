@@ -112,9 +112,10 @@ bool silu_mul_mat(const Tensor& act, const Tensor& mul, Tensor* const* mms, int 
 // kernel also quantizes the rows for them (which then skip their quantizer), then their kernel.
 bool rms_norm_mul_mat(const Tensor& norm, Tensor* const* mms, int n, Ctx& ctx);
 // Nodes i..i+2 a norm, the add that reads it and a norm of the add (a residual step, then
-// the next sublayer's norm: z = r + norm1(x), y2 = norm2(z)), and from i+3 the mul_mats that
-// read y2 (a run): the three and the mul_mats' quantizer as one kernel, then the mul_mats.
-// The number of nodes launched; 0 (nothing launched) where they do not fit.
+// the next sublayer's norm: z = r + norm1(x), y2 = norm2(z)), or nodes i..i+1 the add and the
+// norm (z = x + r, y2 = norm2(z)), then the mul_mats that read y2 (a run): the norms, the add
+// and the mul_mats' quantizer as one kernel, then the mul_mats. The number of nodes
+// launched; 0 (nothing launched) where they do not fit.
 size_t rms_norm_add_norm(const std::vector<Tensor*>& nodes, size_t i, Ctx& ctx);
 // The mul_mats from node i on that read the same activation rows at decode (fewer rows than
 // the tiled kernels take), with weights of one type and row length: how many (at most 3:

@@ -114,7 +114,8 @@ rms_norm_staged_kernel(const uint8_t* x, Shape sx, const float* w, uint8_t* y, S
 }
 
 // A residual step and the norm of its sum, as Gemma's sublayers end and begin: y1 = norm1(x),
-// z = r + y1, y2 = norm2(z), with y2 quantized for the mul_mats that read it. One block a
+// z = r + y1, y2 = norm2(z), with y2 quantized for the mul_mats that read it (or, the other
+// models, z = r + x, y2 = norm2(z)). One block a
 // row, staged as above: x, then z, then y2 in shared memory, each norm's sum by one warp from
 // there. y1 is written only where a later node reads it (write_y1).
 struct SecondNorm {
@@ -126,6 +127,9 @@ struct SecondNorm {
 };
 static_assert(sizeof(SecondNorm) == 2 * 8 + sizeof(Shape) + 2 * 4, "SecondNorm has no padding bytes");
 
+// kNorm1 false: the residual step alone first (z = r + x: Llama's and most models' add, then
+// the next sublayer's norm); w, y, sy, eps unused.
+template <bool kNorm1>
 __global__ void __launch_bounds__(kStageThreads)
 rms_norm_add_norm_kernel(const uint8_t* x, Shape sx, const float* w, uint8_t* y, Shape sy, float eps, AddRows add, SecondNorm n2,
                          QuantRows qr) {
@@ -136,19 +140,19 @@ rms_norm_add_norm_kernel(const uint8_t* x, Shape sx, const float* w, uint8_t* y,
     const float* px = reinterpret_cast<const float*>(x + row_offset(sx, r));
     strided_ahead(tid, K, kStageThreads, [&](int64_t i) { return px[i]; }, [&](int64_t i, float v) { xs[i] = v; });
     __syncthreads();
-    if (tid < 32) {
+    if (kNorm1 && tid < 32) {
         const float ss = warp_canon_dot(xs, xs, K, tid);
         if (tid == 0) rs_shared = canon_div(1.0f, canon_sqrt(__fadd_rn(canon_div(ss, float(K)), eps)));
     }
-    __syncthreads();
-    const float rs = rs_shared;
-    float* py = n2.write_y1 ? reinterpret_cast<float*>(y + row_offset(sy, r)) : nullptr;
+    if (kNorm1) __syncthreads();
+    const float rs = kNorm1 ? rs_shared : 1.0f;
+    float* py = kNorm1 && n2.write_y1 ? reinterpret_cast<float*>(y + row_offset(sy, r)) : nullptr;
     const float* pr = add_in<true>(add, r);
     float* pz = add_out<true>(add, r);
     strided_ahead(
-        tid, K, kStageThreads, [&](int64_t i) { return NormIn{xs[i], w ? w[i] : 1.0f, pr[i]}; },
+        tid, K, kStageThreads, [&](int64_t i) { return NormIn{xs[i], kNorm1 && w ? w[i] : 1.0f, pr[i]}; },
         [&](int64_t i, NormIn in) {
-            const float v = __fmul_rn(__fmul_rn(in.x, rs), in.w);
+            const float v = kNorm1 ? __fmul_rn(__fmul_rn(in.x, rs), in.w) : in.x;
             if (py) py[i] = v;
             const float z = __fadd_rn(in.r, v);
             pz[i] = z;
@@ -225,54 +229,62 @@ bool rms_norm_mul_mat(const Tensor& norm, Tensor* const* mms, int n, Ctx& ctx) {
 }
 
 size_t rms_norm_add_norm(const std::vector<Tensor*>& nodes, size_t i, Ctx& ctx) {
-    if (!ctx.reads || i + 3 >= nodes.size()) return 0;
-    const Tensor &n1 = *nodes[i], &add = *nodes[i + 1], &n2 = *nodes[i + 2];
-    if (n1.op != OpId::RMS_NORM || add.op != OpId::ADD || n2.op != OpId::RMS_NORM || (add.src[0] != &n1 && add.src[1] != &n1) ||
-        n2.src[0] != &add || add.src[0] == add.src[1])
+    // norm1, add, norm2 (Gemma), or add, norm2 (the others): the add at node i + a.
+    const size_t a = nodes[i]->op == OpId::RMS_NORM ? 1 : 0;
+    if (!ctx.reads || i + a + 2 >= nodes.size()) return 0;
+    const Tensor* n1 = a ? nodes[i] : nullptr;
+    const Tensor &add = *nodes[i + a], &n2 = *nodes[i + a + 1];
+    if (add.op != OpId::ADD || n2.op != OpId::RMS_NORM || (n1 && add.src[0] != n1 && add.src[1] != n1) || n2.src[0] != &add ||
+        add.src[0] == add.src[1])
         return 0;
-    const int n = mul_mat_run(nodes, i + 3);
-    if (n < 1 || nodes[i + 3]->src[1] != &n2) return 0;
-    const Tensor& x = *n1.src[0];
-    const Tensor* r = add.src[0] == &n1 ? add.src[1] : add.src[0];
-    const Tensor* wt = nodes[i + 3]->src[0];
+    const int n = mul_mat_run(nodes, i + a + 2);
+    if (n < 1 || nodes[i + a + 2]->src[1] != &n2) return 0;
+    // The row staged first (norm1's input, or the add's first operand) and the add's other one.
+    const Tensor& x = n1 ? *n1->src[0] : *add.src[0];
+    const Tensor* r = !n1 ? add.src[1] : add.src[0] == n1 ? add.src[1] : add.src[0];
+    const Tensor* wt = nodes[i + a + 2]->src[0];
     const int64_t n_rows = x.nrows(), K = x.ne[0];
-    auto same = [&](const Tensor* t) { return t && f32_elems(t) && same_ne(*t, n1); };
-    if (!same(&x) || !same(r) || !same(&add) || !same(&n2) || !same(&n1) || n1.nelements() == 0 || !staged_rows(K, n_rows) ||
-        wt->ne[0] != K)
+    auto same = [&](const Tensor* t) { return t && f32_elems(t) && same_ne(*t, add); };
+    if (!same(&x) || !same(r) || !same(&n2) || (n1 && !same(n1)) || add.nelements() == 0 || !staged_rows(K, n_rows) || wt->ne[0] != K)
         return 0;
-    for (const Tensor* nw : {n1.src[1], n2.src[1]})
+    for (const Tensor* nw : {n1 ? n1->src[1] : nullptr, n2.src[1]})
         if (nw && (!f32_elems(nw) || !nw->is_contiguous() || nw->ne[0] < K)) return 0;
     const DType at = vec_dot_type(wt->type);
     if (!warp_quantized(at) || K % cudaq::quant_block_elems(at) != 0) return 0;
     // norm1's output, read by the add: written only where a node after the add reads it too.
-    const bool write_y1 = ctx.reads->read_after(&n1, i + 1);
+    const bool write_y1 = n1 && ctx.reads->read_after(n1, i + 1);
     // Several rows run in blocks side by side: what a block writes must lie apart from what
     // another reads or writes (the allocator may put the add's and norm2's outputs over inputs
-    // that died at an earlier node of the three). A single row's block reads x whole before
+    // that died at an earlier node of the group). A single row's block reads x whole before
     // it writes, r before it writes y2, and writes y1 before y2.
     if (n_rows > 1) {
         std::vector<const Tensor*> outs = {&add, &n2};
-        if (write_y1) outs.push_back(&n1);
-        for (size_t a = 0; a < outs.size(); ++a) {
+        if (write_y1) outs.push_back(n1);
+        for (size_t u = 0; u < outs.size(); ++u) {
             for (const Tensor* in : {&x, r})
-                if (!fused_output_safe(*outs[a], *in) || dptr(*outs[a]) == dptr(*in)) return 0;
-            for (size_t b = a + 1; b < outs.size(); ++b)
-                if (!fused_output_safe(*outs[a], *outs[b]) || dptr(*outs[a]) == dptr(*outs[b])) return 0;
+                if (!fused_output_safe(*outs[u], *in) || dptr(*outs[u]) == dptr(*in)) return 0;
+            for (size_t v = u + 1; v < outs.size(); ++v)
+                if (!fused_output_safe(*outs[u], *outs[v]) || dptr(*outs[u]) == dptr(*outs[v])) return 0;
         }
     }
     const int64_t arb = int64_t(row_bytes(at, K));
     const QuantRows qr{static_cast<uint8_t*>(ctx.act_buffer(size_t(arb * n_rows))), arb, K / cudaq::quant_block_elems(at), at};
-    const float* w1 = n1.src[1] ? reinterpret_cast<const float*>(dptr(*n1.src[1])) : nullptr;
     const SecondNorm sn{n2.src[1] ? reinterpret_cast<const float*>(dptr(*n2.src[1])) : nullptr, dptr(n2), shape_of(n2),
                         n2.get_params<RmsNormParams>().eps, write_y1 ? 1 : 0};
-    LS_LAUNCH(rms_norm_add_norm_kernel, unsigned(n_rows), kStageThreads, ctx.stream)(
-        dptr(x), shape_of(x), w1, dptr(n1), shape_of(n1), n1.get_params<RmsNormParams>().eps,
-        AddRows{dptr(*r), shape_of(*r), dptr(add), shape_of(add)}, sn, qr);
+    const AddRows ar{dptr(*r), shape_of(*r), dptr(add), shape_of(add)};
+    if (n1) {
+        const float* w1 = n1->src[1] ? reinterpret_cast<const float*>(dptr(*n1->src[1])) : nullptr;
+        LS_LAUNCH(rms_norm_add_norm_kernel<true>, unsigned(n_rows), kStageThreads, ctx.stream)(
+            dptr(x), shape_of(x), w1, dptr(*n1), shape_of(*n1), n1->get_params<RmsNormParams>().eps, ar, sn, qr);
+    } else {
+        LS_LAUNCH(rms_norm_add_norm_kernel<false>, unsigned(n_rows), kStageThreads, ctx.stream)(dptr(x), shape_of(x), nullptr, nullptr,
+                                                                                             shape_of(x), 0.0f, ar, sn, qr);
+    }
     LS_CUDA_CHECK_LAUNCH("rms_norm_add_norm_kernel");
     ctx.act_rows.src = &n2;
     ctx.act_rows.type = at;
-    mul_mat_group(&nodes[i + 3], n, ctx);
-    return 3 + size_t(n);
+    mul_mat_group(&nodes[i + a + 2], n, ctx);
+    return a + 2 + size_t(n);
 }
 
 // The norm and the add that reads it (add = norm + r or r + norm, r of the norm's shape),

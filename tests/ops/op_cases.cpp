@@ -243,6 +243,34 @@ struct GluMatCase {
     }
 };
 
+// A residual step and the next sublayer's norm, with the mul_mat that reads the norm, every
+// output compared: Gemma's norm, add, norm (first_norm) or the other models' add, norm. The
+// CUDA backend runs them and the mul_mat's quantizer as one kernel (rms_norm_add_norm), for
+// 32- and 256-element dot types, at decode and prompt rows.
+struct AddNormMatCase {
+    bool first_norm;
+    DType type;
+    int64_t K, M;
+    std::string name() const {
+        return std::string(first_norm ? "rms_norm+" : "") + "add+rms_norm+mul_mat(type=" + dtype_name(type) + ",K=" + std::to_string(K) +
+               ",N=37,M=" + std::to_string(M) + ")";
+    }
+    std::vector<Tensor*> build(Graph& g, Backend& be, Keep& k, std::mt19937& r) const {
+        Tensor* x = in_f32(g, r, {K, M}, 2.0f);
+        Tensor* res = in_f32(g, r, {K, M});
+        std::vector<Tensor*> out;
+        if (first_norm) {
+            x = rms_norm(g, x, in_f32(g, r, {K}), 1e-6f);
+            out.push_back(x);
+        }
+        Tensor* z = add(g, res, x);
+        Tensor* y = rms_norm(g, z, in_f32(g, r, {K}), 1e-5f);
+        Tensor* w = k.persistent(be, type, {K, 37}, quantized_random(r, type, K, 37));
+        out.insert(out.end(), {z, y, mul_mat(g, w, y)});
+        return out;
+    }
+};
+
 struct GetRowsCase {
     DType type;
     std::string name() const { return std::string("get_rows(type=") + dtype_name(type) + ",src=[" + std::to_string(K()) + ",9],rows=[3,0,8,3])"; }
@@ -761,6 +789,9 @@ std::vector<OpCase> op_cases() {
     for (bool silu : {false, true})
         for (auto [t, K] : {std::pair{DType::Q4_K, int64_t(512)}, std::pair{DType::Q8_0, int64_t(96)}})
             for (int64_t M : {1, 40}) add_case(c, "glu_mul_mat", GluMatCase{silu, t, K, M});
+    for (bool first_norm : {false, true})
+        for (DType t : {DType::Q4_K, DType::Q8_0})
+            for (int64_t M : {1, 40}) add_case(c, "norm_mul_mat", AddNormMatCase{first_norm, t, 1024, M});
     return c;
 }
 
