@@ -178,7 +178,11 @@ bool plan_chain(const Chain& ch, size_t last, const LastReads& reads, RowChain& 
         } else if (&s != ch.x) {
             return false;
         }
-        if (!cudaq::quant_supported(cache.type) || !cache_type(cache.type) || !cache.is_contiguous() || !index_type(&idx)) return false;
+        // A cache (persistent): no chain's input lies in it. (set_rows into an intermediate,
+        // such as the image rows written into the embeddings, runs apart.)
+        if (base_of(&cache)->kind != TensorKind::Persistent || !cudaq::quant_supported(cache.type) || !cache_type(cache.type) ||
+            !cache.is_contiguous() || !index_type(&idx))
+            return false;
         const int be = cudaq::quant_block_elems(cache.type);
         if (rc.D % be != 0 || idx.ne[0] != rc.rows / rc.per_token) return false;
         rc.flags |= kSet | (idx.type == DType::I64 ? kIdx64 : 0);
@@ -200,6 +204,13 @@ size_t head_rows(const std::vector<Tensor*>& nodes, size_t i, Ctx& ctx) {
         const Tensor* n = nodes[j];
         if (n->op != OpId::RMS_NORM && n->op != OpId::ROPE && n->op != OpId::SET_ROWS) break;
         const Tensor* in = n->src[0];
+        // A node that reads what a set_rows of the group wrote (its cache) must run after it:
+        // the group ends before it.
+        bool reads_written = false;
+        for (size_t k = i; k < j; ++k)
+            if (nodes[k]->op == OpId::SET_ROWS)
+                for (const Tensor* s : n->src) reads_written |= s && base_of(s) == base_of(nodes[k]->src[2]);
+        if (reads_written) break;
         int c = -1;
         for (int k = 0; k < nc; ++k)
             if (ch[size_t(k)].cur && base_of(in) == base_of(ch[size_t(k)].cur) && !ch[size_t(k)].cur->view_src) c = k;

@@ -112,11 +112,12 @@ __global__ void __launch_bounds__(32 * kWarps) dot_q_split_kernel(DecodeMats mat
     __shared__ float tms[D::has_min ? kRows : 1][D::has_min ? kMRows : 1][D::has_min ? kMaxB + 1 : 1];
     const int r = int(threadIdx.y) / ways, part = int(threadIdx.y) % ways, lane = threadIdx.x, jb = lane / S;
     const int64_t n = int64_t(blockIdx.x) * (kWarps / ways) + r;
-    if (n >= mats.rows()) return;  // the whole warp (and its row's other warps)
+    // A row past the last (the grid's tail block) skips the work but still reaches the barrier.
+    const bool row_live = n < mats.rows();
     const int64_t m0 = int64_t(blockIdx.y) * kMRows;
     const int mc = int(n_mrows - m0 < kMRows ? n_mrows - m0 : kMRows);
-    const auto* x = reinterpret_cast<const typename D::WB*>(mats.w_row(n));
-    for (int64_t g = part; g * kPer < nb; g += ways) {
+    const auto* x = reinterpret_cast<const typename D::WB*>(row_live ? mats.w_row(n) : nullptr);
+    for (int64_t g = part; row_live && g * kPer < nb; g += ways) {
         const int64_t b = g * kPer + jb;
         const bool live = b < nb;
         const auto& xb = x[live ? b : 0];
@@ -132,7 +133,7 @@ __global__ void __launch_bounds__(32 * kWarps) dot_q_split_kernel(DecodeMats mat
         }
     }
     __syncthreads();
-    if (part != 0 || lane >= mc) return;
+    if (!row_live || part != 0 || lane >= mc) return;
     float sum = 0, msum = 0;
     for (int64_t b = 0; b < nb; ++b) {
         sum = __fadd_rn(sum, ts[r][lane][b]);

@@ -344,6 +344,18 @@ struct HeadRowsCase {
     }
 };
 
+// Rows written into an intermediate (not a cache: the image rows set into a prompt's
+// embeddings, model.cpp's with_given_rows), then a norm of the result: the norm must see the
+// written rows (the CUDA backend's head_rows groups only set_rows into caches).
+struct SetThenNormCase {
+    std::string name() const { return "set_rows(dst=intermediate[64,6],idx=[4,1])+rms_norm"; }
+    std::vector<Tensor*> build(Graph& g, Backend&, Keep&, std::mt19937& r) const {
+        Tensor* e = scale(g, in_f32(g, r, {64, 6}), 2.0f);
+        Tensor* s = set_rows(g, e, in_f32(g, r, {64, 2}, 3.0f), in_i32(g, {4, 1}));
+        return {rms_norm(g, s, in_f32(g, r, {64}), 1e-6f)};
+    }
+};
+
 // Attention over ring caches. The cache holds random rows (only the ring rule decides which
 // are read); rows are dequantized the same way and softmax and dots follow the reference's order.
 // sinks: a sink logit per query head (gpt-oss), random but every fourth from head 1 large
@@ -786,6 +798,7 @@ std::vector<OpCase> op_cases() {
     add_case(c, "head_rows", HeadRowsCase{false, ROPE_NORMAL, DType::F32, {0, 1, 2}, 64, 4, 2, 48});
     add_case(c, "head_rows", HeadRowsCase{true, ROPE_NORMAL, DType::BF16, {3, 8}, 64, 2, 2, 64});
     add_case(c, "head_rows", HeadRowsCase{false, ROPE_NEOX, DType::Q4_0, {9}, 128, 8, 2, 128});
+    add_case(c, "head_rows", SetThenNormCase{});
     for (bool silu : {false, true})
         for (auto [t, K] : {std::pair{DType::Q4_K, int64_t(512)}, std::pair{DType::Q8_0, int64_t(96)}})
             for (int64_t M : {1, 40}) add_case(c, "glu_mul_mat", GluMatCase{silu, t, K, M});
