@@ -114,9 +114,9 @@ public:
         try {
             if (profile_) op_profile_.print(stderr);
             if (verbose_) {
-                std::fprintf(stderr, "cuda backend: %zu graphs launched (%zu updated in place setting %zu nodes, %zu instantiated), %zu fell back to direct launches%s\n",
+                std::fprintf(stderr, "cuda backend: %zu graphs launched (%zu updated in place setting %zu nodes, %zu instantiated), %zu fell back to direct launches%s; %zu kernels in the last graph%s\n",
                              stats_.graphs, stats_.updates, stats_.node_updates, stats_.instantiations, stats_.fallbacks,
-                             use_graphs_ ? "" : "; graphs off");
+                             use_graphs_ ? "" : "; graphs off", stats_.last_kernels, fuse_ ? "" : " (unfused)");
                 split_.print(stderr);
             }
         } catch (const std::exception& e) {  // destructors do not throw
@@ -356,6 +356,7 @@ private:
             split_.add_launch(seconds_since(t_launch));
         }
         ++stats_.graphs;
+        stats_.last_kernels = n;
         graph_failures_ = 0;
         return true;
     }
@@ -475,6 +476,7 @@ private:
     int graph_failures_ = 0;
     struct {
         size_t graphs = 0, updates = 0, node_updates = 0, instantiations = 0, fallbacks = 0;
+        size_t last_kernels = 0;  // launches in the last graph (a decode step's, after a bench)
     } stats_;  // printed with LOCKSTEP_CUDA_VERBOSE=1
     static double seconds_since(std::chrono::steady_clock::time_point t0) {
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -32,7 +32,8 @@
 #             (LOCKSTEP_CUDA_ATTN_TILES=0: the per-query kernels; GPU_PROFILE_TILES=0 leaves
 #             that part out)
 #   ab        per shapes file (GPU_AB_SHAPES, default gemma3-270m qwen3-8b): the host/GPU split
-#             of a decode step (LOCKSTEP_CUDA_VERBOSE), then decode with the fused launches and
+#             of a decode step and its kernel count, fused and not (LOCKSTEP_CUDA_VERBOSE), then
+#             decode with the fused launches and
 #             split matvecs, without fusion (LOCKSTEP_CUDA_FUSE=0), without the split (a warp
 #             per weight row: LOCKSTEP_CUDA_SPLIT=0) and with both again, -p 0 -n 128 -r 3 each
 #   compare   lockstep against llama.cpp's llama-bench on the shapes files (GPU_COMPARE_MODELS:
@@ -191,6 +192,8 @@ for s in "${steps[@]}"; do
         step "split $n" "ab_split_$n.log" env LOCKSTEP_CUDA_VERBOSE=1 "$LS" bench --backend cuda -m "$f" -p 512 -n 128 -r 2
         step "fused $n" "ab_fused_$n.log" "$LS" bench --backend cuda -m "$f" -p 0 -n 128 -r 3
         step "unfused $n" "ab_unfused_$n.log" env LOCKSTEP_CUDA_FUSE=0 "$LS" bench --backend cuda -m "$f" -p 0 -n 128 -r 3
+        # The kernels of an unfused decode step (the split step above prints the fused count).
+        step "unfused kernels $n" "ab_unfused_kernels_$n.log" env LOCKSTEP_CUDA_FUSE=0 LOCKSTEP_CUDA_VERBOSE=1 "$LS" bench --backend cuda -m "$f" -p 0 -n 4 -r 1
         step "unsplit $n" "ab_unsplit_$n.log" env LOCKSTEP_CUDA_SPLIT=0 "$LS" bench --backend cuda -m "$f" -p 0 -n 128 -r 3
         step "fused again $n" "ab_fused2_$n.log" "$LS" bench --backend cuda -m "$f" -p 0 -n 128 -r 3
         if has_vulkan_gpu; then  # Vulkan decode: subgroup kernels (K-quants too) against the plain path
