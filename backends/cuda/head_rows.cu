@@ -113,26 +113,6 @@ const Tensor* base_of(const Tensor* t) {
     while (t->view_src) t = t->view_src;
     return t;
 }
-// Bytes [lo, hi) a tensor's elements span (F32).
-struct Span {
-    const uint8_t *lo, *hi;
-};
-Span span_of(const Tensor& t) {
-    size_t last = sizeof(float);
-    for (int i = 0; i < 4; ++i) last += size_t(t.ne[i] > 0 ? t.ne[i] - 1 : 0) * t.nb[i];
-    return {dptr(t), dptr(t) + last};
-}
-bool apart(const Tensor& a, const Tensor& b) {
-    const Span x = span_of(a), y = span_of(b);
-    return x.hi <= y.lo || y.hi <= x.lo;
-}
-bool same_view(const Tensor& a, const Tensor& b) {
-    if (dptr(a) != dptr(b)) return false;
-    for (int d = 0; d < 4; ++d)
-        if (a.ne[d] != b.ne[d] || a.nb[d] != b.nb[d]) return false;
-    return true;
-}
-
 // A chain as the matcher collects it.
 struct Chain {
     const Tensor* x = nullptr;
@@ -252,19 +232,20 @@ size_t head_rows(const std::vector<Tensor*>& nodes, size_t i, Ctx& ctx) {
     // as the very same view; else the outputs written must lie apart from every input row and
     // from each other (the allocator may place a group node's output over an input that died
     // at an earlier node of the group).
-    std::vector<std::pair<const Tensor*, int>> outs;
+    std::array<std::pair<const Tensor*, int>, 2 * kMaxChains> outs;
+    size_t n_out = 0;
     for (int c = 0; c < nc; ++c) {
-        if (a.c[c].flags & kNormOut) outs.emplace_back(ch[size_t(c)].norm, c);
-        if (a.c[c].flags & kRopeOut) outs.emplace_back(ch[size_t(c)].rope, c);
+        if (a.c[c].flags & kNormOut) outs[n_out++] = {ch[size_t(c)].norm, c};
+        if (a.c[c].flags & kRopeOut) outs[n_out++] = {ch[size_t(c)].rope, c};
     }
-    for (size_t u = 0; u < outs.size(); ++u) {
+    for (size_t u = 0; u < n_out; ++u) {
         for (int c = 0; c < nc; ++c) {
             const Tensor& x = *ch[size_t(c)].x;
             if (x.kind == TensorKind::Persistent) continue;
-            if (!apart(*outs[u].first, x) && !(outs[u].second == c && same_view(*outs[u].first, x))) return 0;
+            if (!(outs[u].second == c ? fused_output_safe(*outs[u].first, x) : bytes_apart(*outs[u].first, x))) return 0;
         }
-        for (size_t v = u + 1; v < outs.size(); ++v)
-            if (!apart(*outs[u].first, *outs[v].first)) return 0;
+        for (size_t v = u + 1; v < n_out; ++v)
+            if (!bytes_apart(*outs[u].first, *outs[v].first)) return 0;
     }
     LS_LAUNCH(head_rows_kernel, unsigned(total), kRowThreads, ctx.stream)(a);
     LS_CUDA_CHECK_LAUNCH("head_rows_kernel");

@@ -67,20 +67,25 @@ bool int8_mma_usable(int cc_major);
 // Device address of a tensor's first byte.
 inline uint8_t* dptr(const Tensor& t) { return static_cast<uint8_t*>(t.buffer->impl) + t.offset; }
 
+// Whether two F32 tensors' bytes (first element to the last one's end) do not overlap.
+inline bool bytes_apart(const Tensor& a, const Tensor& b) {
+    auto span = [](const Tensor& t) {
+        size_t last = sizeof(float);  // the fused ops are F32: the last element's bytes
+        for (int i = 0; i < 4; ++i) last += size_t(t.ne[i] > 0 ? t.ne[i] - 1 : 0) * t.nb[i];
+        return last;
+    };
+    const uint8_t *x = dptr(a), *y = dptr(b);
+    return x + span(a) <= y || y + span(b) <= x;
+}
+
 // Whether a fused pair may write its output out over the first node's input: the graph's
 // allocator may place the second node's output anywhere in memory the first node's input
 // leaves free (that input is dead once the first node ran), also overlapping it in part, which
 // a kernel doing both nodes at once would read after another thread wrote it. Apart, or the
 // very same view (each element then read before its own thread writes it): safe.
 inline bool fused_output_safe(const Tensor& out, const Tensor& in) {
-    auto span = [](const Tensor& t) {
-        size_t last = sizeof(float);  // the fused ops are F32: the last element's bytes
-        for (int i = 0; i < 4; ++i) last += size_t(t.ne[i] > 0 ? t.ne[i] - 1 : 0) * t.nb[i];
-        return last;
-    };
-    const uint8_t *o = dptr(out), *i = dptr(in);
-    if (o + span(out) <= i || i + span(in) <= o) return true;
-    if (o != i) return false;
+    if (bytes_apart(out, in)) return true;
+    if (dptr(out) != dptr(in)) return false;
     for (int d = 0; d < 4; ++d)
         if (out.ne[d] != in.ne[d] || out.nb[d] != in.nb[d]) return false;
     return true;

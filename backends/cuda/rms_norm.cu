@@ -262,9 +262,9 @@ size_t rms_norm_add_norm(const std::vector<Tensor*>& nodes, size_t i, Ctx& ctx) 
         if (write_y1) outs.push_back(n1);
         for (size_t u = 0; u < outs.size(); ++u) {
             for (const Tensor* in : {&x, r})
-                if (!fused_output_safe(*outs[u], *in) || dptr(*outs[u]) == dptr(*in)) return 0;
+                if (!bytes_apart(*outs[u], *in)) return 0;
             for (size_t v = u + 1; v < outs.size(); ++v)
-                if (!fused_output_safe(*outs[u], *outs[v]) || dptr(*outs[u]) == dptr(*outs[v])) return 0;
+                if (!bytes_apart(*outs[u], *outs[v])) return 0;
         }
     }
     const int64_t arb = int64_t(row_bytes(at, K));
