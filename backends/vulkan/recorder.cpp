@@ -41,7 +41,15 @@ void Recorder::dispatch_bytes(const std::string& variant, const void* pc, uint32
     ctx.vkCmdBindPipeline(ctx.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, ctx.pipeline(variant));
     ctx.vkCmdPushConstants(ctx.cmd, ctx.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, size, pc);
     ctx.vkCmdDispatch(ctx.cmd, gx, gy, 1);
-    if (prof_) {  // LOCKSTEP_PROFILE: each dispatch submitted and timed on its own
+    ++dispatches_;
+    if (prof_ && ts_pool_) {  // LOCKSTEP_PROFILE with GPU timestamps: one after each dispatch
+        if (ts_keys_.size() + 1 >= ts_cap_) {
+            ++untimed_;
+            return;
+        }
+        ts_keys_.push_back(node ? variant + ": " + op_times_key(*node) : variant);
+        ctx.vkCmdWriteTimestamp(ctx.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, ts_pool_, uint32_t(ts_keys_.size()));
+    } else if (prof_) {  // LOCKSTEP_PROFILE without them: each dispatch submitted and timed on its own
         if (ctx.vkEndCommandBuffer(ctx.cmd) != VK_SUCCESS) throw std::runtime_error("vulkan: vkEndCommandBuffer failed");
         const auto t0 = std::chrono::steady_clock::now();
         ctx.submit_and_wait();
@@ -53,6 +61,13 @@ void Recorder::dispatch_bytes(const std::string& variant, const void* pc, uint32
         pending_w_.clear();
         pending_r_.clear();
     }
+}
+
+// A dispatch's row gets the time from the previous timestamp to its own: its GPU time where a
+// barrier ordered it after the one before, the time it added where the two overlapped.
+void Recorder::take_profile(const std::vector<double>& seconds) {
+    if (!prof_) return;
+    for (size_t i = 0; i < ts_keys_.size() && i + 1 < seconds.size(); ++i) prof_->add(ts_keys_[i], seconds[i + 1] - seconds[i]);
 }
 
 }  // namespace ls::vk

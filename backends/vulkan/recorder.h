@@ -48,9 +48,16 @@ struct Plan {
 
 class Recorder {
 public:
-    // prof: LOCKSTEP_PROFILE's table (each dispatch submitted and timed on its own), or null.
-    Recorder(Context& ctx, const Backend& owner, const Plan& plan, OpTimes* prof)
-        : ctx(ctx), plan(plan), owner_(owner), prof_(prof) {}
+    // prof: LOCKSTEP_PROFILE's table, or null. ts_pool (with prof): a GPU timestamp is
+    // written after each dispatch into queries 1.. (at most ts_cap - 1 of them; query 0 is the
+    // step's start), and take_profile adds their differences once the buffer has run; without
+    // a pool each dispatch is submitted and timed on the host on its own.
+    Recorder(Context& ctx, const Backend& owner, const Plan& plan, OpTimes* prof, VkQueryPool ts_pool = VK_NULL_HANDLE,
+             uint32_t ts_cap = 0)
+        : ctx(ctx), plan(plan), owner_(owner), prof_(prof), ts_pool_(ts_pool), ts_cap_(ts_cap) {}
+    // The timestamp queries written (0: none), and their rows into prof once they have run.
+    uint32_t timestamps_written() const { return ts_pool_ ? uint32_t(ts_keys_.size()) + 1 : 0; }
+    void take_profile(const std::vector<double>& seconds);
 
     uint64_t addr(const Tensor* t) const;
     Range range(const Tensor* t) const { return {addr(t), addr(t) + std::max<size_t>(t->nbytes(), 1)}; }
@@ -82,14 +89,21 @@ public:
     const Tensor* act_x = nullptr;
     DType act_t = DType::F32;
     const Tensor* node = nullptr;  // the node being recorded: the profile's rows name it
+    size_t dispatches() const { return dispatches_; }
+    size_t barriers() const { return barriers_; }
+    size_t untimed() const { return untimed_; }  // dispatches past ts_cap, not in the profile
 
 private:
     void dispatch_bytes(const std::string& variant, const void* pc, uint32_t size, uint32_t gx, uint32_t gy,
                         std::initializer_list<Range> reads, std::initializer_list<Range> writes);
     const Backend& owner_;
     std::vector<Range> pending_r_, pending_w_;
-    size_t barriers_ = 0;
+    size_t barriers_ = 0, dispatches_ = 0;
     OpTimes* prof_;
+    VkQueryPool ts_pool_;
+    uint32_t ts_cap_;
+    std::vector<std::string> ts_keys_;  // the profile row of query i + 1
+    size_t untimed_ = 0;
 };
 
 }  // namespace ls::vk

@@ -31,7 +31,8 @@ namespace ls::vk {
     X(vkCreateShaderModule) X(vkDestroyShaderModule) X(vkCreatePipelineLayout)                     \
     X(vkDestroyPipelineLayout) X(vkCreateComputePipelines) X(vkDestroyPipeline)                    \
     X(vkCmdBindPipeline) X(vkCmdPushConstants) X(vkCmdDispatch) X(vkCmdPipelineBarrier)             \
-    X(vkCmdCopyBuffer) X(vkCmdFillBuffer) X(vkDeviceWaitIdle)
+    X(vkCmdCopyBuffer) X(vkCmdFillBuffer) X(vkDeviceWaitIdle) X(vkCreateQueryPool)                 \
+    X(vkDestroyQueryPool) X(vkCmdResetQueryPool) X(vkCmdWriteTimestamp) X(vkGetQueryPoolResults)
 
 struct Loader {
     void* lib = nullptr;
@@ -134,6 +135,21 @@ public:
     VkPipeline pipeline(const std::string& variant);
     // Submits `cmd` (already ended) and waits for it.
     void submit_and_wait();
+
+    // GPU timestamps (LOCKSTEP_PROFILE, LOCKSTEP_VK_VERBOSE): whether the queue has them,
+    // and the query pool, grown to at least n queries (call outside a recording).
+    bool has_timestamps() const { return ts_period_ns_ > 0; }
+    VkQueryPool timestamps(uint32_t n);
+    // Queries [0, n) of the pool, in seconds after query 0 (they must have been written).
+    std::vector<double> timestamp_seconds(uint32_t n);
+
+private:
+    double ts_period_ns_ = 0;  // 0: the queue family writes no timestamps
+    uint64_t ts_mask_ = 0;
+    VkQueryPool ts_pool_ = VK_NULL_HANDLE;
+    uint32_t ts_size_ = 0;
+
+public:
 
 private:
     Chunk* new_chunk(size_t bytes, bool dedicated);

@@ -58,6 +58,10 @@ Context::Context(int device) {
     uint32_t family = 0;
     for (uint32_t i = 0; i < nq; ++i)
         if (qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) { family = i; break; }
+    if (const uint32_t bits = qf[family].timestampValidBits; bits > 0 && props.properties.limits.timestampPeriod > 0) {
+        ts_period_ns_ = props.properties.limits.timestampPeriod;
+        ts_mask_ = bits >= 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1;
+    }
     const float prio = 1.0f;
     VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
     qci.queueFamilyIndex = family;
@@ -121,6 +125,9 @@ Context::Context(int device) {
     // A host-visible device-local type counts only when it is the device's main heap (not
     // a small BAR window).
     if (best >= 0 && local >= 0 && mp.memoryTypes[best].heapIndex == mp.memoryTypes[local].heapIndex) host_mapped_ = true;
+    // LOCKSTEP_VK_STAGING=1: copies through the staging buffer even where device memory is
+    // mapped, so the discrete-GPU path runs on lavapipe too (its tests).
+    if (const char* e = std::getenv("LOCKSTEP_VK_STAGING"); e && std::string(e) == "1" && local >= 0) host_mapped_ = false, best = local;
     else best = local;
     if (best < 0) best = host;
     if (host_cached >= 0) host = host_cached;  // staging: read back often (logits), so cached
@@ -142,6 +149,7 @@ Context::~Context() {
     if (!dev) return;
     vkDeviceWaitIdle(dev);
     for (auto& [n, p] : pipelines_) vkDestroyPipeline(dev, p, nullptr);
+    if (ts_pool_) vkDestroyQueryPool(dev, ts_pool_, nullptr);
     for (auto& c : chunks_) destroy_chunk(c.get());
     if (staging_) destroy_chunk(staging_.get());
     vkDestroyPipelineLayout(dev, layout, nullptr);
@@ -157,5 +165,29 @@ void Context::submit_and_wait() {
     check(vkQueueSubmit(queue, 1, &si, fence), "vkQueueSubmit");
     check(vkWaitForFences(dev, 1, &fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
     check(vkResetFences(dev, 1, &fence), "vkResetFences");
+}
+
+VkQueryPool Context::timestamps(uint32_t n) {
+    if (!has_timestamps()) return VK_NULL_HANDLE;
+    if (n > ts_size_) {
+        if (ts_pool_) vkDestroyQueryPool(dev, ts_pool_, nullptr), ts_pool_ = VK_NULL_HANDLE;
+        ts_size_ = std::max(n, ts_size_ * 2);
+        VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+        qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+        qi.queryCount = ts_size_;
+        check(vkCreateQueryPool(dev, &qi, nullptr, &ts_pool_), "vkCreateQueryPool");
+    }
+    return ts_pool_;
+}
+
+std::vector<double> Context::timestamp_seconds(uint32_t n) {
+    std::vector<uint64_t> raw(n);
+    std::vector<double> out(n, 0.0);
+    if (n == 0 || !ts_pool_) return out;
+    check(vkGetQueryPoolResults(dev, ts_pool_, 0, n, n * sizeof(uint64_t), raw.data(), sizeof(uint64_t),
+                                VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+          "vkGetQueryPoolResults");
+    for (uint32_t i = 0; i < n; ++i) out[i] = double((raw[i] - raw[0]) & ts_mask_) * ts_period_ns_ * 1e-9;
+    return out;
 }
 }  // namespace ls::vk

@@ -7,6 +7,7 @@
 #include "backends/vulkan/vulkan_backend.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -14,6 +15,7 @@
 
 #include "backends/vulkan/ops/vk_ops.h"
 #include "backends/vulkan/recorder.h"
+#include "backends/vulkan/step_stats.h"
 #include "backends/vulkan/vk_buffer.h"
 #include "backends/vulkan/vk_context.h"
 
@@ -27,6 +29,7 @@ public:
     ~VulkanBackend() override {
         aux_.reset();
         if (profile_) times_.print(stderr, "vulkan", "time per shader variant,");
+        if (verbose_) stats_.print(stderr, ctx_->host_mapped());
     }
 
     std::string name() const override { return "vulkan"; }
@@ -42,17 +45,19 @@ public:
     void upload(Buffer& dst, size_t off, const void* src, size_t n) override {
         VkBuf& b = own(dst);
         bounds(b, off, n);
-        ctx_->write(b.chunk, b.off + off, src, n);
+        stats_.pending.up_bytes += n;
+        timed(stats_.pending.uploads, stats_.pending.up_s, [&] { ctx_->write(b.chunk, b.off + off, src, n); });
     }
     void download(const Buffer& src, size_t off, void* dst, size_t n) override {
         VkBuf& b = own(src);
         bounds(b, off, n);
-        ctx_->read(b.chunk, b.off + off, dst, n);
+        stats_.pending.down_bytes += n;
+        timed(stats_.pending.downloads, stats_.pending.down_s, [&] { ctx_->read(b.chunk, b.off + off, dst, n); });
     }
     void fill(Buffer& dst, size_t off, size_t n, uint8_t v) override {
         VkBuf& b = own(dst);
         bounds(b, off, n);
-        ctx_->fill(b.chunk, b.off + off, n, v);
+        timed(stats_.pending.fills, stats_.pending.fill_s, [&] { ctx_->fill(b.chunk, b.off + off, n, v); });
     }
 
     bool supports(const Tensor& n) const override { return vulkan_supports_node(n); }
@@ -71,10 +76,23 @@ private:
     std::shared_ptr<Context> ctx_;
     std::unique_ptr<Buffer> aux_;  // activation rows, attention block partials
     bool profile_ = std::getenv("LOCKSTEP_PROFILE") != nullptr;
+    // LOCKSTEP_VK_VERBOSE: where a step's time goes (step_stats.h), printed at the end.
+    bool verbose_ = std::getenv("LOCKSTEP_VK_VERBOSE") != nullptr;
+    StepStats stats_;
+    template <class F>
+    void timed(size_t& calls, double& secs, F&& f) {
+        if (!verbose_) return f();
+        const auto t0 = std::chrono::steady_clock::now();
+        f();
+        ++calls;
+        secs += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
     OpTimes times_;
+    bool untimed_warned_ = false;
 };
 
 void VulkanBackend::compute(const Graph& g) {
+    const auto t0 = std::chrono::steady_clock::now();
     // Pass 1 (host): the aux buffer's layout and the launch shapes.
     Plan plan;
     plan.graph = &g;
@@ -93,7 +111,11 @@ void VulkanBackend::compute(const Graph& g) {
         aux_ = alloc(aux_need + aux_need / 4);
     }
     const uint64_t aux = own(*aux_).chunk->addr + own(*aux_).off;
-    Recorder rec(*ctx_, *this, plan, profile_ ? &times_ : nullptr);
+    // GPU timestamps: after each dispatch for the profile, at the start and the end for the
+    // verbose split (where the queue has them).
+    const uint32_t ts_cap = !ctx_->has_timestamps() ? 0 : profile_ ? uint32_t(8 * g.nodes().size() + 2) : verbose_ ? 2 : 0;
+    const VkQueryPool ts_pool = ts_cap ? ctx_->timestamps(ts_cap) : VK_NULL_HANDLE;
+    Recorder rec(*ctx_, *this, plan, profile_ ? &times_ : nullptr, profile_ ? ts_pool : VK_NULL_HANDLE, ts_cap);
     rec.act = Range{aux + act_off, aux + act_off + std::max<size_t>(plan.act_bytes, 1)};
     rec.attn = Range{aux + attn_off, aux + attn_off + std::max<size_t>(plan.attn_bytes, 1)};
 
@@ -101,6 +123,10 @@ void VulkanBackend::compute(const Graph& g) {
     VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
     if (ctx_->vkBeginCommandBuffer(ctx_->cmd, &bi) != VK_SUCCESS) throw std::runtime_error("vulkan: vkBeginCommandBuffer failed");
+    if (ts_pool) {
+        ctx_->vkCmdResetQueryPool(ctx_->cmd, ts_pool, 0, ts_cap);
+        ctx_->vkCmdWriteTimestamp(ctx_->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, ts_pool, 0);
+    }
     try {
         for (const Tensor* n : g.nodes()) {
             rec.node = n;
@@ -111,8 +137,25 @@ void VulkanBackend::compute(const Graph& g) {
         ctx_->vkResetCommandBuffer(ctx_->cmd, 0);
         throw;
     }
+    const uint32_t n_ts = profile_ ? rec.timestamps_written() : ts_pool ? 2 : 0;
+    if (n_ts == 2 && !profile_) ctx_->vkCmdWriteTimestamp(ctx_->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, ts_pool, 1);
     if (ctx_->vkEndCommandBuffer(ctx_->cmd) != VK_SUCCESS) throw std::runtime_error("vulkan: vkEndCommandBuffer failed");
+    const auto t1 = std::chrono::steady_clock::now();
     ctx_->submit_and_wait();
+    const auto t2 = std::chrono::steady_clock::now();
+    double gpu_s = -1;
+    if (n_ts) {
+        const std::vector<double> ts = ctx_->timestamp_seconds(n_ts);
+        if (profile_) rec.take_profile(ts);
+        if (n_ts > 1) gpu_s = ts.back();
+    }
+    if (verbose_)
+        stats_.add_graph(std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count(), gpu_s,
+                         rec.dispatches(), rec.barriers(), g.nodes().size());
+    if (rec.untimed() && !untimed_warned_) {
+        untimed_warned_ = true;
+        std::fprintf(stderr, "vulkan: LOCKSTEP_PROFILE: %zu dispatches of a graph past its timestamp queries are not in the profile\n", rec.untimed());
+    }
     if (profile_) times_.end_graph();
 }
 

@@ -30,7 +30,9 @@
 #             (LOCKSTEP_PROFILE), for a prompt step, decode steps and decode at depth 4096; and
 #             pp512 and tg32 at depths 0 and 4096 with the attention tiles and without
 #             (LOCKSTEP_CUDA_ATTN_TILES=0: the per-query kernels; GPU_PROFILE_TILES=0 leaves
-#             that part out)
+#             that part out); with a Vulkan GPU, the same split of a Vulkan step
+#             (LOCKSTEP_VK_VERBOSE: host record, submit to fence, GPU time by timestamps, the
+#             copies between steps, dispatches and barriers) and each dispatch's GPU time
 #   ab        per shapes file (GPU_AB_SHAPES, default gemma3-270m qwen3-8b): the host/GPU split
 #             of a decode step and its kernel count, fused and not (LOCKSTEP_CUDA_VERBOSE), then
 #             decode with the fused launches and
@@ -178,6 +180,12 @@ for s in "${steps[@]}"; do
         step "split $n" "split_$n.log" env LOCKSTEP_CUDA_VERBOSE=1 "$LS" bench --backend cuda -m "$f" -p 512 -n 128 -r 2
         step "profile $n" "profile_$n.log" env LOCKSTEP_PROFILE=1 "$LS" bench --backend cuda -m "$f" -p 512 -n 32 -r 1
         step "profile $n @ d4096" "profile_${n}_d4096.log" env LOCKSTEP_PROFILE=1 "$LS" bench --backend cuda -m "$f" -p 0 -n 16 -d 4096 -r 1 -c 4608
+        if has_vulkan_gpu; then
+          # Vulkan: host record, submit-to-fence and GPU time (timestamps) a graph, the copies
+          # between graphs and the dispatch/barrier counts; then GPU time per dispatch.
+          step "vulkan split $n" "vk_split_$n.log" env LOCKSTEP_VK_VERBOSE=1 "$LS" bench --backend vulkan -m "$f" -p 512 -n 128 -r 2
+          step "vulkan profile $n" "vk_profile_$n.log" env LOCKSTEP_PROFILE=1 "$LS" bench --backend vulkan -m "$f" -p 512 -n 32 -r 1
+        fi
         # The attention tiles against the per-query kernels (LOCKSTEP_CUDA_ATTN_TILES=0): prompt
         # and decode at depths 0 and 4096.
         [ "${GPU_PROFILE_TILES:-1}" = 0 ] && continue
