@@ -9,6 +9,8 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "shaders/common.glsl"
+#define ACT_IN(j) F32(src).v[j]
+#include "shaders/act_quant.glsl"
 layout(local_size_x = 64) in;
 
 layout(push_constant, std430) uniform Pc { PcMulMatAct p; } pc;
@@ -32,48 +34,7 @@ void main() {
     F32(arow).v[b] = F32(x).v[0];
 #elif ATYPE == LS_TYPE_F16
     st16(arow, 2u * b, f2h(F32(x).v[0]));
-#elif ATYPE == LS_TYPE_Q8_0 || ATYPE == LS_TYPE_Q8_1
-    float amax = 0.0;
-    for (uint j = 0u; j < 32u; ++j) amax = max(amax, abs(F32(x).v[j]));
-    const float d = canon_div(amax, 127.0);
-    const float id = amax != 0.0 ? canon_div(127.0, amax) : 0.0;
-    // 36-byte blocks, quants at 4 (Q8_0: d, two bytes of padding), so stage 2 reads them as
-    // aligned words (backends/vulkan/ops/mul_mat_act.h act_row_bytes).
-    const addr_t blk = addr_mad(arow, b, 36u);
-    const uint qo = 4u;
-    int sum = 0;
-    for (uint j = 0u; j < 32u; ++j) {
-        precise float v = F32(x).v[j] * id;
-        const int q = int(roundEven(v));
-        sum += q;
-        st8(blk, qo + j, uint(q) & 0xFFu);
-    }
-    st16(blk, 0u, f2h(d));
-#if ATYPE == LS_TYPE_Q8_0
-    st16(blk, 2u, 0u);
 #else
-    precise float s = d * float(sum);
-    st16(blk, 2u, f2h(s));
-#endif
-#else  // Q8_K
-    float amax = 0.0;
-    for (uint j = 0u; j < 256u; ++j) amax = max(amax, abs(F32(x).v[j]));
-    const addr_t blk = addr_mad(arow, b, 292u);
-    if (amax == 0.0) {
-        for (uint j = 0u; j < 292u; ++j) st8(blk, j, 0u);
-        return;
-    }
-    const float iscale = canon_div(127.0, amax);
-    F32(blk).v[0] = canon_div(1.0, iscale);
-    for (uint g16 = 0u; g16 < 16u; ++g16) {
-        int s = 0;
-        for (uint l = 0u; l < 16u; ++l) {
-            precise float v = F32(x).v[16u * g16 + l] * iscale;
-            const int q = int(roundEven(v));
-            s += q;
-            st8(blk, 4u + 16u * g16 + l, uint(q) & 0xFFu);
-        }
-        st16(blk, 260u + 2u * g16, uint(s) & 0xFFFFu);
-    }
+    act_quant_block(x, arow, b);
 #endif
 }

@@ -154,7 +154,44 @@ struct PcSsmScan {
     SsmScanParams p;
 };
 
+// Fused groups (backends/vulkan/fused.cpp), rows of K contiguous floats:
+// norm_chain: [y1 = rms_norm(x) * w1] [s = res + (y1 or x)] y2 = rms_norm(s or x) * w2, and
+// y2 quantized into act rows (act_nb1 bytes each) by the _q8_* variants.
+#define LS_NC_NORM1 1u
+#define LS_NC_W1 2u
+#define LS_NC_ADD 4u
+#define LS_NC_W2 8u
+struct PcNormChain {
+    addr_t x, w1, res, y1, s, w2, y2, act;
+    uint32_t K, rows, flags, act_nb1;
+    float eps1, eps2;
+};
+// glu: y = act(a) (gelu or silu), z = y * up, over n contiguous floats, and z's rows of K
+// quantized into act rows by the _q8_* variants (an invocation a block of a row).
+struct PcGlu {
+    addr_t a, up, y, z, act;
+    uint32_t n, K, act_nb1, pad;
+};
+
+// head_rows: one chain of a layer's per-head rows (core/ir/head_rows_group.h): rows of D
+// contiguous floats of x, per_token of them a token (its heads), through rms_norm (w),
+// rope (cs, n_dims, mode) and the write of the row into cache row idx[t] at element
+// (row % per_token) * D, as the LS_HR_* flags name; norm_y and rope_y contiguous.
+#define LS_HR_NORM 1u
+#define LS_HR_W 2u
+#define LS_HR_ROPE 4u
+#define LS_HR_SET 8u
+#define LS_HR_IDX64 16u
+#define LS_HR_REPEAT 32u
+#define LS_HR_ROW_MAX 2048u
+struct PcHeadRows {
+    addr_t x, w, norm_y, cs, rope_y, cache, idx;
+    uint32_t D, rows, per_token, flags, n_dims, mode, cache_type, cache_nb1, n_tok;
+    float eps;
+};
+
 #ifdef __cplusplus
+static_assert(sizeof(PcNormChain) == 88 && sizeof(PcGlu) == 56 && sizeof(PcHeadRows) == 96, "push-constant layouts");
 static_assert(sizeof(PcClamp) == 32 && sizeof(PcSsmScan) == 88 && sizeof(PcLayerNorm) == 72, "push-constant layouts");
 static_assert(sizeof(PcConv1dScan) == 72 && sizeof(PcDeltaScan) == 104 && sizeof(PcMulMatId) == 72 && sizeof(PcTopk) == 64,
               "push-constant layouts");

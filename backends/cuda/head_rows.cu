@@ -16,6 +16,7 @@
 #include "backends/cuda/last_reads.h"
 #include "backends/cuda/quant_device.cuh"
 #include "backends/cuda/support_predicates.h"
+#include "core/ir/head_rows_group.h"
 #include "core/ir/op_params.h"
 
 namespace ls::cuda {
@@ -23,7 +24,7 @@ namespace {
 
 constexpr int kRowThreads = 128;
 constexpr int64_t kRowMax = 4096;  // floats of a row staged in shared memory
-constexpr int kMaxChains = 3;      // q, k, v
+constexpr int kMaxChains = HeadRowsGroup::kMaxChains;  // q, k, v
 
 // One chain of a group: rows of D floats of x, through the stages its flags name, in order.
 // Row r is flattened row r of x (row_offset); it is head r % per_token of token r / per_token
@@ -109,19 +110,8 @@ __global__ void __launch_bounds__(kRowThreads) head_rows_kernel(RowChains a) {
     }
 }
 
-const Tensor* base_of(const Tensor* t) {
-    while (t->view_src) t = t->view_src;
-    return t;
-}
-// A chain as the matcher collects it.
-struct Chain {
-    const Tensor* x = nullptr;
-    const Tensor *norm = nullptr, *rope = nullptr, *set = nullptr;
-    const Tensor* cur = nullptr;  // the chain's last node
-};
-
 // The chain's kernel arguments; false where its shapes or types do not fit the kernel.
-bool plan_chain(const Chain& ch, size_t last, const LastReads& reads, RowChain& rc) {
+bool plan_chain(const HeadRowChain& ch, size_t last, const LastReads& reads, RowChain& rc) {
     const Tensor& x = *ch.x;
     if (x.type != DType::F32 || x.nb[0] != sizeof(float)) return false;
     rc.x = dptr(x), rc.sx = shape_of(x);
@@ -152,7 +142,7 @@ bool plan_chain(const Chain& ch, size_t last, const LastReads& reads, RowChain& 
         if (ch.norm || ch.rope) {
             // The last stage's (D, P, T) rows as set_rows' (P * D, T) source: a reshape of it.
             const Tensor* prev = ch.rope ? ch.rope : ch.norm;
-            if (!prev->is_contiguous() || !s.is_contiguous() || base_of(&s) != base_of(prev) || dptr(s) != dptr(*prev) ||
+            if (!prev->is_contiguous() || !s.is_contiguous() || view_base(&s) != view_base(prev) || dptr(s) != dptr(*prev) ||
                 s.ne[0] != rc.D * rc.per_token || s.ne[1] * rc.per_token != rc.rows)
                 return false;
         } else if (&s != ch.x) {
@@ -160,7 +150,7 @@ bool plan_chain(const Chain& ch, size_t last, const LastReads& reads, RowChain& 
         }
         // A cache (persistent): no chain's input lies in it. (set_rows into an intermediate,
         // such as the image rows written into the embeddings, runs apart.)
-        if (base_of(&cache)->kind != TensorKind::Persistent || !cudaq::quant_supported(cache.type) || !cache_type(cache.type) ||
+        if (view_base(&cache)->kind != TensorKind::Persistent || !cudaq::quant_supported(cache.type) || !cache_type(cache.type) ||
             !cache.is_contiguous() || !index_type(&idx))
             return false;
         const int be = cudaq::quant_block_elems(cache.type);
@@ -177,46 +167,10 @@ bool plan_chain(const Chain& ch, size_t last, const LastReads& reads, RowChain& 
 
 size_t head_rows(const std::vector<Tensor*>& nodes, size_t i, Ctx& ctx) {
     if (!ctx.reads) return 0;
-    std::array<Chain, kMaxChains> ch{};
-    int nc = 0;
-    size_t j = i;
-    for (; j < nodes.size() && j - i < 3 * kMaxChains; ++j) {
-        const Tensor* n = nodes[j];
-        if (n->op != OpId::RMS_NORM && n->op != OpId::ROPE && n->op != OpId::SET_ROWS) break;
-        const Tensor* in = n->src[0];
-        // A node that reads what a set_rows of the group wrote (its cache) must run after it:
-        // the group ends before it.
-        bool reads_written = false;
-        for (size_t k = i; k < j; ++k)
-            if (nodes[k]->op == OpId::SET_ROWS)
-                for (const Tensor* s : n->src) reads_written |= s && base_of(s) == base_of(nodes[k]->src[2]);
-        if (reads_written) break;
-        int c = -1;
-        for (int k = 0; k < nc; ++k)
-            if (ch[size_t(k)].cur && base_of(in) == base_of(ch[size_t(k)].cur) && !ch[size_t(k)].cur->view_src) c = k;
-        // A node that reads another group node's output other than as its chain's next stage
-        // (two readers of one output): the group ends before it.
-        bool reads_group = false;
-        for (size_t k = i; k < j; ++k) reads_group |= base_of(in) == base_of(nodes[k]) && nodes[k]->op != OpId::SET_ROWS;
-        if (c < 0 && reads_group) break;
-        if (c < 0) {
-            if (nc == kMaxChains) break;
-            c = nc++;
-            ch[size_t(c)] = Chain{};
-            ch[size_t(c)].x = in;
-        }
-        Chain& k = ch[size_t(c)];
-        bool ok = false;
-        if (n->op == OpId::RMS_NORM) ok = !k.cur;
-        else if (n->op == OpId::ROPE) ok = !k.rope && !k.set && (k.cur ? in == k.cur : true);
-        else ok = !k.set;
-        if (!ok) {
-            if (!k.cur) --nc;
-            break;
-        }
-        (n->op == OpId::RMS_NORM ? k.norm : n->op == OpId::ROPE ? k.rope : k.set) = n;
-        k.cur = n;
-    }
+    const HeadRowsGroup gr = find_head_rows(nodes, i);
+    const auto& ch = gr.chains;
+    const int nc = gr.n;
+    const size_t j = i + gr.nodes;
     if (j - i < 2) return 0;
     const size_t last = j - 1;
     RowChains a;

@@ -21,11 +21,11 @@ uint64_t Recorder::addr(const Tensor* t) const {
     return b.chunk->addr + b.off + t->offset;
 }
 
-void Recorder::dispatch_bytes(const std::string& variant, const void* pc, uint32_t size, uint32_t gx, uint32_t gy,
-                              std::initializer_list<Range> reads, std::initializer_list<Range> writes) {
+void Recorder::dispatch_bytes(const std::string& variant, const void* pc, uint32_t size, uint32_t gx, uint32_t gy, const Range* reads,
+                              size_t n_reads, const Range* writes, size_t n_writes) {
     bool dep = false;
-    for (const Range& r : reads) dep |= overlaps(pending_w_, r);
-    for (const Range& w : writes) dep |= overlaps(pending_w_, w) || overlaps(pending_r_, w);
+    for (size_t i = 0; i < n_reads; ++i) dep |= overlaps(pending_w_, reads[i]);
+    for (size_t i = 0; i < n_writes; ++i) dep |= overlaps(pending_w_, writes[i]) || overlaps(pending_r_, writes[i]);
     if (dep) {
         VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
         mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT;
@@ -36,8 +36,8 @@ void Recorder::dispatch_bytes(const std::string& variant, const void* pc, uint32
         pending_r_.clear();
         ++barriers_;
     }
-    pending_r_.insert(pending_r_.end(), reads.begin(), reads.end());
-    pending_w_.insert(pending_w_.end(), writes.begin(), writes.end());
+    pending_r_.insert(pending_r_.end(), reads, reads + n_reads);
+    pending_w_.insert(pending_w_.end(), writes, writes + n_writes);
     ctx.vkCmdBindPipeline(ctx.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, ctx.pipeline(variant));
     ctx.vkCmdPushConstants(ctx.cmd, ctx.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, size, pc);
     ctx.vkCmdDispatch(ctx.cmd, gx, gy, 1);

@@ -67,7 +67,13 @@ public:
     void dispatch(const std::string& variant, const P& pc, uint32_t gx, uint32_t gy, std::initializer_list<Range> reads,
                   std::initializer_list<Range> writes) {
         static_assert(sizeof(P) <= 128);
-        dispatch_bytes(variant, &pc, sizeof(P), gx, gy, reads, writes);
+        dispatch_bytes(variant, &pc, sizeof(P), gx, gy, reads.begin(), reads.size(), writes.begin(), writes.size());
+    }
+    template <class P>
+    void dispatch(const std::string& variant, const P& pc, uint32_t gx, uint32_t gy, const std::vector<Range>& reads,
+                  const std::vector<Range>& writes) {
+        static_assert(sizeof(P) <= 128);
+        dispatch_bytes(variant, &pc, sizeof(P), gx, gy, reads.data(), reads.size(), writes.data(), writes.size());
     }
     // Groups for `total` invocations of 64 (shaders fold y into the linear index).
     static std::pair<uint32_t, uint32_t> groups(uint64_t total) {
@@ -77,6 +83,11 @@ public:
     }
     template <class P>
     void dispatch1d(const std::string& v, const P& pc, uint64_t total, std::initializer_list<Range> r, std::initializer_list<Range> w) {
+        auto [gx, gy] = groups(total);
+        dispatch(v, pc, gx, gy, r, w);
+    }
+    template <class P>
+    void dispatch1d(const std::string& v, const P& pc, uint64_t total, const std::vector<Range>& r, const std::vector<Range>& w) {
         auto [gx, gy] = groups(total);
         dispatch(v, pc, gx, gy, r, w);
     }
@@ -94,8 +105,8 @@ public:
     size_t untimed() const { return untimed_; }  // dispatches past ts_cap, not in the profile
 
 private:
-    void dispatch_bytes(const std::string& variant, const void* pc, uint32_t size, uint32_t gx, uint32_t gy,
-                        std::initializer_list<Range> reads, std::initializer_list<Range> writes);
+    void dispatch_bytes(const std::string& variant, const void* pc, uint32_t size, uint32_t gx, uint32_t gy, const Range* reads,
+                        size_t n_reads, const Range* writes, size_t n_writes);
     const Backend& owner_;
     std::vector<Range> pending_r_, pending_w_;
     size_t barriers_ = 0, dispatches_ = 0;

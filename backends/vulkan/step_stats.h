@@ -1,10 +1,11 @@
 // Where a Vulkan step's time goes (LOCKSTEP_VK_VERBOSE=1), for the GPU sessions that have
 // minutes to find out: per graph, the host's time to plan and record the command buffer, the
 // time from submit to the fence, the GPU's time between the buffer's first and last
-// timestamps, and the host copies between graphs (inputs up, logits down: each one a submit
-// of its own where the memory is not mapped). Whether a step is bound by the host, by the
-// copies, or by the GPU; and the last graph's dispatches and barriers. The first graph is
-// left out of the averages: it builds the pipelines, and the weights' copies come before it.
+// timestamps, and the host copies between graphs (inputs up, logits down; where the memory
+// is not mapped, a read is a submit of its own, and small writes go with the next graph).
+// Whether a step is bound by the host, by the copies, or by the GPU; and the last graph's
+// dispatches and barriers. The first graph is left out of the averages: it builds the
+// pipelines, and the weights' copies come before it.
 #pragma once
 #include <cstddef>
 #include <cstdio>
@@ -20,13 +21,12 @@ struct StepStats {
     size_t graphs = 0, timed = 0;  // counted after the first graph
     double record_s = 0, submit_s = 0, gpu_s = 0;
     Copies copies, pending;  // pending: since the last graph
-    size_t last_dispatches = 0, last_barriers = 0, last_nodes = 0;
+    size_t last_dispatches = 0, last_barriers = 0, last_nodes = 0;  // set by every graph
     bool first = true;
 
-    // One graph ran: record_s host seconds to plan and record, submit_s to its fence, gpu_s
-    // between its timestamps (< 0: none).
-    void add_graph(double rec_s, double sub_s, double gpu, size_t dispatches, size_t barriers, size_t nodes) {
-        last_dispatches = dispatches, last_barriers = barriers, last_nodes = nodes;
+    // One graph ran (LOCKSTEP_VK_VERBOSE): rec_s host seconds to plan and record, sub_s to its
+    // fence, gpu seconds between its timestamps (< 0: none).
+    void add_graph(double rec_s, double sub_s, double gpu) {
         const Copies c = pending;
         pending = Copies{};
         if (first) {
@@ -52,7 +52,7 @@ struct StepStats {
         if (timed) std::fprintf(f, " (GPU %.1f us, timestamps)", gpu_s / double(timed) * us);
         std::fprintf(f, "\n");
         std::fprintf(f, "vulkan backend: copies per graph (%s): %.2f up (%.0f bytes, %.1f us), %.2f down (%.0f bytes, %.1f us), %.2f fills (%.1f us)\n",
-                     mapped ? "mapped memory" : "through the staging buffer, a submit each", double(c.uploads) / g,
+                     mapped ? "mapped memory" : "through the staging buffer: small writes go with the next graph, the rest a submit each", double(c.uploads) / g,
                      double(c.up_bytes) / g, c.up_s / g * us, double(c.downloads) / g, double(c.down_bytes) / g, c.down_s / g * us,
                      double(c.fills) / g, c.fill_s / g * us);
     }

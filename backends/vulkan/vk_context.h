@@ -127,8 +127,27 @@ public:
     bool host_mapped() const { return host_mapped_; }
 
     // Host <-> device copies (mapped memory where the device memory is host-visible, a
-    // staging buffer otherwise).
+    // staging buffer otherwise). Where it is not, a small write (a step's inputs: token ids,
+    // positions, indices) is only copied into an upload buffer, and its copy command goes
+    // into the next graph's command buffer ahead of the dispatches (record_uploads), instead
+    // of a submit and a wait of its own; a read, a fill, a large write or a release submits
+    // what is pending first (flush_uploads), so every copy lands in the order it was asked.
     void write(Chunk* c, size_t off, const void* src, size_t n);
+    void record_uploads();  // into `cmd`, being recorded: the pending copies and a barrier
+    void uploads_done();    // after that command buffer has run
+    void flush_uploads();   // the pending copies in a submit of their own
+    // Likewise for reads: a graph's outputs (the logits) are copied into a read-back buffer
+    // at the end of its command buffer (record_readback: each (chunk, offset, bytes)), and a
+    // read of bytes among them is served from there (read_staged) until the next graph or
+    // any write, fill or release: a step's logits without a submit of their own.
+    struct Span {
+        Chunk* c;
+        size_t off, n;
+    };
+    void record_readback(const std::vector<Span>& spans);
+    bool read_staged(const Chunk* c, size_t off, void* dst, size_t n);
+    void readback_done() { rb_valid_ = !rb_.empty(); }  // the buffer that copies them has run
+    void drop_readback() { rb_valid_ = false, rb_.clear(); }  // device memory is about to change
     void read(Chunk* c, size_t off, void* dst, size_t n);
     void fill(Chunk* c, size_t off, size_t n, uint8_t v);
 
@@ -160,8 +179,22 @@ private:
     bool host_mapped_ = false;
     size_t heap_size_ = 0, allocated_ = 0;
     std::vector<std::unique_ptr<Chunk>> chunks_;
-    std::unique_ptr<Chunk> staging_;
+    std::unique_ptr<Chunk> staging_, upload_;
     uint32_t staging_type_ = 0;
+    struct PendingCopy {
+        VkBuffer dst;
+        VkBufferCopy region;
+    };
+    std::vector<PendingCopy> pending_;
+    size_t upload_used_ = 0;
+    std::unique_ptr<Chunk> readback_;
+    struct Staged {
+        const Chunk* c;
+        size_t off, n, at;  // bytes [off, off + n) of c, at `at` in readback_
+    };
+    std::vector<Staged> rb_;
+    bool rb_valid_ = false;
+    std::unique_ptr<Chunk> host_chunk(size_t bytes, const char* what);
     std::unordered_map<std::string, VkPipeline> pipelines_;
 };
 

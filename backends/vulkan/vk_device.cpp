@@ -152,6 +152,8 @@ Context::~Context() {
     if (ts_pool_) vkDestroyQueryPool(dev, ts_pool_, nullptr);
     for (auto& c : chunks_) destroy_chunk(c.get());
     if (staging_) destroy_chunk(staging_.get());
+    if (upload_) destroy_chunk(upload_.get());
+    if (readback_) destroy_chunk(readback_.get());
     vkDestroyPipelineLayout(dev, layout, nullptr);
     vkDestroyFence(dev, fence, nullptr);
     vkDestroyCommandPool(dev, pool, nullptr);

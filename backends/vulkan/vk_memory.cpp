@@ -13,6 +13,8 @@ namespace {
 constexpr size_t kChunkBytes = size_t(256) << 20;
 constexpr size_t kAlign = 256;
 constexpr size_t kStagingBytes = size_t(64) << 20;
+constexpr size_t kUploadBytes = size_t(1) << 20;  // a step's deferred input copies (Context::write)
+constexpr size_t kReadbackBytes = size_t(64) << 20;  // a graph's outputs copied for the host
 std::string mib(size_t b) { return std::to_string((b + (1 << 19)) >> 20) + " MiB"; }
 
 }  // namespace
@@ -87,6 +89,8 @@ Chunk* Context::allocate(size_t bytes, size_t& offset) {
 }
 
 void Context::release(Chunk* c, size_t offset, size_t bytes) {
+    flush_uploads();  // no pending copy may land in memory handed to someone else
+    drop_readback();
     if (c->dedicated) {
         for (auto it = chunks_.begin(); it != chunks_.end(); ++it)
             if (it->get() == c) {
@@ -114,26 +118,33 @@ void Context::release(Chunk* c, size_t offset, size_t bytes) {
     }
 }
 
-void Context::staging_copy(Chunk* c, size_t off, size_t n, bool to_device, uint8_t* host) {
-    if (!staging_) {
-        // A host-visible chunk used only for copies.
-        auto s = std::make_unique<Chunk>();
-        VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-        bci.size = kStagingBytes;
-        bci.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-        check(vkCreateBuffer(dev, &bci, nullptr, &s->buf), "vkCreateBuffer");
-        VkMemoryRequirements req;
-        vkGetBufferMemoryRequirements(dev, s->buf, &req);
-        VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
-        mai.allocationSize = req.size;
-        mai.memoryTypeIndex = staging_type_;
-        check(vkAllocateMemory(dev, &mai, nullptr, &s->mem), "vkAllocateMemory (staging)");
-        check(vkBindBufferMemory(dev, s->buf, s->mem, 0), "vkBindBufferMemory");
-        void* p = nullptr;
-        check(vkMapMemory(dev, s->mem, 0, VK_WHOLE_SIZE, 0, &p), "vkMapMemory");
-        s->mapped = static_cast<uint8_t*>(p);
-        staging_ = std::move(s);
+std::unique_ptr<Chunk> Context::host_chunk(size_t bytes, const char* what) {
+    // A host-visible chunk used only for copies.
+    auto s = std::make_unique<Chunk>();
+    s->size = bytes;
+    VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+    bci.size = bytes;
+    bci.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    check(vkCreateBuffer(dev, &bci, nullptr, &s->buf), "vkCreateBuffer");
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(dev, s->buf, &req);
+    VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+    mai.allocationSize = req.size;
+    mai.memoryTypeIndex = staging_type_;
+    if (vkAllocateMemory(dev, &mai, nullptr, &s->mem) != VK_SUCCESS) {
+        vkDestroyBuffer(dev, s->buf, nullptr);
+        throw std::runtime_error(std::string("vulkan: vkAllocateMemory (") + what + ") failed");
     }
+    check(vkBindBufferMemory(dev, s->buf, s->mem, 0), "vkBindBufferMemory");
+    void* p = nullptr;
+    check(vkMapMemory(dev, s->mem, 0, VK_WHOLE_SIZE, 0, &p), "vkMapMemory");
+    s->mapped = static_cast<uint8_t*>(p);
+    return s;
+}
+
+void Context::staging_copy(Chunk* c, size_t off, size_t n, bool to_device, uint8_t* host) {
+    flush_uploads();
+    if (!staging_) staging_ = host_chunk(kStagingBytes, "staging");
     for (size_t done = 0; done < n;) {
         const size_t k = std::min(kStagingBytes, n - done);
         if (to_device) std::memcpy(staging_->mapped, host + done, k);
@@ -151,17 +162,96 @@ void Context::staging_copy(Chunk* c, size_t off, size_t n, bool to_device, uint8
 }
 
 void Context::write(Chunk* c, size_t off, const void* src, size_t n) {
-    if (c->mapped) std::memcpy(c->mapped + off, src, n);
-    else staging_copy(c, off, n, true, static_cast<uint8_t*>(const_cast<void*>(src)));
+    drop_readback();
+    if (c->mapped) {
+        std::memcpy(c->mapped + off, src, n);
+        return;
+    }
+    if (n <= kUploadBytes / 4) {  // a step's input: copied with the next graph
+        if (upload_used_ + n > kUploadBytes) flush_uploads();
+        if (!upload_) upload_ = host_chunk(kUploadBytes, "uploads");
+        std::memcpy(upload_->mapped + upload_used_, src, n);
+        pending_.push_back({c->buf, VkBufferCopy{upload_used_, off, n}});
+        upload_used_ = (upload_used_ + n + 15) / 16 * 16;
+        return;
+    }
+    staging_copy(c, off, n, true, static_cast<uint8_t*>(const_cast<void*>(src)));
+}
+
+void Context::record_uploads() {
+    if (pending_.empty()) return;
+    for (const PendingCopy& p : pending_) vkCmdCopyBuffer(cmd, upload_->buf, p.dst, 1, &p.region);
+    VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
+}
+
+void Context::uploads_done() {
+    // The command buffer that carried them has run: the upload buffer is free again. (A
+    // recording that failed leaves them pending, for the next graph or flush.)
+    pending_.clear();
+    upload_used_ = 0;
+}
+
+void Context::flush_uploads() {
+    if (pending_.empty()) return;
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    check(vkBeginCommandBuffer(cmd, &bi), "vkBeginCommandBuffer");
+    for (const PendingCopy& p : pending_) vkCmdCopyBuffer(cmd, upload_->buf, p.dst, 1, &p.region);
+    check(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
+    submit_and_wait();
+    pending_.clear();
+    upload_used_ = 0;
 }
 
 void Context::read(Chunk* c, size_t off, void* dst, size_t n) {
     if (c->mapped) std::memcpy(dst, c->mapped + off, n);
-    else staging_copy(c, off, n, false, static_cast<uint8_t*>(dst));
+    else if (!read_staged(c, off, dst, n)) staging_copy(c, off, n, false, static_cast<uint8_t*>(dst));
+}
+
+void Context::record_readback(const std::vector<Span>& spans) {
+    drop_readback();
+    size_t total = 0;
+    for (const Span& s : spans) total += (s.n + 15) / 16 * 16;
+    if (spans.empty() || total > kReadbackBytes) return;
+    if (!readback_ || readback_->size < total) {
+        if (readback_) destroy_chunk(readback_.get());
+        readback_.reset();
+        readback_ = host_chunk(std::max(total, size_t(1) << 20), "read-back");
+    }
+    VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
+    size_t at = 0;
+    for (const Span& s : spans) {
+        const VkBufferCopy r{s.off, at, s.n};
+        vkCmdCopyBuffer(cmd, s.c->buf, readback_->buf, 1, &r);
+        rb_.push_back({s.c, s.off, s.n, at});
+        at += (s.n + 15) / 16 * 16;
+    }
+    VkMemoryBarrier hb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    hb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+    hb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &hb, 0, nullptr, 0, nullptr);
+}
+
+bool Context::read_staged(const Chunk* c, size_t off, void* dst, size_t n) {
+    if (!rb_valid_) return false;
+    for (const Staged& s : rb_)
+        if (s.c == c && off >= s.off && off + n <= s.off + s.n) {
+            std::memcpy(dst, readback_->mapped + s.at + (off - s.off), n);
+            return true;
+        }
+    return false;
 }
 
 void Context::fill(Chunk* c, size_t off, size_t n, uint8_t v) {
+    drop_readback();
     if (c->mapped) { std::memset(c->mapped + off, v, n); return; }
+    flush_uploads();
     if (off % 4 == 0 && n % 4 == 0) {
         VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
         bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;

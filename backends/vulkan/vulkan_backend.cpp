@@ -13,6 +13,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "backends/vulkan/fused.h"
 #include "backends/vulkan/ops/vk_ops.h"
 #include "backends/vulkan/recorder.h"
 #include "backends/vulkan/step_stats.h"
@@ -63,6 +64,7 @@ public:
     bool supports(const Tensor& n) const override { return vulkan_supports_node(n); }
 
     void compute(const Graph& g) override;
+    VulkanGraphCounts last_counts() const { return {stats_.last_dispatches, stats_.last_barriers}; }
 
 private:
     VkBuf& own(const Buffer& b) const {
@@ -76,6 +78,8 @@ private:
     std::shared_ptr<Context> ctx_;
     std::unique_ptr<Buffer> aux_;  // activation rows, attention block partials
     bool profile_ = std::getenv("LOCKSTEP_PROFILE") != nullptr;
+    // LOCKSTEP_VK_FUSE=0: every node recorded on its own (fused.h), to compare.
+    bool fuse_ = !(std::getenv("LOCKSTEP_VK_FUSE") && std::string(std::getenv("LOCKSTEP_VK_FUSE")) == "0");
     // LOCKSTEP_VK_VERBOSE: where a step's time goes (step_stats.h), printed at the end.
     bool verbose_ = std::getenv("LOCKSTEP_VK_VERBOSE") != nullptr;
     StepStats stats_;
@@ -93,6 +97,7 @@ private:
 
 void VulkanBackend::compute(const Graph& g) {
     const auto t0 = std::chrono::steady_clock::now();
+    ctx_->drop_readback();
     // Pass 1 (host): the aux buffer's layout and the launch shapes.
     Plan plan;
     plan.graph = &g;
@@ -127,21 +132,36 @@ void VulkanBackend::compute(const Graph& g) {
         ctx_->vkCmdResetQueryPool(ctx_->cmd, ts_pool, 0, ts_cap);
         ctx_->vkCmdWriteTimestamp(ctx_->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, ts_pool, 0);
     }
+    ctx_->record_uploads();  // the inputs written since the last graph (discrete GPUs)
     try {
-        for (const Tensor* n : g.nodes()) {
-            rec.node = n;
-            op_entry(n->op).record(*n, rec);
+        const std::vector<Tensor*>& nodes = g.nodes();
+        for (size_t i = 0; i < nodes.size(); ++i) {
+            rec.node = nodes[i];
+            if (const size_t k = fuse_ ? record_fused(nodes, i, rec) : 0) {
+                i += k - 1;
+                continue;
+            }
+            op_entry(nodes[i]->op).record(*nodes[i], rec);
         }
     } catch (...) {
         ctx_->vkEndCommandBuffer(ctx_->cmd);
         ctx_->vkResetCommandBuffer(ctx_->cmd, 0);
         throw;
     }
+    if (!ctx_->host_mapped()) {  // the outputs (logits) copied for the host in this buffer
+        std::vector<Context::Span> spans;
+        for (const Tensor* t : g.outputs())
+            if (t->buffer && t->buffer->backend == this)
+                spans.push_back({own(*t->buffer).chunk, own(*t->buffer).off + t->offset, t->nbytes()});
+        ctx_->record_readback(spans);
+    }
     const uint32_t n_ts = profile_ ? rec.timestamps_written() : ts_pool ? 2 : 0;
     if (n_ts == 2 && !profile_) ctx_->vkCmdWriteTimestamp(ctx_->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, ts_pool, 1);
     if (ctx_->vkEndCommandBuffer(ctx_->cmd) != VK_SUCCESS) throw std::runtime_error("vulkan: vkEndCommandBuffer failed");
     const auto t1 = std::chrono::steady_clock::now();
     ctx_->submit_and_wait();
+    ctx_->uploads_done();
+    ctx_->readback_done();
     const auto t2 = std::chrono::steady_clock::now();
     double gpu_s = -1;
     if (n_ts) {
@@ -149,9 +169,9 @@ void VulkanBackend::compute(const Graph& g) {
         if (profile_) rec.take_profile(ts);
         if (n_ts > 1) gpu_s = ts.back();
     }
+    stats_.last_dispatches = rec.dispatches(), stats_.last_barriers = rec.barriers(), stats_.last_nodes = g.nodes().size();
     if (verbose_)
-        stats_.add_graph(std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count(), gpu_s,
-                         rec.dispatches(), rec.barriers(), g.nodes().size());
+        stats_.add_graph(std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count(), gpu_s);
     if (rec.untimed() && !untimed_warned_) {
         untimed_warned_ = true;
         std::fprintf(stderr, "vulkan: LOCKSTEP_PROFILE: %zu dispatches of a graph past its timestamp queries are not in the profile\n", rec.untimed());
@@ -219,5 +239,11 @@ bool vulkan_supports_node(const Tensor& n) {
 }
 
 std::unique_ptr<Backend> make_vulkan_backend(int device) { return std::make_unique<VulkanBackend>(device); }
+
+VulkanGraphCounts vulkan_last_graph_counts(const Backend& b) {
+    const auto* v = dynamic_cast<const VulkanBackend*>(&b);
+    if (!v) throw std::invalid_argument("vulkan_last_graph_counts: '" + b.name() + "' is not a Vulkan backend");
+    return v->last_counts();
+}
 
 }  // namespace ls

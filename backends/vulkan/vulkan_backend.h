@@ -30,5 +30,12 @@ std::vector<std::pair<std::string, std::string>> vulkan_refused_devices() noexce
 bool vulkan_supports_node(const Tensor& n);
 // Throws std::runtime_error with the reason (no loader, no device, index out of range).
 std::unique_ptr<Backend> make_vulkan_backend(int device);
+// The dispatches and barriers of the last graph a Vulkan backend recorded (its fused groups,
+// backends/vulkan/fused.h, against LOCKSTEP_VK_FUSE=0; LOCKSTEP_VK_VERBOSE prints them too).
+// Throws std::invalid_argument for a backend of another kind.
+struct VulkanGraphCounts {
+    size_t dispatches = 0, barriers = 0;
+};
+VulkanGraphCounts vulkan_last_graph_counts(const Backend& b);
 
 }  // namespace ls

@@ -37,7 +37,9 @@
 #             of a decode step and its kernel count, fused and not (LOCKSTEP_CUDA_VERBOSE), then
 #             decode with the fused launches and
 #             split matvecs, without fusion (LOCKSTEP_CUDA_FUSE=0), without the split (a warp
-#             per weight row: LOCKSTEP_CUDA_SPLIT=0) and with both again, -p 0 -n 128 -r 3 each
+#             per weight row: LOCKSTEP_CUDA_SPLIT=0) and with both again, -p 0 -n 128 -r 3 each;
+#             with a Vulkan GPU, Vulkan decode with the subgroup kernels, without
+#             (LOCKSTEP_VK_SUBGROUP=0), and without the fused groups (LOCKSTEP_VK_FUSE=0)
 #   compare   lockstep against llama.cpp's llama-bench on the shapes files (GPU_COMPARE_MODELS:
 #             shape names, each optionally @D1:D2 for its own depths), alternating
 #             (tools/scripts/gpu_compare.py): pp512, tg128, tg128 at depths 4096 and 16384;
@@ -204,9 +206,10 @@ for s in "${steps[@]}"; do
         step "unfused kernels $n" "ab_unfused_kernels_$n.log" env LOCKSTEP_CUDA_FUSE=0 LOCKSTEP_CUDA_VERBOSE=1 "$LS" bench --backend cuda -m "$f" -p 0 -n 4 -r 1
         step "unsplit $n" "ab_unsplit_$n.log" env LOCKSTEP_CUDA_SPLIT=0 "$LS" bench --backend cuda -m "$f" -p 0 -n 128 -r 3
         step "fused again $n" "ab_fused2_$n.log" "$LS" bench --backend cuda -m "$f" -p 0 -n 128 -r 3
-        if has_vulkan_gpu; then  # Vulkan decode: subgroup kernels (K-quants too) against the plain path
+        if has_vulkan_gpu; then  # Vulkan decode: subgroup kernels (K-quants too) against the plain path, fused groups against none
           step "vulkan subgroup $n" "ab_vk_sg_$n.log" "$LS" bench --backend vulkan -m "$f" -p 0 -n 128 -r 3
           step "vulkan plain $n" "ab_vk_plain_$n.log" env LOCKSTEP_VK_SUBGROUP=0 "$LS" bench --backend vulkan -m "$f" -p 0 -n 128 -r 3
+          step "vulkan unfused $n" "ab_vk_unfused_$n.log" env LOCKSTEP_VK_FUSE=0 "$LS" bench --backend vulkan -m "$f" -p 0 -n 128 -r 3
         fi
       done
       ;;

@@ -1,0 +1,74 @@
+// What the Vulkan backend records for a decode step, counted by the backend itself: the fused
+// groups (backends/vulkan/fused.h) give the bits of the nodes recorded one by one, in fewer
+// dispatches and fewer barriers. On a GPU each is a few microseconds of a decode step whatever
+// the shader does, so the counts are pinned here, where lavapipe runs them.
+#if LOCKSTEP_HAVE_VULKAN
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "backends/vulkan/vulkan_backend.h"
+#include "core/runtime/session.h"
+#include "tests/support/test_util.h"
+#include "tests/support/tiny_model.h"
+
+using namespace ls;
+
+namespace {
+int32_t argmax_last(const std::vector<float>& logits, int64_t n_vocab) {
+    const auto last = logits.end() - n_vocab;
+    return int32_t(std::max_element(last, logits.end()) - last);
+}
+}  // namespace
+
+// A decode step of the tiny Gemma 3 (Q8_0 weights) records 26 dispatches a layer one by one.
+// Fused, at least 8 fewer: the post-attention norm, the residual add, the FFN norm and
+// gate/up's quantizer as one (norm_chain.comp), the same after the FFN, and gelu, its product
+// with up and down's quantizer as one (glu.comp); the barriers between them go too. (The
+// per-head rows, head_rows.comp, fuse where the allocator left the chains' rows apart: in
+// some layers of this tiny model a rope's output lies one row over its input.)
+TEST_CASE("vulkan: fused dispatches give the unfused logits with fewer dispatches and barriers", "[tiny][vulkan_fused]") {
+    const std::vector<std::string> names = test::backend_names_under_test();
+    if (std::find(names.begin(), names.end(), "vulkan") == names.end()) {
+        WARN("vulkan is not a backend under test here (LOCKSTEP_TEST_BACKENDS): skipped");
+        return;
+    }
+    TinyGemma3Spec spec;
+    spec.n_layer = 3;
+    spec.seed = 29;
+    struct Run {
+        std::vector<float> logits;
+        VulkanGraphCounts counts;
+    };
+    auto run = [&](bool fuse) {
+        if (fuse) unsetenv("LOCKSTEP_VK_FUSE");
+        else setenv("LOCKSTEP_VK_FUSE", "0", 1);
+        test::LoadedModel l = test::load_tiny("vulkan", fuse ? "vk_fused" : "vk_unfused", spec);
+        unsetenv("LOCKSTEP_VK_FUSE");
+        SessionParams p;
+        p.n_ctx = 64;
+        Session s(*l.model, *l.be, p);
+        Run r;
+        std::vector<int32_t> prompt;
+        for (int32_t t = 0; t < 12; ++t) prompt.push_back((t * 7 + 3) % int32_t(spec.n_vocab));
+        std::vector<float> logits = s.eval(prompt);
+        r.logits = logits;
+        for (int i = 0; i < 4; ++i) {
+            logits = s.eval({argmax_last(logits, spec.n_vocab)});
+            r.logits.insert(r.logits.end(), logits.begin(), logits.end());
+        }
+        r.counts = vulkan_last_graph_counts(*l.be);
+        return r;
+    };
+    const Run fused = run(true), unfused = run(false);
+    REQUIRE(fused.logits.size() == unfused.logits.size());
+    CHECK(std::memcmp(fused.logits.data(), unfused.logits.data(), fused.logits.size() * sizeof(float)) == 0);
+    INFO("decode step: " << fused.counts.dispatches << " dispatches and " << fused.counts.barriers << " barriers fused, "
+                         << unfused.counts.dispatches << " and " << unfused.counts.barriers << " not");
+    CHECK(fused.counts.dispatches + 8 * size_t(spec.n_layer) <= unfused.counts.dispatches);
+    CHECK(fused.counts.barriers + 8 * size_t(spec.n_layer) <= unfused.counts.barriers);
+}
+
+#endif
