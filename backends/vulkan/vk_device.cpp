@@ -125,10 +125,13 @@ Context::Context(int device) {
     // A host-visible device-local type counts only when it is the device's main heap (not
     // a small BAR window).
     if (best >= 0 && local >= 0 && mp.memoryTypes[best].heapIndex == mp.memoryTypes[local].heapIndex) host_mapped_ = true;
+    else best = local;
     // LOCKSTEP_VK_STAGING=1: copies through the staging buffer even where device memory is
     // mapped, so the discrete-GPU path runs on lavapipe too (its tests).
-    if (const char* e = std::getenv("LOCKSTEP_VK_STAGING"); e && std::string(e) == "1" && local >= 0) host_mapped_ = false, best = local;
-    else best = local;
+    if (const char* e = std::getenv("LOCKSTEP_VK_STAGING"); e && std::string(e) == "1" && local >= 0) {
+        host_mapped_ = false;
+        best = local;
+    }
     if (best < 0) best = host;
     if (host_cached >= 0) host = host_cached;  // staging: read back often (logits), so cached
     if (best < 0 || host < 0) throw std::runtime_error("vulkan: " + name + " has no usable memory type");

@@ -89,7 +89,14 @@ Chunk* Context::allocate(size_t bytes, size_t& offset) {
 }
 
 void Context::release(Chunk* c, size_t offset, size_t bytes) {
-    flush_uploads();  // no pending copy may land in memory handed to someone else
+    // No pending copy may land in memory handed to someone else. (Called from a Buffer's
+    // destructor: a device that fails the submit loses the copies, not the process.)
+    try {
+        flush_uploads();
+    } catch (...) {
+        pending_.clear();
+        upload_used_ = 0;
+    }
     drop_readback();
     if (c->dedicated) {
         for (auto it = chunks_.begin(); it != chunks_.end(); ++it)
@@ -167,8 +174,14 @@ void Context::write(Chunk* c, size_t off, const void* src, size_t n) {
         std::memcpy(c->mapped + off, src, n);
         return;
     }
+    if (n == 0) return;
     if (n <= kUploadBytes / 4) {  // a step's input: copied with the next graph
-        if (upload_used_ + n > kUploadBytes) flush_uploads();
+        // Copies in one command buffer are not ordered among themselves: a write over bytes
+        // a pending one writes goes after it, in a submit of its own.
+        bool overlap = false;
+        for (const PendingCopy& p : pending_)
+            overlap |= p.dst == c->buf && p.region.dstOffset < off + n && off < p.region.dstOffset + p.region.size;
+        if (overlap || upload_used_ + n > kUploadBytes) flush_uploads();
         if (!upload_) upload_ = host_chunk(kUploadBytes, "uploads");
         std::memcpy(upload_->mapped + upload_used_, src, n);
         pending_.push_back({c->buf, VkBufferCopy{upload_used_, off, n}});

@@ -130,9 +130,10 @@ void VulkanBackend::compute(const Graph& g) {
     if (ctx_->vkBeginCommandBuffer(ctx_->cmd, &bi) != VK_SUCCESS) throw std::runtime_error("vulkan: vkBeginCommandBuffer failed");
     if (ts_pool) {
         ctx_->vkCmdResetQueryPool(ctx_->cmd, ts_pool, 0, ts_cap);
-        ctx_->vkCmdWriteTimestamp(ctx_->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, ts_pool, 0);
+        ctx_->vkCmdWriteTimestamp(ctx_->cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, ts_pool, 0);
     }
     ctx_->record_uploads();  // the inputs written since the last graph (discrete GPUs)
+    const uint32_t n_ts = profile_ ? 0 : ts_pool ? 2 : 0;  // the profile's: rec.timestamps_written()
     try {
         const std::vector<Tensor*>& nodes = g.nodes();
         for (size_t i = 0; i < nodes.size(); ++i) {
@@ -143,31 +144,31 @@ void VulkanBackend::compute(const Graph& g) {
             }
             op_entry(nodes[i]->op).record(*nodes[i], rec);
         }
-    } catch (...) {
+        if (!ctx_->host_mapped()) {  // the outputs (logits) copied for the host in this buffer
+            std::vector<Context::Span> spans;
+            for (const Tensor* t : g.outputs())
+                if (t->buffer && t->buffer->backend == this)
+                    spans.push_back({own(*t->buffer).chunk, own(*t->buffer).off + t->offset, t->nbytes()});
+            ctx_->record_readback(spans);
+        }
+        if (n_ts == 2) ctx_->vkCmdWriteTimestamp(ctx_->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, ts_pool, 1);
+        if (ctx_->vkEndCommandBuffer(ctx_->cmd) != VK_SUCCESS) throw std::runtime_error("vulkan: vkEndCommandBuffer failed");
+    } catch (...) {  // nothing was submitted: the buffer goes back to the initial state
         ctx_->vkEndCommandBuffer(ctx_->cmd);
         ctx_->vkResetCommandBuffer(ctx_->cmd, 0);
+        ctx_->drop_readback();
         throw;
     }
-    if (!ctx_->host_mapped()) {  // the outputs (logits) copied for the host in this buffer
-        std::vector<Context::Span> spans;
-        for (const Tensor* t : g.outputs())
-            if (t->buffer && t->buffer->backend == this)
-                spans.push_back({own(*t->buffer).chunk, own(*t->buffer).off + t->offset, t->nbytes()});
-        ctx_->record_readback(spans);
-    }
-    const uint32_t n_ts = profile_ ? rec.timestamps_written() : ts_pool ? 2 : 0;
-    if (n_ts == 2 && !profile_) ctx_->vkCmdWriteTimestamp(ctx_->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, ts_pool, 1);
-    if (ctx_->vkEndCommandBuffer(ctx_->cmd) != VK_SUCCESS) throw std::runtime_error("vulkan: vkEndCommandBuffer failed");
     const auto t1 = std::chrono::steady_clock::now();
     ctx_->submit_and_wait();
     ctx_->uploads_done();
     ctx_->readback_done();
     const auto t2 = std::chrono::steady_clock::now();
     double gpu_s = -1;
-    if (n_ts) {
-        const std::vector<double> ts = ctx_->timestamp_seconds(n_ts);
+    if (const uint32_t n = profile_ ? rec.timestamps_written() : n_ts) {
+        const std::vector<double> ts = ctx_->timestamp_seconds(n);
         if (profile_) rec.take_profile(ts);
-        if (n_ts > 1) gpu_s = ts.back();
+        if (n > 1) gpu_s = ts.back();
     }
     stats_.last_dispatches = rec.dispatches(), stats_.last_barriers = rec.barriers(), stats_.last_nodes = g.nodes().size();
     if (verbose_)

@@ -24,10 +24,6 @@ namespace {
 // An attention node's launches in a decode step: its tile kernel and the fold of its splits.
 constexpr int kLaunchesPerAttention = 2;
 
-int32_t argmax_last(const std::vector<float>& logits, int64_t n_vocab) {
-    const auto last = logits.end() - n_vocab;
-    return int32_t(std::max_element(last, logits.end()) - last);
-}
 
 }  // namespace
 
@@ -63,12 +59,12 @@ TEST_CASE("cuda: prompt ubatches and decode steps run as one graph each, updated
     // only the nodes whose launch follows the position: each layer's attention (the query's
     // position, and the key count while it grows; 90 nodes in these 12 steps), never the
     // matmuls, norms and elementwise ops that make up most of the graph.
-    int32_t tok = argmax_last(logits, nv);
+    int32_t tok = test::argmax_last(logits, nv);
     logits = s.eval({tok});
     const int kSteps = 12;  // the windowed layers' rings (24 rows) wrap on the way
     c = {};
     for (int i = 0; i < kSteps; ++i) {
-        tok = argmax_last(logits, nv);
+        tok = test::argmax_last(logits, nv);
         logits = s.eval({tok});
     }
     INFO("decode: " << c.instantiations << " instantiated, " << c.node_updates << " nodes set, " << c.direct_kernels
@@ -88,7 +84,7 @@ TEST_CASE("cuda: prompt ubatches and decode steps run as one graph each, updated
     // topology) and decode steps reuse the graphs kept from the first turn.
     c = {};
     logits = s.eval(test::random_tokens(16, 6, int32_t(nv)));
-    for (int i = 0; i < 3; ++i) logits = s.eval({argmax_last(logits, nv)});
+    for (int i = 0; i < 3; ++i) logits = s.eval({test::argmax_last(logits, nv)});
     CHECK(c.graph_launches == 4);
     CHECK(c.instantiations == 0);
 }
@@ -119,13 +115,10 @@ TEST_CASE("cuda: fused launches give the unfused kernels' logits in fewer graph 
         p.n_ctx = 64;
         Session s(*l.model, *l.be, p);
         Run r;
-        std::vector<float> logits = s.eval(test::random_tokens(12, 7, int32_t(spec.n_vocab)));
+        const std::vector<float> logits = s.eval(test::random_tokens(12, 7, int32_t(spec.n_vocab)));
         emu::ApiCounts& c = emu::api_counts();
         c = {};
-        for (int i = 0; i < 4; ++i) {
-            logits = s.eval({argmax_last(logits, spec.n_vocab)});
-            r.logits.insert(r.logits.end(), logits.begin(), logits.end());
-        }
+        r.logits = test::greedy_steps(s, logits, spec.n_vocab, 4);
         CHECK(c.instantiations == 1);  // the first decode step's graph, set again after
         r.decode_nodes = c.graph_nodes;
         return r;

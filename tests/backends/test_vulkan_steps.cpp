@@ -11,17 +11,11 @@
 
 #include "backends/vulkan/vulkan_backend.h"
 #include "core/runtime/session.h"
+#include "tests/support/logits_util.h"
 #include "tests/support/test_util.h"
 #include "tests/support/tiny_model.h"
 
 using namespace ls;
-
-namespace {
-int32_t argmax_last(const std::vector<float>& logits, int64_t n_vocab) {
-    const auto last = logits.end() - n_vocab;
-    return int32_t(std::max_element(last, logits.end()) - last);
-}
-}  // namespace
 
 // A decode step of the tiny Gemma 3 (Q8_0 weights) records 26 dispatches a layer one by one.
 // Fused, at least 8 fewer: the post-attention norm, the residual add, the FFN norm and
@@ -51,14 +45,10 @@ TEST_CASE("vulkan: fused dispatches give the unfused logits with fewer dispatche
         p.n_ctx = 64;
         Session s(*l.model, *l.be, p);
         Run r;
-        std::vector<int32_t> prompt;
-        for (int32_t t = 0; t < 12; ++t) prompt.push_back((t * 7 + 3) % int32_t(spec.n_vocab));
-        std::vector<float> logits = s.eval(prompt);
+        const std::vector<float> logits = s.eval(test::random_tokens(12, 7, int32_t(spec.n_vocab)));
         r.logits = logits;
-        for (int i = 0; i < 4; ++i) {
-            logits = s.eval({argmax_last(logits, spec.n_vocab)});
-            r.logits.insert(r.logits.end(), logits.begin(), logits.end());
-        }
+        const std::vector<float> steps = test::greedy_steps(s, logits, spec.n_vocab, 4);
+        r.logits.insert(r.logits.end(), steps.begin(), steps.end());
         r.counts = vulkan_last_graph_counts(*l.be);
         return r;
     };

@@ -3,6 +3,7 @@
 #pragma once
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <sstream>
@@ -36,6 +37,23 @@ inline std::vector<float> one_by_one(Session& s, const std::vector<int32_t>& tok
     for (int32_t t : tokens) {
         std::vector<float> l = s.eval({t}, 0, seq);
         out.insert(out.end(), l.begin(), l.end());
+    }
+    return out;
+}
+
+// The argmax of the last row of n_vocab logits.
+inline int32_t argmax_last(const std::vector<float>& logits, int64_t n_vocab) {
+    const auto last = logits.end() - n_vocab;
+    return int32_t(std::max_element(last, logits.end()) - last);
+}
+
+// `steps` greedy one-token decode steps after `logits` (a prompt's): each step evaluates the
+// argmax of the one before; every step's logits, one after another.
+inline std::vector<float> greedy_steps(Session& s, std::vector<float> logits, int64_t n_vocab, int steps) {
+    std::vector<float> out;
+    for (int i = 0; i < steps; ++i) {
+        logits = s.eval({argmax_last(logits, n_vocab)});
+        out.insert(out.end(), logits.begin(), logits.end());
     }
     return out;
 }
