@@ -49,19 +49,29 @@ DType quant_for(const std::vector<Tensor*>& nodes, size_t j, const Tensor* x) {
     return x->ne[0] % block_size(at) == 0 ? at : DType::F32;
 }
 
-// Where norm_chain.comp's outputs may lie, phase by phase. Phase A reads all of x before any
-// write; phase B (invocation l: elements l, l + 32, ... in order) reads x and res at an element,
-// then writes y1 and s there; a tree's barriers; phase C reads its own s (or x) at an element
-// and writes y2 there; the quantizer reads y2 after a barrier. So an output written in a phase
-// may lie apart from what that phase reads, exactly over it, or -- in a single row -- a whole
-// number of 32 elements before it (the invocation that writes there read it earlier), and y2
-// may lie anywhere over what only phases A and B read (the allocator reuses rows that died in
-// the group: Gemma 3 1B's residual sum lies 1024 floats before the projection it adds).
+// Where norm_chain.comp's outputs may lie. Several rows run in workgroups side by side, which
+// no barrier orders: each output apart from every input and the other outputs, or exactly
+// over one (the same row). A single row is one workgroup, so its phases order it: phase A
+// reads all of x before any write; phase B (invocation l: elements l, l + 32, ... in order)
+// reads x and res at an element, then writes y1 and s there; a tree's barriers; phase C reads
+// its own s (or x) at an element and writes y2 there; the quantizer reads y2 after a barrier.
+// So there an output written in a phase may also lie a whole number of 32 elements before
+// what that phase reads (the invocation that writes there read it earlier), and y2 anywhere
+// over what only phases A and B read (the allocator reuses rows that died in the group:
+// Gemma 3 1B's residual sum lies 1024 floats before the projection it adds).
 bool norm_chain_fits(const Recorder& r, const Tensor* x, const Tensor* res, const Tensor* n1, const Tensor* add, const Tensor* n2,
                      const Tensor* w1, const Tensor* w2) {
     const bool one_row = n2->nrows() == 1;
+    if (!one_row) {
+        std::vector<Range> in{r.range(x)}, out{r.range(n2)};
+        for (const Tensor* t : {res, w1, w2})
+            if (t) in.push_back(r.range(t));
+        for (const Tensor* t : {n1, add})
+            if (t) out.push_back(r.range(t));
+        return outputs_fit(in, out);
+    }
     auto ok = [&](const Range& o, const Range& in) {
-        return apart_or_same(o, in) || (one_row && o.lo < in.lo && (in.lo - o.lo) % 128 == 0);
+        return apart_or_same(o, in) || (o.lo < in.lo && (in.lo - o.lo) % 128 == 0);
     };
     const Range y2 = r.range(n2);
     std::vector<Range> weights;
