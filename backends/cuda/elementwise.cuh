@@ -43,7 +43,7 @@ template <class F> __global__ void unary_mul_kernel(const float* x, float* y, co
 // contiguous with act's shape; false (nothing launched) for any other pair.
 template <class F> bool launch_unary_mul(const Tensor& act, const Tensor& mul, Ctx& ctx, F f) {
     const Tensor* o = mul.src[0] == &act ? mul.src[1] : mul.src[0];
-    auto same = [&](const Tensor* t) { return t && t->type == DType::F32 && t->is_contiguous() && same_ne(*t, act); };
+    auto same = [&](const Tensor* t) { return t && t->type == DType::F32 && t->is_contiguous() && same_shape(*t, act); };
     if (mul.src[0] == mul.src[1] || !same(o) || !same(&mul) || !act.is_contiguous() || !act.src[0]->is_contiguous() ||
         !fused_output_safe(mul, *act.src[0]))
         return false;

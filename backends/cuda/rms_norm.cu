@@ -244,7 +244,7 @@ size_t rms_norm_add_norm(const std::vector<Tensor*>& nodes, size_t i, Ctx& ctx) 
     const Tensor* r = !n1 ? add.src[1] : add.src[0] == n1 ? add.src[1] : add.src[0];
     const Tensor* wt = nodes[i + a + 2]->src[0];
     const int64_t n_rows = x.nrows(), K = x.ne[0];
-    auto same = [&](const Tensor* t) { return t && f32_elems(t) && same_ne(*t, add); };
+    auto same = [&](const Tensor* t) { return t && f32_elems(t) && same_shape(*t, add); };
     if (!same(&x) || !same(r) || !same(&n2) || (n1 && !same(n1)) || add.nelements() == 0 || !staged_rows(K, n_rows) || wt->ne[0] != K)
         return 0;
     for (const Tensor* nw : {n1 ? n1->src[1] : nullptr, n2.src[1]})
@@ -292,7 +292,7 @@ size_t rms_norm_add_norm(const std::vector<Tensor*>& nodes, size_t i, Ctx& ctx) 
 bool rms_norm_add(const Tensor& norm, const Tensor& add, Ctx& ctx) {
     const Tensor* r = add.src[0] == &norm ? add.src[1] : add.src[0];
     auto same = [&](const Tensor* t) {
-        return f32_elems(t) && same_ne(*t, norm);
+        return f32_elems(t) && same_shape(*t, norm);
     };
     // Where the add's output lies over part of the norm's input (the allocator may put it
     // there: that input is dead once the norm ran), only a single staged row is safe: its one

@@ -8,12 +8,6 @@ namespace ls::cuda {
 
 // F32 with contiguous elements along ne[0]: the kernels read rows as float arrays.
 inline bool f32_elems(const Tensor* t) { return t && t->type == DType::F32 && t->nb[0] == sizeof(float); }
-// The same ne in every dimension (the fused pairs' operands: no broadcast).
-inline bool same_ne(const Tensor& a, const Tensor& b) {
-    for (int i = 0; i < kMaxDims; ++i)
-        if (a.ne[i] != b.ne[i]) return false;
-    return true;
-}
 // The row index types get_rows and set_rows read (core/rules/row_index_rule.h), as a graph
 // input: core checks its rows on the host before the graph runs (core/ir/index_inputs.h).
 inline bool index_type(const Tensor* t) { return is_index_input(t) && (t->type == DType::I32 || t->type == DType::I64); }

@@ -48,7 +48,7 @@ unary_mul_quant_kernel(const float* x, float* y, const float* o, float* z, int64
 template <class F> bool launch_unary_mul_mat(const Tensor& act, const Tensor& mul, Tensor* const* mms, int nm, Ctx& ctx, F f) {
     if (nm < 1) return false;
     const Tensor* o = mul.src[0] == &act ? mul.src[1] : mul.src[0];
-    auto same = [&](const Tensor* t) { return t && t->type == DType::F32 && t->is_contiguous() && same_ne(*t, act); };
+    auto same = [&](const Tensor* t) { return t && t->type == DType::F32 && t->is_contiguous() && same_shape(*t, act); };
     if (mul.src[0] == mul.src[1] || !same(o) || !same(&mul) || !act.is_contiguous() || !act.src[0]->is_contiguous() ||
         !fused_output_safe(mul, *act.src[0]))
         return false;

@@ -18,11 +18,6 @@ namespace {
 bool f32_rows(const Tensor* t, int64_t K, int64_t rows) {
     return t && t->type == DType::F32 && t->is_contiguous() && t->ne[0] == K && t->nrows() == rows;
 }
-bool same_shape(const Tensor* a, const Tensor* b) {
-    for (int d = 0; d < 4; ++d)
-        if (a->ne[d] != b->ne[d]) return false;
-    return true;
-}
 // A norm's weight: K contiguous floats (or none).
 bool norm_weight(const Tensor* w, int64_t K) { return !w || (w->type == DType::F32 && w->is_contiguous() && w->nelements() == K); }
 bool apart(const Range& a, const Range& b) { return a.hi <= b.lo || b.hi <= a.lo; }
@@ -59,19 +54,12 @@ DType quant_for(const std::vector<Tensor*>& nodes, size_t j, const Tensor* x) {
 // what that phase reads (the invocation that writes there read it earlier), and y2 anywhere
 // over what only phases A and B read (the allocator reuses rows that died in the group:
 // Gemma 3 1B's residual sum lies 1024 floats before the projection it adds).
-bool norm_chain_fits(const Recorder& r, const Tensor* x, const Tensor* res, const Tensor* n1, const Tensor* add, const Tensor* n2,
-                     const Tensor* w1, const Tensor* w2) {
-    const bool one_row = n2->nrows() == 1;
-    if (!one_row) {
-        std::vector<Range> in{r.range(x)}, out{r.range(n2)};
-        for (const Tensor* t : {res, w1, w2})
-            if (t) in.push_back(r.range(t));
-        for (const Tensor* t : {n1, add})
-            if (t) out.push_back(r.range(t));
-        return outputs_fit(in, out);
-    }
-    auto ok = [&](const Range& o, const Range& in) {
-        return apart_or_same(o, in) || (o.lo < in.lo && (in.lo - o.lo) % 128 == 0);
+// in and out: the dispatch's ranges, which the several-row rule checks as they are.
+bool norm_chain_fits(const Recorder& r, const std::vector<Range>& in, const std::vector<Range>& out, const Tensor* x,
+                     const Tensor* res, const Tensor* n1, const Tensor* add, const Tensor* n2, const Tensor* w1, const Tensor* w2) {
+    if (n2->nrows() != 1) return outputs_fit(in, out);
+    auto ok = [&](const Range& o, const Range& src) {
+        return apart_or_same(o, src) || (o.lo < src.lo && (src.lo - o.lo) % 128 == 0);
     };
     const Range y2 = r.range(n2);
     std::vector<Range> weights;
@@ -108,9 +96,9 @@ size_t norm_chain(const std::vector<Tensor*>& nodes, size_t i, Recorder& r) {
     const Tensor* res = !add ? nullptr : n1 ? (add->src[0] == n1 ? add->src[1] : add->src[0]) : add->src[0];
     if (n1 && res == n1) return 0;
     const int64_t K = n2->ne[0], rows = n2->nrows();
-    if (!f32_rows(x, K, rows) || !f32_rows(n2, K, rows) || !same_shape(x, n2)) return 0;
-    if (add && (!f32_rows(res, K, rows) || !f32_rows(add, K, rows) || !same_shape(res, add) || !same_shape(add, n2))) return 0;
-    if (n1 && (!f32_rows(n1, K, rows) || !same_shape(n1, add))) return 0;
+    if (!f32_rows(x, K, rows) || !f32_rows(n2, K, rows) || !same_shape(*x, *n2)) return 0;
+    if (add && (!f32_rows(res, K, rows) || !f32_rows(add, K, rows) || !same_shape(*res, *add) || !same_shape(*add, *n2))) return 0;
+    if (n1 && (!f32_rows(n1, K, rows) || !same_shape(*n1, *add))) return 0;
     const Tensor* w1 = n1 ? n1->src[1] : nullptr;
     const Tensor* w2 = n2->src[1];
     if (!norm_weight(w1, K) || !norm_weight(w2, K) || K >= (int64_t(1) << 28) || rows >= (int64_t(1) << 32)) return 0;
@@ -124,7 +112,7 @@ size_t norm_chain(const std::vector<Tensor*>& nodes, size_t i, Recorder& r) {
     if (w2) in.push_back(r.range(w2));
     if (n1) out.push_back(r.range(n1));
     if (add) out.push_back(r.range(add));
-    if (!norm_chain_fits(r, x, res, n1, add, n2, w1, w2)) return 0;
+    if (!norm_chain_fits(r, in, out, x, res, n1, add, n2, w1, w2)) return 0;
     const uint32_t act_nb1 = at == DType::F32 ? 0 : uint32_t(act_row_bytes(at, K));
     if (at != DType::F32) out.push_back(act_range(r, act_nb1, uint32_t(rows)));
 
@@ -151,7 +139,7 @@ size_t glu(const std::vector<Tensor*>& nodes, size_t i, Recorder& r) {
     const Tensor* a = y->src[0];
     const int64_t K = z->ne[0], rows = z->nrows();
     if (up == y || !f32_rows(a, K, rows) || !f32_rows(y, K, rows) || !f32_rows(z, K, rows) || !f32_rows(up, K, rows) ||
-        !same_shape(a, z) || !same_shape(up, z) || !same_shape(y, z) || K * rows >= (int64_t(1) << 32))
+        !same_shape(*a, *z) || !same_shape(*up, *z) || !same_shape(*y, *z) || K * rows >= (int64_t(1) << 32))
         return 0;
     std::vector<Range> in{r.range(a), r.range(up)}, out{r.range(y), r.range(z)};
     if (!outputs_fit(in, out)) return 0;
@@ -190,7 +178,7 @@ bool plan_rows_chain(const HeadRowChain& ch, const Recorder& r, RowsChain& c) {
     c.in.push_back(r.range(x));
     if (ch.norm) {
         const Tensor* w = ch.norm->src[1];
-        if (!f32_rows(ch.norm, D, rows) || !same_shape(ch.norm, x) || !norm_weight(w, D)) return false;
+        if (!f32_rows(ch.norm, D, rows) || !same_shape(*ch.norm, *x) || !norm_weight(w, D)) return false;
         pc.flags |= LS_HR_NORM | (w ? LS_HR_W : 0u);
         pc.eps = ch.norm->get_params<RmsNormParams>().eps;
         pc.norm_y = r.addr(ch.norm);
@@ -200,7 +188,7 @@ bool plan_rows_chain(const HeadRowChain& ch, const Recorder& r, RowsChain& c) {
     if (ch.rope) {
         const Tensor* cs = ch.rope->src[1];
         const RopeParams p = ch.rope->get_params<RopeParams>();
-        if (!f32_rows(ch.rope, D, rows) || !same_shape(ch.rope, x) || !cs || cs->type != DType::F32 || !cs->is_contiguous() ||
+        if (!f32_rows(ch.rope, D, rows) || !same_shape(*ch.rope, *x) || !cs || cs->type != DType::F32 || !cs->is_contiguous() ||
             p.n_dims <= 0 || p.n_dims % 2 != 0 || p.n_dims > D || (p.mode != ROPE_NORMAL && p.mode != ROPE_NEOX) ||
             cs->nelements() < x->ne[2] * p.n_dims)
             return false;

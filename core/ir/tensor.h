@@ -94,6 +94,13 @@ struct Tensor {
     }
 };
 
+// The same extent in every dimension (types and strides aside).
+inline bool same_shape(const Tensor& a, const Tensor& b) {
+    for (int d = 0; d < kMaxDims; ++d)
+        if (a.ne[d] != b.ne[d]) return false;
+    return true;
+}
+
 // Sets contiguous strides for t's type and shape.
 void set_contiguous_strides(Tensor& t);
 std::string shape_str(const Tensor& t);
