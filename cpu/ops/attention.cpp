@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "core/ir/op_params.h"
+#include "core/quant/dtype.h"
 #include "core/quant/quant_blocks.h"
 #include "core/ref/ref_ops.h"
 #include "core/rules/attention_rule.h"
@@ -66,6 +67,24 @@ template <DType T> [[gnu::always_inline]] inline __m256 load8(const uint8_t* row
         const __m256 x = _mm256_cvtepi32_ps(_mm256_sub_epi32(u, _mm256_set1_epi32(8)));
         return _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(b.d)), x);
     }
+}
+
+// ---- Cache rows into L2 ahead of use: a step's keys and values come from memory (the weight
+// stream evicts them between steps), and the hardware prefetchers do not run far enough ahead
+// on rows a few hundred bytes long to keep many misses in flight. Bytes [off, off + len) of row.
+[[gnu::always_inline]] inline void prefetch_row(const uint8_t* row, size_t off, size_t len) {
+    for (size_t o = 0; o < len; o += 64) _mm_prefetch(reinterpret_cast<const char*>(row + off + o), _MM_HINT_T1);
+}
+constexpr int64_t kKeyAhead = 8;  // key rows the score loop prefetches ahead of the one it reads
+// The bytes of a row holding its elements [e0, e0 + n): whole blocks of a quantized type (a
+// head of 40 elements of Q8_0 starts and ends inside blocks).
+struct RowSpan {
+    size_t off, len;
+};
+inline RowSpan row_span(DType t, int64_t e0, int64_t n) {
+    const DTypeTraits& tr = traits(t);
+    const size_t lo = size_t(e0 / tr.block) * tr.block_bytes, hi = size_t((e0 + n + tr.block - 1) / tr.block) * tr.block_bytes;
+    return {lo, hi - lo};
 }
 
 #if defined(__AVX512F__)
@@ -116,8 +135,10 @@ void pv_chunk16(const float* const* p, const uint8_t* const* vrow, int64_t n, in
 // ---- scores: sc[i][j] = canon_dot(q_i, k_j) for NQ queries sharing each K load
 template <DType T, int NQ>
 void qk_rows(const float* const* q, const uint8_t* const* krow, int64_t n, int64_t e0, int64_t D, float* const* sc) {
+    const RowSpan span = row_span(T, e0, D);
     for (int64_t j = 0; j < n; ++j) {
         const uint8_t* kr = krow[j];
+        if (j + kKeyAhead < n) prefetch_row(krow[j + kKeyAhead], span.off, span.len);
         __m256 acc[NQ][4];
         for (auto& a : acc)
             for (auto& x : a) x = _mm256_setzero_ps();
@@ -138,18 +159,28 @@ void qk_rows(const float* const* q, const uint8_t* const* krow, int64_t n, int64
 // ---- o_b: ob[i][d0 .. d0 + 8C) = sum over keys j in order of p[i][j] * v_j (from +0)
 template <DType T, int NQ, int C>
 void pv_chunk(const float* const* p, const uint8_t* const* vrow, int64_t n, int64_t e0, int64_t d0, float* const* ob) {
+    // (The loops over i and c unrolled early, so that the accumulators become registers: with
+    // them rolled, GCC 12 also stored every accumulator to the stack on every key, 8 stores a
+    // key on one store port.)
     __m256 acc[NQ][C];
-    for (auto& a : acc)
-        for (auto& x : a) x = _mm256_setzero_ps();
+#pragma GCC unroll 16
+    for (int i = 0; i < NQ; ++i)
+#pragma GCC unroll 16
+        for (int c = 0; c < C; ++c) acc[i][c] = _mm256_setzero_ps();
     for (int64_t j = 0; j < n; ++j) {
         __m256 w[NQ];
+#pragma GCC unroll 16
         for (int i = 0; i < NQ; ++i) w[i] = _mm256_broadcast_ss(p[i] + j);
+#pragma GCC unroll 16
         for (int c = 0; c < C; ++c) {
             const __m256 vv = load8<T>(vrow[j], e0 + d0 + 8 * c);
+#pragma GCC unroll 16
             for (int i = 0; i < NQ; ++i) acc[i][c] = _mm256_add_ps(acc[i][c], _mm256_mul_ps(w[i], vv));
         }
     }
+#pragma GCC unroll 16
     for (int i = 0; i < NQ; ++i)
+#pragma GCC unroll 16
         for (int c = 0; c < C; ++c) _mm256_storeu_ps(ob[i] + d0 + 8 * c, acc[i][c]);
 }
 // Accumulators in registers: NQ * C of them, 8 to 12 of AVX2's 16.
@@ -178,8 +209,10 @@ void pv_rows(const float* const* p, const uint8_t* const* vrow, int64_t n, int64
 // 8-float form takes queries in pairs and loads (and converts) every key row twice.
 template <DType T, int NQ>
 void qk_rows16(const float* const* q, const uint8_t* const* krow, int64_t n, int64_t e0, int64_t D, float* const* sc) {
+    const RowSpan span = row_span(T, e0, D);
     for (int64_t j = 0; j < n; ++j) {
         const uint8_t* kr = krow[j];
+        if (j + kKeyAhead < n) prefetch_row(krow[j + kKeyAhead], span.off, span.len);
         simd::vecf acc[NQ][2];
         for (auto& a : acc) a[0] = a[1] = _mm512_setzero_ps();
         for (int64_t d = 0; d < D; d += 32)
@@ -334,6 +367,18 @@ inline float block_max(const float* x, int64_t n) {
     _mm512_store_ps(l, r);
     for (float v : l) m = std::fmax(m, v);
 #endif
+#if !defined(__AVX512F__)
+    // The same with 8 lanes: a lane takes v where v > r, or where r is still NaN.
+    __m256 r8 = _mm256_set1_ps(-INFINITY);
+    for (; j + 8 <= n; j += 8) {
+        const __m256 v = _mm256_loadu_ps(x + j);
+        const __m256 take = _mm256_or_ps(_mm256_cmp_ps(v, r8, _CMP_GT_OQ), _mm256_cmp_ps(r8, r8, _CMP_UNORD_Q));
+        r8 = _mm256_blendv_ps(r8, v, take);
+    }
+    alignas(32) float l8[8];
+    _mm256_store_ps(l8, r8);
+    for (float v : l8) m = std::fmax(m, v);
+#endif
     for (; j < n; ++j) m = std::fmax(m, x[j]);
     return m;
 }
@@ -378,6 +423,9 @@ struct Ctx {
             qp[i] = reinterpret_cast<const float*>(q->row(hs[i], ts[i]));
             sp[i] = s.sc[i];
         }
+        // The values are read after every score of the block: fetched meanwhile.
+        const RowSpan vs = row_span(v->type, hk * Dv, Dv);
+        for (int64_t j = 0; j < n; ++j) prefetch_row(vrow[j], vs.off, vs.len);
 #if defined(__AVX512F__)
         if (kt) qk_transposed(nq, qp, kt, n, Dk, sp);
         else
