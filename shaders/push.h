@@ -100,6 +100,15 @@ struct PcAttention {
     AttentionParams p;
 };
 
+// attention_fold.comp: PcAttention's fields the fold reads, and, for the _q8_* variants, the
+// activation rows of the mul_mat that reads dst as [Dv * H, T] (act_nb1 bytes a token; head h
+// fills its Dv / block blocks from block h * Dv / block).
+struct PcAttnFold {
+    addr_t pos, part, sinks, dst, act;
+    uint32_t Dv, H, T, nblk, act_nb1;
+    int32_t window;
+};
+
 // mul_mat, stage 1: quantizes x rows (K floats, flattened as m + ne1*(i2 + ne2*i3), strides
 // nb1..nb3) to the weight's dot type, act rows of act_nb1 bytes.
 struct PcMulMatAct {
@@ -199,6 +208,7 @@ static_assert(sizeof(PcRows) == 48 && sizeof(PcConcat) == 56 && sizeof(PcBinary)
               sizeof(PcRope) == 80 && sizeof(PcSoftmax) == 32 && sizeof(PcAttention) == 128 &&
               sizeof(PcMulMatAct) == 48 && sizeof(PcMulMat) == 48);
 static_assert(sizeof(PcAttention) <= 128, "128 bytes of push constants is all Vulkan guarantees");
+static_assert(sizeof(PcAttnFold) == 64, "push-constant layouts");
 }  // namespace ls::vk
 #endif
 #endif  // LS_SHADERS_PUSH_H

@@ -276,11 +276,30 @@ size_t head_rows(const std::vector<Tensor*>& nodes, size_t i, Recorder& r) {
     return gr.nodes;
 }
 
+// An attention in its split form whose output the next node, a mul_mat, reads as [Dv * H, T]
+// (the output projection): the fold also quantizes the output rows, so the mul_mat skips its
+// quantizer. Each head's Dv must be a whole number of the dot type's blocks (one workgroup, a
+// head, writes them). The act rows lie in the aux buffer, apart from everything the fold reads.
+size_t attention_act(const std::vector<Tensor*>& nodes, size_t i, Recorder& r) {
+    const Tensor* a = nodes[i];
+    if (a->op != OpId::ATTENTION || i + 1 >= nodes.size() || nodes[i + 1]->op != OpId::MUL_MAT) return 0;
+    const Tensor* x = nodes[i + 1]->src[1];
+    if (x != a && !(x->view_src == a && x->view_offs == 0)) return 0;
+    const int64_t Dv = a->ne[0], H = a->ne[1], T = a->ne[2];
+    if (a->type != DType::F32 || x->type != DType::F32 || !a->is_contiguous() || !x->is_contiguous() || a->ne[3] != 1 ||
+        x->ne[0] != Dv * H || x->nrows() != T)
+        return 0;
+    const DType at = quant_for(nodes, i + 1, x);
+    if (at == DType::F32 || Dv % block_size(at) != 0) return 0;
+    return record_attention_act(*a, x, at, r) ? 1 : 0;
+}
+
 }  // namespace
 
 size_t record_fused(const std::vector<Tensor*>& nodes, size_t i, Recorder& r) {
     if (const size_t k = head_rows(nodes, i, r)) return k;
     if (const size_t k = norm_chain(nodes, i, r)) return k;
+    if (const size_t k = attention_act(nodes, i, r)) return k;
     return glu(nodes, i, r);
 }
 

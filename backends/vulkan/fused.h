@@ -16,7 +16,9 @@ namespace ls::vk {
 //    cache write as one dispatch each (shaders/head_rows.comp), the chains without barriers;
 //  - [rms_norm, add,] rms_norm [and the quantizer of the mul_mat that reads it]
 //    (shaders/norm_chain.comp);
-//  - gelu or silu, mul [and the next mul_mat's quantizer] (shaders/glu.comp).
+//  - gelu or silu, mul [and the next mul_mat's quantizer] (shaders/glu.comp);
+//  - a split attention's fold and the quantizer of the mul_mat that reads its output
+//    (shaders/attention_fold.comp's _q8_* variants).
 // A group whose outputs the allocator placed partly over its inputs or each other is not fused.
 size_t record_fused(const std::vector<Tensor*>& nodes, size_t i, Recorder& r);
 

@@ -28,17 +28,17 @@ struct Run {
     std::vector<float> logits;
     VulkanGraphCounts counts;  // of the last decode step
 };
-// A prompt of 12 tokens and 4 greedy decode steps of the tiny model, fused or not.
-Run decode(const TinyGemma3Spec& spec, bool fuse, const std::string& name) {
+// A prompt of n_prompt tokens and 4 greedy decode steps of the tiny model, fused or not.
+Run decode(const TinyGemma3Spec& spec, bool fuse, const std::string& name, int n_prompt = 12) {
     if (fuse) unsetenv("LOCKSTEP_VK_FUSE");
     else setenv("LOCKSTEP_VK_FUSE", "0", 1);
     test::LoadedModel l = test::load_tiny("vulkan", name + (fuse ? "_fused" : "_unfused"), spec);
     unsetenv("LOCKSTEP_VK_FUSE");
     SessionParams p;
-    p.n_ctx = 64;
+    p.n_ctx = 128;
     Session s(*l.model, *l.be, p);
     Run r;
-    r.logits = s.eval(test::random_tokens(12, 7, int32_t(spec.n_vocab)));
+    r.logits = s.eval(test::random_tokens(n_prompt, 7, int32_t(spec.n_vocab)));
     const std::vector<float> steps = test::greedy_steps(s, r.logits, spec.n_vocab, 4);
     r.logits.insert(r.logits.end(), steps.begin(), steps.end());
     r.counts = vulkan_last_graph_counts(*l.be);
@@ -90,6 +90,25 @@ TEST_CASE("vulkan: a fused residual step whose sum lies behind its input gives t
     CHECK(std::memcmp(fused.logits.data(), unfused.logits.data(), fused.logits.size() * sizeof(float)) == 0);
     INFO("decode step: " << fused.counts.dispatches << " dispatches fused, " << unfused.counts.dispatches << " not");
     CHECK(fused.counts.dispatches + 17 <= unfused.counts.dispatches);
+}
+
+// Decode past the first key block (positions 70..73): attention runs split, and its fold also
+// quantizes the output rows for the output projection (attention_fold.comp), so each layer
+// loses the projection's quantizer and a barrier besides the groups above. Six layers, the
+// last one global; the windowed ones see 100 keys, over two blocks too.
+TEST_CASE("vulkan: the split attention's fold quantizing for the output projection gives the unfused logits", "[tiny][vulkan_fused]") {
+    if (!vulkan_under_test()) return;
+    TinyGemma3Spec spec;
+    spec.n_layer = 6;
+    spec.window = 100;
+    spec.seed = 31;
+    const Run fused = decode(spec, true, "vkdeep", 70), unfused = decode(spec, false, "vkdeep", 70);
+    REQUIRE(fused.logits.size() == unfused.logits.size());
+    CHECK(std::memcmp(fused.logits.data(), unfused.logits.data(), fused.logits.size() * sizeof(float)) == 0);
+    INFO("decode step: " << fused.counts.dispatches << " dispatches and " << fused.counts.barriers << " barriers fused, "
+                         << unfused.counts.dispatches << " and " << unfused.counts.barriers << " not");
+    CHECK(fused.counts.dispatches + 9 * size_t(spec.n_layer) <= unfused.counts.dispatches);
+    CHECK(fused.counts.barriers + 9 * size_t(spec.n_layer) <= unfused.counts.barriers);
 }
 
 #endif

@@ -404,6 +404,22 @@ struct AttentionCase {
     }
 };
 
+// A decode step's attention and the output projection that reads it as [Dv * H, T], both
+// outputs compared: the Vulkan backend's split fold also quantizes the output rows for the
+// mul_mat (attention_fold.comp's _q8_* variants), a head's Dv / block blocks a workgroup, for
+// 32- and 256-element dot types (Dv = 64 with Q8_K: not a whole block, the mul_mat's own).
+struct AttnMatCase {
+    AttentionCase att;
+    DType type;
+    std::string name() const { return att.name() + "+mul_mat(type=" + dtype_name(type) + ",N=37)"; }
+    std::vector<Tensor*> build(Graph& g, Backend& be, Keep& k, std::mt19937& r) const {
+        Tensor* a = att.build(g, be, k, r)[0];
+        const int64_t K = a->ne[0] * a->ne[1], T = a->ne[2];
+        Tensor* w = k.persistent(be, type, {K, 37}, quantized_random(r, type, K, 37));
+        return {a, mul_mat(g, w, reshape(g, a, {K, T}))};
+    }
+};
+
 // Recurrent scans over the runs of a ubatch (SEMANTICS.md section 2); the state written back
 // is compared too. canon_dot sums and det_exp on every backend.
 struct ScanRuns {
@@ -805,6 +821,13 @@ std::vector<OpCase> op_cases() {
     for (bool first_norm : {false, true})
         for (DType t : {DType::Q4_K, DType::Q8_0})
             for (int64_t M : {1, 40}) add_case(c, "norm_mul_mat", AddNormMatCase{first_norm, t, 1024, M});
+    // Decode over several key blocks (the split form): Gemma 3 270M's geometry at depth 150;
+    // three sequences' tokens with query-head groups; sinks.
+    for (DType t : {DType::Q4_K, DType::Q8_0, DType::Q4_1}) {
+        add_case(c, "attention_mul_mat", AttnMatCase{{0, 160, 1, 4, 1, 256, 0.f, {150}, {0}, DType::F16}, t});
+        add_case(c, "attention_mul_mat", AttnMatCase{{0, 200, 2, 8, 2, 64, 0.f, {190, 120, 70}, {0, 1, 1}, DType::Q8_0}, t});
+        add_case(c, "attention_mul_mat", AttnMatCase{{16, 40, 2, 8, 2, 32, 30.f, {70, 100}, {1, 0}, DType::F32, true}, t});
+    }
     return c;
 }
 

@@ -1,3 +1,8 @@
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "backends/vulkan/ops/mul_mat_act.h"
 #include "backends/vulkan/ops/type_support.h"
 #include "backends/vulkan/ops/vk_ops.h"
 #include "core/rules/attention_rule.h"
@@ -45,7 +50,25 @@ void plan_attention(const Tensor& n, Plan& plan) {
     if (split) plan.attn_bytes = std::max(plan.attn_bytes, part_bytes);
 }
 
-void record_attention(const Tensor& n, Recorder& r) {
+namespace {
+// The split form's fold (shaders/attention_fold.comp); at: F32, or the type it quantizes the
+// output to for the mul_mat reading x.
+void record_fold(const Tensor& n, Recorder& r, const Tensor* x, DType at) {
+    const Tensor *a = n.src[0], *sinks = n.src[5];
+    const uint32_t H = uint32_t(a->ne[1]), T = uint32_t(a->ne[2]), Dv = uint32_t(n.ne[0]);
+    const uint32_t act_nb1 = at == DType::F32 ? 0 : uint32_t(act_row_bytes(at, int64_t(Dv) * H));
+    PcAttnFold pf{r.addr(n.src[3]), r.attn.lo, sinks ? r.addr(sinks) : 0, r.addr(&n), r.act.lo, Dv, H, T,
+                  r.plan.attn.at(&n).nblk, act_nb1, n.get_params<AttentionParams>().window};
+    std::vector<Range> out{r.range(&n)};
+    if (at != DType::F32) out.push_back(act_range(r, act_nb1, T));
+    r.dispatch(at == DType::F32 ? std::string("attention_fold") : "attention_fold_" + lower_name(at), pf, H, T,
+               std::vector<Range>{r.attn, r.range(n.src[3]), r.range(sinks ? sinks : a)}, out);
+    if (at != DType::F32) r.act_x = x, r.act_t = at;
+}
+
+// The key-block pass (everything but the fold where the node runs split); false where the
+// fold is still to be recorded.
+bool record_blocks(const Tensor& n, Recorder& r) {
     const Tensor *a = n.src[0], *k = n.src[1], *v = n.src[2];
     const uint32_t H = uint32_t(a->ne[1]), T = uint32_t(a->ne[2]);
     const AttnPlan ap = r.plan.attn.at(&n);
@@ -59,16 +82,29 @@ void record_attention(const Tensor& n, Recorder& r) {
                                                 r.range(sinks ? sinks : a)};
     if (ap.tile && r.addr(k) % 4 == 0 && r.addr(v) % 4 == 0) {
         r.dispatch("attention_tile_" + lower_name(k->type), pc, H, (T + 63) / 64, reads, {r.range(&n)});
-        return;
+        return true;
     }
     // K and V of one cache type: the variant with that type compiled in (shaders/attention.comp).
     const std::string variant = k->type == v->type ? "attention_" + lower_name(k->type) : "attention";
     if (!ap.split) {
         r.dispatch(variant, pc, H, T, reads, {r.range(&n)});
-        return;
+        return true;
     }
     r.dispatch(variant, pc, H * ap.nblk, T, reads, {r.attn});
-    r.dispatch("attention_fold", pc, H, T, {r.attn, r.range(n.src[3]), r.range(sinks ? sinks : a)}, {r.range(&n)});
+    return false;
+}
+}  // namespace
+
+void record_attention(const Tensor& n, Recorder& r) {
+    if (!record_blocks(n, r)) record_fold(n, r, nullptr, DType::F32);
+}
+
+bool record_attention_act(const Tensor& n, const Tensor* x, DType at, Recorder& r) {
+    const AttnPlan ap = r.plan.attn.at(&n);
+    if (!ap.split || ap.tile) return false;
+    if (record_blocks(n, r)) throw std::logic_error("vulkan: attention planned split recorded whole");
+    record_fold(n, r, x, at);
+    return true;
 }
 
 }  // namespace ls::vk

@@ -26,4 +26,9 @@ struct OpEntry {
 // The entry of op (not NONE).
 const OpEntry& op_entry(OpId op);
 
+// attention in its split form with the fold also quantizing the output for the mul_mat that
+// reads it (x: that mul_mat's src[1], the output as [Dv * H, T]) as `at` into the act rows
+// (backends/vulkan/fused.cpp); false, with nothing recorded, where the node does not run split.
+bool record_attention_act(const Tensor& node, const Tensor* x, DType at, Recorder& rec);
+
 }  // namespace ls::vk
