@@ -366,8 +366,7 @@ inline float block_max(const float* x, int64_t n) {
     alignas(64) float l[16];
     _mm512_store_ps(l, r);
     for (float v : l) m = std::fmax(m, v);
-#endif
-#if !defined(__AVX512F__)
+#else
     // The same with 8 lanes: a lane takes v where v > r, or where r is still NaN.
     __m256 r8 = _mm256_set1_ps(-INFINITY);
     for (; j + 8 <= n; j += 8) {

@@ -44,6 +44,10 @@ Run decode(const TinyGemma3Spec& spec, bool fuse, const std::string& name, int n
     r.counts = vulkan_last_graph_counts(*l.be);
     return r;
 }
+// The fused run's logits are the unfused run's, byte for byte.
+void check_same_logits(const Run& fused, const Run& unfused) {
+    check_same_logits(fused, unfused);
+}
 bool vulkan_under_test() {
     const std::vector<std::string> names = test::backend_names_under_test();
     if (std::find(names.begin(), names.end(), "vulkan") != names.end()) return true;
@@ -64,8 +68,7 @@ TEST_CASE("vulkan: fused dispatches give the unfused logits with fewer dispatche
     spec.n_layer = 3;
     spec.seed = 29;
     const Run fused = decode(spec, true, "vk"), unfused = decode(spec, false, "vk");
-    REQUIRE(fused.logits.size() == unfused.logits.size());
-    CHECK(std::memcmp(fused.logits.data(), unfused.logits.data(), fused.logits.size() * sizeof(float)) == 0);
+    check_same_logits(fused, unfused);
     INFO("decode step: " << fused.counts.dispatches << " dispatches and " << fused.counts.barriers << " barriers fused, "
                          << unfused.counts.dispatches << " and " << unfused.counts.barriers << " not");
     CHECK(fused.counts.dispatches + 8 * size_t(spec.n_layer) <= unfused.counts.dispatches);
@@ -86,8 +89,7 @@ TEST_CASE("vulkan: a fused residual step whose sum lies behind its input gives t
     spec.head_dim = 256;
     spec.n_ff = 6912;
     const Run fused = decode(spec, true, "vk1152"), unfused = decode(spec, false, "vk1152");
-    REQUIRE(fused.logits.size() == unfused.logits.size());
-    CHECK(std::memcmp(fused.logits.data(), unfused.logits.data(), fused.logits.size() * sizeof(float)) == 0);
+    check_same_logits(fused, unfused);
     INFO("decode step: " << fused.counts.dispatches << " dispatches fused, " << unfused.counts.dispatches << " not");
     CHECK(fused.counts.dispatches + 17 <= unfused.counts.dispatches);
 }
@@ -103,8 +105,7 @@ TEST_CASE("vulkan: the split attention's fold quantizing for the output projecti
     spec.window = 100;
     spec.seed = 31;
     const Run fused = decode(spec, true, "vkdeep", 70), unfused = decode(spec, false, "vkdeep", 70);
-    REQUIRE(fused.logits.size() == unfused.logits.size());
-    CHECK(std::memcmp(fused.logits.data(), unfused.logits.data(), fused.logits.size() * sizeof(float)) == 0);
+    check_same_logits(fused, unfused);
     INFO("decode step: " << fused.counts.dispatches << " dispatches and " << fused.counts.barriers << " barriers fused, "
                          << unfused.counts.dispatches << " and " << unfused.counts.barriers << " not");
     CHECK(fused.counts.dispatches + 9 * size_t(spec.n_layer) <= unfused.counts.dispatches);
