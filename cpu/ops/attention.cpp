@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "core/ir/op_params.h"
@@ -73,7 +74,9 @@ template <DType T> [[gnu::always_inline]] inline __m256 load8(const uint8_t* row
 // stream evicts them between steps), and the hardware prefetchers do not run far enough ahead
 // on rows a few hundred bytes long to keep many misses in flight. Bytes [off, off + len) of row.
 [[gnu::always_inline]] inline void prefetch_row(const uint8_t* row, size_t off, size_t len) {
-    for (size_t o = 0; o < len; o += 64) _mm_prefetch(reinterpret_cast<const char*>(row + off + o), _MM_HINT_T1);
+    // Every cache line the bytes touch, from the line of the first one.
+    const uintptr_t lo = reinterpret_cast<uintptr_t>(row + off) & ~uintptr_t(63), hi = reinterpret_cast<uintptr_t>(row + off + len);
+    for (uintptr_t a = lo; a < hi; a += 64) _mm_prefetch(reinterpret_cast<const char*>(a), _MM_HINT_T1);
 }
 constexpr int64_t kKeyAhead = 8;  // key rows the score loop prefetches ahead of the one it reads
 // The bytes of a row holding its elements [e0, e0 + n): whole blocks of a quantized type (a
@@ -350,7 +353,7 @@ struct BlockScratch {
     alignas(64) float sc[kMaxSub][kAttnBlock] = {};  // lanes past a block's keys stay finite
 };
 
-// max of x[0..n), NaNs ignored as fmax does (all NaN: NaN; empty: -inf). Lane by lane, then
+// max of x[0..n), NaNs ignored as fmax does (all NaN or empty: -inf). Lane by lane, then
 // across lanes: the max of a set is the same whichever order it is taken in (up to the sign of
 // a zero, which no use of the block max can tell: it is only subtracted, then exponentiated).
 inline float block_max(const float* x, int64_t n) {

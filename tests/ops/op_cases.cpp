@@ -407,7 +407,7 @@ struct AttentionCase {
 // A decode step's attention and the output projection that reads it as [Dv * H, T], both
 // outputs compared: the Vulkan backend's split fold also quantizes the output rows for the
 // mul_mat (attention_fold.comp's _q8_* variants), a head's Dv / block blocks a workgroup, for
-// 32- and 256-element dot types (Dv = 64 with Q8_K: not a whole block, the mul_mat's own).
+// 32- and 256-element dot types (Dv of 32 or 64 with Q8_K: not a whole block, the mul_mat's own).
 struct AttnMatCase {
     AttentionCase att;
     DType type;
@@ -828,6 +828,9 @@ std::vector<OpCase> op_cases() {
         add_case(c, "attention_mul_mat", AttnMatCase{{0, 200, 2, 8, 2, 64, 0.f, {190, 120, 70}, {0, 1, 1}, DType::Q8_0}, t});
         add_case(c, "attention_mul_mat", AttnMatCase{{16, 40, 2, 8, 2, 32, 30.f, {70, 100}, {1, 0}, DType::F32, true}, t});
     }
+    // The widest value heads (512: two Q8_K blocks, sixteen Q8_0 blocks a head).
+    for (DType t : {DType::Q4_K, DType::Q8_0})
+        add_case(c, "attention_mul_mat", AttnMatCase{{0, 160, 1, 2, 1, 512, 0.f, {130}, {0}, DType::F16}, t});
     return c;
 }
 
