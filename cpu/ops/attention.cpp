@@ -404,13 +404,15 @@ struct Ctx {
                  float* const* ob) const {
         int64_t ts[kMaxSub], hs[kMaxSub];
         for (int i = 0; i < nq; ++i) ts[i] = t, hs[i] = h0 + i;
-        partial(ts, hs, hk, nq, lo, hi, s, mb, lb, ob);
+        partial(ts, hs, hk, nq, lo, hi, s, mb, lb, ob, nullptr, true);
     }
     // The same for nq queries (token ts[i], head hs[i], all of kv head hk) that see the same keys
     // of the same sequence: each query's arithmetic is its own, so sharing the loads changes no bit.
-    // kt: the block's keys already transposed (transpose_keys), or null.
+    // kt: the block's keys already transposed (transpose_keys), or null. fetch_values: prefetch
+    // the block's value rows first (a decode step's block, read once; a prompt tile's blocks
+    // are read for each of its tokens and stay in cache).
     void partial(const int64_t* ts, const int64_t* hs, int64_t hk, int nq, int64_t lo, int64_t hi, BlockScratch& s, float* mb,
-                 float* lb, float* const* ob, const float* kt = nullptr) const {
+                 float* lb, float* const* ob, const float* kt = nullptr, bool fetch_values = false) const {
         const int64_t n = hi - lo + 1, sq = seq[ts[0]];
         const uint8_t* krow[kAttnBlock];
         const uint8_t* vrow[kAttnBlock];
@@ -426,8 +428,10 @@ struct Ctx {
             sp[i] = s.sc[i];
         }
         // The values are read after every score of the block: fetched meanwhile.
-        const RowSpan vs = row_span(v->type, hk * Dv, Dv);
-        for (int64_t j = 0; j < n; ++j) prefetch_row(vrow[j], vs.off, vs.len);
+        if (fetch_values) {
+            const RowSpan vs = row_span(v->type, hk * Dv, Dv);
+            for (int64_t j = 0; j < n; ++j) prefetch_row(vrow[j], vs.off, vs.len);
+        }
 #if defined(__AVX512F__)
         if (kt) qk_transposed(nq, qp, kt, n, Dk, sp);
         else
